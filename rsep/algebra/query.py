@@ -1,0 +1,34 @@
+"""A continuous query Q = (SE, SDS, ET, QF) of RSEP-QL Def. 5."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rsep.algebra.dataset import StreamingDataset
+from rsep.algebra.policy import R2S, ReportPolicy
+
+CSPARQL_TIMESTAMP = "http://larkc.eu/csparql/sparql/jena/ext#timestamp"
+
+
+@dataclass
+class ContinuousQuery:
+    """What every dialect parses into.
+
+    ``sparql`` is the algebraic expression SE as SPARQL 1.1 text for pyoxigraph:
+    WINDOW w P became GRAPH w P (Eq. 3: P over the snapshot of w), CQELS stream
+    patterns became GRAPH over a window of their own, and the dataset clauses
+    moved into ``dataset``.
+    """
+
+    name: str
+    dialect: str
+    form: str  # SELECT | CONSTRUCT | ASK | DESCRIBE
+    dataset: StreamingDataset
+    sparql: str
+    r2s: R2S
+    report: ReportPolicy
+    text: str = ""
+    variables: list[str] = field(default_factory=list)  # projected, in order (SELECT)
+    uses_timestamp: bool = False  # C-SPARQL timestamp() in the query
+    notes: list[str] = field(default_factory=list)
+    service_at: tuple[int, int] | None = None  # SERVICE is parsed, then refused at registration

@@ -1,0 +1,115 @@
+"""Steps every dialect takes after reading its own constructs."""
+
+from __future__ import annotations
+
+import re
+
+import pyoxigraph as ox
+from lark import Token, Tree
+
+from rsep.algebra.dataset import StreamingDataset
+from rsep.algebra.query import CSPARQL_TIMESTAMP
+from rsep.lang.errors import QueryError, position
+from rsep.lang.syntax import Syntax, end_of, start_of
+
+
+def plain_dataset(syn: Syntax, ds: StreamingDataset, skip: set[int]) -> None:
+    """FROM / FROM NAMED background graphs; every dataset clause leaves the query text."""
+    for clause in syn.dataset_clauses():
+        syn.replace(clause, " ")
+        if id(clause) in skip or clause.data != "dataset_clause":
+            continue
+        inner = clause.children[1]
+        if inner.data == "default_graph_clause":
+            ds.default_graphs.append(syn.iri(inner.children[0]))
+        else:
+            ds.named_graphs.append(syn.iri(inner.children[1]))
+
+
+def remove_register(syn: Syntax) -> Tree | None:
+    regs = [c for c in syn.tree.children[0].children if c.data.startswith("register_")]
+    if len(regs) > 1:
+        raise syn.error("only one REGISTER clause per query", regs[1])
+    for r in regs:
+        syn.replace(r, " ")
+    return regs[0] if regs else None
+
+
+def rewrite_timestamp_calls(syn: Syntax) -> bool:
+    calls = syn.nodes("timestamp_call")
+    for c in calls:
+        syn.replace(c.children[0], f"<{CSPARQL_TIMESTAMP}>")
+    return bool(calls) or CSPARQL_TIMESTAMP in syn.text or _uses_prefixed_timestamp(syn)
+
+
+def _uses_prefixed_timestamp(syn: Syntax) -> bool:
+    ns = CSPARQL_TIMESTAMP.rsplit("#", 1)[0] + "#"
+    return any(v == ns for v in syn.prefixes.values()) and bool(re.search(r":timestamp\s*\(", syn.text))
+
+
+def register_name(syn: Syntax, reg: Tree | None) -> str:
+    if reg is None:
+        return ""
+    name = next(c for c in reg.children if isinstance(c, Tree) and c.data == "register_name")
+    return syn.iri(name)
+
+
+_OX_POS = re.compile(r"error at (\d+):(\d+): ?(.*)", re.S)
+
+
+def validate_sparql(syn: Syntax, sparql: str) -> None:
+    """Let pyoxigraph check what the grammar does not (scoping, aggregates, ...).
+
+    The rewritten text is executed once against an empty store: cheap, and the
+    exact checks the evaluator will apply. SERVICE queries are never executed.
+    """
+    if syn.services:
+        return
+    try:
+        res = ox.Store().query(sparql, custom_functions={
+            ox.NamedNode(CSPARQL_TIMESTAMP): lambda *args: None})
+        if not isinstance(res, ox.QueryBoolean):
+            for _ in res:
+                break
+    except SyntaxError as e:
+        msg = str(e)
+        m = _OX_POS.match(msg)
+        if m:
+            line, col, what = int(m.group(1)), int(m.group(2)), m.group(3)
+            off = _offset(sparql, line, col)
+            line, col = position(syn.text, _map_back(syn, off))
+            raise QueryError(f"invalid query: {what}", line, col, syn.source) from None
+        raise QueryError(f"invalid query: {msg}", source=syn.source) from None
+    except RuntimeError as e:
+        raise QueryError(f"invalid query: {e}", source=syn.source) from None
+    except (OSError, ValueError, TypeError):
+        # Evaluation errors on an empty store say nothing about the query's validity.
+        pass
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    lines = text.split("\n")
+    return sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+
+
+def _map_back(syn: Syntax, off: int) -> int:
+    """An offset in the rewritten text back to the original text."""
+    shift = 0
+    for start, end, text in sorted(syn.edits):
+        new_start = start + shift
+        if off < new_start:
+            break
+        if off < new_start + len(text):
+            return start
+        shift += len(text) - (end - start)
+    return max(0, min(len(syn.text), off - shift))
+
+
+def service_position(syn: Syntax) -> tuple[int, int] | None:
+    if not syn.services:
+        return None
+    return position(syn.text, start_of(syn.services[0]))
+
+
+__all__ = ["plain_dataset", "remove_register", "rewrite_timestamp_calls", "register_name",
+           "validate_sparql", "service_position", "end_of", "Token"]

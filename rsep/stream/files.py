@@ -99,8 +99,15 @@ def _split(text: str, base_line: int, final: bool) -> tuple[list[Record], int, i
     n = len(text)
 
     def skip_ws(i: int) -> int:
-        while i < n and text[i] in " \t\r\n":
-            i += 1
+        # Whitespace and comments between records belong to no record.
+        while i < n:
+            if text[i] in " \t\r\n":
+                i += 1
+            elif text[i] == "#":
+                j = text.find("\n", i)
+                i = n if j < 0 else j + 1
+            else:
+                break
         return i
 
     start = skip_ws(0)
@@ -178,7 +185,7 @@ def iter_nquads_records(path: Path) -> Iterator[Record]:
 
 # ------------------------------------------------------------------ parsing
 
-_ERR_POS = re.compile(r"line (\d+) column (\d+)")
+_ERR_POS = re.compile(r"line (\d+) (?:column|between columns) (\d+)")
 _ERR_POS2 = re.compile(r"at (\d+):(\d+)")
 
 
@@ -192,7 +199,7 @@ def _error_position(err: SyntaxError) -> tuple[int, int]:
 
 def _clean_error(err: SyntaxError) -> str:
     msg = str(err)
-    msg = re.sub(r"^Parser error at line \d+ column \d+: ", "", msg)
+    msg = re.sub(r"^Parser error at line \d+ (?:column \d+|between columns \d+ and \d+): ", "", msg)
     msg = re.sub(r"\s*\(line \d+\)\s*$", "", msg)
     return msg
 

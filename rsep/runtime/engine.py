@@ -1,0 +1,466 @@
+"""The runtime: ticks, report policies, window maintenance, SPARQL evaluation, R2S.
+
+Events are pushed in time order (the merge layer guarantees it). Before an
+event at time t is taken in, every evaluation due before t is carried out, so
+an evaluation at time tau sees exactly the items with time <= tau (Def. 3's
+"t_i <= t'"), and simultaneous events are all in before anything at their time
+is evaluated.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from rsep.algebra.dataset import DEFAULT
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
+from rsep.algebra.window import WindowKind
+from rsep.lang import QueryError, parse_query
+from rsep.runtime.r2s import R2SOperator
+from rsep.sparql.store import SnapshotStore
+from rsep.stream.event import Event
+from rsep.stream.time import TimeError, TimeKind, format_time
+from rsep.windows.operator import WindowOperator
+from rsep.windows.resolved import Window, resolve
+
+XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
+
+
+class EngineError(RuntimeError):
+    """A failure while running: a resource limit, or input the engine cannot take."""
+
+
+@dataclass
+class Limits:
+    """Bounds that stop a runaway query with a clear error instead of exhausting memory.
+
+    pyoxigraph queries cannot be cancelled, so the bounds are on inputs (window
+    size) and outputs (solutions per evaluation); evaluation time is checked
+    after each evaluation.
+    """
+
+    max_window_triples: int = 10_000_000
+    max_results: int = 1_000_000
+    max_eval_seconds: float | None = None
+
+
+@dataclass(slots=True)
+class Output:
+    """One element of a query's output stream."""
+
+    query: str
+    time: int
+    kind: TimeKind | None
+    op: str = "insert"  # "delete" for DSTREAM
+    bindings: dict[str, str] | None = None  # SELECT: variable -> N-Triples term
+    triple: str | None = None  # CONSTRUCT / DESCRIBE: N-Triples statement, no final dot
+    boolean: bool | None = None  # ASK
+    variables: tuple[str, ...] = ()
+
+    @property
+    def time_text(self) -> int | str:
+        return format_time(self.time, self.kind)
+
+    def to_json(self) -> dict:
+        d: dict = {"time": self.time_text}
+        if self.bindings is not None:
+            d["bindings"] = self.bindings
+        elif self.triple is not None:
+            d["triple"] = self.triple
+        elif self.boolean is not None:
+            d["boolean"] = self.boolean
+        if self.op == "delete":
+            d["op"] = "delete"
+        return d
+
+
+@dataclass
+class _BoundWindow:
+    iri: str
+    stream: str
+    window: Window
+    op: WindowOperator
+    graph: ox.NamedNode | ox.DefaultGraph
+
+
+@dataclass
+class QueryRuntime:
+    """A registered query and its state: windows, snapshot store, R2S history."""
+
+    query: ContinuousQuery
+    name: str
+    engine: Engine
+    callback: Callable[[Output], None] | None = None
+    windows: list[_BoundWindow] = field(default_factory=list)
+    store: SnapshotStore = field(default_factory=SnapshotStore)
+    evaluations: int = 0
+    last_tick: int | None = None
+    arrival: int | None = None
+    start: int | None = None
+    _versions: tuple[int, ...] | None = None
+    _cache: list | None = None
+
+    def __post_init__(self) -> None:
+        self.r2s = R2SOperator(self.query.r2s)
+        self.report: ReportPolicy = self.query.report
+        self.streams = set(self.query.dataset.streams)
+        self._named: list[ox.NamedNode] = []
+        self._functions = {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
+
+    # ------------------------------------------------------------ setup
+
+    def load_background(self, graphs: dict[str, list[ox.Triple]]) -> None:
+        ds = self.query.dataset
+        sources = ds.default_graphs or ([DEFAULT] if DEFAULT in graphs else [])
+        for g in sources:
+            self.store.load(ox.DefaultGraph(), graphs[g])
+        named = ds.named_graphs
+        if not ds.default_graphs and not ds.named_graphs:
+            named = [g for g in graphs if g != DEFAULT and not ds.window(g)]
+        for g in named:
+            self.store.load(ox.NamedNode(g), graphs[g])
+            self._named.append(ox.NamedNode(g))
+
+    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        """Resolve window parameters once the stream's kind of time is known."""
+        self.start = start
+        for w in self.query.dataset.windows:
+            try:
+                rw = resolve(w.spec, kind, time_unit_ms)
+            except TimeError as e:
+                raise EngineError(f"query {self.name}: window {w.spec}: {e}") from None
+            graph = ox.DefaultGraph() if w.in_default else ox.NamedNode(w.iri)
+            if not w.in_default:
+                self._named.append(graph)
+            self.windows.append(_BoundWindow(w.iri, w.stream, rw, WindowOperator(rw), graph))
+        if self.report.periodic is not None:
+            try:
+                self._period = self.report.periodic.units(kind, time_unit_ms)
+            except TimeError as e:
+                raise EngineError(f"query {self.name}: report period: {e}") from None
+
+    # ------------------------------------------------------------ input
+
+    def insert(self, e: Event) -> None:
+        hit = False
+        for bw in self.windows:
+            if bw.stream == e.stream:
+                bw.op.insert(e)
+                hit = True
+        if hit:
+            self.arrival = e.time
+
+    # ------------------------------------------------------------ ticks
+
+    def _grid(self, after: int) -> list[int]:
+        """Report instants of the time-driven policies, the first one after ``after``."""
+        out = []
+        rp = self.report
+        if rp.window_close:
+            for bw in self.windows:
+                w = bw.window
+                if w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped):
+                    out.append((after // w.beta + 1) * w.beta)
+        if rp.periodic is not None:
+            out.append((after // self._period + 1) * self._period)
+        return out
+
+    def _quiet(self) -> bool:
+        """Would an evaluation now output nothing new? (content unchanged, nothing to repeat)"""
+        if self._versions is None:
+            return all(bw.op.idle for bw in self.windows) and self.report.non_empty
+        if self._versions != self._current_versions():
+            return False
+        if self.report.non_empty and all(bw.op.empty for bw in self.windows):
+            return True
+        return self.r2s.op is not R2S.RSTREAM or not self._cache
+
+    def _current_versions(self) -> tuple[int, ...]:
+        return tuple(bw.op.version for bw in self.windows)
+
+    def next_tick(self, bound: int) -> int | None:
+        """The next evaluation instant strictly before ``bound``, or None."""
+        after = self.last_tick if self.last_tick is not None else (self.start or 0) - 1
+        rp = self.report
+        cands: list[int] = []
+        arrival = self.arrival if self.arrival is not None and self.arrival > after else None
+        if arrival is not None and (rp.on_arrival or rp.content_change):
+            cands.append(arrival)
+        grid = self._grid(after)
+        if grid and min(grid) < bound and self._quiet():
+            # Nothing would come out until the content changes: jump to that change.
+            changes = [c for bw in self.windows if (c := bw.op.next_change(after)) is not None]
+            if arrival is not None:
+                changes.append(arrival)
+            if not changes:
+                return min(cands) if cands and min(cands) < bound else None
+            jump = min(changes) - 1
+            if jump > after:
+                grid = self._grid(jump)
+        cands.extend(grid)
+        if rp.content_change:
+            cands.extend(c for bw in self.windows if (c := bw.op.next_change(after)) is not None)
+        cands = [c for c in cands if after < c < bound]
+        return min(cands) if cands else None
+
+    def _due(self, tau: int, changed: bool) -> bool:
+        rp = self.report
+        if rp.on_arrival and self.arrival == tau:
+            return True
+        if rp.content_change and changed:
+            return True
+        if rp.periodic is not None and tau % self._period == 0:
+            return True
+        if rp.window_close:
+            for bw in self.windows:
+                w = bw.window
+                if (w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped)) \
+                        and tau % w.beta == 0:
+                    return True
+        return False
+
+    def evaluate(self, tau: int) -> list[Output]:
+        lim = self.engine.limits
+        for bw in self.windows:
+            added, removed = bw.op.advance(tau)
+            if added or removed:
+                self.store.apply(bw.graph, added, removed, track_time=True)
+            if added and bw.op.size() > lim.max_window_triples:
+                raise EngineError(
+                    f"query {self.name}: window <{bw.iri}> holds {bw.op.size()} triples at "
+                    f"{format_time(tau, self.engine.kind)}, over the limit of "
+                    f"{lim.max_window_triples} (--max-window-triples)")
+        self.last_tick = tau
+        versions = self._current_versions()
+        changed = versions != self._versions
+        if not self._due(tau, changed):
+            return []
+        if self.report.non_empty and all(bw.op.empty for bw in self.windows):
+            return []
+        if changed or self._cache is None:
+            rows = self._run(tau)
+            self._cache = rows
+            self._versions = versions
+        else:
+            rows = self._cache
+        self.evaluations += 1
+        kind = self.engine.kind
+        outs = []
+        for op, payload in self.r2s.apply(rows):
+            o = Output(self.name, tau, kind, op)
+            q = self.query
+            if q.form == "SELECT":
+                o.variables, o.bindings = payload
+            elif q.form == "ASK":
+                o.boolean = payload
+            else:
+                o.triple = payload
+            outs.append(o)
+        return outs
+
+    def _run(self, tau: int) -> list:
+        lim = self.engine.limits
+        t0 = _time.perf_counter()
+        try:
+            res = self.store.store.query(
+                self.query.sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
+                custom_functions=self._functions)
+        except (SyntaxError, RuntimeError, OSError) as e:
+            raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None
+        rows: list = []
+        if isinstance(res, ox.QueryBoolean):
+            rows = [(bool(res), bool(res))]
+        elif isinstance(res, ox.QuerySolutions):
+            names = tuple(v.value for v in res.variables)
+            for sol in res:
+                values = tuple(None if (t := sol[i]) is None else str(t) for i in range(len(names)))
+                rows.append((values, (names, {n: v for n, v in zip(names, values, strict=True)
+                                              if v is not None})))
+                if len(rows) > lim.max_results:
+                    self._too_many(tau)
+        else:
+            seen = set()
+            for tr in res:
+                s = str(tr)
+                if s not in seen:
+                    seen.add(s)
+                    rows.append((s, s))
+                    if len(rows) > lim.max_results:
+                        self._too_many(tau)
+        took = _time.perf_counter() - t0
+        if lim.max_eval_seconds is not None and took > lim.max_eval_seconds:
+            raise EngineError(
+                f"query {self.name}: evaluation at {format_time(tau, self.engine.kind)} took "
+                f"{took:.2f} s, over the limit of {lim.max_eval_seconds} s (--max-eval-seconds)")
+        return rows
+
+    def _too_many(self, tau: int) -> None:
+        raise EngineError(
+            f"query {self.name}: more than {self.engine.limits.max_results} results at "
+            f"{format_time(tau, self.engine.kind)} (--max-results)")
+
+    def _timestamp(self, s: object, p: object, o: object) -> ox.Literal | None:
+        if not isinstance(s, (ox.NamedNode, ox.BlankNode)) or not isinstance(p, ox.NamedNode) \
+                or not isinstance(o, (ox.NamedNode, ox.BlankNode, ox.Literal)):
+            return None
+        t = self.store.latest_time(ox.Triple(s, p, o))
+        return None if t is None else ox.Literal(str(t), datatype=XSD_INTEGER)
+
+    def idle(self) -> bool:
+        return all(bw.op.idle for bw in self.windows)
+
+
+class Engine:
+    """Registers continuous queries and runs them over pushed events.
+
+    >>> eng = Engine()
+    >>> eng.register("SELECT ...")            # doctest: +SKIP
+    >>> for out in eng.run(events): ...       # doctest: +SKIP
+    """
+
+    def __init__(self, *, time_unit_ms: int | None = None, limits: Limits | None = None,
+                 allow_dereference: bool = False) -> None:
+        self.time_unit_ms = time_unit_ms
+        self.limits = limits or Limits()
+        self.allow_dereference = allow_dereference
+        self.graphs: dict[str, list[ox.Triple]] = {}
+        self.queries: list[QueryRuntime] = []
+        self.kind: TimeKind | None = None
+        self.now: int | None = None
+        self.start: int | None = None
+        self.events = 0
+        self._out: deque[Output] = deque()
+
+    # ------------------------------------------------------------ set-up
+
+    def add_graph(self, iri: str, data: str | Path | Iterable[ox.Triple], *,
+                  fmt: ox.RdfFormat | None = None) -> None:
+        """A background graph: ``iri`` names it ("default" for the default graph)."""
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            try:
+                triples = [q.triple for q in ox.parse(path=str(path), format=fmt)]
+            except (SyntaxError, ValueError, OSError) as e:
+                raise EngineError(f"graph {iri}: {path}: {e}") from None
+        else:
+            triples = list(data)
+        self.graphs.setdefault(iri, []).extend(triples)
+
+    def register(self, query: str | ContinuousQuery, *, dialect: str | None = None,
+                 name: str | None = None, r2s: R2S | None = None,
+                 report: ReportPolicy | None = None,
+                 callback: Callable[[Output], None] | None = None,
+                 source: str | None = None) -> QueryRuntime:
+        """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
+        q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
+        if q.service_at is not None:
+            line, col = q.service_at
+            raise QueryError("SERVICE is refused: a query cannot reach the network", line, col, source)
+        if not q.dataset.windows:
+            raise QueryError("the query reads no stream: declare a window (FROM NAMED WINDOW, "
+                             "FROM STREAM, or a STREAM pattern)", source=source)
+        for g in q.dataset.default_graphs + q.dataset.named_graphs:
+            if g not in self.graphs:
+                self._dereference(g, source)
+        if r2s is not None:
+            q.r2s = r2s
+        if report is not None:
+            q.report = report
+        n = name or q.name or f"q{len(self.queries) + 1}"
+        if any(rt.name == n for rt in self.queries):
+            raise QueryError(f"a query named {n!r} is already registered", source=source)
+        rt = QueryRuntime(q, n, self, callback)
+        rt.load_background(self.graphs)
+        if self.kind is not None:
+            rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
+        self.queries.append(rt)
+        return rt
+
+    def _dereference(self, g: str, source: str | None) -> None:
+        if not self.allow_dereference:
+            raise QueryError(
+                f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
+                "graph IRIs are not dereferenced unless --allow-dereference is given",
+                source=source)
+        import urllib.request
+
+        req = urllib.request.Request(g, headers={"Accept": "text/turtle, application/n-triples;q=0.9"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                body = resp.read()
+                ctype = resp.headers.get_content_type()
+        except OSError as e:
+            raise QueryError(f"<{g}> could not be fetched: {e}", source=source) from None
+        fmt = ox.RdfFormat.from_media_type(ctype) or ox.RdfFormat.TURTLE
+        self.graphs[g] = [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
+
+    # ------------------------------------------------------------ running
+
+    def push(self, e: Event) -> None:
+        """Take in one event; evaluations due before its time happen first."""
+        if self.kind is None:
+            self.kind = e.kind
+            self.start = e.time
+            for rt in self.queries:
+                rt.bind(e.kind, self.time_unit_ms, e.time)
+        elif e.kind is not self.kind:
+            raise EngineError(f"{e.origin}: <{e.graph}> has a {e.kind.value} timestamp, "
+                              f"earlier events had {self.kind.value} ones")
+        if self.now is not None:
+            if e.time < self.now:
+                raise EngineError(f"{e.origin}: events must come in time order "
+                                  f"({e.time} after {self.now})")
+            if e.time > self.now:
+                self._fire(e.time)
+        self.events += 1
+        for rt in self.queries:
+            rt.insert(e)
+        self.now = e.time
+
+    def _fire(self, bound: int) -> None:
+        """Carry out every evaluation due strictly before ``bound``, in time order."""
+        while True:
+            best: tuple[int, int] | None = None
+            for i, rt in enumerate(self.queries):
+                t = rt.next_tick(bound)
+                if t is not None and (best is None or t < best[0]):
+                    best = (t, i)
+            if best is None:
+                return
+            t, _ = best
+            for rt in self.queries:
+                if rt.next_tick(t + 1) == t:
+                    for o in rt.evaluate(t):
+                        self._emit(rt, o)
+
+    def _emit(self, rt: QueryRuntime, o: Output) -> None:
+        if rt.callback is not None:
+            rt.callback(o)
+        self._out.append(o)
+
+    def close(self, until: int | None = None) -> None:
+        """The input has ended: finish the evaluations due up to its last time (or ``until``)."""
+        if self.now is None:
+            return
+        self._fire(self.now + 1)
+        if until is not None and until > self.now:
+            self._fire(until + 1)
+            self.now = until
+
+    def drain(self) -> Iterator[Output]:
+        while self._out:
+            yield self._out.popleft()
+
+    def run(self, events: Iterable[Event], until: int | None = None) -> Iterator[Output]:
+        """Push every event, yielding outputs as soon as they are produced."""
+        for e in events:
+            self.push(e)
+            yield from self.drain()
+        self.close(until)
+        yield from self.drain()

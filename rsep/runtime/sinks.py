@@ -1,0 +1,136 @@
+"""Writing output streams: JSON lines, CSV, TSV, an aligned table, TriG."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from typing import IO
+
+from rsep.runtime.engine import Output
+
+FORMATS = ("jsonl", "csv", "tsv", "table", "trig")
+
+_LIT = re.compile(r'^"(.*)"(?:@[A-Za-z0-9\-]+|\^\^<[^>]*>)?$', re.S)
+
+
+def csv_value(term: str | None) -> str:
+    """SPARQL 1.1 CSV results: IRIs bare, literals by their lexical form."""
+    if term is None:
+        return ""
+    if term.startswith("<") and term.endswith(">"):
+        return term[1:-1]
+    m = _LIT.match(term)
+    if m:
+        return json.loads('"' + m.group(1) + '"') if "\\" in m.group(1) else m.group(1)
+    return term
+
+
+class Sink:
+    def __init__(self, out: IO[str], fmt: str, *, with_query: bool = False) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+        self.out = out
+        self.fmt = fmt
+        self.with_query = with_query
+        self.count = 0
+        self._header: tuple | None = None
+        self._writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
+        self._group: tuple | None = None
+        self._rows: list[Output] = []
+
+    def write(self, o: Output) -> None:
+        self.count += 1
+        getattr(self, "_" + self.fmt)(o)
+
+    def close(self) -> None:
+        if self.fmt == "table":
+            self._flush_table()
+        elif self.fmt == "trig" and self._group is not None:
+            self.out.write("}\n")
+        self.out.flush()
+
+    # -- formats
+
+    def _jsonl(self, o: Output) -> None:
+        d = o.to_json()
+        if self.with_query:
+            d = {"query": o.query, **d}
+        self.out.write(json.dumps(d, ensure_ascii=False) + "\n")
+
+    def _columns(self, o: Output) -> tuple[str, ...]:
+        if o.bindings is not None:
+            return o.variables
+        if o.triple is not None:
+            return ("triple",)
+        return ("boolean",)
+
+    def _values(self, o: Output, cols: tuple[str, ...]) -> list[str | None]:
+        if o.bindings is not None:
+            return [o.bindings.get(c) for c in cols]
+        if o.triple is not None:
+            return [o.triple]
+        return ["true" if o.boolean else "false"]
+
+    def _head(self, o: Output) -> list[str]:
+        return (["query"] if self.with_query else []) + ["time", "op"]
+
+    def _csv_or_tsv(self, o: Output, sep: str) -> None:
+        cols = self._columns(o)
+        header = (o.query, cols)
+        if header != self._header:
+            self._header = header
+            row = self._head(o) + list(cols)
+            if self._writer:
+                self._writer.writerow(row)
+            else:
+                self.out.write("\t".join("?" + c if c in cols else c for c in row) + "\n")
+        lead = ([o.query] if self.with_query else []) + [str(o.time_text), o.op]
+        vals = self._values(o, cols)
+        if self._writer:
+            self._writer.writerow(lead + [csv_value(v) for v in vals])
+        else:
+            self.out.write("\t".join(lead + [v or "" for v in vals]) + "\n")
+
+    def _csv(self, o: Output) -> None:
+        self._csv_or_tsv(o, ",")
+
+    def _tsv(self, o: Output) -> None:
+        self._csv_or_tsv(o, "\t")
+
+    def _table(self, o: Output) -> None:
+        group = (o.query, o.time)
+        if group != self._group:
+            self._flush_table()
+            self._group = group
+        self._rows.append(o)
+
+    def _flush_table(self) -> None:
+        if not self._rows:
+            return
+        first = self._rows[0]
+        cols = self._columns(first)
+        rows = [[("-" if o.op == "delete" else "") + (v or "") for v in self._values(o, cols)]
+                for o in self._rows]
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+        title = f"{first.query} @ {first.time_text}" if self.with_query else f"@ {first.time_text}"
+        self.out.write(f"-- {title} ({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+        self.out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip() + "\n")
+        for r in rows:
+            self.out.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() + "\n")
+        self._rows = []
+
+    def _trig(self, o: Output) -> None:
+        if o.triple is None:
+            raise ValueError("--format trig needs a CONSTRUCT or DESCRIBE query")
+        group = (o.query, o.time, o.op)
+        if group != self._group:
+            if self._group is not None:
+                self.out.write("}\n")
+            self._group = group
+            g = f"<urn:rsep:result:{o.query}:{o.time}{':delete' if o.op == 'delete' else ''}>"
+            t = o.time_text
+            lit = (f'"{t}"^^<http://www.w3.org/2001/XMLSchema#dateTime>' if isinstance(t, str)
+                   else f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>')
+            self.out.write(f"{g} <http://www.w3.org/ns/prov#generatedAtTime> {lit} .\n{g} {{\n")
+        self.out.write(f"  {o.triple} .\n")

@@ -1,0 +1,167 @@
+"""Incremental window maintenance: W(S, t) kept up to date as t advances.
+
+Each event enters and leaves a window once, so the cost per event is constant
+(amortised, O(log n) for the eviction heap) whatever the stream's length, and
+the state is the window's content plus the events that arrived but are not in
+the window yet (offset windows, C-SPARQL's [o, c) at the closing instant).
+
+``advance(t)`` returns what changed since the previous call, as triples added
+(with the time of their event) and triples removed, which is what the SPARQL
+snapshot store consumes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+from pyoxigraph import Triple
+
+from rsep.algebra.window import Boundary, WindowKind
+from rsep.stream.event import Event
+from rsep.windows.resolved import Window
+
+Added = list[tuple[Triple, int]]
+Removed = list[Triple]
+
+
+class WindowOperator:
+    def __init__(self, w: Window) -> None:
+        self.w = w
+        self.version = 0  # bumps whenever the content changes
+        self._pending: deque[Event] = deque()  # arrived, not yet inside
+        self._live: dict[int, Event] = {}  # seq -> event (time-based kinds)
+        self._evict: list[tuple[int, int]] = []  # (end, seq)
+        self._items: deque[tuple[Event, tuple[Triple, ...]]] = deque()  # count windows
+        self._ntriples = 0
+        self._added: Added = []
+        self._removed: Removed = []
+
+    # ---------------------------------------------------------------- input
+
+    def insert(self, e: Event) -> None:
+        """An event arrived on the window's stream (events come in arrival order)."""
+        w = self.w
+        if w.kind is WindowKind.COUNT:
+            self._items.append((e, e.triples))
+            self._ntriples += len(e.triples)
+            self._added.extend((tr, e.end) for tr in e.triples)
+            self._trim()
+            self.version += 1
+            return
+        self._pending.append(e)
+
+    def _trim(self) -> None:
+        w = self.w
+        if not w.count_triples:
+            while len(self._items) > w.count:
+                e, triples = self._items.popleft()
+                self._ntriples -= len(triples)
+                self._removed.extend(triples)
+            return
+        while self._ntriples > w.count:
+            e, triples = self._items.popleft()
+            excess = self._ntriples - w.count
+            if excess >= len(triples):
+                self._ntriples -= len(triples)
+                self._removed.extend(triples)
+            else:
+                self._removed.extend(triples[:excess])
+                self._items.appendleft((e, triples[excess:]))
+                self._ntriples -= excess
+
+    # ---------------------------------------------------------------- time
+
+    def _limits(self, t: int) -> tuple[int | None, int, bool, bool]:
+        """(lo, hi, lo_open, hi_closed) of the window at t; lo None: no lower bound."""
+        w = self.w
+        if w.kind is WindowKind.TIME:
+            lo, hi = w.bounds(t)
+            if w.boundary is Boundary.RIGHT_CLOSED:
+                return lo, hi, True, True
+            return lo, hi, False, False
+        if w.kind is WindowKind.LANDMARK:
+            return w.t0, (w.aligned(t) if w.stepped else t), False, True
+        if w.kind is WindowKind.NOW:
+            return t, t, False, True
+        return None, t, False, True  # UNBOUNDED
+
+    def advance(self, t: int) -> tuple[Added, Removed]:
+        w = self.w
+        if w.kind is not WindowKind.COUNT:
+            lo, hi, lo_open, hi_closed = self._limits(t)
+
+            def expired(end: int) -> bool:
+                return lo is not None and (end <= lo if lo_open else end < lo)
+
+            def inside(start: int) -> bool:
+                return start <= hi if hi_closed else start < hi
+
+            if self._pending:
+                keep: deque[Event] = deque()
+                for e in self._pending:
+                    if e.end > t:
+                        keep.append(e)
+                    elif expired(e.end):
+                        continue  # passed by without ever being inside
+                    elif inside(e.start):
+                        self._live[e.seq] = e
+                        heapq.heappush(self._evict, (e.end, e.seq))
+                        self._added.extend((tr, e.end) for tr in e.triples)
+                        self.version += 1
+                    else:
+                        keep.append(e)
+                self._pending = keep
+            while self._evict and expired(self._evict[0][0]):
+                _, seq = heapq.heappop(self._evict)
+                e = self._live.pop(seq)
+                self._removed.extend(e.triples)
+                self.version += 1
+        added, removed = self._added, self._removed
+        self._added, self._removed = [], []
+        return added, removed
+
+    # ---------------------------------------------------------------- queries
+
+    @property
+    def empty(self) -> bool:
+        if self.w.kind is WindowKind.COUNT:
+            return not self._items
+        return not self._live
+
+    @property
+    def idle(self) -> bool:
+        """Empty and with nothing waiting to enter: stays empty until the next arrival."""
+        return self.empty and not self._pending
+
+    def size(self) -> int:
+        if self.w.kind is WindowKind.COUNT:
+            return self._ntriples
+        return sum(len(e.triples) for e in self._live.values())
+
+    def next_change(self, after: int) -> int | None:
+        """The first time > after at which the content changes without new arrivals."""
+        w = self.w
+        if w.kind is not WindowKind.TIME:
+            if w.kind is WindowKind.NOW and self._live:
+                return max(after + 1, min(e.end for e in self._live.values()) + 1)
+            if w.kind is WindowKind.LANDMARK and self._pending:
+                return self._first_aligned(min(e.start for e in self._pending), after, 0, True)
+            return None
+        cands: list[int] = []
+        right = w.boundary is Boundary.RIGHT_CLOSED
+        if self._evict:
+            # leaves at the first aligned t' with t' - alpha >= end (right-closed) or > end
+            cands.append(self._first_aligned(self._evict[0][0], after, w.alpha, right))
+        for e in self._pending:
+            # enters at the first aligned t' with t' - offset >= start (right) or > start
+            cands.append(self._first_aligned(e.start, after, w.offset, right))
+        return min(cands) if cands else None
+
+    def _first_aligned(self, x: int, after: int, shift: int, inclusive: bool) -> int:
+        b = self.w.beta
+        target = x + shift if inclusive else x + shift + 1
+        t = -(-target // b) * b
+        if t <= after:
+            t = (after // b + 1) * b
+        return t

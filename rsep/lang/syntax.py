@@ -150,7 +150,8 @@ class Syntax:
         for c in query.children:
             if isinstance(c, Tree) and (c.data == "dataset_clause" or c.data.startswith("from_")):
                 out.append(c)
-            elif isinstance(c, Tree) and c.data in ("construct_triples_template",):
+            elif isinstance(c, Tree) and c.data in ("construct_triples_template",
+                                                    "construct_construct_template"):
                 out.extend(x for x in c.children if isinstance(x, Tree) and
                            (x.data == "dataset_clause" or x.data.startswith("from_")))
         return out

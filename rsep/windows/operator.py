@@ -30,8 +30,9 @@ class WindowOperator:
         self.w = w
         self.version = 0  # bumps whenever the content changes
         self._pending: deque[Event] = deque()  # arrived, not yet inside
-        self._live: dict[int, Event] = {}  # seq -> event (time-based kinds)
-        self._evict: list[tuple[int, int]] = []  # (end, seq)
+        self._live: dict[int, Event] = {}  # entry number -> event (time-based kinds)
+        self._evict: list[tuple[int, int]] = []  # (end, entry number)
+        self._entries = 0
         self._items: deque[tuple[Event, tuple[Triple, ...]]] = deque()  # count windows
         self._ntriples = 0
         self._added: Added = []
@@ -105,16 +106,17 @@ class WindowOperator:
                     elif expired(e.end):
                         continue  # passed by without ever being inside
                     elif inside(e.start):
-                        self._live[e.seq] = e
-                        heapq.heappush(self._evict, (e.end, e.seq))
+                        self._entries += 1
+                        self._live[self._entries] = e
+                        heapq.heappush(self._evict, (e.end, self._entries))
                         self._added.extend((tr, e.end) for tr in e.triples)
                         self.version += 1
                     else:
                         keep.append(e)
                 self._pending = keep
             while self._evict and expired(self._evict[0][0]):
-                _, seq = heapq.heappop(self._evict)
-                e = self._live.pop(seq)
+                _, n = heapq.heappop(self._evict)
+                e = self._live.pop(n)
                 self._removed.extend(e.triples)
                 self.version += 1
         added, removed = self._added, self._removed

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     report = ReportPolicy.parse(args.report) if args.report else None
     for qf in args.queries:
         text = Path(qf).read_text(encoding="utf-8")
-        engine.register(text, dialect=args.dialect, source=qf,
+        engine.register(text, dialect=args.dialect, source=qf, default_name=Path(qf).stem,
                         r2s=R2S(args.r2s) if args.r2s else None, report=report)
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
@@ -167,11 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_OK
     except (EngineError, TimeError, ValueError, OSError) as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except BrokenPipeError:
-        return EXIT_OK
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE

@@ -356,7 +356,7 @@ class Engine:
                  name: str | None = None, r2s: R2S | None = None,
                  report: ReportPolicy | None = None,
                  callback: Callable[[Output], None] | None = None,
-                 source: str | None = None) -> QueryRuntime:
+                 source: str | None = None, default_name: str | None = None) -> QueryRuntime:
         """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if q.service_at is not None:
@@ -372,7 +372,7 @@ class Engine:
             q.r2s = r2s
         if report is not None:
             q.report = report
-        n = name or q.name or f"q{len(self.queries) + 1}"
+        n = name or q.name or default_name or f"q{len(self.queries) + 1}"
         if any(rt.name == n for rt in self.queries):
             raise QueryError(f"a query named {n!r} is already registered", source=source)
         rt = QueryRuntime(q, n, self, callback)

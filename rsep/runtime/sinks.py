@@ -14,6 +14,23 @@ FORMATS = ("jsonl", "csv", "tsv", "table", "trig")
 _LIT = re.compile(r'^"(.*)"(?:@[A-Za-z0-9\-]+|\^\^<[^>]*>)?$', re.S)
 
 
+_PLAIN_TYPES = {
+    f"<http://www.w3.org/2001/XMLSchema#{t}>"
+    for t in ("integer", "decimal", "double", "float", "boolean", "string", "long", "int")
+}
+
+
+def display(term: str | None) -> str:
+    """A term for people: numbers, booleans and plain strings by their value, the rest as N-Triples."""
+    if term is None:
+        return ""
+    if term.startswith('"'):
+        lex, _, dt = term.rpartition("^^")
+        if dt in _PLAIN_TYPES:
+            return csv_value(lex)
+    return term
+
+
 def csv_value(term: str | None) -> str:
     """SPARQL 1.1 CSV results: IRIs bare, literals by their lexical form."""
     if term is None:
@@ -110,7 +127,7 @@ class Sink:
             return
         first = self._rows[0]
         cols = self._columns(first)
-        rows = [[("-" if o.op == "delete" else "") + (v or "") for v in self._values(o, cols)]
+        rows = [[("-" if o.op == "delete" else "") + display(v) for v in self._values(o, cols)]
                 for o in self._rows]
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
         title = f"{first.query} @ {first.time_text}" if self.with_query else f"@ {first.time_text}"

@@ -125,7 +125,7 @@ def test_operator_matches_reference(w, stream, gaps):
             i += 1
         added, removed = op.advance(t)
         live.update(tr for tr, _ in added)
-        live.subtract(removed)
+        live.subtract(tr for tr, _ in removed)
         live = +live
         expected = Counter(tr for _, trs in reference.content(w, stream, t) for tr in trs)
         assert live == expected, (t, w)

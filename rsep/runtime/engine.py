@@ -193,19 +193,17 @@ class QueryRuntime:
         if arrival is not None and (rp.on_arrival or rp.content_change):
             cands.append(arrival)
         grid = self._grid(after)
+        changes = [c for bw in self.windows if (c := bw.op.next_change()) is not None]
         if grid and min(grid) < bound and self._quiet():
             # Nothing would come out until the content changes: jump to that change.
-            changes = [c for bw in self.windows if (c := bw.op.next_change(after)) is not None]
-            if arrival is not None:
-                changes.append(arrival)
-            if not changes:
-                return min(cands) if cands and min(cands) < bound else None
-            jump = min(changes) - 1
-            if jump > after:
-                grid = self._grid(jump)
+            first = min(changes + ([arrival] if arrival is not None else []), default=None)
+            if first is None:
+                grid = []
+            elif first - 1 > after:
+                grid = self._grid(first - 1)
         cands.extend(grid)
         if rp.content_change:
-            cands.extend(c for bw in self.windows if (c := bw.op.next_change(after)) is not None)
+            cands.extend(max(c, after + 1) for c in changes)
         cands = [c for c in cands if after < c < bound]
         return min(cands) if cands else None
 
@@ -417,7 +415,7 @@ class Engine:
                 raise EngineError(f"{e.origin}: events must come in time order "
                                   f"({e.time} after {self.now})")
             if e.time > self.now:
-                self._fire(e.time)
+                self._settle(e.time)
         self.events += 1
         for rt in self.queries:
             rt.insert(e)
@@ -439,6 +437,14 @@ class Engine:
                     for o in rt.evaluate(t):
                         self._emit(rt, o)
 
+    def _settle(self, bound: int) -> None:
+        """Evaluate everything due before ``bound``; the instants skipped as quiet stay
+        skipped, so no later arrival can reach back into them."""
+        self._fire(bound)
+        for rt in self.queries:
+            if rt.last_tick is None or rt.last_tick < bound - 1:
+                rt.last_tick = bound - 1
+
     def _emit(self, rt: QueryRuntime, o: Output) -> None:
         if rt.callback is not None:
             rt.callback(o)
@@ -448,7 +454,7 @@ class Engine:
         """The input has ended: finish the evaluations due up to its last time (or ``until``)."""
         if self.now is None:
             return
-        self._fire(self.now + 1)
+        self._settle(self.now + 1)
         if until is not None and until > self.now:
             self._fire(until + 1)
             self.now = until

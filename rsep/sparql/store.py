@@ -10,6 +10,7 @@ bounded by the windows plus the background.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 import pyoxigraph as ox
@@ -21,7 +22,7 @@ class SnapshotStore:
     def __init__(self, *, min_garbage: int = 50_000, factor: float = 1.0) -> None:
         self.store = ox.Store()
         self._counts: dict[ox.Quad, int] = {}
-        self._latest: dict[ox.Triple, tuple[int, int]] = {}  # triple -> (refs, latest time)
+        self._times: dict[ox.Triple, Counter[int]] = {}  # triple -> times of its occurrences
         self._garbage = 0
         self._min_garbage = min_garbage
         self._factor = factor
@@ -39,7 +40,7 @@ class SnapshotStore:
         self.apply(graph, ((t, None) for t in triples), ())
 
     def apply(self, graph: GraphName, added: Iterable[tuple[ox.Triple, int | None]],
-              removed: Iterable[ox.Triple], track_time: bool = False) -> None:
+              removed: Iterable[tuple[ox.Triple, int]], track_time: bool = False) -> None:
         counts = self._counts
         new: list[ox.Quad] = []
         for tr, time in added:
@@ -51,11 +52,13 @@ class SnapshotStore:
             else:
                 counts[q] = c + 1
             if track_time and time is not None:
-                refs, latest = self._latest.get(tr, (0, time))
-                self._latest[tr] = (refs + 1, max(latest, time))
+                times = self._times.get(tr)
+                if times is None:
+                    times = self._times[tr] = Counter()
+                times[time] += 1
         if new:
             self.store.extend(new)
-        for tr in removed:
+        for tr, time in removed:
             q = ox.Quad(tr.subject, tr.predicate, tr.object, graph)
             c = counts[q]
             if c == 1:
@@ -65,11 +68,12 @@ class SnapshotStore:
             else:
                 counts[q] = c - 1
             if track_time:
-                refs, latest = self._latest[tr]
-                if refs == 1:
-                    del self._latest[tr]
-                else:
-                    self._latest[tr] = (refs - 1, latest)
+                times = self._times[tr]
+                times[time] -= 1
+                if not times[time]:
+                    del times[time]
+                    if not times:
+                        del self._times[tr]
         if self._garbage > max(self._min_garbage, self._factor * len(counts)):
             self.rebuild()
 
@@ -81,5 +85,5 @@ class SnapshotStore:
         self.rebuilds += 1
 
     def latest_time(self, triple: ox.Triple) -> int | None:
-        v = self._latest.get(triple)
-        return v[1] if v else None
+        times = self._times.get(triple)
+        return max(times) if times else None

@@ -6,7 +6,7 @@ the state is the window's content plus the events that arrived but are not in
 the window yet (offset windows, C-SPARQL's [o, c) at the closing instant).
 
 ``advance(t)`` returns what changed since the previous call, as triples added
-(with the time of their event) and triples removed, which is what the SPARQL
+and removed, each with the time of its event, which is what the SPARQL
 snapshot store consumes.
 """
 
@@ -22,7 +22,7 @@ from rsep.stream.event import Event
 from rsep.windows.resolved import Window
 
 Added = list[tuple[Triple, int]]
-Removed = list[Triple]
+Removed = list[tuple[Triple, int]]
 
 
 class WindowOperator:
@@ -37,6 +37,7 @@ class WindowOperator:
         self._ntriples = 0
         self._added: Added = []
         self._removed: Removed = []
+        self._at: int | None = None  # time of the last advance
 
     # ---------------------------------------------------------------- input
 
@@ -58,16 +59,16 @@ class WindowOperator:
             while len(self._items) > w.count:
                 e, triples = self._items.popleft()
                 self._ntriples -= len(triples)
-                self._removed.extend(triples)
+                self._removed.extend((tr, e.end) for tr in triples)
             return
         while self._ntriples > w.count:
             e, triples = self._items.popleft()
             excess = self._ntriples - w.count
             if excess >= len(triples):
                 self._ntriples -= len(triples)
-                self._removed.extend(triples)
+                self._removed.extend((tr, e.end) for tr in triples)
             else:
-                self._removed.extend(triples[:excess])
+                self._removed.extend((tr, e.end) for tr in triples[:excess])
                 self._items.appendleft((e, triples[excess:]))
                 self._ntriples -= excess
 
@@ -89,6 +90,7 @@ class WindowOperator:
 
     def advance(self, t: int) -> tuple[Added, Removed]:
         w = self.w
+        self._at = t
         if w.kind is not WindowKind.COUNT:
             lo, hi, lo_open, hi_closed = self._limits(t)
 
@@ -117,7 +119,7 @@ class WindowOperator:
             while self._evict and expired(self._evict[0][0]):
                 _, n = heapq.heappop(self._evict)
                 e = self._live.pop(n)
-                self._removed.extend(e.triples)
+                self._removed.extend((tr, e.end) for tr in e.triples)
                 self.version += 1
         added, removed = self._added, self._removed
         self._added, self._removed = [], []
@@ -141,9 +143,11 @@ class WindowOperator:
             return self._ntriples
         return sum(len(e.triples) for e in self._live.values())
 
-    def next_change(self, after: int) -> int | None:
-        """The first time > after at which the content changes without new arrivals."""
+    def next_change(self) -> int | None:
+        """The first time after the last advance at which the content changes without
+        new arrivals (already past, if arrivals since then have changed it)."""
         w = self.w
+        after = self._at if self._at is not None else -(1 << 62)
         if w.kind is not WindowKind.TIME:
             if w.kind is WindowKind.NOW and self._live:
                 return max(after + 1, min(e.end for e in self._live.values()) + 1)

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -350,13 +351,26 @@ class Engine:
             triples = list(data)
         self.graphs.setdefault(iri, []).extend(triples)
 
-    def register(self, query: str | ContinuousQuery, *, dialect: str | None = None,
+    def register(self, query: str | ContinuousQuery | Any, *, dialect: str | None = None,
                  name: str | None = None, r2s: R2S | None = None,
                  report: ReportPolicy | None = None,
                  callback: Callable[[Output], None] | None = None,
                  source: str | None = None, default_name: str | None = None) -> QueryRuntime:
         """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
+        if not isinstance(q, ContinuousQuery):
+            # A query kind with a runtime of its own (e.g. an automaton): it must offer
+            # runtime(engine, name, callback) returning an object with the members the
+            # engine drives: name, streams, last_tick, callback, bind(kind, time_unit_ms,
+            # start), insert(event), next_tick(bound), evaluate(tau) -> list[Output].
+            n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
+            if any(rt.name == n for rt in self.queries):
+                raise QueryError(f"a query named {n!r} is already registered", source=source)
+            rt = q.runtime(self, n, callback)
+            if self.kind is not None:
+                rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
+            self.queries.append(rt)
+            return rt
         if q.service_at is not None:
             line, col = q.service_at
             raise QueryError("SERVICE is refused: a query cannot reach the network", line, col, source)

@@ -22,7 +22,8 @@ class ReportPolicy:
     - content_change: when the content of some window differs from the last evaluation;
     - on_arrival: when an item arrives on a stream of the query (push execution);
     - periodic: at every multiple of the period;
-    - non_empty: only when some window is non-empty (combined with the others).
+    - non_empty: only when some window is non-empty (combined with the others);
+    - at: at these instants (to replay a paper's example, whose evaluation times are given).
     """
 
     window_close: bool = False
@@ -30,6 +31,7 @@ class ReportPolicy:
     on_arrival: bool = False
     periodic: Duration | None = None
     non_empty: bool = False
+    at: tuple[int, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> ReportPolicy:
@@ -37,8 +39,12 @@ class ReportPolicy:
         from rsep.stream.time import parse_duration
 
         kw: dict = {}
+        at: list[int] = []
         for part in (p.strip().lower() for p in text.split(",") if p.strip()):
-            if part in ("window-close", "wc"):
+            if part.startswith("at:") or (at and part.isdigit()):
+                at.append(int(part.removeprefix("at:")))
+                kw["at"] = tuple(sorted(at))
+            elif part in ("window-close", "wc"):
                 kw["window_close"] = True
             elif part in ("content-change", "cc"):
                 kw["content_change"] = True
@@ -51,11 +57,13 @@ class ReportPolicy:
             else:
                 raise ValueError(
                     f"unknown report policy {part!r} (expected window-close, content-change, "
-                    "on-arrival, non-empty, periodic:D)"
+                    "on-arrival, non-empty, periodic:D, at:T1,T2,...)"
                 )
         policy = cls(**kw)
-        if not (policy.window_close or policy.content_change or policy.on_arrival or policy.periodic):
-            raise ValueError("a report policy needs window-close, content-change, on-arrival or periodic:D")
+        if not (policy.window_close or policy.content_change or policy.on_arrival or policy.periodic
+                or policy.at):
+            raise ValueError("a report policy needs window-close, content-change, on-arrival, "
+                             "periodic:D or at:T1,T2,...")
         return policy
 
     def __str__(self) -> str:
@@ -64,6 +72,8 @@ class ReportPolicy:
                                  ("on-arrival", self.on_arrival)) if on]
         if self.periodic:
             parts.append(f"periodic:{self.periodic}")
+        if self.at:
+            parts.append("at:" + ",".join(map(str, self.at)))
         if self.non_empty:
             parts.append("non-empty")
         return ",".join(parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rsep.algebra.dataset import StreamingDataset
+from rsep.algebra.events import MatchPattern
 from rsep.algebra.policy import R2S, ReportPolicy
 
 CSPARQL_TIMESTAMP = "http://larkc.eu/csparql/sparql/jena/ext#timestamp"
@@ -32,3 +33,4 @@ class ContinuousQuery:
     uses_timestamp: bool = False  # C-SPARQL timestamp() in the query
     notes: list[str] = field(default_factory=list)
     service_at: tuple[int, int] | None = None  # SERVICE is parsed, then refused at registration
+    matches: list[MatchPattern] = field(default_factory=list)  # MATCH patterns, by slot

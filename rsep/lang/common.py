@@ -51,23 +51,76 @@ def register_name(syn: Syntax, reg: Tree | None) -> str:
     if reg is None:
         return ""
     name = next(c for c in reg.children if isinstance(c, Tree) and c.data == "register_name")
+    tok = name.children[0]
+    if isinstance(tok, Token) and tok.type == "IRIREF" and syn.base is None:
+        return str(tok)[1:-1]  # names the output, not data: <out> stays "out" with no BASE
     return syn.iri(name)
 
 
 _OX_POS = re.compile(r"error at (\d+):(\d+): ?(.*)", re.S)
 
 
+class _NoAggregate:
+    def accumulate(self, term: object) -> None:
+        pass
+
+    def finish(self) -> None:
+        return None
+
+
+def _extensions(syn: Syntax) -> tuple[dict, dict]:
+    """Stand-ins for the extension functions the query calls, so that validation
+    checks the query and not whether pyoxigraph implements them: an unknown
+    function is no syntax error (SPARQL 1.1, 17.6). Called with DISTINCT, one is
+    read as an aggregate, as oxigraph reads only registered aggregates."""
+    functions: dict = {ox.NamedNode(CSPARQL_TIMESTAMP): lambda *args: None}
+    aggregates: dict = {}
+    for node in syn.tree.iter_subtrees():
+        if node.data not in ("iri_or_function", "function_call") or len(node.children) < 2:
+            continue
+        iri = ox.NamedNode(syn.iri(node.children[0]))
+        args = node.children[1]
+        if any(isinstance(c, Token) and c.type == "DISTINCT" for c in args.children):
+            aggregates[iri] = _NoAggregate
+        elif iri not in functions:
+            functions[iri] = lambda *args: None
+    return functions, aggregates
+
+
+def _services_as_graphs(syn: Syntax) -> list[tuple[int, int, str]]:
+    """``SERVICE [SILENT] x { P }`` read as ``GRAPH x { P }``: the same syntax and
+    scoping, checked without reaching the network."""
+    edits = []
+    for node in syn.services:
+        target = next(c for c in node.children if isinstance(c, Tree) and c.data == "var_or_iri")
+        edits.append((start_of(node), start_of(target), "GRAPH "))
+    return edits
+
+
+def _ox_message(what: str) -> str:
+    """pyoxigraph's parse errors list what it expected; the semantic checks it makes
+    while parsing appear in that list as sentences: keep those."""
+    items = what.removeprefix("expected one of ").removeprefix("expected ").split(", ")
+    sentences = [i.strip() for i in items
+                 if i.count(" ") >= 2 and i[:1] not in "[\"'(" and " ..= " not in i]
+    if sentences:
+        return "; ".join(sentences)
+    return what
+
+
 def validate_sparql(syn: Syntax, sparql: str) -> None:
     """Let pyoxigraph check what the grammar does not (scoping, aggregates, ...).
 
     The rewritten text is executed once against an empty store: cheap, and the
-    exact checks the evaluator will apply. SERVICE queries are never executed.
+    exact checks the evaluator will apply. SERVICE patterns are checked as GRAPH
+    patterns, never executed.
     """
-    if syn.services:
-        return
+    extra = _services_as_graphs(syn)
+    checked = syn.rewritten(extra) if extra else sparql
+    functions, aggregates = _extensions(syn)
     try:
-        res = ox.Store().query(sparql, custom_functions={
-            ox.NamedNode(CSPARQL_TIMESTAMP): lambda *args: None})
+        res = ox.Store().query(checked, custom_functions=functions,
+                               custom_aggregate_functions=aggregates)
         if not isinstance(res, ox.QueryBoolean):
             for _ in res:
                 break
@@ -76,9 +129,10 @@ def validate_sparql(syn: Syntax, sparql: str) -> None:
         m = _OX_POS.match(msg)
         if m:
             line, col, what = int(m.group(1)), int(m.group(2)), m.group(3)
-            off = _offset(sparql, line, col)
-            line, col = position(syn.text, _map_back(syn, off))
-            raise QueryError(f"invalid query: {what}", line, col, syn.source) from None
+            off = _offset(checked, line, col)
+            line, col = position(syn.text, _map_back(syn, off, extra))
+            raise QueryError(f"invalid query: {_ox_message(what)}", line, col,
+                             syn.source) from None
         raise QueryError(f"invalid query: {msg}", source=syn.source) from None
     except RuntimeError as e:
         raise QueryError(f"invalid query: {e}", source=syn.source) from None
@@ -92,10 +146,10 @@ def _offset(text: str, line: int, col: int) -> int:
     return sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
 
 
-def _map_back(syn: Syntax, off: int) -> int:
+def _map_back(syn: Syntax, off: int, extra: list[tuple[int, int, str]] | None = None) -> int:
     """An offset in the rewritten text back to the original text."""
     shift = 0
-    for start, end, text in sorted(syn.edits):
+    for start, end, text in sorted(syn.all_edits(extra)):
         new_start = start + shift
         if off < new_start:
             break

@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyoxigraph as ox
 from lark import Token, Tree
 
 from rsep.algebra.window import Boundary, WindowKind, WindowSpec
 from rsep.lang.errors import QueryError, position
-from rsep.stream.time import Duration, TimeError, parse_duration, parse_datetime_ms
+from rsep.stream.time import Duration, TimeError, parse_datetime_ms, parse_duration
 
 # Which dialect each construct belongs to; None: shared.
 FEATURE_DIALECT = {
@@ -37,6 +38,8 @@ FEATURE_DIALECT = {
     "w_rows": "rspql",
     "w_landmark": "rspql",
     "w_unbounded": "rspql",
+    "event_decl": "rspql",
+    "match_pattern": "rspql",
 }
 
 FEATURE_TEXT = {
@@ -58,7 +61,29 @@ FEATURE_TEXT = {
     "w_rows": "[ROWS n]",
     "w_landmark": "[LANDMARK t0]",
     "w_unbounded": "[UNBOUNDED]",
+    "event_decl": "EVENT ON ... AS",
+    "match_pattern": "MATCH",
 }
+
+# The base of relative IRIs when the query declares none (SPARQL leaves it to the
+# application; RFC 2606 reserves .invalid, so it never names anything real).
+DEFAULT_BASE = "http://rsep.invalid/"
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def is_absolute(iri: str) -> bool:
+    return bool(_SCHEME.match(iri))
+
+
+def resolve_iri(ref: str, base: str) -> str:
+    """RFC 3986 reference resolution, done by oxigraph so it agrees with the evaluator's."""
+    if is_absolute(ref):
+        return ref
+    quad = next(iter(ox.parse(f"<{ref}> <urn:p> <urn:o> .", format=ox.RdfFormat.TURTLE,
+                              base_iri=base)))
+    return quad.subject.value
+
 
 DIALECT_NAMES = {"rspql": "RSP-QL", "csparql": "C-SPARQL", "cqels": "CQELS"}
 
@@ -111,6 +136,8 @@ class Syntax:
     form: str = "SELECT"
     services: list[Tree] = field(default_factory=list)
     edits: list[tuple[int, int, str]] = field(default_factory=list)
+    # Offsets of the IRIs that only DEFAULT_BASE resolves (relative, before any absolute BASE).
+    relative_iris: list[int] = field(default_factory=list)
 
     # ------------------------------------------------------------ collection
 
@@ -118,12 +145,21 @@ class Syntax:
     def of(cls, text: str, tree: Tree, source: str | None = None) -> Syntax:
         s = cls(text, tree, source)
         prologue = tree.children[0]
+        based_at = len(text)  # where the first absolute BASE stands
         for d in prologue.children:
             if d.data == "prefix_decl":
                 ns = str(d.children[1].children[0])[:-1]
                 s.prefixes[ns] = s._iriref(d.children[2])
             elif d.data == "base_decl":
-                s.base = str(d.children[1])[1:-1]
+                tok = d.children[1]
+                if is_absolute(str(tok)[1:-1]):
+                    based_at = min(based_at, start_of(tok))
+                s.base = s._iriref(tok)
+        # An IRI left relative before any absolute BASE is resolved against DEFAULT_BASE,
+        # here and (by a BASE put in front of it, see all_edits) in the rewritten query.
+        s.relative_iris = [t.start_pos for t in tree.scan_values(lambda v: isinstance(v, Token))
+                           if t.type == "IRIREF" and t.start_pos < based_at
+                           and not is_absolute(t[1:-1])]
         body = tree.children[1]
         s.form = next(FORMS[c.data] for c in body.children if isinstance(c, Tree) and c.data in FORMS)
         for node in tree.iter_subtrees_topdown():
@@ -148,12 +184,12 @@ class Syntax:
         query = next(c for c in body.children if isinstance(c, Tree) and c.data in FORMS)
         out = []
         for c in query.children:
-            if isinstance(c, Tree) and (c.data == "dataset_clause" or c.data.startswith("from_")):
+            if isinstance(c, Tree) and (c.data in ("dataset_clause", "event_decl") or c.data.startswith("from_")):
                 out.append(c)
             elif isinstance(c, Tree) and c.data in ("construct_triples_template",
                                                     "construct_construct_template"):
                 out.extend(x for x in c.children if isinstance(x, Tree) and
-                           (x.data == "dataset_clause" or x.data.startswith("from_")))
+                           (x.data in ("dataset_clause", "event_decl") or x.data.startswith("from_")))
         return out
 
     # ------------------------------------------------------------ dialects
@@ -184,11 +220,12 @@ class Syntax:
 
     def _iriref(self, tok: Token) -> str:
         iri = str(tok)[1:-1]
-        if self.base and not re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:", iri):
-            from urllib.parse import urljoin
-
-            iri = urljoin(self.base, iri)
-        return iri
+        if is_absolute(iri):
+            return iri
+        try:
+            return resolve_iri(iri, self.base or DEFAULT_BASE)
+        except (SyntaxError, ValueError) as e:
+            raise self.error(f"invalid IRI <{iri}>: {e}", tok) from None
 
     def iri(self, node: Tree | Token) -> str:
         if isinstance(node, Token):
@@ -295,9 +332,23 @@ class Syntax:
     def replace_span(self, start: int, end: int, text: str) -> None:
         self.edits.append((start, end, text))
 
-    def rewritten(self) -> str:
+    def all_edits(self, extra: list[tuple[int, int, str]] | None = None) -> list[tuple[int, int, str]]:
+        """The edits (and ``extra`` ones), with ``BASE <DEFAULT_BASE>`` put in front
+        when a relative IRI is left in the text that needs it."""
+        edits = self.edits + (extra or [])
+        if any(not any(start <= at < end for start, end, _ in edits) for at in self.relative_iris):
+            edits.append((0, 0, f"BASE <{DEFAULT_BASE}> "))
+        return edits
+
+    def rewritten(self, extra: list[tuple[int, int, str]] | None = None) -> str:
+        """The query text with the edits (and ``extra`` ones) applied.
+
+        Back to front, so earlier offsets stay valid; of two edits at one offset the
+        longer goes first, so an insertion there lands before the replacement.
+        """
         out = self.text
-        for start, end, text in sorted(self.edits, key=lambda e: e[0], reverse=True):
+        for start, end, text in sorted(self.all_edits(extra), key=lambda e: (e[0], e[1]),
+                                       reverse=True):
             out = out[:start] + text + out[end:]
         return out
 

@@ -19,9 +19,12 @@ from typing import Any
 import pyoxigraph as ox
 
 from rsep.algebra.dataset import DEFAULT
+from rsep.algebra.events import FROM_VAR, TO_VAR
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
+from rsep.events import semantics
+from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
 from rsep.runtime.r2s import R2SOperator
 from rsep.sparql.store import SnapshotStore
@@ -71,7 +74,14 @@ class Output:
     def to_json(self) -> dict:
         d: dict = {"time": self.time_text}
         if self.bindings is not None:
-            d["bindings"] = self.bindings
+            b = self.bindings
+            if FROM_VAR in b or TO_VAR in b:
+                # A MATCH's justifying interval, lifted out of the bindings (docs/semantics.md).
+                b = dict(b)
+                for var, key in ((FROM_VAR, "from"), (TO_VAR, "to")):
+                    if var in b:
+                        d[key] = format_time(int(b.pop(var).split('"')[1]), self.kind)
+            d["bindings"] = b
         elif self.triple is not None:
             d["triple"] = self.triple
         elif self.boolean is not None:
@@ -113,6 +123,9 @@ class QueryRuntime:
         self.streams = set(self.query.dataset.streams)
         self._named: list[ox.NamedNode] = []
         self._functions = {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
+        self._solver = BatchSolver()
+        self._consumed: set[int] = set()
+        self._consumes = any(m.selection.consumes for m in self.query.matches)
 
     # ------------------------------------------------------------ setup
 
@@ -170,10 +183,15 @@ class QueryRuntime:
                     out.append((after // w.beta + 1) * w.beta)
         if rp.periodic is not None:
             out.append((after // self._period + 1) * self._period)
+        nxt = next((a for a in rp.at if a > after), None)
+        if nxt is not None:
+            out.append(nxt)
         return out
 
     def _quiet(self) -> bool:
         """Would an evaluation now output nothing new? (content unchanged, nothing to repeat)"""
+        if self._consumes:
+            return False
         if self._versions is None:
             return all(bw.op.idle for bw in self.windows) and self.report.non_empty
         if self._versions != self._current_versions():
@@ -216,6 +234,8 @@ class QueryRuntime:
             return True
         if rp.periodic is not None and tau % self._period == 0:
             return True
+        if tau in rp.at:
+            return True
         if rp.window_close:
             for bw in self.windows:
                 w = bw.window
@@ -242,7 +262,7 @@ class QueryRuntime:
             return []
         if self.report.non_empty and all(bw.op.empty for bw in self.windows):
             return []
-        if changed or self._cache is None:
+        if changed or self._cache is None or self._consumes:
             rows = self._run(tau)
             self._cache = rows
             self._versions = versions
@@ -263,12 +283,34 @@ class QueryRuntime:
             outs.append(o)
         return outs
 
+    def _match_text(self, tau: int) -> str:
+        """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""
+        contents = {bw.iri: bw.op.items() for bw in self.windows}
+        live = {e.seq for items in contents.values() for e, _ in items}
+        self._solver.retain(live)
+        self._consumed &= live
+        text = self.query.sparql
+        kind = self.engine.kind
+        for m in self.query.matches:
+            for bep in m.expr.beps():
+                self._solver.prepare(bep, contents.get(bep.window, ()))
+            ctx = semantics.Context(contents, self._solver, frozenset(self._consumed))
+            found = semantics.evaluate(m.expr, m.selection, ctx)
+            if len(found) > self.engine.limits.max_results:
+                self._too_many(tau)
+            text = text.replace(m.slot, _values(m, found, kind))
+            if m.selection.consumes:
+                # P^c / P^r: what justified this evaluation's output is gone for the next.
+                self._consumed |= semantics.justification(found)
+        return text
+
     def _run(self, tau: int) -> list:
         lim = self.engine.limits
         t0 = _time.perf_counter()
+        sparql = self._match_text(tau) if self.query.matches else self.query.sparql
         try:
             res = self.store.store.query(
-                self.query.sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
+                sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
                 custom_functions=self._functions)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None
@@ -278,7 +320,8 @@ class QueryRuntime:
         elif isinstance(res, ox.QuerySolutions):
             names = tuple(v.value for v in res.variables)
             for sol in res:
-                values = tuple(None if (t := sol[i]) is None else str(t) for i in range(len(names)))
+                values = tuple(None if (t := sol[i]) is None else unskolemize(str(t))
+                               for i in range(len(names)))
                 rows.append((values, (names, {n: v for n, v in zip(names, values, strict=True)
                                               if v is not None})))
                 if len(rows) > lim.max_results:
@@ -313,6 +356,35 @@ class QueryRuntime:
 
     def idle(self) -> bool:
         return all(bw.op.idle for bw in self.windows)
+
+
+_BNODE = "urn:rsep:bnode:"
+
+
+def _term(v: str) -> str:
+    # VALUES cannot hold blank nodes: they travel as IRIs and come back as blank nodes.
+    return f"<{_BNODE}{v[2:]}>" if v.startswith("_:") else v
+
+
+def _time_literal(t: int, kind: TimeKind | None) -> str:
+    return f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+
+
+def _values(m, found: list, kind: TimeKind | None) -> str:
+    names = list(m.expr.variables)
+    rows = []
+    for em in found:
+        d = em.as_dict()
+        vals = [_term(d[n]) if n in d else "UNDEF" for n in names]
+        if m.expose_interval:
+            vals += [_time_literal(em.t1, kind), _time_literal(em.t2, kind)]
+        rows.append("(" + " ".join(vals) + ")")
+    head = m.slot.split("{", 1)[0]
+    return head + "{ " + " ".join(rows) + " }\n"
+
+
+def unskolemize(v: str) -> str:
+    return "_:" + v[len(_BNODE) + 1:-1] if v.startswith("<" + _BNODE) else v
 
 
 class Engine:
@@ -431,6 +503,7 @@ class Engine:
             if e.time > self.now:
                 self._settle(e.time)
         self.events += 1
+        e.seq = self.events  # the item's identity for windows and consumption
         for rt in self.queries:
             rt.insert(e)
         self.now = e.time

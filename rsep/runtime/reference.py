@@ -9,6 +9,7 @@ obviously right; property tests hold the incremental runtime equal to it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pyoxigraph as ox
@@ -16,7 +17,9 @@ import pyoxigraph as ox
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
-from rsep.runtime.engine import XSD_INTEGER, Output
+from rsep.events import semantics
+from rsep.events.solver import solve_item
+from rsep.runtime.engine import XSD_INTEGER, Output, _values, unskolemize
 from rsep.runtime.r2s import R2SOperator
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -30,6 +33,8 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
     graphs = graphs or {}
     if not events:
         return []
+    # Items are numbered in arrival order, as the engine numbers them.
+    events = [dataclasses.replace(e, seq=i) for i, e in enumerate(events, 1)]
     kind: TimeKind = events[0].kind
     ds = query.dataset
     windows = [(w, resolve(w.spec, kind, time_unit_ms)) for w in ds.windows]
@@ -42,13 +47,15 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
     rp = query.report
     period = rp.periodic.units(kind, time_unit_ms) if rp.periodic else None
     r2s = R2SOperator(query.r2s)
+    consumed: set[int] = set()
     out: list[Output] = []
     last_contents: tuple | None = None
     for t in range(start, end + 1):
         contents = [reference.content(rw, by_stream[w.stream], t) for w, rw in windows]
         ident = tuple(tuple((id(e), len(tr)) for e, tr in c) for c in contents)
         due = (
-            (rp.on_arrival and t in arrivals)
+            (t in rp.at)
+            or (rp.on_arrival and t in arrivals)
             or (rp.content_change and ident != last_contents)
             or (period is not None and t % period == 0)
             or (rp.window_close and any(
@@ -60,7 +67,10 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
         if rp.non_empty and not any(contents):
             continue
         last_contents = ident
-        rows = _run(query, windows, contents, graphs)
+        sparql = query.sparql
+        if query.matches:
+            sparql = _matches(query, windows, contents, consumed, kind)
+        rows = _run(query, sparql, windows, contents, graphs)
         for op, payload in r2s.apply(rows):
             o = Output(name, t, kind, op)
             if query.form == "SELECT":
@@ -73,7 +83,20 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
     return out
 
 
-def _run(query, windows, contents, graphs) -> list:
+def _matches(query, windows, contents, consumed: set[int], kind) -> str:
+    """Eq. (8) for each MATCH, from the definitions, with P^c / P^r consumption."""
+    by_iri = {w.iri: c for (w, _), c in zip(windows, contents, strict=True)}
+    text = query.sparql
+    ctx = semantics.Context(by_iri, lambda bep, item, trs: solve_item(bep, trs), frozenset(consumed))
+    for m in query.matches:
+        found = semantics.evaluate(m.expr, m.selection, ctx)
+        text = text.replace(m.slot, _values(m, found, kind))
+        if m.selection.consumes:
+            consumed |= semantics.justification(found)
+    return text
+
+
+def _run(query, sparql, windows, contents, graphs) -> list:
     store = ox.Store()
     ds = query.dataset
     for g in ds.default_graphs or ([DEFAULT] if DEFAULT in graphs else []):
@@ -99,7 +122,7 @@ def _run(query, windows, contents, graphs) -> list:
             return None
         return None if t is None else ox.Literal(str(t), datatype=XSD_INTEGER)
 
-    res = store.query(query.sparql, named_graphs=names,
+    res = store.query(sparql, named_graphs=names,
                       custom_functions={ox.NamedNode(CSPARQL_TIMESTAMP): timestamp})
     if isinstance(res, ox.QueryBoolean):
         return [(bool(res), bool(res))]
@@ -107,7 +130,7 @@ def _run(query, windows, contents, graphs) -> list:
         vs = tuple(v.value for v in res.variables)
         rows = []
         for sol in res:
-            values = tuple(None if sol[i] is None else str(sol[i]) for i in range(len(vs)))
+            values = tuple(None if sol[i] is None else unskolemize(str(sol[i])) for i in range(len(vs)))
             rows.append((values, (vs, {n: v for n, v in zip(vs, values, strict=True) if v is not None})))
         return rows
     seen: dict[str, str] = {}

@@ -127,6 +127,12 @@ class WindowOperator:
 
     # ---------------------------------------------------------------- queries
 
+    def items(self) -> list[tuple[Event, tuple[Triple, ...]]]:
+        """The window's content W(S, t) at the last advance: (item, its triples in the window)."""
+        if self.w.kind is WindowKind.COUNT:
+            return list(self._items)
+        return [(e, e.triples) for e in self._live.values()]
+
     @property
     def empty(self) -> bool:
         if self.w.kind is WindowKind.COUNT:

@@ -1,4 +1,5 @@
-"""RSP-QL (W3C RSP CG draft, as in RSEP-QL 000): named windows, WINDOW patterns, REGISTER.
+"""RSP-QL (W3C RSP CG draft, as in RSEP-QL 000): named windows, WINDOW patterns, REGISTER,
+and RSEP-QL's event patterns (EVENT declarations, MATCH).
 
 Defaults: RStream; evaluation when a time window closes (every multiple of its
 STEP, aligned to time 0, Def. 3); queries with no stepped time window (ROWS,
@@ -18,8 +19,8 @@ from rsep.lang.common import (
     rewrite_timestamp_calls,
     service_position,
 )
+from rsep.lang.rspql import events
 from rsep.lang.syntax import Syntax
-
 
 
 def build(syn: Syntax) -> ContinuousQuery:
@@ -58,12 +59,15 @@ def build(syn: Syntax) -> ContinuousQuery:
                 raise syn.error(f"WINDOW <{iri}>: no window of that name is declared "
                                 f"(declared: {declared})", target)
         syn.replace(node.children[0], "GRAPH")
+    beps = events.declarations(syn, ds)
+    matches = events.matches(syn, beps)
     uses_ts = rewrite_timestamp_calls(syn)
     stepped = any(w.spec.kind is WindowKind.TIME or (w.spec.kind is WindowKind.LANDMARK and w.spec.step)
                   for w in ds.windows)
-    report = ReportPolicy(window_close=True) if stepped else ReportPolicy(on_arrival=True)
+    # A query with MATCH is evaluated on every arrival, as EP-SPARQL and CQELS are.
+    report = ReportPolicy(window_close=True) if stepped and not matches else ReportPolicy(on_arrival=True)
     return ContinuousQuery(
         name=register_name(syn, reg), dialect="rspql", form=syn.form, dataset=ds,
         sparql=syn.rewritten(), r2s=r2s, report=report, text=syn.text, uses_timestamp=uses_ts,
-        service_at=service_position(syn),
+        service_at=service_position(syn), matches=matches,
     )

@@ -1,0 +1,102 @@
+"""Event patterns of RSEP-QL (000 Sec. 3.3): EVENT, FIRST, LAST, SEQ, and MATCH."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Selection(Enum):
+    """The SEQ variant and consumption policy a MATCH uses (000 Table 1)."""
+
+    UNRESTRICTED = "UNRESTRICTED"  # SEQ, Eq. (7); nothing consumed
+    NAIVE = "NAIVE"  # SEQ^n, Eq. (9): C-SPARQL's timestamp sequencing
+    CHRONOLOGICAL = "CHRONOLOGICAL"  # SEQ^c, Eq. (10), consumption P^c
+    RECENT = "RECENT"  # SEQ^r, Eq. (11), consumption P^r
+
+    @property
+    def consumes(self) -> bool:
+        return self in (Selection.CHRONOLOGICAL, Selection.RECENT)
+
+
+class EventPattern:
+    """Base of the event pattern tree."""
+
+    def beps(self) -> list[BasicEventPattern]:
+        raise NotImplementedError  # pragma: no cover - every subclass defines it
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for b in self.beps():
+            out.extend(v for v in b.variables if v not in out)
+        return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class BasicEventPattern(EventPattern):
+    """(EVENT w P): P evaluated on each stream item of window w (Eq. 4)."""
+
+    name: str
+    window: str
+    pattern: str  # a SPARQL group graph pattern "{ ... }" (a BGP, optionally with FILTER)
+    variables_: tuple[str, ...] = ()
+    prologue: str = ""  # PREFIX / BASE declarations the pattern needs
+
+    def beps(self) -> list[BasicEventPattern]:
+        return [self]
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return self.variables_
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, eq=False)
+class First(EventPattern):
+    expr: EventPattern
+
+    def beps(self) -> list[BasicEventPattern]:
+        return self.expr.beps()
+
+    def __str__(self) -> str:
+        return f"FIRST {self.expr}"
+
+
+@dataclass(frozen=True, eq=False)
+class Last(EventPattern):
+    expr: EventPattern
+
+    def beps(self) -> list[BasicEventPattern]:
+        return self.expr.beps()
+
+    def __str__(self) -> str:
+        return f"LAST {self.expr}"
+
+
+@dataclass(frozen=True, eq=False)
+class Seq(EventPattern):
+    left: EventPattern
+    right: EventPattern
+
+    def beps(self) -> list[BasicEventPattern]:
+        return self.left.beps() + self.right.beps()
+
+    def __str__(self) -> str:
+        return f"({self.left} SEQ {self.right})"
+
+
+@dataclass
+class MatchPattern:
+    """(MATCH E) inside WHERE; ``slot`` is the placeholder its solutions replace."""
+
+    expr: EventPattern
+    selection: Selection
+    slot: str
+    expose_interval: bool = False  # the query reads ?_from / ?_to
+
+
+FROM_VAR = "_from"
+TO_VAR = "_to"

@@ -1,0 +1,111 @@
+"""RSEP-QL event declarations and MATCH patterns (000 Example 4) onto the algebra."""
+
+from __future__ import annotations
+
+import re
+
+from lark import Token, Tree
+
+from rsep.algebra.dataset import StreamingDataset
+from rsep.algebra.events import (
+    FROM_VAR,
+    TO_VAR,
+    BasicEventPattern,
+    EventPattern,
+    First,
+    Last,
+    MatchPattern,
+    Selection,
+    Seq,
+)
+from rsep.lang.syntax import Syntax, end_of, start_of
+
+# What a basic event pattern may contain: a BGP with FILTERs (000 Sec. 3.3 (1)).
+_BEP_ALLOWED = {"group_graph_pattern", "group_graph_pattern_sub", "group_graph_pattern_sub_other",
+                "graph_pattern_not_triples", "triples_block", "filter"}
+
+
+def _prologue(syn: Syntax) -> str:
+    lines = [f"BASE <{syn.base}>"] if syn.base else []
+    lines += [f"PREFIX {p}: <{iri}>" for p, iri in syn.prefixes.items()]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _bep_variables(syn: Syntax, pattern: Tree) -> tuple[str, ...]:
+    out: list[str] = []
+    for node in pattern.iter_subtrees_topdown():
+        if node.data == "triples_block":
+            for tok in node.scan_values(lambda v: isinstance(v, Token) and v.type in ("VAR1", "VAR2")):
+                name = str(tok)[1:]
+                if name not in out:
+                    out.append(name)
+    return tuple(out)
+
+
+def _check_bep(syn: Syntax, pattern: Tree) -> None:
+    for node in pattern.iter_subtrees_topdown():
+        if node.data in ("optional_graph_pattern", "group_or_union_graph_pattern", "minus_graph_pattern",
+                         "graph_graph_pattern", "window_graph_pattern", "stream_graph_pattern",
+                         "service_graph_pattern", "bind", "inline_data", "sub_select", "match_pattern"):
+            if node.data == "group_or_union_graph_pattern" and node is pattern:
+                continue
+            raise syn.error("an EVENT pattern is a basic graph pattern (triple patterns and "
+                            "FILTERs only)", node)
+        if node.data == "path_mod" or (node.data == "path_sequence" and len(node.children) > 1) \
+                or (node.data == "path_alternative" and len(node.children) > 1):
+            raise syn.error("an EVENT pattern is a basic graph pattern: property paths are not allowed", node)
+
+
+def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPattern]:
+    beps: dict[str, BasicEventPattern] = {}
+    prologue = _prologue(syn)
+    for node in syn.nodes("event_decl"):
+        iri_node = node.children[2]
+        pattern = node.children[3]
+        name = str(node.children[5])
+        w = syn.iri(iri_node)
+        if not ds.window(w):
+            declared = ", ".join(f"<{x.iri}>" for x in ds.windows) or "none"
+            raise syn.error(f"EVENT ON <{w}>: no window of that name is declared (declared: {declared})",
+                            iri_node)
+        if name in beps:
+            raise syn.error(f"event {name} is declared twice", node.children[5])
+        _check_bep(syn, pattern)
+        text = syn.text[start_of(pattern):end_of(pattern)]
+        beps[name] = BasicEventPattern(name, w, text, _bep_variables(syn, pattern), prologue)
+    return beps
+
+
+def _expr(syn: Syntax, node: Tree, beps: dict[str, BasicEventPattern]) -> EventPattern:
+    if node.data == "event_expr":
+        parts = [c for c in node.children if isinstance(c, Tree)]
+        e = _expr(syn, parts[0], beps)
+        for p in parts[1:]:  # SEQ is left-associative
+            e = Seq(e, _expr(syn, p, beps))
+        return e
+    if node.data == "ev_first":
+        return First(_expr(syn, node.children[1], beps))
+    if node.data == "ev_last":
+        return Last(_expr(syn, node.children[1], beps))
+    if node.data == "ev_group":
+        return _expr(syn, node.children[0], beps)
+    name = str(node.children[0])
+    if name not in beps:
+        declared = ", ".join(beps) or "none"
+        raise syn.error(f"MATCH: no event named {name} is declared (declared: {declared})", node)
+    return beps[name]
+
+
+def matches(syn: Syntax, beps: dict[str, BasicEventPattern]) -> list[MatchPattern]:
+    out = []
+    exposes = bool(re.search(r"[?$]_(from|to)\b", syn.text))
+    for i, node in enumerate(syn.nodes("match_pattern")):
+        policy = next((str(c).upper() for c in node.children
+                       if isinstance(c, Token) and c.type == "MATCH_POLICY"), "UNRESTRICTED")
+        expr_node = next(c for c in node.children if isinstance(c, Tree) and c.data == "event_expr")
+        expr = _expr(syn, expr_node, beps)
+        variables = list(expr.variables) + ([FROM_VAR, TO_VAR] if exposes else [])
+        slot = "VALUES (" + " ".join("?" + v for v in variables) + f") {{ }} # rsep-match-{i}\n"
+        syn.replace(node, slot)
+        out.append(MatchPattern(expr, Selection(policy), slot, exposes))
+    return out

@@ -1,0 +1,152 @@
+"""RSEP-QL event patterns (000 Sec. 3.3-4.4): Examples 7-11 and the claims of Sec. 2 / Table 1."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import EX, ev, run, short, table
+
+from rsep import QueryError, parse_query
+from rsep.algebra.events import Selection
+from rsep.algebra.window import WindowKind
+from rsep.events import semantics
+from rsep.events.solver import solve_item
+from rsep.windows import reference
+from rsep.windows.resolved import Window
+
+# Example 3: W1 = landmark from 1 (Example 4's query text says [LND 9]; Example 3 and
+# Examples 7-11 use t0 = 1: see docs/semantics.md), W2 = [RANGE 5] (5, 1).
+EXAMPLE4 = """PREFIX : <http://example.org/>
+REGISTER {r2s} :out AS
+SELECT {proj}
+FROM NAMED :S WIN [LND 1] AS :w_1
+FROM NAMED :S WIN [RANGE 5] AS :w_2
+EVENT ON :w_1 {{ ?x :p ?y . }} AS E_1
+EVENT ON :w_2 {{ ?y :q ?z . }} AS E_2
+WHERE {{ MATCH {policy} {{ E_1 SEQ E_2 }} }}"""
+
+
+def example4(policy: str = "", r2s: str = "RSTREAM", proj: str = "?x ?y ?z ?_from ?_to") -> str:
+    return EXAMPLE4.format(policy=policy, r2s=r2s, proj=proj)
+
+
+def mappings(found) -> list[tuple]:
+    return sorted((tuple(short(v) for _, v in m.mu), m.t1, m.t2) for m in found)
+
+
+def evaluate_at(t: int, figure1, selection: Selection, which: str = "seq"):
+    q = parse_query(example4())
+    m = q.matches[0]
+    wins = {"http://example.org/w_1": Window(WindowKind.LANDMARK, t0=1),
+            "http://example.org/w_2": Window(WindowKind.TIME, alpha=5, beta=1)}
+    contents = {iri: reference.content(w, figure1, t) for iri, w in wins.items()}
+    for i, e in enumerate(figure1, 1):
+        e.seq = i
+    ctx = semantics.Context(contents, lambda bep, item, trs: solve_item(bep, trs))
+    expr = m.expr if which == "seq" else m.expr.right
+    return semantics.evaluate(expr, selection, ctx)
+
+
+def test_example7_basic_event_pattern(figure1):
+    assert mappings(evaluate_at(8, figure1, Selection.UNRESTRICTED, "E2")) == [
+        ((":b1", ":c1"), 6, 6), ((":b2", ":c2"), 6, 6), ((":b2", ":c2"), 8, 8)]
+
+
+def test_example8_seq(figure1):
+    # The paper prints the last two as (4, 8) and (6, 8); Eq. (7) gives (t1, t4) = (4, 6), (4, 8)
+    assert mappings(evaluate_at(8, figure1, Selection.UNRESTRICTED)) == [
+        ((":a1", ":b1", ":c1"), 2, 6), ((":a2", ":b2", ":c2"), 4, 6), ((":a2", ":b2", ":c2"), 4, 8)]
+
+
+def test_example10_selection_policies(figure1):
+    assert mappings(evaluate_at(8, figure1, Selection.NAIVE)) == [((":a2", ":b2", ":c2"), 4, 8)]
+    assert mappings(evaluate_at(8, figure1, Selection.CHRONOLOGICAL)) == [
+        ((":a1", ":b1", ":c1"), 2, 6), ((":a2", ":b2", ":c2"), 4, 6)]
+    assert mappings(evaluate_at(8, figure1, Selection.RECENT)) == [
+        ((":a1", ":b1", ":c1"), 2, 6), ((":a2", ":b2", ":c2"), 4, 8)]
+
+
+def events_out(out) -> list[tuple]:
+    return sorted((o["time"], short(o["bindings"]["x"]), short(o["bindings"]["z"]), o["from"], o["to"])
+                  for o in out)
+
+
+def test_example9_match_drops_time_annotations(figure1):
+    out = run(example4(proj="?x ?y ?z"), figure1, report=_at(8))
+    # a bag: (a2, b2, c2) is justified twice, by (4, 6) and (4, 8)
+    assert table(out) == [(8, {"x": ":a1", "y": ":b1", "z": ":c1"}),
+                          (8, {"x": ":a2", "y": ":b2", "z": ":c2"}),
+                          (8, {"x": ":a2", "y": ":b2", "z": ":c2"})]
+
+
+def _at(*ts):
+    from rsep import ReportPolicy
+
+    return ReportPolicy(at=ts)
+
+
+def test_example11_chronological_consumption(figure1):
+    out = run(example4("CHRONOLOGICAL"), figure1, report=_at(8, 10))
+    assert events_out(out) == [(8, ":a1", ":c1", 2, 6), (8, ":a2", ":c2", 4, 6)]
+
+
+def test_section2_unrestricted_chronological_recent(figure1):
+    """Figure 1's table: evaluations at 8 and 10, outputs as soon as available (ISTREAM)."""
+    got = {p: events_out(run(example4(p, "ISTREAM"), figure1, report=_at(8, 10)))
+           for p in ("UNRESTRICTED", "CHRONOLOGICAL", "RECENT")}
+    assert got["UNRESTRICTED"] == [(8, ":a1", ":c1", 2, 6), (8, ":a2", ":c2", 4, 6),
+                                   (8, ":a2", ":c2", 4, 8), (10, ":a1", ":c1", 2, 10)]
+    assert got["CHRONOLOGICAL"] == [(8, ":a1", ":c1", 2, 6), (8, ":a2", ":c2", 4, 6)]
+    # Figure 1's prose says "e2 and e3"; Example 10's SEQ^r (followed here) gives e1 and e3
+    assert got["RECENT"] == [(8, ":a1", ":c1", 2, 6), (8, ":a2", ":c2", 4, 8)]
+
+
+def test_section2_naive_over_a_time_window(figure1):
+    """C-SPARQL's sequencing (Table 1: W^tau + SEQ^n), window of 7 sliding by 1: e3 at 8, nothing at 10."""
+    q = example4("NAIVE").replace("[LND 1]", "[RANGE 7]").replace("[RANGE 5]", "[RANGE 7]")
+    assert events_out(run(q, figure1, report=_at(8, 10))) == [(8, ":a2", ":c2", 4, 8)]
+
+
+def test_on_every_arrival_by_default(figure1):
+    q = parse_query(example4())
+    assert q.report.on_arrival and not q.report.window_close
+    out = run(example4("", "ISTREAM"), figure1)
+    assert sorted({o["time"] for o in out}) == [6, 8, 10]
+
+
+def test_events_on_two_streams_joined_with_a_window_and_background():
+    """Sec. 5: E1 and E2 on different streams (neither EP-SPARQL nor C-SPARQL can say it),
+    with a WINDOW pattern and a background graph in the same WHERE."""
+    a, b = EX + "A", EX + "B"
+    events = [ev(a, 1, ":u1 :posts :m1 ."), ev(b, 2, ":u2 :mentions :u9 ."), ev(b, 3, ":u9 :follows :u1 ."),
+              ev(b, 4, ":u3 :mentions :u9 ."), ev(a, 5, ":u4 :posts :m2 ."), ev(b, 6, ":u9 :follows :u4 .")]
+    q = f"""PREFIX : <{EX}>
+REGISTER ISTREAM :popular AS
+SELECT ?poster ?star (COUNT(?fan) AS ?mentions) ?followers
+FROM <http://bg>
+FROM NAMED :A WIN [RANGE 10] AS :posts
+FROM NAMED :B WIN [RANGE 10] AS :follows
+FROM NAMED :B WIN [RANGE 3] AS :recent
+EVENT ON :posts {{ ?poster :posts ?msg . }} AS Post
+EVENT ON :follows {{ ?star :follows ?poster . }} AS Follow
+WHERE {{
+  MATCH {{ Post SEQ Follow }}
+  WINDOW :recent {{ ?fan :mentions ?star }}
+  ?star :followers ?followers . FILTER (?followers > 1000)
+}} GROUP BY ?poster ?star ?followers"""
+    out = run(q, events, graphs={"http://bg": ":u9 :followers 5000 ."})
+    row = {"followers": "5000", "star": ":u9"}
+    # ISTREAM: a row is output when it holds and did not at the previous evaluation
+    assert table(out) == [(3, {**row, "mentions": "1", "poster": ":u1"}),
+                          (4, {**row, "mentions": "2", "poster": ":u1"}),  # u2 and u3 in (1, 4]
+                          (5, {**row, "mentions": "1", "poster": ":u1"}),  # u2 left (2, 5]
+                          (6, {**row, "mentions": "1", "poster": ":u4"})]
+
+
+def test_event_errors_are_located():
+    with pytest.raises(QueryError, match="no event named E_3") as e:
+        parse_query(example4().replace("E_1 SEQ E_2", "E_1 SEQ E_3"))
+    assert e.value.line == 8
+    with pytest.raises(QueryError, match="EVENT ON <http://example.org/w_9>: no window"):
+        parse_query(example4().replace("EVENT ON :w_1", "EVENT ON :w_9"))
+    with pytest.raises(QueryError, match="basic graph pattern"):
+        parse_query(example4().replace("{ ?x :p ?y . }", "{ ?x :p ?y . OPTIONAL { ?y :r ?w } }"))

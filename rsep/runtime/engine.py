@@ -24,6 +24,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
 from rsep.events import semantics
+from rsep.events.incremental import IncrementalMatcher
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
 from rsep.runtime.r2s import R2SOperator
@@ -126,6 +127,7 @@ class QueryRuntime:
         self._solver = BatchSolver()
         self._consumed: set[int] = set()
         self._consumes = any(m.selection.consumes for m in self.query.matches)
+        self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
 
     # ------------------------------------------------------------ setup
 
@@ -291,11 +293,8 @@ class QueryRuntime:
         self._consumed &= live
         text = self.query.sparql
         kind = self.engine.kind
-        for m in self.query.matches:
-            for bep in m.expr.beps():
-                self._solver.prepare(bep, contents.get(bep.window, ()))
-            ctx = semantics.Context(contents, self._solver, frozenset(self._consumed))
-            found = semantics.evaluate(m.expr, m.selection, ctx)
+        for m, matcher in zip(self.query.matches, self._matchers, strict=True):
+            found = matcher.evaluate(contents, frozenset(self._consumed))
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
             text = text.replace(m.slot, _values(m, found, kind))

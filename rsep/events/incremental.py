@@ -1,0 +1,142 @@
+"""The production evaluator of a MATCH: state kept across evaluations.
+
+Each BEP's mappings are computed once per stream item, when the item enters the
+BEP's window, and dropped when it leaves. For UNRESTRICTED sequences without
+FIRST/LAST (Eq. 7 only) the matches themselves are maintained: an evaluation
+joins only the new mappings with the live ones (a delta join, each new match
+found once) and drops the matches whose items left a window, so its cost
+follows the change, not the window. The non-monotonic operators (FIRST, LAST,
+SEQ^n, SEQ^c, SEQ^r and consumption) are recomputed at each evaluation from
+the live mappings, through the reference equations, without any SPARQL call.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections.abc import Iterable, Mapping
+
+from rsep.algebra.events import (
+    BasicEventPattern,
+    EventPattern,
+    First,
+    Last,
+    MatchPattern,
+    Selection,
+    Seq,
+)
+from rsep.events import semantics
+from rsep.events.semantics import EventMapping, Mu, compatible, merge
+from rsep.events.solver import BatchSolver
+from rsep.stream.event import Event
+
+
+def _pure_sequence(e: EventPattern) -> bool:
+    if isinstance(e, (First, Last)):
+        return False
+    if isinstance(e, Seq):
+        return _pure_sequence(e.left) and _pure_sequence(e.right)
+    return True
+
+
+def _constraints(e: EventPattern, start: int = 0) -> tuple[int, list[tuple[int, int, int]]]:
+    """Leaves in order and, for each SEQ node, (a, m, b): leaves [a, m) must end before leaf m starts."""
+    if isinstance(e, Seq):
+        n_left, c_left = _constraints(e.left, start)
+        n_right, c_right = _constraints(e.right, start + n_left)
+        return n_left + n_right, c_left + c_right + [(start, start + n_left, start + n_left + n_right)]
+    return 1, []
+
+
+class IncrementalMatcher:
+    def __init__(self, match: MatchPattern, solver: BatchSolver) -> None:
+        self.match = match
+        self.solver = solver
+        self.leaves: list[BasicEventPattern] = match.expr.beps()
+        self.delta = match.selection is Selection.UNRESTRICTED and _pure_sequence(match.expr)
+        _, cons = _constraints(match.expr)
+        # for leaf m: the leaves [a, m) that must end before it starts
+        self._before: dict[int, list[int]] = {}
+        for a, m, _b in cons:
+            self._before.setdefault(m, []).extend(range(a, m))
+        self._items: dict[int, dict[int, tuple[Event, tuple]]] = {i: {} for i in range(len(self.leaves))}
+        self._maps: dict[int, list[tuple[int, int, EventMapping]]] = {i: [] for i in range(len(self.leaves))}
+        self._results: dict[tuple[int, ...], EventMapping] = {}
+        self._by_item: dict[int, set[tuple[int, ...]]] = {}
+        self._ids = 0
+
+    # ------------------------------------------------------------------ state
+
+    def _sync(self, contents: Mapping[str, Iterable[tuple[Event, tuple]]]) -> list[tuple[int, int, EventMapping]]:
+        """Bring each leaf's mappings to the windows' content; returns the new (leaf, id, mapping)."""
+        new: list[tuple[int, int, EventMapping]] = []
+        for i, bep in enumerate(self.leaves):
+            now = {e.seq: (e, trs) for e, trs in contents.get(bep.window, ())}
+            known = self._items[i]
+            gone = [s for s in known if s not in now or len(now[s][1]) != len(known[s][1])]
+            if gone:
+                gone_set = set(gone)
+                for s in gone:
+                    del known[s]
+                    for key in self._by_item.pop(s, ()):
+                        self._results.pop(key, None)
+                self._maps[i] = [x for x in self._maps[i] if next(iter(x[2].just)) not in gone_set]
+            fresh = [(e, trs) for s, (e, trs) in now.items() if s not in known]
+            if fresh:
+                self.solver.prepare(bep, fresh)
+            for e, trs in fresh:
+                known[e.seq] = (e, trs)
+                for mu in self.solver(bep, e, trs):
+                    self._ids += 1
+                    m = EventMapping(mu, e.start, e.end, frozenset((e.seq,)))
+                    entry = (e.start, self._ids, m)
+                    insort(self._maps[i], entry)
+                    new.append((i, self._ids, m))
+        return new
+
+    # ------------------------------------------------------------------ evaluation
+
+    def evaluate(self, contents: Mapping[str, Iterable[tuple[Event, tuple]]],
+                 consumed: frozenset[int] = frozenset()) -> list[EventMapping]:
+        new = self._sync(contents)
+        if not self.delta:
+            live = {bep.window: contents.get(bep.window, ()) for bep in self.leaves}
+            ctx = semantics.Context(live, self.solver, consumed)
+            return semantics.evaluate(self.match.expr, self.match.selection, ctx)
+        new_ids = {mid for _, mid, _ in new}
+        for i, mid, m in new:
+            for combo, mappings in self._extend(0, i, mid, m, new_ids, (), ()):
+                res = mappings[0]
+                mu: Mu = res.mu
+                just = res.just
+                for x in mappings[1:]:
+                    mu = merge(mu, x.mu)
+                    just = just | x.just
+                key = combo
+                self._results[key] = EventMapping(mu, mappings[0].t1, mappings[-1].t2, just)
+                for s in just:
+                    self._by_item.setdefault(s, set()).add(key)
+        return list(self._results.values())
+
+    def _extend(self, j: int, fixed: int, fixed_id: int, fixed_map: EventMapping, new_ids: set[int],
+                combo: tuple[int, ...], chosen: tuple[EventMapping, ...]):
+        """Combinations through leaf ``fixed`` = fixed_map; leaves before it use old mappings only
+        (so each new combination is found from its first new mapping)."""
+        if j == len(self.leaves):
+            yield combo, chosen
+            return
+        if j == fixed:
+            cands = [(fixed_map.t1, fixed_id, fixed_map)]
+        else:
+            cands = self._maps[j]
+        bound = max((chosen[k].t2 for k in self._before.get(j, ())), default=None)
+        acc: Mu = ()
+        for x in chosen:
+            acc = merge(acc, x.mu)
+        for start, mid, m in cands:
+            if j < fixed and mid in new_ids:
+                continue
+            if bound is not None and start <= bound:
+                continue
+            if acc and not compatible(m.mu, acc):
+                continue
+            yield from self._extend(j + 1, fixed, fixed_id, fixed_map, new_ids, combo + (mid,), chosen + (m,))

@@ -34,3 +34,14 @@ def test_semantics_doc_names_only_existing_tests():
     for f in (ROOT / "tests").glob("test_*.py"):
         defined |= set(re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.M))
     assert names and names <= defined, names - defined
+
+
+def test_rsepql_example_reproduces_example_11(capsys):
+    q = ROOT / "docs" / "examples" / "rsepql.rq"
+    s = ROOT / "examples" / "rsepql" / "figure1.trig"
+    assert main(["run", str(q), "--stream", f"http://example.org/S={s}", "--report", "at:8,10"]) == 0
+    out = sorted(capsys.readouterr().out.splitlines())
+    ex = "http://example.org/"
+    assert [json.loads(x) for x in out] == [
+        {"time": 8, "from": 2, "to": 6, "bindings": {"x": f"<{ex}a1>", "z": f"<{ex}c1>"}},
+        {"time": 8, "from": 4, "to": 6, "bindings": {"x": f"<{ex}a2>", "z": f"<{ex}c2>"}}]

@@ -150,3 +150,43 @@ def test_event_errors_are_located():
         parse_query(example4().replace("EVENT ON :w_1", "EVENT ON :w_9"))
     with pytest.raises(QueryError, match="basic graph pattern"):
         parse_query(example4().replace("{ ?x :p ?y . }", "{ ?x :p ?y . OPTIONAL { ?y :r ?w } }"))
+
+
+ALARMS = [(1, ":s1 :alarm 1 ."), (3, ":s1 :reset 1 ."), (10, ":s2 :reset 1 ."), (12, ":s2 :alarm 1 ."),
+          (20, ":s3 :alarm 2 ."), (21, ":s3 :reset 2 .")]
+
+
+def test_naive_behaves_as_csparql_timestamp_sequencing():
+    """Table 1: W^tau + SEQ^n is C-SPARQL's timestamp() sequencing. C-SPARQL's windows are
+    [c-7, c) at c, RSP-QL's (t-7, t] at t: with integer time the same content at t = c - 1."""
+    s = EX + "S"
+    events = [ev(s, t, ttl) for t, ttl in ALARMS]
+    csparql = f"""REGISTER QUERY seq AS PREFIX : <{EX}>
+SELECT ?s FROM STREAM <{s}> [RANGE 7 STEP 1]
+WHERE {{ ?s :alarm ?a . ?s :reset ?r FILTER (timestamp(?s, :alarm, ?a) < timestamp(?s, :reset, ?r)) }}"""
+    naive = f"""PREFIX : <{EX}>
+SELECT ?s FROM NAMED WINDOW :w ON :S [RANGE 7 STEP 1]
+EVENT ON :w {{ ?s :alarm ?a }} AS Alarm
+EVENT ON :w {{ ?s :reset ?r }} AS Reset
+WHERE {{ MATCH NAIVE {{ Alarm SEQ Reset }} }}"""
+    from rsep import ReportPolicy
+
+    cs = table(run(csparql, events, until=30))
+    rs = table(run(naive, events, until=30, report=ReportPolicy(window_close=True)))
+    assert cs == [(t + 1, b) for t, b in rs]
+    assert [t for t, _ in cs] == [4, 5, 6, 7, 8, 22, 23, 24, 25, 26, 27]
+
+
+def test_naive_and_csparql_differ_when_a_pattern_matches_twice(figure1):
+    """Eq. (9) takes the LAST E2 of the whole window; C-SPARQL's timestamp() is per binding.
+    On Figure 1 at 8 (RSP-QL window (1, 8], C-SPARQL's [2, 9) at 9) NAIVE gives e3 only,
+    C-SPARQL both a1-b1-c1 and a2-b2-c2."""
+    from rsep import ReportPolicy
+
+    naive = example4("NAIVE", proj="?x ?z").replace("[LND 1]", "[RANGE 7]").replace("[RANGE 5]", "[RANGE 7]")
+    csparql = f"""REGISTER QUERY seq AS PREFIX : <{EX}>
+SELECT ?x ?z FROM STREAM <{EX}S> [RANGE 7 STEP 1]
+WHERE {{ ?x :p ?y . ?y :q ?z FILTER (timestamp(?x, :p, ?y) < timestamp(?y, :q, ?z)) }}"""
+    assert [b for t, b in table(run(naive, figure1, report=ReportPolicy(at=(8,))))] == [{"x": ":a2", "z": ":c2"}]
+    assert [b for t, b in table(run(csparql, figure1, until=9)) if t == 9] == [
+        {"x": ":a1", "z": ":c1"}, {"x": ":a2", "z": ":c2"}]

@@ -10,6 +10,7 @@ from lark import Token, Tree
 from rsep.algebra.dataset import StreamingDataset
 from rsep.algebra.query import CSPARQL_TIMESTAMP
 from rsep.lang.errors import QueryError, position
+from rsep.lang.scope import locate
 from rsep.lang.syntax import Syntax, end_of, start_of
 
 
@@ -131,8 +132,13 @@ def validate_sparql(syn: Syntax, sparql: str) -> None:
             line, col, what = int(m.group(1)), int(m.group(2)), m.group(3)
             off = _offset(checked, line, col)
             line, col = position(syn.text, _map_back(syn, off, extra))
-            raise QueryError(f"invalid query: {_ox_message(what)}", line, col,
-                             syn.source) from None
+            what = _ox_message(what)
+            # A scoping or grouping rule is reported where its pattern ends: point at the culprit.
+            found = sorted(locate(syn.tree), key=lambda f: start_of(f[0]))
+            if found:
+                node, what = found[0]
+                line, col = position(syn.text, start_of(node))
+            raise QueryError(f"invalid query: {what}", line, col, syn.source) from None
         raise QueryError(f"invalid query: {msg}", source=syn.source) from None
     except RuntimeError as e:
         raise QueryError(f"invalid query: {e}", source=syn.source) from None

@@ -134,3 +134,11 @@ def test_interval_events_in_windows():
     got = table(run(q("RSTREAM", "[RANGE 2 STEP 1]"), events))
     # [1,5] is known at 5 and meets (3,5], (4,6]; [6,7] meets (5,7]
     assert got == [(5, {"x": ":a", "y": ":b"}), (6, {"x": ":a", "y": ":b"}), (7, {"x": ":c", "y": ":d"})]
+
+
+def test_unknown_extension_function_is_an_error_not_a_crash(figure1):
+    query = f"""PREFIX : <{EX}> PREFIX ext: <http://example.org/ext#>
+SELECT ?x ?v FROM NAMED WINDOW :w ON :S [RANGE 2 STEP 2]
+WHERE {{ WINDOW :w {{ ?x :p ?y }} BIND (ext:score(?y) AS ?v) }}"""
+    # SPARQL 1.1 17.6: an unknown function is an error, so ?v stays unbound
+    assert table(run(query, figure1)) == [(2, {"x": ":a1"}), (4, {"x": ":a2"}), (8, {"x": ":a3"})]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rsep.algebra.query import ContinuousQuery
+from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.lang import cqels, csparql, rspql
-from rsep.lang.common import validate_sparql
+from rsep.lang.common import _extensions, validate_sparql
 from rsep.lang.errors import QueryError
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import DIALECT_NAMES, Syntax
@@ -21,6 +21,9 @@ def parse_query(text: str, dialect: str | None = None, *, source: str | None = N
     d = syn.detect(dialect)
     q = DIALECTS[d](syn)
     validate_sparql(syn, q.sparql)
+    functions, aggregates = _extensions(syn)
+    q.unknown_functions = tuple(f.value for f in functions if f.value != CSPARQL_TIMESTAMP)
+    q.unknown_aggregates = tuple(a.value for a in aggregates)
     return q
 
 

@@ -123,7 +123,9 @@ class QueryRuntime:
         self.report: ReportPolicy = self.query.report
         self.streams = set(self.query.dataset.streams)
         self._named: list[ox.NamedNode] = []
-        self._functions = {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
+        self._functions = {ox.NamedNode(f): _unknown for f in self.query.unknown_functions}
+        self._functions[ox.NamedNode(CSPARQL_TIMESTAMP)] = self._timestamp
+        self._aggregates = {ox.NamedNode(a): _UnknownAggregate for a in self.query.unknown_aggregates}
         self._solver = BatchSolver()
         self._consumed: set[int] = set()
         self._consumes = any(m.selection.consumes for m in self.query.matches)
@@ -310,7 +312,7 @@ class QueryRuntime:
         try:
             res = self.store.store.query(
                 sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
-                custom_functions=self._functions)
+                custom_functions=self._functions, custom_aggregate_functions=self._aggregates)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None
         rows: list = []
@@ -355,6 +357,18 @@ class QueryRuntime:
 
     def idle(self) -> bool:
         return all(bw.op.idle for bw in self.windows)
+
+
+def _unknown(*args: object) -> None:
+    return None
+
+
+class _UnknownAggregate:
+    def accumulate(self, term: object) -> None:
+        pass
+
+    def finish(self) -> None:
+        return None
 
 
 _BNODE = "urn:rsep:bnode:"

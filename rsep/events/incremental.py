@@ -12,7 +12,7 @@ the live mappings, through the reference equations, without any SPARQL call.
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right, insort
 from collections.abc import Iterable, Mapping
 
 from rsep.algebra.events import (
@@ -60,6 +60,9 @@ class IncrementalMatcher:
             self._before.setdefault(m, []).extend(range(a, m))
         self._items: dict[int, dict[int, tuple[Event, tuple]]] = {i: {} for i in range(len(self.leaves))}
         self._maps: dict[int, list[tuple[int, int, EventMapping]]] = {i: [] for i in range(len(self.leaves))}
+        # leaf j's mappings by the values of some of its variables, one index per variable set
+        # asked for (built on first use, then maintained)
+        self._index: list[dict[tuple[str, ...], dict[tuple, list]]] = [{} for _ in self.leaves]
         self._results: dict[tuple[int, ...], EventMapping] = {}
         self._by_item: dict[int, set[tuple[int, ...]]] = {}
         self._ids = 0
@@ -80,6 +83,8 @@ class IncrementalMatcher:
                     for key in self._by_item.pop(s, ()):
                         self._results.pop(key, None)
                 self._maps[i] = [x for x in self._maps[i] if next(iter(x[2].just)) not in gone_set]
+                for names in list(self._index[i]):
+                    self._index[i][names] = self._build(i, names)
             fresh = [(e, trs) for s, (e, trs) in now.items() if s not in known]
             if fresh:
                 self.solver.prepare(bep, fresh)
@@ -90,8 +95,27 @@ class IncrementalMatcher:
                     m = EventMapping(mu, e.start, e.end, frozenset((e.seq,)))
                     entry = (e.start, self._ids, m)
                     insort(self._maps[i], entry)
+                    d = dict(mu)
+                    for names, index in self._index[i].items():
+                        insort(index.setdefault(tuple(d.get(v) for v in names), []), entry)
                     new.append((i, self._ids, m))
         return new
+
+    def _build(self, j: int, names: tuple[str, ...]) -> dict[tuple, list]:
+        index: dict[tuple, list] = {}
+        for x in self._maps[j]:
+            d = dict(x[2].mu)
+            index.setdefault(tuple(d.get(v) for v in names), []).append(x)
+        return index
+
+    def _lookup(self, j: int, bound: dict[str, str]) -> list:
+        names = tuple(v for v in self.leaves[j].variables if v in bound)
+        if not names:
+            return self._maps[j]
+        index = self._index[j].get(names)
+        if index is None:
+            index = self._index[j][names] = self._build(j, names)
+        return index.get(tuple(bound[v] for v in names), [])
 
     # ------------------------------------------------------------------ evaluation
 
@@ -99,8 +123,17 @@ class IncrementalMatcher:
                  consumed: frozenset[int] = frozenset()) -> list[EventMapping]:
         new = self._sync(contents)
         if not self.delta:
-            live = {bep.window: contents.get(bep.window, ()) for bep in self.leaves}
-            ctx = semantics.Context(live, self.solver, consumed)
+            leaf_of = {}
+            for j, bep in enumerate(self.leaves):
+                leaf_of.setdefault(id(bep), j)
+
+            def lookup(bep: BasicEventPattern, hi: int | None, subst: Mu) -> list[EventMapping]:
+                j = leaf_of[id(bep)]
+                cands = self._lookup(j, dict(subst)) if subst else self._maps[j]
+                return [m for _, _, m in cands if (hi is None or m.t2 <= hi) and m.t1 >= 0
+                        and not (consumed and m.just & consumed)]
+
+            ctx = semantics.Context({}, self.solver, consumed, lookup)
             return semantics.evaluate(self.match.expr, self.match.selection, ctx)
         new_ids = {mid for _, mid, _ in new}
         for i, mid, m in new:
@@ -124,14 +157,16 @@ class IncrementalMatcher:
         if j == len(self.leaves):
             yield combo, chosen
             return
+        acc: dict[str, str] = dict(fixed_map.mu)
+        for x in chosen:
+            acc.update(x.mu)
+        bound = max((chosen[k].t2 for k in self._before.get(j, ())), default=None)
         if j == fixed:
             cands = [(fixed_map.t1, fixed_id, fixed_map)]
         else:
-            cands = self._maps[j]
-        bound = max((chosen[k].t2 for k in self._before.get(j, ())), default=None)
-        acc: Mu = ()
-        for x in chosen:
-            acc = merge(acc, x.mu)
+            cands = self._lookup(j, acc)
+            if bound is not None:
+                cands = cands[bisect_right(cands, (bound, 1 << 62)):]
         for start, mid, m in cands:
             if j < fixed and mid in new_ids:
                 continue

@@ -45,11 +45,14 @@ def precedes(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def compatible(a: Mu | Mapping[str, str], b: Mu | Mapping[str, str]) -> bool:
-    da = a if isinstance(a, Mapping) else dict(a)
+    """mu1 ~ mu2: they agree on their shared variables."""
     db = b if isinstance(b, Mapping) else dict(b)
-    if len(da) > len(db):
-        da, db = db, da
-    return all(db.get(k, v) == v for k, v in da.items())
+    items = a.items() if isinstance(a, Mapping) else a
+    for k, v in items:
+        w = db.get(k)
+        if w is not None and w != v:
+            return False
+    return True
 
 
 def merge(a: Mu, b: Mu) -> Mu:
@@ -59,13 +62,20 @@ def merge(a: Mu, b: Mu) -> Mu:
 
 
 def first(ms: list[EventMapping]) -> list[EventMapping]:
-    """Eq. (5)."""
-    return [m for m in ms if not any(precedes((o.t1, o.t2), (m.t1, m.t2)) for o in ms)]
+    """Eq. (5): the mappings no other precedes. The order is total on (end, start), so
+    they are the ones with the least key."""
+    if not ms:
+        return []
+    k = min((m.t2, m.t1) for m in ms)
+    return [m for m in ms if (m.t2, m.t1) == k]
 
 
 def last(ms: list[EventMapping]) -> list[EventMapping]:
-    """Eq. (6)."""
-    return [m for m in ms if not any(precedes((m.t1, m.t2), (o.t1, o.t2)) for o in ms)]
+    """Eq. (6): the mappings no other follows."""
+    if not ms:
+        return []
+    k = max((m.t2, m.t1) for m in ms)
+    return [m for m in ms if (m.t2, m.t1) == k]
 
 
 # A BEP's matches on one item: (BEP, item, triples of the item still available) -> mus
@@ -79,12 +89,17 @@ class Context:
     contents: Mapping[str, Iterable[tuple[Event, tuple]]]  # window IRI -> (item, triples)
     solve: BepSolver
     consumed: frozenset[int] = frozenset()
+    # An indexed source of a BEP's mappings (the production evaluator's), or None to
+    # match every item of the window as Eq. (4) says.
+    lookup: Callable[[BasicEventPattern, int | None, Mu], list[EventMapping]] | None = None
 
 
 def evaluate(e: EventPattern, sel: Selection, ctx: Context, hi: int | None = None,
              subst: Mu = ()) -> list[EventMapping]:
     """<<E>>^t_W with W = W^[0, hi] (hi None: W^id), under the substitution ``subst``."""
     if isinstance(e, BasicEventPattern):
+        if ctx.lookup is not None:
+            return ctx.lookup(e, hi, subst)
         out = []
         for item, triples in ctx.contents.get(e.window, ()):
             if (hi is not None and item.end > hi) or item.start < 0 or item.seq in ctx.consumed:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.lang import cqels, csparql, rspql
 from rsep.lang.common import _extensions, validate_sparql
@@ -9,13 +12,32 @@ from rsep.lang.errors import QueryError
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import DIALECT_NAMES, Syntax
 
-DIALECTS = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build}
+_SPASEQ_MARKER = re.compile(r"\bDEFINE\s+GPM\b", re.I)
 
 
-def parse_query(text: str, dialect: str | None = None, *, source: str | None = None) -> ContinuousQuery:
-    """Parse a continuous query in any supported dialect (detected when not given)."""
+def _spaseq(syn: Syntax) -> Any:
+    from rsep.lang.spaseq import parse_spaseq
+
+    return parse_spaseq(syn.text, source=syn.source)
+
+
+# SPASEQ has a grammar of its own: parse_query hands it the text before the shared parser.
+DIALECTS = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build, "spaseq": _spaseq}
+
+
+def parse_query(text: str, dialect: str | None = None, *,
+                source: str | None = None) -> ContinuousQuery | Any:
+    """Parse a continuous query in any supported dialect (detected when not given).
+
+    SPASEQ queries (``--dialect spaseq``, or text with ``DEFINE GPM``) give a
+    :class:`rsep.algebra.spaseq.SpaseqQuery`, which brings its own runtime.
+    """
     if dialect is not None and dialect not in DIALECTS:
         raise QueryError(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    if dialect == "spaseq" or (dialect is None and _SPASEQ_MARKER.search(text)):
+        from rsep.lang.spaseq import parse_spaseq
+
+        return parse_spaseq(text, source=source)
     tree = parse_tree(text, source)
     syn = Syntax.of(text, tree, source)
     d = syn.detect(dialect)

@@ -10,8 +10,10 @@ binds, misplaced ``+ ? !``, and (through pyoxigraph) the SPARQL of each GPM.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from importlib.resources import files
+from pathlib import Path
 
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
@@ -47,9 +49,19 @@ _WORDS = {
 }
 
 
+def _sparqlib_grammar() -> str:
+    # find_spec locates the package without running its __init__, which builds sparqlib's
+    # own parser (seconds) that rsep never uses.
+    spec = importlib.util.find_spec("sparqlib")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
+        return files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
+    path = Path(next(iter(spec.submodule_search_locations))) / "grammar.lark"
+    return path.read_text(encoding="utf-8")
+
+
 @functools.cache
 def parser() -> Lark:
-    base = files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
+    base = _sparqlib_grammar()
     ext = files("rsep.lang.spaseq").joinpath("spaseq.lark").read_text(encoding="utf-8")
     return Lark(base + "\n" + ext, start="spaseq_unit", parser="lalr",
                 propagate_positions=True, maybe_placeholders=False, cache=True)
@@ -198,7 +210,7 @@ class _Builder:
         seq_clause = next(c for c in where.children if isinstance(c, Tree) and c.data == "seq_clause")
         defs = [c for c in where.children if isinstance(c, Tree) and c.data == "gpm_def"]
         gpms = self._gpms(defs, streams)
-        seq = self._sequence(seq_clause, gpms)
+        seq = self._sequence(seq_clause, gpms, frozenset(partition))
         used = {lf.gpm.name for lf in seq.leaves()}
         for d in defs:
             name = str(d.children[2])
@@ -323,7 +335,8 @@ class _Builder:
         g = GPM(name=name, stream_name=sname, stream=stream, pattern=pattern, local_pattern=local,
                 stateful_filters=tuple(stateful), variables=frozenset(variables),
                 background=tuple(background), prologue=prologue, line=line, column=col,
-                filter_variables=frozenset(all_fv), filter_at=filter_at)
+                filter_variables=frozenset(all_fv), filter_at=filter_at,
+                required_variables=frozenset(_required_variables(inner)))
         self._validate(g, start)
         return g
 
@@ -352,7 +365,7 @@ class _Builder:
 
     # ------------------------------------------------------------ SEQ
 
-    def _sequence(self, node: Tree, gpms: dict[str, GPM]) -> Sequence:
+    def _sequence(self, node: Tree, gpms: dict[str, GPM], partition: frozenset[str]) -> Sequence:
         expr = next(c for c in node.children if isinstance(c, Tree) and c.data == "seq_expr")
         atoms_nodes: list[Tree] = []
         ops: list[Strategy] = []
@@ -374,7 +387,7 @@ class _Builder:
             local: frozenset[str] = frozenset()
             if kind is AtomKind.KLEENE:
                 assert isinstance(body, Leaf)
-                local = frozenset(body.gpm.variables - earlier)
+                local = frozenset(body.gpm.variables - earlier - partition)
             self._check_filters(body, set(earlier), an, later_binders, i)
             atoms.append(Atom(kind, body, i, local))
             if kind is not AtomKind.NEGATION:
@@ -503,6 +516,22 @@ def _bound_variables(body: Tree) -> set[str]:
             walk(c)
 
     walk(body)
+    return out
+
+
+def _required_variables(inner: Tree) -> set[str]:
+    """Variables of the triple patterns at the top of a group (and of its GRAPH blocks)."""
+    out: set[str] = set()
+    parts = [c for c in inner.children if isinstance(c, Tree)]
+    for other in [c for c in parts if c.data == "group_graph_pattern_sub_other"]:
+        parts.extend(c for c in other.children if isinstance(c, Tree))
+    for p in parts:
+        if p.data == "triples_block":
+            out |= {_var_name(t) for t in _tokens(p) if t.type in ("VAR1", "VAR2")}
+        elif p.data == "graph_pattern_not_triples" and p.children[0].data == "graph_graph_pattern":
+            group = p.children[0].children[2]
+            if group.children[0].data == "group_graph_pattern_sub":
+                out |= _required_variables(group.children[0])
     return out
 
 

@@ -1,0 +1,278 @@
+"""The SPASEQ algebra (002 Sec. 4-5): GPM expressions, sequence expressions, queries.
+
+A query ``Q = (V, omega, SeqExp)`` (Def. 4) is a projection, a tumbling window
+length and a sequence expression over GPM expressions ``(u, P)``. Sequence
+expressions are kept flat, as Definition 4's grammar builds them: atoms joined
+left to right by the three selection strategies. An atom is a binary-operator
+expression (a GPM, or GPMs joined by ``&`` and ``|``), a Kleene+ GPM, or (the
+extensions of 002 Appendix B) an optional or negated GPM.
+
+Solution mappings are immutable here (sorted ``(variable, term)`` tuples), so
+sets of mappings (``Omega``) can be compared and hashed by both evaluators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from rsep.stream.time import Duration
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine, Output
+
+# ---------------------------------------------------------------- mappings (Def. 5)
+
+Term = Any  # a pyoxigraph NamedNode, BlankNode, Literal or Triple
+Mapping = tuple[tuple[str, Term], ...]  # sorted by variable name
+Omega = frozenset[Mapping]
+
+EMPTY_MAPPING: Mapping = ()
+UNIT: Omega = frozenset({EMPTY_MAPPING})  # {mu_0}: the identity of the join
+
+
+def mapping(d: dict[str, Term]) -> Mapping:
+    return tuple(sorted(d.items(), key=lambda kv: kv[0]))
+
+
+def compatible(a: Mapping, b: Mapping) -> bool:
+    if not a or not b:
+        return True
+    db = dict(b)
+    return all(db.get(k, v) == v for k, v in a)
+
+
+def merge(a: Mapping, b: Mapping) -> Mapping:
+    if not a:
+        return b
+    if not b:
+        return a
+    d = dict(a)
+    d.update(b)
+    return mapping(d)
+
+
+def join(x: Omega, y: Omega) -> Omega:
+    """Omega_1 join Omega_2 of Definition 5."""
+    return frozenset(merge(a, b) for a in x for b in y if compatible(a, b))
+
+
+def project(x: Omega, variables: Iterable[str]) -> Omega:
+    keep = set(variables)
+    return frozenset(tuple(kv for kv in m if kv[0] in keep) for m in x)
+
+
+def drop(x: Omega, variables: frozenset[str]) -> Omega:
+    if not variables:
+        return x
+    return frozenset(tuple(kv for kv in m if kv[0] not in variables) for m in x)
+
+
+def variables_of(x: Omega) -> set[str]:
+    return {k for m in x for k, _ in m}
+
+
+# ---------------------------------------------------------------- selection strategies
+
+
+class Strategy(Enum):
+    """The event selection strategy between two atoms of a sequence (Sec. 4.2.2)."""
+
+    STRICT = ","  # strict contiguity (Def. 12)
+    NEXT = ";"  # skip-till-next (Def. 11)
+    ANY = ":"  # skip-till-any (Def. 10)
+
+    @property
+    def rank(self) -> int:
+        return {Strategy.STRICT: 0, Strategy.NEXT: 1, Strategy.ANY: 2}[self]
+
+    @staticmethod
+    def weaker(a: Strategy, b: Strategy) -> Strategy:
+        """The less demanding of two strategies: what joins the neighbours of a skipped atom."""
+        return a if a.rank >= b.rank else b
+
+
+# ---------------------------------------------------------------- GPM expressions
+
+
+@dataclass(frozen=True, eq=False)
+class GPM:
+    """A graph pattern matching expression ``(u, P)``, possibly with ``GRAPH <kb>`` (Def. 15).
+
+    ``pattern`` is the SPARQL group graph pattern as written. FILTERs at its top
+    level that use variables bound only by earlier GPMs (Query 1's
+    ``FILTER(?fr2 < ?fr1)``) cannot be evaluated on the event alone: they are
+    kept apart in ``stateful_filters`` and ``local_pattern`` is the rest.
+    """
+
+    name: str
+    stream_name: str
+    stream: str  # the stream IRI u
+    pattern: str
+    local_pattern: str
+    stateful_filters: tuple[str, ...]
+    variables: frozenset[str]  # variables the pattern can bind
+    background: tuple[str, ...]  # IRIs of the GRAPH <kb> it reads
+    prologue: str  # PREFIX / BASE declarations of the query
+    line: int = 0
+    column: int = 0
+    filter_variables: frozenset[str] = frozenset()
+    filter_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # var -> (line, column)
+    # variables every solution binds (triple patterns of the top-level group and its GRAPH)
+    required_variables: frozenset[str] = frozenset()
+
+    def __repr__(self) -> str:
+        return f"GPM({self.name} ON {self.stream_name})"
+
+
+class BopNode:
+    """A binary-operator expression (Defs. 8, 9): a GPM, or ``&`` / ``|`` of such."""
+
+    def leaves(self) -> list[Leaf]:
+        raise NotImplementedError  # pragma: no cover
+
+    def render(self) -> str:
+        raise NotImplementedError  # pragma: no cover
+
+
+@dataclass(frozen=True, eq=False)
+class Leaf(BopNode):
+    """One occurrence of a GPM in the sequence expression; ``key`` numbers occurrences."""
+
+    gpm: GPM
+    key: int
+
+    def leaves(self) -> list[Leaf]:
+        return [self]
+
+    def render(self) -> str:
+        return self.gpm.name
+
+    @property
+    def stream(self) -> str:
+        return self.gpm.stream
+
+
+@dataclass(frozen=True, eq=False)
+class And(BopNode):
+    items: tuple[BopNode, ...]
+
+    def leaves(self) -> list[Leaf]:
+        return [lf for it in self.items for lf in it.leaves()]
+
+    def render(self) -> str:
+        return " & ".join(_paren(i, Or) for i in self.items)
+
+
+@dataclass(frozen=True, eq=False)
+class Or(BopNode):
+    items: tuple[BopNode, ...]
+
+    def leaves(self) -> list[Leaf]:
+        return [lf for it in self.items for lf in it.leaves()]
+
+    def render(self) -> str:
+        return " | ".join(i.render() for i in self.items)
+
+
+def _paren(node: BopNode, kind: type) -> str:
+    return f"({node.render()})" if isinstance(node, kind) else node.render()
+
+
+class AtomKind(Enum):
+    BOP = ""  # a GPM or a conjunction / disjunction of GPMs
+    KLEENE = "+"  # Defs. 13, 14
+    OPTIONAL = "?"  # Appendix B.0.2
+    NEGATION = "!"  # Appendix B.0.1
+
+
+@dataclass(frozen=True, eq=False)
+class Atom:
+    kind: AtomKind
+    body: BopNode  # a Leaf for KLEENE, OPTIONAL and NEGATION
+    index: int  # position in the sequence
+    # Kleene+: the GPM's variables that no earlier GPM binds. Each iteration binds them
+    # afresh (the last iteration is the visible one); the others are joined across
+    # iterations. See docs/semantics.md, "Kleene+ bindings".
+    local_vars: frozenset[str] = frozenset()
+
+    @property
+    def leaf(self) -> Leaf:
+        assert isinstance(self.body, Leaf)
+        return self.body
+
+    def render(self) -> str:
+        inner = self.body.render()
+        if isinstance(self.body, (And, Or)) and len(self.body.items) > 1:
+            inner = f"({inner})"
+        return inner + self.kind.value
+
+
+@dataclass(frozen=True, eq=False)
+class Sequence:
+    """``a1 op1 a2 op2 ... an``, read as ``((a1 op1 a2) op2 a3) ...`` (Def. 4)."""
+
+    atoms: tuple[Atom, ...]
+    ops: tuple[Strategy, ...]  # len(atoms) - 1
+
+    def render(self) -> str:
+        out = self.atoms[0].render()
+        for op, a in zip(self.ops, self.atoms[1:], strict=True):
+            out += f"{op.value} " + a.render() if op is not Strategy.STRICT else ", " + a.render()
+        return out
+
+    def leaves(self) -> list[Leaf]:
+        return [lf for a in self.atoms for lf in a.body.leaves()]
+
+    def variables(self) -> list[str]:
+        """Every variable some GPM can bind, in order of first appearance."""
+        out: list[str] = []
+        for a in self.atoms:
+            if a.kind is AtomKind.NEGATION:
+                continue
+            for lf in a.body.leaves():
+                out.extend(v for v in sorted(lf.gpm.variables) if v not in out)
+        return out
+
+
+# ---------------------------------------------------------------- queries
+
+
+@dataclass(eq=False)
+class SpaseqQuery:
+    """A SPASEQ SELECT query ``(V, omega, SeqExp)`` (Def. 4) with its streams and GPMs."""
+
+    select: tuple[str, ...] | None  # None: SELECT *
+    within: Duration | None  # the tumbling window length omega; None: one unbounded window
+    streams: dict[str, str]  # stream name (S1) -> stream IRI
+    gpms: dict[str, GPM]
+    seq: Sequence
+    distinct: bool = False
+    partition_by: tuple[str, ...] = ()  # declared with PARTITION BY
+    text: str = ""
+    source: str | None = None
+    name: str = ""
+    # Def. 16's issue time t; None: the engine's start (its first event time)
+    issued_at: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The projection V."""
+        return self.select if self.select is not None else tuple(self.seq.variables())
+
+    @property
+    def background(self) -> list[str]:
+        out: list[str] = []
+        for g in self.gpms.values():
+            out.extend(b for b in g.background if b not in out)
+        return out
+
+    def runtime(self, engine: Engine, name: str,
+                callback: Callable[[Output], None] | None) -> Any:
+        """The object :meth:`rsep.runtime.engine.Engine.register` drives (an NFA_scep runtime)."""
+        from rsep.cep.runtime import SpaseqRuntime
+
+        return SpaseqRuntime(self, engine, name, callback)

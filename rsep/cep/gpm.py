@@ -1,0 +1,144 @@
+"""GPM(G_e, P_theta, H) for the NFA_scep engine: graph patterns over the events of an instant.
+
+One pyoxigraph store holds the background graphs (loaded once) and, while an
+instant is processed, that instant's events as named graphs. A GPM's pattern
+without its stateful FILTERs is evaluated once per event and cached for the
+instant, whatever the number of runs waiting for it; each run then joins it
+with its own mappings (the history H), and the FILTERs on earlier GPMs'
+variables are evaluated for all the joined rows of a call in one query (a
+VALUES block), cached per row for the instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyoxigraph as ox
+
+from rsep.algebra.spaseq import GPM, Mapping, Omega, join, mapping
+from rsep.cep.events import SEvent
+
+_PLAIN = (ox.NamedNode, ox.Literal)
+
+
+class GPMEvaluator:
+    def __init__(self, gpms: Iterable[GPM], graphs: dict[str, list[ox.Triple]]) -> None:
+        self.gpms = list(gpms)
+        self.store = ox.Store()
+        self.kb: dict[str, ox.NamedNode] = {}
+        for g in self.gpms:
+            for iri in g.background:
+                if iri in graphs and iri not in self.kb:
+                    node = ox.NamedNode(iri)
+                    self.kb[iri] = node
+                    self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node)
+                                      for t in graphs[iri])
+        self._query = {g.name: g.prologue + "SELECT * WHERE " + g.local_pattern for g in self.gpms}
+        self._kb_of = {g.name: [self.kb[b] for b in g.background if b in self.kb] for g in self.gpms}
+        self._events: dict[str, ox.NamedNode] = {}
+        self._local: dict[tuple[str, str], Omega] = {}
+        self._holds: dict[tuple[str, Mapping], bool] = {}
+        self._n = 0
+        self.evaluations = 0  # pattern evaluations (one per GPM and event at most)
+        self.filter_queries = 0
+
+    # ------------------------------------------------------------ instants
+
+    def begin(self, events: Iterable[SEvent]) -> None:
+        for e in events:
+            self._n += 1
+            node = ox.NamedNode(f"urn:rsep:spaseq:event:{self._n}")
+            self._events[e.stream] = node
+            self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node) for t in e.triples)
+
+    def end(self) -> None:
+        for node in self._events.values():
+            self.store.remove_graph(node)
+        self._events.clear()
+        self._local.clear()
+        self._holds.clear()
+
+    # ------------------------------------------------------------ evaluation
+
+    def local(self, gpm: GPM, stream: str) -> Omega:
+        """[[P]]_G of the pattern without stateful FILTERs, for the instant's event of ``stream``."""
+        key = (gpm.name, stream)
+        got = self._local.get(key)
+        if got is None:
+            node = self._events.get(stream)
+            if node is None:
+                got = frozenset()
+            else:
+                self.evaluations += 1
+                res = self.store.query(self._query[gpm.name], default_graph=node,
+                                       named_graphs=self._kb_of[gpm.name])
+                assert isinstance(res, ox.QuerySolutions)
+                names = [v.value for v in res.variables]
+                got = frozenset(mapping({n: t for n in names if (t := sol[n]) is not None})
+                                for sol in res)
+            self._local[key] = got
+        return got
+
+    def match(self, gpm: GPM, stream: str, x: Omega) -> Omega:
+        """The run's mappings X joined with the event's, the stateful FILTERs applied."""
+        local = self.local(gpm, stream)
+        if not local:
+            return frozenset()
+        joined = join(x, local)
+        if not gpm.stateful_filters or not joined:
+            return joined
+        return frozenset(self._filter(gpm, list(joined)))
+
+    def prefetch(self, gpm: GPM, stream: str, xs: Iterable[Omega]) -> None:
+        """Evaluate the stateful FILTERs for every run about to be matched, in one query."""
+        if not gpm.stateful_filters:
+            return
+        local = self.local(gpm, stream)
+        if not local:
+            return
+        rows = [mu for x in xs for mu in join(x, local)]
+        if rows:
+            self._filter(gpm, rows)
+
+    def _row(self, gpm: GPM, mu: Mapping) -> Mapping:
+        return tuple(kv for kv in mu if kv[0] in gpm.filter_variables)
+
+    def _filter(self, gpm: GPM, rows: list[Mapping]) -> list[Mapping]:
+        todo: dict[Mapping, None] = {}
+        for mu in rows:
+            r = self._row(gpm, mu)
+            if (gpm.name, r) not in self._holds:
+                todo[r] = None
+        batch = [r for r in todo if all(isinstance(v, _PLAIN) for _, v in r)]
+        if batch:
+            self._batch(gpm, batch)
+        for r in todo:
+            if (gpm.name, r) not in self._holds:
+                self._single(gpm, r)
+        return [mu for mu in rows if self._holds[(gpm.name, self._row(gpm, mu))]]
+
+    def _batch(self, gpm: GPM, rows: list[Mapping]) -> None:
+        fv = sorted(gpm.filter_variables)
+        lines = []
+        for i, r in enumerate(rows):
+            d = dict(r)
+            lines.append(f"({i} " + " ".join(str(d[v]) if v in d else "UNDEF" for v in fv) + ")")
+        head = " ".join(f"?{v}" for v in fv)
+        filters = " ".join(f"FILTER {f}" for f in gpm.stateful_filters)
+        q = (f"{gpm.prologue}SELECT ?__rsep_row WHERE {{ VALUES (?__rsep_row {head}) "
+             f"{{ {' '.join(lines)} }} {filters} }}")
+        self.filter_queries += 1
+        res = self.store.query(q)
+        assert isinstance(res, ox.QuerySolutions)
+        passed = {int(sol["__rsep_row"].value) for sol in res}  # type: ignore[union-attr]
+        for i, r in enumerate(rows):
+            self._holds[(gpm.name, r)] = i in passed
+
+    def _single(self, gpm: GPM, r: Mapping) -> None:
+        # VALUES cannot carry blank nodes: substitute them instead.
+        fv = sorted(gpm.filter_variables)
+        filters = " ".join(f"FILTER {f}" for f in gpm.stateful_filters)
+        q = f"{gpm.prologue}SELECT {' '.join('?' + v for v in fv)} WHERE {{ {filters} }}"
+        self.filter_queries += 1
+        res = self.store.query(q, substitutions={ox.Variable(k): v for k, v in r})
+        self._holds[(gpm.name, r)] = any(True for _ in res)  # type: ignore[union-attr]

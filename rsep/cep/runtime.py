@@ -1,0 +1,148 @@
+"""SPASEQ queries on the engine: the runtime object :meth:`Engine.register` drives.
+
+Push-based (Def. 16): the engine hands over the events of an instant, the
+NFA_scep engine processes them, and every match completed by them is output
+at once, at the time of its completing event, one output per solution of
+``pi_V(Omega)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
+from rsep.cep.events import Match, merge_events
+from rsep.cep.gpm import GPMEvaluator
+from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, compile_query
+from rsep.lang.errors import QueryError
+from rsep.runtime.engine import EngineError, Output
+from rsep.stream.event import Event
+from rsep.stream.time import TimeError, TimeKind, format_time
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine
+
+
+@dataclass(slots=True)
+class MatchOutput(Output):
+    """One solution of a SPASEQ match: ``time`` is the completing event's, ``start`` the first's.
+
+    ``events`` lists (GPM, stream IRI, time) of the matched events in time order;
+    ``iterations`` gives, per Kleene+ GPM whose own variables are selected, each
+    iteration's bindings in order (``bindings`` holds the last iteration's).
+    """
+
+    start: int = 0
+    events: tuple[tuple[str, str, int], ...] = ()
+    iterations: dict[str, list[list[dict[str, str]]]] | None = None
+
+    def to_json(self) -> dict:
+        d = Output.to_json(self)
+        out: dict[str, Any] = {"time": d.pop("time"), "start": format_time(self.start, self.kind)}
+        out.update(d)
+        if self.iterations:
+            out["iterations"] = self.iterations
+        return out
+
+
+class SpaseqRuntime:
+    """A registered SPASEQ query: its NFA_scep, the events of the current instant, its outputs."""
+
+    def __init__(self, query: SpaseqQuery, engine: Engine, name: str,
+                 callback: Callable[[Output], None] | None = None) -> None:
+        self.query = query
+        self.engine = engine
+        self.name = name
+        self.callback = callback
+        self.streams: set[str] = set(query.streams.values())
+        self.last_tick: int | None = None
+        self.variables = query.variables
+        for iri in query.background:
+            if iri not in engine.graphs:
+                if not engine.allow_dereference:
+                    raise QueryError(
+                        f"<{iri}> names no graph supplied to the engine (use --graph {iri}=PATH); "
+                        "graph IRIs are not dereferenced unless --allow-dereference is given",
+                        source=query.source)
+                engine._dereference(iri, query.source)
+        self.nfa: NFA = compile_query(query)
+        self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs)
+        self.machine: NFAEngine | None = None
+        self.kind: TimeKind | None = None
+        self._pending: dict[int, list[Event]] = {}
+        self._leaves = {lf.key: lf for lf in query.seq.leaves()}
+        self._kleene = [(a.leaf.key, a.leaf.gpm.name, a.local_vars & set(self.variables))
+                        for a in query.seq.atoms if a.kind is AtomKind.KLEENE]
+
+    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        self.kind = kind
+        window = None
+        if self.query.within is not None:
+            try:
+                window = self.query.within.units(kind, time_unit_ms)
+            except TimeError as e:
+                raise EngineError(f"query {self.name}: {e}") from None
+        t0 = self.query.issued_at if self.query.issued_at is not None else start
+        self.machine = NFAEngine(self.nfa, self.gpm, t0=t0, window=window,
+                                 max_runs=int(self.query.options.get("max_runs", 1_000_000)),
+                                 trace=self.query.options.get("trace"))
+
+    def insert(self, e: Event) -> None:
+        if e.stream in self.streams:
+            self._pending.setdefault(e.time, []).append(e)
+
+    def next_tick(self, bound: int) -> int | None:
+        after = self.last_tick
+        cands = [t for t in self._pending if (after is None or t > after) and t < bound]
+        return min(cands) if cands else None
+
+    def evaluate(self, tau: int) -> list[Output]:
+        events = self._pending.pop(tau, [])
+        self.last_tick = tau
+        if not events:
+            return []
+        assert self.machine is not None, "bind() comes first"
+        try:
+            matches = self.machine.process(tau, merge_events(events))
+        except NFALimitError as e:
+            raise EngineError(f"query {self.name}: {e}") from None
+        outs: list[Output] = []
+        seen: set[tuple] = set()
+        for m in matches:
+            outs.extend(self._outputs(m, seen))
+        return outs
+
+    def _outputs(self, m: Match, seen: set[tuple]) -> list[Output]:
+        events = tuple((self._leaves[k].gpm.name, self._leaves[k].stream, t) for t, k in m.steps)
+        out: list[Output] = []
+        rows = sorted(project(m.omega, self.variables), key=lambda r: [(k, str(v)) for k, v in r])
+        for row in rows:
+            d = dict(row)
+            bindings = {k: str(d[k]) for k in self.variables if k in d}
+            if self.query.distinct:
+                key = (m.time, tuple(sorted(bindings.items())))
+                if key in seen:
+                    continue
+                seen.add(key)
+            out.append(MatchOutput(self.name, m.time, self.kind, bindings=bindings,
+                                   variables=self.variables, start=m.first, events=events,
+                                   iterations=self._iterations(m, row) or None))
+        return out
+
+    def _iterations(self, m: Match, row: tuple) -> dict[str, list[list[dict[str, str]]]]:
+        out: dict[str, list[list[dict[str, str]]]] = {}
+        for key, name, own in self._kleene:
+            if not own:
+                continue
+            base = tuple(kv for kv in row if kv[0] not in own)
+            its = []
+            for _t, k, om in m.trail:
+                if k != key:
+                    continue
+                sols = {tuple(kv for kv in mu if kv[0] in own) for mu in om if compatible(mu, base)}
+                its.append([{v: str(x) for v, x in s} for s in sorted(sols, key=str)])
+            if its:
+                out[name] = its
+        return out

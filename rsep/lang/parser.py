@@ -7,7 +7,9 @@ out as QueryError with line, column and the expected tokens in words.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 from lark import Lark, Tree
@@ -41,9 +43,21 @@ def _readable(name: str) -> str:
     return name.lower().replace("_", " ")
 
 
+def sparql_grammar() -> str:
+    """sparqlib's SPARQL 1.1 grammar text.
+
+    find_spec locates the package without running its __init__, which builds
+    sparqlib's own Earley parser (seconds) that rsep never uses.
+    """
+    spec = importlib.util.find_spec("sparqlib")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
+        return files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
+    return (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(encoding="utf-8")
+
+
 @functools.cache
 def parser() -> Lark:
-    base = files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
+    base = sparql_grammar()
     ext = files("rsep.lang").joinpath("rsep_ext.lark").read_text(encoding="utf-8")
     return Lark(
         base + "\n" + ext,

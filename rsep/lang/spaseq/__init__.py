@@ -10,10 +10,8 @@ binds, misplaced ``+ ? !``, and (through pyoxigraph) the SPARQL of each GPM.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 from importlib.resources import files
-from pathlib import Path
 
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
@@ -32,7 +30,7 @@ from rsep.algebra.spaseq import (
     Strategy,
 )
 from rsep.lang.errors import QueryError, position
-from rsep.lang.parser import _READABLE
+from rsep.lang.parser import _READABLE, sparql_grammar
 from rsep.lang.syntax import DEFAULT_BASE, is_absolute, resolve_iri
 from rsep.stream.time import Duration
 
@@ -49,19 +47,9 @@ _WORDS = {
 }
 
 
-def _sparqlib_grammar() -> str:
-    # find_spec locates the package without running its __init__, which builds sparqlib's
-    # own parser (seconds) that rsep never uses.
-    spec = importlib.util.find_spec("sparqlib")
-    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        return files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
-    path = Path(next(iter(spec.submodule_search_locations))) / "grammar.lark"
-    return path.read_text(encoding="utf-8")
-
-
 @functools.cache
 def parser() -> Lark:
-    base = _sparqlib_grammar()
+    base = sparql_grammar()
     ext = files("rsep.lang.spaseq").joinpath("spaseq.lark").read_text(encoding="utf-8")
     return Lark(base + "\n" + ext, start="spaseq_unit", parser="lalr",
                 propagate_positions=True, maybe_placeholders=False, cache=True)

@@ -127,6 +127,7 @@ class QueryRuntime:
         self._functions[ox.NamedNode(CSPARQL_TIMESTAMP)] = self._timestamp
         self._aggregates = {ox.NamedNode(a): _UnknownAggregate for a in self.query.unknown_aggregates}
         self._solver = BatchSolver()
+        self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
         self._consumed: set[int] = set()
         self._consumes = any(m.selection.consumes for m in self.query.matches)
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
@@ -253,7 +254,8 @@ class QueryRuntime:
         for bw in self.windows:
             added, removed = bw.op.advance(tau)
             if added or removed:
-                self.store.apply(bw.graph, added, removed, track_time=True)
+                # Occurrence times are only read by C-SPARQL's timestamp().
+                self.store.apply(bw.graph, added, removed, track_time=self._track_time)
             if added and bw.op.size() > lim.max_window_triples:
                 raise EngineError(
                     f"query {self.name}: window <{bw.iri}> holds {bw.op.size()} triples at "

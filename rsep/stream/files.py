@@ -59,6 +59,8 @@ class TimeConfig:
 # ------------------------------------------------------------------ records
 
 _TOKEN = re.compile(
+    # The lookahead lets the scanner skip straight to the characters that can start a token.
+    r"(?=[\"'<#{}.])"
     r'"""(?:[^"\\]|\\.|"(?!""))*"""'
     r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
     r'|"(?:[^"\\\n]|\\.)*"'

@@ -35,9 +35,11 @@ class WindowOperator:
         self._entries = 0
         self._items: deque[tuple[Event, tuple[Triple, ...]]] = deque()  # count windows
         self._ntriples = 0
+        self._live_triples = 0
         self._added: Added = []
         self._removed: Removed = []
         self._at: int | None = None  # time of the last advance
+        self._unordered = False  # pending starts not in arrival order
 
     # ---------------------------------------------------------------- input
 
@@ -51,6 +53,8 @@ class WindowOperator:
             self._trim()
             self.version += 1
             return
+        if self._pending and e.start < self._pending[-1].start:
+            self._unordered = True  # interval events can start before earlier arrivals
         self._pending.append(e)
 
     def _trim(self) -> None:
@@ -110,15 +114,18 @@ class WindowOperator:
                     elif inside(e.start):
                         self._entries += 1
                         self._live[self._entries] = e
+                        self._live_triples += len(e.triples)
                         heapq.heappush(self._evict, (e.end, self._entries))
                         self._added.extend((tr, e.end) for tr in e.triples)
                         self.version += 1
                     else:
                         keep.append(e)
                 self._pending = keep
+                self._unordered = any(a.start > b.start for a, b in zip(keep, list(keep)[1:], strict=False))
             while self._evict and expired(self._evict[0][0]):
                 _, n = heapq.heappop(self._evict)
                 e = self._live.pop(n)
+                self._live_triples -= len(e.triples)
                 self._removed.extend((tr, e.end) for tr in e.triples)
                 self.version += 1
         added, removed = self._added, self._removed
@@ -147,7 +154,7 @@ class WindowOperator:
     def size(self) -> int:
         if self.w.kind is WindowKind.COUNT:
             return self._ntriples
-        return sum(len(e.triples) for e in self._live.values())
+        return self._live_triples
 
     def next_change(self) -> int | None:
         """The first time after the last advance at which the content changes without
@@ -165,9 +172,11 @@ class WindowOperator:
         if self._evict:
             # leaves at the first aligned t' with t' - alpha >= end (right-closed) or > end
             cands.append(self._first_aligned(self._evict[0][0], after, w.alpha, right))
-        for e in self._pending:
-            # enters at the first aligned t' with t' - offset >= start (right) or > start
-            cands.append(self._first_aligned(e.start, after, w.offset, right))
+        if self._pending:
+            # enters at the first aligned t' with t' - offset >= start (right) or > start;
+            # that instant grows with the start, so the earliest pending start decides
+            first = min(e.start for e in self._pending) if self._unordered else self._pending[0].start
+            cands.append(self._first_aligned(first, after, w.offset, right))
         return min(cands) if cands else None
 
     def _first_aligned(self, x: int, after: int, shift: int, inclusive: bool) -> int:

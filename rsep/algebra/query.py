@@ -34,6 +34,8 @@ class ContinuousQuery:
     notes: list[str] = field(default_factory=list)
     service_at: tuple[int, int] | None = None  # SERVICE is parsed, then refused at registration
     matches: list[MatchPattern] = field(default_factory=list)  # MATCH patterns, by slot
+    # SELECT vars WHERE { MATCH ... } and nothing else: the projection (() for *)
+    match_projection: tuple[str, ...] | None = None
     # Extension functions the query calls that no one implements: they evaluate to an
     # error (unbound), as SPARQL 1.1 (17.6) says of unknown functions.
     unknown_functions: tuple[str, ...] = ()

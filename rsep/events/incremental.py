@@ -13,7 +13,7 @@ the live mappings, through the reference equations, without any SPARQL call.
 from __future__ import annotations
 
 from bisect import bisect_right, insort
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from rsep.algebra.events import (
     BasicEventPattern,
@@ -66,29 +66,38 @@ class IncrementalMatcher:
         self._results: dict[tuple[int, ...], EventMapping] = {}
         self._by_item: dict[int, set[tuple[int, ...]]] = {}
         self._ids = 0
+        self.added: list[EventMapping] = []  # matches new at the last evaluation (delta mode)
 
     # ------------------------------------------------------------------ state
 
-    def _sync(self, contents: Mapping[str, Iterable[tuple[Event, tuple]]]) -> list[tuple[int, int, EventMapping]]:
-        """Bring each leaf's mappings to the windows' content; returns the new (leaf, id, mapping)."""
+    def _sync(self, changes: Mapping[str, list[tuple[bool, Event, tuple]]]) -> list[tuple[int, int, EventMapping]]:
+        """Apply the windows' item changes to each leaf; returns the new (leaf, id, mapping)."""
         new: list[tuple[int, int, EventMapping]] = []
         for i, bep in enumerate(self.leaves):
-            now = {e.seq: (e, trs) for e, trs in contents.get(bep.window, ())}
             known = self._items[i]
-            gone = [s for s in known if s not in now or len(now[s][1]) != len(known[s][1])]
+            gone: set[int] = set()
+            fresh: dict[int, tuple[Event, tuple]] = {}
+            for entered, e, trs in changes.get(bep.window, ()):
+                if entered:
+                    fresh[e.seq] = (e, trs)
+                    gone.discard(e.seq)
+                else:
+                    fresh.pop(e.seq, None)
+                    if e.seq in known:
+                        gone.add(e.seq)
+            # an item that left and came back with fewer triples (count windows) is new
+            gone |= {s for s in fresh if s in known}
             if gone:
-                gone_set = set(gone)
                 for s in gone:
                     del known[s]
                     for key in self._by_item.pop(s, ()):
                         self._results.pop(key, None)
-                self._maps[i] = [x for x in self._maps[i] if next(iter(x[2].just)) not in gone_set]
+                self._maps[i] = [x for x in self._maps[i] if next(iter(x[2].just)) not in gone]
                 for names in list(self._index[i]):
                     self._index[i][names] = self._build(i, names)
-            fresh = [(e, trs) for s, (e, trs) in now.items() if s not in known]
             if fresh:
-                self.solver.prepare(bep, fresh)
-            for e, trs in fresh:
+                self.solver.prepare(bep, fresh.values())
+            for e, trs in fresh.values():
                 known[e.seq] = (e, trs)
                 for mu in self.solver(bep, e, trs):
                     self._ids += 1
@@ -100,6 +109,9 @@ class IncrementalMatcher:
                         insort(index.setdefault(tuple(d.get(v) for v in names), []), entry)
                     new.append((i, self._ids, m))
         return new
+
+    def live_items(self) -> set[int]:
+        return {s for known in self._items.values() for s in known}
 
     def _build(self, j: int, names: tuple[str, ...]) -> dict[tuple, list]:
         index: dict[tuple, list] = {}
@@ -119,9 +131,10 @@ class IncrementalMatcher:
 
     # ------------------------------------------------------------------ evaluation
 
-    def evaluate(self, contents: Mapping[str, Iterable[tuple[Event, tuple]]],
+    def evaluate(self, changes: Mapping[str, list[tuple[bool, Event, tuple]]],
                  consumed: frozenset[int] = frozenset()) -> list[EventMapping]:
-        new = self._sync(contents)
+        """All matches at this evaluation, after the windows' item ``changes``."""
+        new = self._sync(changes)
         if not self.delta:
             leaf_of = {}
             for j, bep in enumerate(self.leaves):
@@ -135,6 +148,7 @@ class IncrementalMatcher:
 
             ctx = semantics.Context({}, self.solver, consumed, lookup)
             return semantics.evaluate(self.match.expr, self.match.selection, ctx)
+        self.added = []
         new_ids = {mid for _, mid, _ in new}
         for i, mid, m in new:
             for combo, mappings in self._extend(0, i, mid, m, new_ids, (), ()):
@@ -145,7 +159,8 @@ class IncrementalMatcher:
                     mu = merge(mu, x.mu)
                     just = just | x.just
                 key = combo
-                self._results[key] = EventMapping(mu, mappings[0].t1, mappings[-1].t2, just)
+                self._results[key] = em = EventMapping(mu, mappings[0].t1, mappings[-1].t2, just)
+                self.added.append(em)
                 for s in just:
                     self._by_item.setdefault(s, set()).add(key)
         return list(self._results.values())

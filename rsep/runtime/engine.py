@@ -157,7 +157,9 @@ class QueryRuntime:
             graph = ox.DefaultGraph() if w.in_default else ox.NamedNode(w.iri)
             if not w.in_default:
                 self._named.append(graph)
-            self.windows.append(_BoundWindow(w.iri, w.stream, rw, WindowOperator(rw), graph))
+            op = WindowOperator(rw)
+            op.track_items = any(b.window == w.iri for m in self.query.matches for b in m.expr.beps())
+            self.windows.append(_BoundWindow(w.iri, w.stream, rw, op, graph))
         if self.report.periodic is not None:
             try:
                 self._period = self.report.periodic.units(kind, time_unit_ms)
@@ -291,23 +293,52 @@ class QueryRuntime:
 
     def _match_text(self, tau: int) -> str:
         """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""
-        contents = {bw.iri: bw.op.items() for bw in self.windows}
-        live = {e.seq for items in contents.values() for e, _ in items}
-        self._solver.retain(live)
-        self._consumed &= live
+        changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         text = self.query.sparql
         kind = self.engine.kind
         for m, matcher in zip(self.query.matches, self._matchers, strict=True):
-            found = matcher.evaluate(contents, frozenset(self._consumed))
+            found = matcher.evaluate(changes, frozenset(self._consumed))
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
             text = text.replace(m.slot, _values(m, found, kind))
             if m.selection.consumes:
                 # P^c / P^r: what justified this evaluation's output is gone for the next.
                 self._consumed |= semantics.justification(found)
+        live = set()
+        for matcher in self._matchers:
+            live |= matcher.live_items()
+        self._solver.retain(live)
+        self._consumed &= live
         return text
 
+    def _direct(self, tau: int) -> list:
+        """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""
+        m, matcher = self.query.matches[0], self._matchers[0]
+        changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
+        found = matcher.evaluate(changes, frozenset(self._consumed))
+        if m.selection.consumes:
+            self._consumed |= semantics.justification(found)
+        live = matcher.live_items()
+        self._solver.retain(live)
+        self._consumed &= live
+        names = self.query.match_projection or (
+            tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
+        rows = []
+        for em in found:
+            d = em.as_dict()
+            if m.expose_interval:
+                d[FROM_VAR] = _time_literal(em.t1, None)
+                d[TO_VAR] = _time_literal(em.t2, None)
+            values = tuple(d.get(n) for n in names)
+            rows.append((values, (names, {n: v for n, v in zip(names, values, strict=True)
+                                          if v is not None})))
+            if len(rows) > self.engine.limits.max_results:
+                self._too_many(tau)
+        return rows
+
     def _run(self, tau: int) -> list:
+        if self.query.match_projection is not None:
+            return self._direct(tau)
         lim = self.engine.limits
         t0 = _time.perf_counter()
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql

@@ -38,6 +38,10 @@ class WindowOperator:
         self._live_triples = 0
         self._added: Added = []
         self._removed: Removed = []
+        # the same changes by item, in order, for consumers that work on items (event
+        # patterns); recorded only when one asks, so nothing piles up otherwise
+        self.track_items = False
+        self._changes: list[tuple[bool, Event, tuple[Triple, ...]]] = []
         self._at: int | None = None  # time of the last advance
         self._unordered = False  # pending starts not in arrival order
 
@@ -50,6 +54,8 @@ class WindowOperator:
             self._items.append((e, e.triples))
             self._ntriples += len(e.triples)
             self._added.extend((tr, e.end) for tr in e.triples)
+            if self.track_items:
+                self._changes.append((True, e, e.triples))
             self._trim()
             self.version += 1
             return
@@ -64,16 +70,23 @@ class WindowOperator:
                 e, triples = self._items.popleft()
                 self._ntriples -= len(triples)
                 self._removed.extend((tr, e.end) for tr in triples)
+                if self.track_items:
+                    self._changes.append((False, e, ()))
             return
         while self._ntriples > w.count:
             e, triples = self._items.popleft()
             excess = self._ntriples - w.count
+            if self.track_items:
+                self._changes.append((False, e, ()))
             if excess >= len(triples):
                 self._ntriples -= len(triples)
                 self._removed.extend((tr, e.end) for tr in triples)
             else:
+                # the item stays with fewer triples: out, then in again as it now is
                 self._removed.extend((tr, e.end) for tr in triples[:excess])
                 self._items.appendleft((e, triples[excess:]))
+                if self.track_items:
+                    self._changes.append((True, e, triples[excess:]))
                 self._ntriples -= excess
 
     # ---------------------------------------------------------------- time
@@ -117,6 +130,8 @@ class WindowOperator:
                         self._live_triples += len(e.triples)
                         heapq.heappush(self._evict, (e.end, self._entries))
                         self._added.extend((tr, e.end) for tr in e.triples)
+                        if self.track_items:
+                            self._changes.append((True, e, e.triples))
                         self.version += 1
                     else:
                         keep.append(e)
@@ -127,12 +142,19 @@ class WindowOperator:
                 e = self._live.pop(n)
                 self._live_triples -= len(e.triples)
                 self._removed.extend((tr, e.end) for tr in e.triples)
+                if self.track_items:
+                    self._changes.append((False, e, ()))
                 self.version += 1
         added, removed = self._added, self._removed
         self._added, self._removed = [], []
         return added, removed
 
     # ---------------------------------------------------------------- queries
+
+    def take_item_changes(self) -> list[tuple[bool, Event, tuple[Triple, ...]]]:
+        """(entered?, item, its triples) since the last call, in order of occurrence."""
+        out, self._changes = self._changes, []
+        return out
 
     def items(self) -> list[tuple[Event, tuple[Triple, ...]]]:
         """The window's content W(S, t) at the last advance: (item, its triples in the window)."""

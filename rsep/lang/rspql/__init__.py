@@ -60,6 +60,7 @@ def build(syn: Syntax) -> ContinuousQuery:
                                 f"(declared: {declared})", target)
         syn.replace(node.children[0], "GRAPH")
     beps = events.declarations(syn, ds)
+    direct = events.match_only_projection(syn)
     matches = events.matches(syn, beps)
     uses_ts = rewrite_timestamp_calls(syn)
     stepped = any(w.spec.kind is WindowKind.TIME or (w.spec.kind is WindowKind.LANDMARK and w.spec.step)
@@ -69,5 +70,5 @@ def build(syn: Syntax) -> ContinuousQuery:
     return ContinuousQuery(
         name=register_name(syn, reg), dialect="rspql", form=syn.form, dataset=ds,
         sparql=syn.rewritten(), r2s=r2s, report=report, text=syn.text, uses_timestamp=uses_ts,
-        service_at=service_position(syn), matches=matches,
+        service_at=service_position(syn), matches=matches, match_projection=direct,
     )

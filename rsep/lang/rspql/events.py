@@ -109,3 +109,44 @@ def matches(syn: Syntax, beps: dict[str, BasicEventPattern]) -> list[MatchPatter
         syn.replace(node, slot)
         out.append(MatchPattern(expr, Selection(policy), slot, exposes))
     return out
+
+
+def match_only_projection(syn: Syntax) -> tuple[str, ...] | None:
+    """The projected variables when the query is nothing but SELECT vars WHERE { MATCH {...} }.
+
+    Such a query needs no SPARQL evaluation: its rows are the MATCH's solutions,
+    projected, which the runtime produces directly.
+    """
+    body = syn.tree.children[1]
+    query = next(c for c in body.children if isinstance(c, Tree) and c.data == "select_query")  \
+        if any(isinstance(c, Tree) and c.data == "select_query" for c in body.children) else None
+    if query is None or len(syn.nodes("match_pattern")) != 1:
+        return None
+    values = body.children[-1]
+    if isinstance(values, Tree) and values.children:
+        return None
+    select, *rest = [c for c in query.children if isinstance(c, Tree)]
+    where = next(c for c in rest if c.data == "where_clause")
+    modifier = next((c for c in rest if c.data == "solution_modifier"), None)
+    if modifier is not None and modifier.children:
+        return None
+    group = where.children[-1]
+    sub = group.children[0]
+    if not (isinstance(sub, Tree) and sub.data == "group_graph_pattern_sub" and len(sub.children) == 1):
+        return None
+    only = sub.children[0]
+    if not (isinstance(only, Tree) and only.data == "group_graph_pattern_sub_other"
+            and len(only.children) == 1 and only.children[0].children[0].data == "match_pattern"):
+        return None
+    names: list[str] = []
+    for c in select.children:
+        if isinstance(c, Token) and c.type == "ASTERIX":
+            return ()
+        if isinstance(c, Token):
+            return None  # DISTINCT / REDUCED
+        if isinstance(c, Tree) and c.data == "select_clause_var_or_expression":
+            var = c.children[0]
+            if not (isinstance(var, Tree) and var.data == "var"):
+                return None
+            names.append(str(var.children[0])[1:])
+    return tuple(names)

@@ -12,7 +12,7 @@ the live mappings, through the reference equations, without any SPARQL call.
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping
 
 from rsep.algebra.events import (
@@ -28,6 +28,14 @@ from rsep.events import semantics
 from rsep.events.semantics import EventMapping, Mu, compatible, merge
 from rsep.events.solver import BatchSolver
 from rsep.stream.event import Event
+
+
+def _remove(sorted_entries: list, entry: tuple) -> None:
+    """Remove an entry from a list sorted by (start, id) in O(log n) + a memmove."""
+    i = bisect_left(sorted_entries, entry[:2])
+    while sorted_entries[i][1] != entry[1]:
+        i += 1
+    del sorted_entries[i]
 
 
 def _pure_sequence(e: EventPattern) -> bool:
@@ -63,6 +71,7 @@ class IncrementalMatcher:
         # leaf j's mappings by the values of some of its variables, one index per variable set
         # asked for (built on first use, then maintained)
         self._index: list[dict[tuple[str, ...], dict[tuple, list]]] = [{} for _ in self.leaves]
+        self._entries_of: list[dict[int, list]] = [{} for _ in self.leaves]  # item -> its entries
         self._results: dict[tuple[int, ...], EventMapping] = {}
         self._by_item: dict[int, set[tuple[int, ...]]] = {}
         self._ids = 0
@@ -87,14 +96,19 @@ class IncrementalMatcher:
                         gone.add(e.seq)
             # an item that left and came back with fewer triples (count windows) is new
             gone |= {s for s in fresh if s in known}
-            if gone:
-                for s in gone:
-                    del known[s]
-                    for key in self._by_item.pop(s, ()):
-                        self._results.pop(key, None)
-                self._maps[i] = [x for x in self._maps[i] if next(iter(x[2].just)) not in gone]
-                for names in list(self._index[i]):
-                    self._index[i][names] = self._build(i, names)
+            for s in gone:
+                del known[s]
+                for key in self._by_item.pop(s, ()):
+                    self._results.pop(key, None)
+                for entry in self._entries_of[i].pop(s, ()):
+                    _remove(self._maps[i], entry)
+                    d = dict(entry[2].mu)
+                    for names, index in self._index[i].items():
+                        k = tuple(d.get(v) for v in names)
+                        bucket = index[k]
+                        _remove(bucket, entry)
+                        if not bucket:
+                            del index[k]
             if fresh:
                 self.solver.prepare(bep, fresh.values())
             for e, trs in fresh.values():
@@ -104,6 +118,7 @@ class IncrementalMatcher:
                     m = EventMapping(mu, e.start, e.end, frozenset((e.seq,)))
                     entry = (e.start, self._ids, m)
                     insort(self._maps[i], entry)
+                    self._entries_of[i].setdefault(e.seq, []).append(entry)
                     d = dict(mu)
                     for names, index in self._index[i].items():
                         insort(index.setdefault(tuple(d.get(v) for v in names), []), entry)

@@ -142,8 +142,8 @@ def match_only_projection(syn: Syntax) -> tuple[str, ...] | None:
     for c in select.children:
         if isinstance(c, Token) and c.type == "ASTERIX":
             return ()
-        if isinstance(c, Token):
-            return None  # DISTINCT / REDUCED
+        if isinstance(c, Token) and str(c).upper() in ("DISTINCT", "REDUCED"):
+            return None
         if isinstance(c, Tree) and c.data == "select_clause_var_or_expression":
             var = c.children[0]
             if not (isinstance(var, Tree) and var.data == "var"):

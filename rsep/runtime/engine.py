@@ -92,6 +92,22 @@ class Output:
         return d
 
 
+def outputs(name: str, tau: int, kind: TimeKind | None, form: str,
+            stream: list[tuple[str, object]]) -> list[Output]:
+    """Stream elements from what an R2S operator emitted for one evaluation."""
+    outs = []
+    for op, payload in stream:
+        o = Output(name, tau, kind, op)
+        if form == "SELECT":
+            o.variables, o.bindings = payload
+        elif form == "ASK":
+            o.boolean = payload
+        else:
+            o.triple = payload
+        outs.append(o)
+    return outs
+
+
 @dataclass
 class _BoundWindow:
     iri: str
@@ -277,19 +293,7 @@ class QueryRuntime:
         else:
             rows = self._cache
         self.evaluations += 1
-        kind = self.engine.kind
-        outs = []
-        for op, payload in self.r2s.apply(rows):
-            o = Output(self.name, tau, kind, op)
-            q = self.query
-            if q.form == "SELECT":
-                o.variables, o.bindings = payload
-            elif q.form == "ASK":
-                o.boolean = payload
-            else:
-                o.triple = payload
-            outs.append(o)
-        return outs
+        return outputs(self.name, tau, self.engine.kind, self.query.form, self.r2s.apply(rows))
 
     def _match_text(self, tau: int) -> str:
         """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""

@@ -19,7 +19,7 @@ from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
 from rsep.events import semantics
 from rsep.events.solver import solve_item
-from rsep.runtime.engine import XSD_INTEGER, Output, _values, unskolemize
+from rsep.runtime.engine import XSD_INTEGER, Output, _values, outputs, unskolemize
 from rsep.runtime.r2s import R2SOperator
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -71,15 +71,7 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
         if query.matches:
             sparql = _matches(query, windows, contents, consumed, kind)
         rows = _run(query, sparql, windows, contents, graphs)
-        for op, payload in r2s.apply(rows):
-            o = Output(name, t, kind, op)
-            if query.form == "SELECT":
-                o.variables, o.bindings = payload
-            elif query.form == "ASK":
-                o.boolean = payload
-            else:
-                o.triple = payload
-            out.append(o)
+        out.extend(outputs(name, t, kind, query.form, r2s.apply(rows)))
     return out
 
 

@@ -51,7 +51,7 @@ def by_time(outputs):
 @settings(max_examples=int(os.environ.get("RSEP_EXAMPLES", 200)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(expressions(), st.sampled_from(["UNRESTRICTED", "NAIVE", "CHRONOLOGICAL", "RECENT"]),
-       st.sampled_from(WINDOWS), st.sampled_from(WINDOWS), st.sampled_from(["RSTREAM", "ISTREAM"]),
+       st.sampled_from(WINDOWS), st.sampled_from(WINDOWS), st.sampled_from(["RSTREAM", "ISTREAM", "DSTREAM"]),
        streams())
 def test_incremental_equals_reference(expr, policy, w1, w2, r2s, events):
     used = sorted(set(c for c in expr if c in BEPS))

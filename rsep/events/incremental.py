@@ -75,7 +75,9 @@ class IncrementalMatcher:
         self._results: dict[tuple[int, ...], EventMapping] = {}
         self._by_item: dict[int, set[tuple[int, ...]]] = {}
         self._ids = 0
-        self.added: list[EventMapping] = []  # matches new at the last evaluation (delta mode)
+        # matches new at / dropped by the last evaluation (delta mode)
+        self.added: list[EventMapping] = []
+        self.removed: list[EventMapping] = []
 
     # ------------------------------------------------------------------ state
 
@@ -99,7 +101,9 @@ class IncrementalMatcher:
             for s in gone:
                 del known[s]
                 for key in self._by_item.pop(s, ()):
-                    self._results.pop(key, None)
+                    gone_match = self._results.pop(key, None)
+                    if gone_match is not None:
+                        self.removed.append(gone_match)
                 for entry in self._entries_of[i].pop(s, ()):
                     _remove(self._maps[i], entry)
                     d = dict(entry[2].mu)
@@ -149,6 +153,7 @@ class IncrementalMatcher:
     def evaluate(self, changes: Mapping[str, list[tuple[bool, Event, tuple]]],
                  consumed: frozenset[int] = frozenset()) -> list[EventMapping]:
         """All matches at this evaluation, after the windows' item ``changes``."""
+        self.removed = []
         new = self._sync(changes)
         if not self.delta:
             leaf_of = {}

@@ -71,6 +71,9 @@ class BatchSolver:
         for sol, mu in _rows(res, skip=_ITEM):
             self._cache[graphs[sol[_ITEM].value]].append(mu)
 
+    def clear(self) -> None:
+        self._cache.clear()
+
     def retain(self, live: set[int]) -> None:
         """Forget items that left every window."""
         for key in [k for k in self._cache if k[1] not in live]:

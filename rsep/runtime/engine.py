@@ -147,6 +147,13 @@ class QueryRuntime:
         self._consumed: set[int] = set()
         self._consumes = any(m.selection.consumes for m in self.query.matches)
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
+        self._projection: tuple[str, ...] = ()
+        self._delta_r2s = False
+        if self.query.match_projection is not None:
+            m = self.query.matches[0]
+            self._projection = self.query.match_projection or (
+                tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
+            self._delta_r2s = self._matchers[0].delta and self.query.r2s is not R2S.RSTREAM
 
     # ------------------------------------------------------------ setup
 
@@ -286,6 +293,9 @@ class QueryRuntime:
             return []
         if self.report.non_empty and all(bw.op.empty for bw in self.windows):
             return []
+        if self._delta_r2s:
+            self.evaluations += 1
+            return self._direct_delta(tau)
         if changed or self._cache is None or self._consumes:
             rows = self._run(tau)
             self._cache = rows
@@ -320,25 +330,47 @@ class QueryRuntime:
         m, matcher = self.query.matches[0], self._matchers[0]
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         found = matcher.evaluate(changes, frozenset(self._consumed))
+        self._solver.clear()  # the matcher keeps what it needs per item
         if m.selection.consumes:
             self._consumed |= semantics.justification(found)
-        live = matcher.live_items()
-        self._solver.retain(live)
-        self._consumed &= live
-        names = self.query.match_projection or (
-            tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
-        rows = []
-        for em in found:
-            d = em.as_dict()
-            if m.expose_interval:
-                d[FROM_VAR] = _time_literal(em.t1, None)
-                d[TO_VAR] = _time_literal(em.t2, None)
-            values = tuple(d.get(n) for n in names)
-            rows.append((values, (names, {n: v for n, v in zip(names, values, strict=True)
-                                          if v is not None})))
-            if len(rows) > self.engine.limits.max_results:
-                self._too_many(tau)
-        return rows
+            self._consumed &= matcher.live_items()
+        if len(found) > self.engine.limits.max_results:
+            self._too_many(tau)
+        return [self._row(m, em) for em in found]
+
+    def _row(self, m, em) -> tuple:
+        names = self._projection
+        d = em.as_dict()
+        if m.expose_interval:
+            d[FROM_VAR] = _time_literal(em.t1, None)
+            d[TO_VAR] = _time_literal(em.t2, None)
+        values = tuple(d.get(n) for n in names)
+        return values, (names, {n: v for n, v in zip(names, values, strict=True) if v is not None})
+
+    def _direct_delta(self, tau: int) -> list[Output]:
+        """ISTREAM / DSTREAM of a MATCH-only SELECT over an unrestricted sequence: the bag
+        R(t) is kept up to date from the matches that came and went, so the cost follows
+        the change (the result equals the bag differences of CQL's operators)."""
+        m, matcher = self.query.matches[0], self._matchers[0]
+        changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
+        matcher.evaluate(changes)
+        self._solver.clear()
+        net: dict = {}
+        rows: dict = {}
+        for em in matcher.added:
+            key, payload = self._row(m, em)
+            net[key] = net.get(key, 0) + 1
+            rows.setdefault(key, payload)
+        for em in matcher.removed:
+            key, payload = self._row(m, em)
+            net[key] = net.get(key, 0) - 1
+            rows.setdefault(key, payload)
+        emitted = []
+        istream = self.r2s.op is R2S.ISTREAM
+        for key, n in net.items():
+            if n and (n > 0) == istream:
+                emitted.extend([("insert" if istream else "delete", rows[key])] * abs(n))
+        return outputs(self.name, tau, self.engine.kind, "SELECT", emitted)
 
     def _run(self, tau: int) -> list:
         if self.query.match_projection is not None:

@@ -13,6 +13,9 @@ from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import DIALECT_NAMES, Syntax
 
 _SPASEQ_MARKER = re.compile(r"\bDEFINE\s+GPM\b", re.I)
+# EP-SPARQL: an operator between group graph patterns, or a time function (003 Sec. 4.1)
+_EPSPARQL_MARKER = re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
+                              r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I)
 
 
 def _spaseq(syn: Syntax) -> Any:
@@ -21,8 +24,16 @@ def _spaseq(syn: Syntax) -> Any:
     return parse_spaseq(syn.text, source=syn.source)
 
 
-# SPASEQ has a grammar of its own: parse_query hands it the text before the shared parser.
-DIALECTS = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build, "spaseq": _spaseq}
+def _epsparql(syn: Syntax) -> Any:
+    from rsep.lang.epsparql import parse_epsparql
+
+    return parse_epsparql(syn.text, source=syn.source)
+
+
+# SPASEQ and EP-SPARQL have grammars of their own: parse_query hands them the text before
+# the shared parser.
+DIALECTS = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build, "spaseq": _spaseq,
+            "epsparql": _epsparql}
 
 
 def parse_query(text: str, dialect: str | None = None, *,
@@ -38,6 +49,10 @@ def parse_query(text: str, dialect: str | None = None, *,
         from rsep.lang.spaseq import parse_spaseq
 
         return parse_spaseq(text, source=source)
+    if dialect == "epsparql" or (dialect is None and _EPSPARQL_MARKER.search(text)):
+        from rsep.lang.epsparql import parse_epsparql
+
+        return parse_epsparql(text, source=source)
     tree = parse_tree(text, source)
     syn = Syntax.of(text, tree, source)
     d = syn.detect(dialect)

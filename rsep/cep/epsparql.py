@@ -1,0 +1,981 @@
+"""EP-SPARQL (003): the Section 4.2 semantics over interval-timestamped triples, push-based.
+
+A solution is ``(mu, t_alpha, t_omega)``; every triple of an rsep :class:`Event`
+is a triple occurrence with the event's ``[start, end]``. Two evaluators:
+
+* :func:`evaluate` transcribes Section 4.2 over a set of occurrences (the
+  reference; it also runs the ETALIS chronological / recent settings, with the
+  selection of RSEP-QL's Eq. (10) / (11) at every SeqJoin);
+* :class:`Delta` is the incremental evaluator the runtime uses in the
+  unrestricted setting: at instant tau it derives exactly the solutions with
+  ``t_omega == tau`` from the children's earlier solutions (kept per node) and
+  their solutions at tau. Every operator's result ends at the end of one of its
+  operands and its negative conditions (LeftJoin, SeqRightJoin, EqLeftJoin)
+  only look at solutions ending no later, so a solution is final when its end
+  is reached: results are output then and never retracted (timewise
+  monotonicity).
+
+Readings of the damaged/ambiguous formulas are listed in docs/semantics.md
+("EP-SPARQL").
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+
+from rsep.algebra.events import Selection
+from rsep.events.semantics import precedes
+from rsep.runtime.engine import EngineError, Output
+from rsep.stream.event import Event
+from rsep.stream.time import TimeKind, format_datetime_ms, format_time
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine
+
+INF = float("inf")
+RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SUBCLASS, SUBPROP = f"<{RDFS}subClassOf>", f"<{RDFS}subPropertyOf>"
+DOMAIN, RANGE = f"<{RDFS}domain>", f"<{RDFS}range>"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+Mu = tuple[tuple[str, str], ...]  # sorted (variable, N-Triples term)
+
+
+# ---------------------------------------------------------------- algebra
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+
+
+Term = Var | str  # a variable or an N-Triples term
+TriplePattern = tuple[Term, Term, Term]
+
+
+@dataclass(frozen=True, eq=False)
+class Expr:
+    """A SPARQL expression (text), getDURATION()/getSTARTTIME()/getENDTIME() replaced by
+    the variables ?__d, ?__s, ?__e (the substitution sigma of Sec. 4.2)."""
+
+    text: str
+    variables: frozenset[str]
+    prologue: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return bool(re.search(r"\?__[dse]\b", self.text))
+
+
+class Node:
+    """An algebra expression; operands in ``kids``."""
+
+    kids: tuple[Node, ...] = ()
+
+
+@dataclass(eq=False)
+class Unit(Node):
+    """The empty group: the one solution ({}, +inf, -inf), neutral for min/max."""
+
+
+@dataclass(eq=False)
+class BGP(Node):
+    patterns: tuple[TriplePattern, ...]
+
+
+@dataclass(eq=False)
+class Background(Node):
+    """GRAPH <iri> { triples }: matched against a background graph (with its RDFS
+    closure); its solutions are timeless, (+inf, -inf)."""
+
+    iri: str
+    patterns: tuple[TriplePattern, ...]
+
+
+@dataclass(eq=False)
+class Binary(Node):
+    left: Node
+    right: Node
+    cond: Expr | None = None
+
+    @property
+    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+        return (self.left, self.right)
+
+
+class Join(Binary):
+    pass
+
+
+class Union(Binary):
+    pass
+
+
+class LeftJoin(Binary):
+    pass
+
+
+class SeqJoin(Binary):
+    pass
+
+
+class SeqRightJoin(Binary):
+    pass
+
+
+class EqJoin(Binary):
+    pass
+
+
+class EqLeftJoin(Binary):
+    pass
+
+
+@dataclass(eq=False)
+class Filter(Node):
+    cond: Expr
+    arg: Node
+
+    @property
+    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+        return (self.arg,)
+
+
+@dataclass(eq=False)
+class Extend(Node):
+    arg: Node
+    var: str
+    expr: Expr
+
+    @property
+    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+        return (self.arg,)
+
+
+@dataclass(eq=False)
+class Project(Node):
+    """SELECT (of a sub-query or of the query): variables and (expr AS ?v), in order."""
+
+    arg: Node
+    items: tuple[tuple[str, Expr | None], ...] | None  # None: SELECT *
+    distinct: bool = False
+
+    @property
+    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+        return (self.arg,)
+
+
+def variables(n: Node) -> list[str]:
+    """In-scope variables of a pattern, in order of appearance."""
+    out: list[str] = []
+
+    def add(v: str) -> None:
+        if v not in out and not v.startswith("_b"):
+            out.append(v)
+
+    def walk(x: Node) -> None:
+        if isinstance(x, (BGP, Background)):
+            for tp in x.patterns:
+                for t in tp:
+                    if isinstance(t, Var):
+                        add(t.name)
+        elif isinstance(x, Project):
+            if x.items is None:
+                walk(x.arg)
+            else:
+                for v, _ in x.items:
+                    add(v)
+        elif isinstance(x, Extend):
+            walk(x.arg)
+            add(x.var)
+        else:
+            for k in x.kids:
+                walk(k)
+
+    walk(n)
+    return out
+
+
+# ---------------------------------------------------------------- solutions
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """(mu, t_alpha, t_omega), with the occurrences (stream items) that justify it."""
+
+    mu: Mu
+    ta: float
+    tw: float
+    just: frozenset[int] = frozenset()
+
+    def get(self, var: str) -> str | None:
+        for k, v in self.mu:
+            if k == var:
+                return v
+        return None
+
+    @property
+    def key(self) -> tuple:
+        return (self.mu, self.ta, self.tw, self.just)
+
+
+def compatible(a: Mu, b: Mu) -> bool:
+    if not a or not b:
+        return True
+    db = dict(b)
+    for k, v in a:
+        w = db.get(k)
+        if w is not None and w != v:
+            return False
+    return True
+
+
+def combine(a: Solution, b: Solution) -> Solution:
+    """(mu, ta, tw) join (mu', ta', tw') = (mu u mu', min(ta, ta'), max(tw, tw'))."""
+    d = dict(a.mu)
+    d.update(b.mu)
+    return Solution(tuple(sorted(d.items())), min(a.ta, b.ta), max(a.tw, b.tw), a.just | b.just)
+
+
+TIMELESS = Solution((), INF, -INF)
+
+
+# ---------------------------------------------------------------- expressions (sigma)
+
+
+_SKOLEM = "urn:rsep:epsparql:bnode:"
+
+
+def _vterm(v: str) -> str:
+    return f"<{_SKOLEM}{v[2:]}>" if v.startswith("_:") else v
+
+
+def _unskolem(v: str) -> str:
+    return "_:" + v[len(_SKOLEM) + 1:-1] if v.startswith("<" + _SKOLEM) else v
+
+
+class ExprEvaluator:
+    """Evaluates expressions with pyoxigraph, one query per batch of solutions: the
+    solutions travel in VALUES, the time functions as ?__s, ?__e, ?__d."""
+
+    def __init__(self, kind: TimeKind | None = None) -> None:
+        self.kind = kind
+        self.store = ox.Store()
+        self.calls = 0
+
+    def _time(self, t: float) -> str:
+        if t in (INF, -INF):
+            return "UNDEF"
+        if self.kind is TimeKind.DATETIME:
+            return f'"{format_datetime_ms(int(t))}"^^<{XSD}dateTime>'
+        return f'"{int(t)}"^^<{XSD}integer>'
+
+    def _duration(self, d: float) -> str:
+        if d in (INF, -INF) or d != d:
+            return "UNDEF"
+        if self.kind is TimeKind.DATETIME:
+            ms = int(d)
+            sec = f"{ms // 1000}" + (f".{ms % 1000:03d}" if ms % 1000 else "")
+            return f'"PT{sec}S"^^<{XSD}dayTimeDuration>'
+        return f'"{int(d)}"^^<{XSD}integer>'
+
+    def _values(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> tuple[str, list[str]]:
+        names = sorted(v for v in e.variables if not v.startswith("__"))
+        head = ["__i", *names, "__s", "__e", "__d"]
+        lines = []
+        for i, (s, ta, tw) in enumerate(rows):
+            d = dict(s.mu)
+            vals = [f'"{i}"^^<{XSD}integer>'] + [_vterm(d[n]) if n in d else "UNDEF" for n in names]
+            vals += [self._time(ta), self._time(tw), self._duration(tw - ta)]
+            lines.append("(" + " ".join(vals) + ")")
+        vs = "VALUES (" + " ".join("?" + h for h in head) + ") { " + " ".join(lines) + " }"
+        return vs, head
+
+    def test(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> list[bool]:
+        """mu(sigma_{ta,tw}(F)) for each (solution, ta, tw): its effective boolean value."""
+        if not rows:
+            return []
+        vs, _ = self._values(e, rows)
+        q = f"{e.prologue}SELECT ?__i WHERE {{ {vs} FILTER ({e.text}) }}"
+        self.calls += 1
+        ok = {int(r["__i"].value) for r in self.store.query(q)}  # type: ignore[union-attr,index]
+        return [i in ok for i in range(len(rows))]
+
+    def value(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> list[str | None]:
+        if not rows:
+            return []
+        vs, _ = self._values(e, rows)
+        q = f"{e.prologue}SELECT ?__i ?__r WHERE {{ {vs} BIND (({e.text}) AS ?__r) }}"
+        self.calls += 1
+        out: list[str | None] = [None] * len(rows)
+        for r in self.store.query(q):  # type: ignore[union-attr]
+            v = r["__r"]  # type: ignore[index]
+            if v is not None:
+                out[int(r["__i"].value)] = _unskolem(str(v))  # type: ignore[index]
+        return out
+
+    def filter(self, e: Expr | None, sols: list[Solution]) -> list[Solution]:
+        if e is None or not sols:
+            return sols
+        keep = self.test(e, [(s, s.ta, s.tw) for s in sols])
+        return [s for s, k in zip(sols, keep, strict=True) if k]
+
+
+# ---------------------------------------------------------------- occurrences, RDFS
+
+
+@dataclass(slots=True)
+class Occurrence:
+    s: str
+    p: str
+    o: str
+    ta: int
+    tw: int
+    item: int  # the stream item (event) it came from: what consumption removes
+
+
+class Schema:
+    """RDFS over the background graphs, computed once: the transitive closures of
+    subClassOf and subPropertyOf, and the (closed) classes implied by domain and range."""
+
+    def __init__(self, triples: Iterable[tuple[str, str, str]] = ()) -> None:
+        self.sub: dict[str, set[str]] = {}
+        self.subp: dict[str, set[str]] = {}
+        self.dom: dict[str, set[str]] = {}
+        self.rng: dict[str, set[str]] = {}
+        for s, p, o in triples:
+            if p == SUBCLASS:
+                self.sub.setdefault(s, set()).add(o)
+            elif p == SUBPROP:
+                self.subp.setdefault(s, set()).add(o)
+            elif p == DOMAIN:
+                self.dom.setdefault(s, set()).add(o)
+            elif p == RANGE:
+                self.rng.setdefault(s, set()).add(o)
+        self._sup: dict[str, frozenset[str]] = {}
+        self._supp: dict[str, frozenset[str]] = {}
+        self._expand: dict[tuple[str, str], tuple] = {}
+
+    @staticmethod
+    def _closure(x: str, edges: dict[str, set[str]], memo: dict[str, frozenset[str]]) -> frozenset[str]:
+        if x in memo:
+            return memo[x]
+        seen = {x}
+        stack = [x]
+        while stack:
+            for y in edges.get(stack.pop(), ()):
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        memo[x] = frozenset(seen)
+        return memo[x]
+
+    def superclasses(self, c: str) -> frozenset[str]:
+        """c and every class it is a (transitive) subclass of."""
+        return self._closure(c, self.sub, self._sup)
+
+    def superproperties(self, p: str) -> frozenset[str]:
+        return self._closure(p, self.subp, self._supp)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.sub or self.subp or self.dom or self.rng)
+
+    def entail(self, s: str, p: str, o: str) -> list[tuple[str, str, str]]:
+        """The triple and what RDFS (rdfs2, 3, 5, 7, 9, 11) derives from it with the schema."""
+        if self.empty:
+            return [(s, p, o)]
+        out = {(s, p, o)}
+        for q in self.superproperties(p):
+            out.add((s, q, o))
+            for c in self.dom.get(q, ()):
+                out.update((s, RDF_TYPE, d) for d in self.superclasses(c))
+            if not o.startswith('"'):
+                for c in self.rng.get(q, ()):
+                    out.update((o, RDF_TYPE, d) for d in self.superclasses(c))
+        for s2, p2, o2 in list(out):
+            if p2 == RDF_TYPE:
+                out.update((s2, RDF_TYPE, d) for d in self.superclasses(o2))
+        return sorted(out)
+
+
+class OccurrenceStore:
+    """Triple occurrences, indexed by predicate and by (predicate, object)."""
+
+    def __init__(self) -> None:
+        self.all: list[Occurrence] = []
+        self.by_p: dict[str, list[Occurrence]] = {}
+        self.by_po: dict[tuple[str, str], list[Occurrence]] = {}
+        self.by_ps: dict[tuple[str, str], list[Occurrence]] = {}
+        self.keys: set[tuple] = set()
+
+    def add(self, oc: Occurrence) -> bool:
+        """Add an occurrence; S is a set (Sec. 4.2): an existing (s, p, o, t, t') is kept once."""
+        key = (oc.s, oc.p, oc.o, oc.ta, oc.tw)
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        self.all.append(oc)
+        self.by_p.setdefault(oc.p, []).append(oc)
+        self.by_po.setdefault((oc.p, oc.o), []).append(oc)
+        self.by_ps.setdefault((oc.p, oc.s), []).append(oc)
+        return True
+
+    def candidates(self, s: str | None, p: str | None, o: str | None) -> list[Occurrence]:
+        if p is not None:
+            if o is not None:
+                return self.by_po.get((p, o), [])
+            if s is not None:
+                return self.by_ps.get((p, s), [])
+            return self.by_p.get(p, [])
+        return self.all
+
+
+def _bind(t: Term, mu: dict[str, str]) -> str | None:
+    if isinstance(t, Var):
+        return mu.get(t.name)
+    return t
+
+
+def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> dict[str, str] | None:
+    out = mu
+    for t, v in zip(tp, oc, strict=True):
+        if isinstance(t, Var):
+            w = out.get(t.name)
+            if w is None:
+                if out is mu:
+                    out = dict(mu)
+                out[t.name] = v
+            elif w != v:
+                return None
+        elif t != v:
+            return None
+    return out
+
+
+def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str | None, str | None, str | None], Iterable[Occurrence]]]) -> list[Solution]:
+    """BGP(P): one occurrence per triple pattern; t_alpha = min start, t_omega = max end.
+    ``sources[i]`` gives the occurrences pattern i may use."""
+    results: list[Solution] = []
+
+    def rec(i: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
+        if i == len(patterns):
+            mu_out = tuple(sorted((k, v) for k, v in mu.items() if not k.startswith("_b")))
+            results.append(Solution(mu_out, ta, tw, just))
+            return
+        tp = patterns[i]
+        s, p, o = (_bind(t, mu) for t in tp)
+        for oc in sources[i](s, p, o):
+            m = _match(tp, (oc.s, oc.p, oc.o), mu)
+            if m is not None:
+                rec(i + 1, m, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
+
+    rec(0, {}, INF, -INF, frozenset())
+    return results
+
+
+# ---------------------------------------------------------------- reference evaluator
+
+
+@dataclass
+class World:
+    """What patterns read: stream occurrences, background graphs, consumed items."""
+
+    occ: OccurrenceStore
+    background: dict[str, OccurrenceStore]
+    exprs: ExprEvaluator
+    consumed: set[int] = field(default_factory=set)
+
+
+def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
+    def src(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+        return (oc for oc in w.occ.candidates(s, p, o) if oc.tw <= hi and oc.item not in w.consumed)
+    return src
+
+
+def _bg(w: World, iri: str) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
+    store = w.background.get(iri, OccurrenceStore())
+    return lambda s, p, o: store.candidates(s, p, o)
+
+
+def evaluate(n: Node, w: World, sel: Selection = Selection.UNRESTRICTED, hi: float = INF,
+             subst: Mu = ()) -> list[Solution]:
+    """The solutions of n over the live occurrences ending at or before ``hi``, compatible
+    with ``subst`` (Sec. 4.2; SeqJoin with Eq. (10)/(11) of 000 under a policy)."""
+    out = _eval(n, w, sel, hi, subst)
+    return [s for s in out if compatible(s.mu, subst)] if subst else out
+
+
+def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solution]:
+    ex = w.exprs
+    if isinstance(n, Unit):
+        return [TIMELESS]
+    if isinstance(n, BGP):
+        return match_bgp(n.patterns, [_live(w, hi)] * len(n.patterns))
+    if isinstance(n, Background):
+        return match_bgp(n.patterns, [_bg(w, n.iri)] * len(n.patterns))
+    if isinstance(n, Filter):
+        return ex.filter(n.cond, evaluate(n.arg, w, sel, hi, subst))
+    if isinstance(n, Extend):
+        return _extend(n, evaluate(n.arg, w, sel, hi), ex)
+    if isinstance(n, Project):
+        return _project(n, evaluate(n.arg, w, sel, hi), ex)
+    assert isinstance(n, Binary)
+    if isinstance(n, Union):
+        return evaluate(n.left, w, sel, hi, subst) + evaluate(n.right, w, sel, hi, subst)
+    if isinstance(n, Join):
+        a = evaluate(n.left, w, sel, hi, subst)
+        b = evaluate(n.right, w, sel, hi, subst)
+        return [combine(x, y) for x in a for y in b if compatible(x.mu, y.mu)]
+    if isinstance(n, EqJoin):
+        a = evaluate(n.left, w, sel, hi, subst)
+        b = evaluate(n.right, w, sel, hi, subst)
+        return [combine(x, y) for x in a for y in b
+                if x.ta == y.ta and x.tw == y.tw and compatible(x.mu, y.mu)]
+    if isinstance(n, SeqJoin):
+        return _seq(n, w, sel, hi, subst)
+    if isinstance(n, LeftJoin):
+        a = evaluate(n.left, w, sel, hi, subst)
+        b = evaluate(n.right, w, sel, hi)
+        return _left(a, b, n.cond, ex, lambda x, y: y.tw <= x.tw)
+    if isinstance(n, EqLeftJoin):
+        a = evaluate(n.left, w, sel, hi, subst)
+        b = evaluate(n.right, w, sel, hi)
+        return _left(a, b, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
+    if isinstance(n, SeqRightJoin):
+        a = evaluate(n.left, w, sel, hi)
+        b = evaluate(n.right, w, sel, hi, subst)
+        return _left(b, a, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True)
+    raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
+
+
+def _left(mand: list[Solution], opt: list[Solution], cond: Expr | None, ex: ExprEvaluator,
+          when: Callable[[Solution, Solution], bool], mandatory_right: bool = False) -> list[Solution]:
+    """LeftJoin-like: each mandatory solution joined with the optional ones satisfying the
+    time condition ``when(mandatory, optional)`` and F (on the combination, sigma with the
+    combination's interval), or alone when there is none."""
+    pairs = [(m, o) for m in mand for o in opt if when(m, o) and compatible(m.mu, o.mu)]
+    combos = [combine(o, m) if mandatory_right else combine(m, o) for m, o in pairs]
+    ok = ex.test(cond, [(c, c.ta, c.tw) for c in combos]) if cond is not None else [True] * len(combos)
+    out: list[Solution] = []
+    joined: set[int] = set()
+    for (m, _), c, k in zip(pairs, combos, ok, strict=True):
+        if k:
+            out.append(c)
+            joined.add(id(m))
+    out.extend(m for m in mand if id(m) not in joined)
+    return out
+
+
+def _seq(n: SeqJoin, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solution]:
+    rights = evaluate(n.right, w, sel, hi, subst)
+    out: list[Solution] = []
+    if sel is Selection.UNRESTRICTED:
+        lefts_all = evaluate(n.left, w, sel, hi, subst)
+        for m2 in rights:
+            out.extend(combine(m1, m2) for m1 in lefts_all
+                       if m1.tw < m2.ta and compatible(m1.mu, m2.mu))
+        return out
+    # 000 Eq. (10) / (11), with the readings of docs/semantics.md (RSEP-QL event patterns)
+    lefts = {}
+    for m2 in rights:
+        sub = tuple(sorted({**dict(subst), **dict(m2.mu)}.items()))
+        lefts[id(m2)] = [m1 for m1 in evaluate(n.left, w, sel, min(hi, m2.ta - 1), sub)
+                         if m1.tw < m2.ta]
+    usable = [m2 for m2 in rights if lefts[id(m2)]]
+    chrono = sel is Selection.CHRONOLOGICAL
+    for m2 in usable:
+        rivals = [o for o in usable if o is not m2 and compatible(o.mu, m2.mu)]
+        if chrono and any(precedes((o.ta, o.tw), (m2.ta, m2.tw)) for o in rivals):
+            continue
+        if not chrono and any(precedes((m2.ta, m2.tw), (o.ta, o.tw)) for o in rivals):
+            continue
+        ls = lefts[id(m2)]
+        k = (min if chrono else max)((m.tw, m.ta) for m in ls)
+        out.extend(combine(m1, m2) for m1 in ls if (m1.tw, m1.ta) == k)
+    return out
+
+
+def _extend(n: Extend, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+    vals = ex.value(n.expr, [(s, s.ta, s.tw) for s in sols])
+    out = []
+    for s, v in zip(sols, vals, strict=True):
+        if v is None:
+            out.append(s)
+        else:
+            out.append(Solution(tuple(sorted((*s.mu, (n.var, v)))), s.ta, s.tw, s.just))
+    return out
+
+
+def _project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+    if n.items is None:
+        out = sols
+    else:
+        cur = sols
+        for var, e in n.items:
+            if e is not None:
+                cur = _extend(Extend(Unit(), var, e), cur, ex)
+        keep = {v for v, _ in n.items}
+        out = [Solution(tuple(kv for kv in s.mu if kv[0] in keep), s.ta, s.tw, s.just) for s in cur]
+    if n.distinct:
+        seen: set[tuple] = set()
+        uniq = []
+        for s in out:
+            k = (s.mu, s.ta, s.tw)
+            if k not in seen:
+                seen.add(k)
+                uniq.append(s)
+        out = uniq
+    return out
+
+
+# ---------------------------------------------------------------- incremental evaluator
+
+
+class Delta:
+    """Unrestricted setting, push-based: ``at(tau)`` gives the solutions of each node with
+    t_omega == tau, from the node's solutions before tau (``done``) and its children's.
+
+    Call ``at(tau)`` as often as the occurrences at tau change (rule rounds), then
+    ``commit(tau)`` once tau is complete.
+    """
+
+    def __init__(self, root: Node, world: World) -> None:
+        self.root = root
+        self.w = world
+        self.done: dict[int, list[Solution]] = {}
+        self._memo: dict[int, list[Solution]] = {}
+        self._bg: dict[int, list[Solution]] = {}
+
+    def at(self, tau: int) -> list[Solution]:
+        self._memo = {}
+        self.tau = tau
+        return self._d(self.root)
+
+    def commit(self, tau: int) -> None:
+        self.at(tau)
+        for k, sols in self._memo.items():
+            if sols:
+                self.done.setdefault(k, []).extend(sols)
+        self._memo = {}
+
+    def _old(self, n: Node) -> list[Solution]:
+        if isinstance(n, Unit):
+            return [TIMELESS]
+        if isinstance(n, Background):
+            if id(n) not in self._bg:
+                self._bg[id(n)] = match_bgp(n.patterns, [_bg(self.w, n.iri)] * len(n.patterns))
+            return self._bg[id(n)]
+        return self.done.get(id(n), [])
+
+    def _d(self, n: Node) -> list[Solution]:
+        k = id(n)
+        if k not in self._memo:
+            self._memo[k] = self._delta(n)
+        return self._memo[k]
+
+    def _delta(self, n: Node) -> list[Solution]:
+        tau, ex = self.tau, self.w.exprs
+        if isinstance(n, (Unit, Background)):
+            return []
+        if isinstance(n, BGP):
+            occ = self.w.occ
+
+            def now(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+                return (x for x in occ.candidates(s, p, o) if x.tw == tau)
+
+            def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+                return (x for x in occ.candidates(s, p, o) if x.tw < tau)
+
+            def upto(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+                return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
+
+            out: list[Solution] = []
+            m = len(n.patterns)
+            for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
+                out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1)))
+            return out
+        if isinstance(n, Filter):
+            return ex.filter(n.cond, self._d(n.arg))
+        if isinstance(n, Extend):
+            return _extend(n, self._d(n.arg), ex)
+        if isinstance(n, Project):
+            return _project(n, self._d(n.arg), ex)
+        assert isinstance(n, Binary)
+        da, db = self._d(n.left), self._d(n.right)
+        oa, ob = self._old(n.left), self._old(n.right)
+        if isinstance(n, Union):
+            return da + db
+        if isinstance(n, Join):
+            return ([combine(x, y) for x in da for y in itertools.chain(ob, db) if compatible(x.mu, y.mu)]
+                    + [combine(x, y) for x in oa for y in db if compatible(x.mu, y.mu)])
+        if isinstance(n, EqJoin):
+            return [combine(x, y) for x in da for y in db
+                    if x.ta == y.ta and x.tw == y.tw and compatible(x.mu, y.mu)]
+        if isinstance(n, SeqJoin):
+            return [combine(x, y) for y in db for x in oa if x.tw < y.ta and compatible(x.mu, y.mu)]
+        if isinstance(n, LeftJoin):
+            return _left(da, ob + db, n.cond, ex, lambda x, y: y.tw <= x.tw)
+        if isinstance(n, EqLeftJoin):
+            return _left(da, db, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
+        if isinstance(n, SeqRightJoin):
+            return _left(db, oa, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True)
+        raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
+
+
+# ---------------------------------------------------------------- queries and runtime
+
+
+@dataclass(eq=False)
+class EpSparqlQuery:
+    """A parsed EP-SPARQL query: SELECT (``template`` None) or CONSTRUCT (a rule)."""
+
+    pattern: Node  # the WHERE pattern, Project included for SELECT
+    select: tuple[str, ...]  # output variables (SELECT)
+    template: tuple[TriplePattern, ...] | None = None
+    policy: Selection = Selection.UNRESTRICTED
+    background: tuple[str, ...] = ()
+    text: str = ""
+    source: str | None = None
+    name: str = ""
+
+    @property
+    def construct(self) -> bool:
+        return self.template is not None
+
+    def with_policy(self, policy: str | Selection) -> EpSparqlQuery:
+        self.policy = parse_policy(policy)
+        return self
+
+    def runtime(self, engine: Engine, name: str, callback: Callable[[Output], None] | None) -> Any:
+        return EpSparqlRuntime(self, engine, name, callback)
+
+
+POLICIES = ("unrestricted", "chronological", "recent")
+
+
+def parse_policy(p: str | Selection) -> Selection:
+    if isinstance(p, Selection):
+        if p is Selection.NAIVE:
+            raise ValueError("EP-SPARQL has the unrestricted, chronological and recent settings")
+        return p
+    if p.lower() not in POLICIES:
+        raise ValueError(f"unknown EP-SPARQL policy {p!r} (known: {', '.join(POLICIES)})")
+    return Selection[p.upper()]
+
+
+@dataclass(slots=True)
+class EpOutput(Output):
+    """A complex event: ``time`` is t_omega (when it is detected), ``start`` t_alpha."""
+
+    start: int = 0
+
+    def to_json(self) -> dict:
+        d = Output.to_json(self)
+        out: dict[str, Any] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
+                               "to": format_time(self.time, self.kind)}
+        out.update(d)
+        return out
+
+
+class RuleLoopError(EngineError):
+    """CONSTRUCT rules that keep deriving new triple occurrences at one instant."""
+
+
+class EpContext:
+    """The EP-SPARQL queries of one engine share one stream and its Q-closure: the
+    occurrences (input and derived), the RDFS schema and background graphs."""
+
+    MAX_ROUNDS = 1000
+    MAX_DERIVED = 1_000_000
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.runtimes: list[EpSparqlRuntime] = []
+        graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
+                  for iri, ts in engine.graphs.items()}
+        self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
+        background: dict[str, OccurrenceStore] = {}
+        for iri, ts in graphs.items():  # materialised once, with the RDFS closure
+            st = OccurrenceStore()
+            seen: set[tuple[str, str, str]] = set()
+            for t in ts:
+                for x in self.schema.entail(*t):
+                    if x not in seen:
+                        seen.add(x)
+                        st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))  # type: ignore[arg-type]
+            background[iri] = st
+        self.world = World(OccurrenceStore(), background, ExprEvaluator())
+        self.pending: dict[int, list[Event]] = {}
+        self.seen_items: set[int] = set()
+        self.processed: set[int] = set()
+        self._derived = 0
+
+    @staticmethod
+    def of(engine: Engine) -> EpContext:
+        ctx = getattr(engine, "_epsparql", None)
+        if ctx is None:
+            ctx = EpContext(engine)
+            engine._epsparql = ctx  # type: ignore[attr-defined]
+        return ctx
+
+    def insert(self, e: Event) -> None:
+        key = e.seq or id(e)
+        if key in self.seen_items:
+            return
+        self.seen_items.add(key)
+        self.pending.setdefault(e.end, []).append(e)
+
+    def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
+        """The occurrence and its RDFS consequences; how many were new."""
+        return sum(self.world.occ.add(Occurrence(*x, ta=ta, tw=tw, item=item))
+                   for x in self.schema.entail(s, p, o))
+
+    def process(self, tau: int) -> None:
+        if tau in self.processed:
+            return
+        self.processed.add(tau)
+        for e in self.pending.pop(tau, []):
+            for t in e.triples:
+                self._add(str(t.subject), str(t.predicate), str(t.object), e.start, e.end, e.seq)
+        rules = [rt for rt in self.runtimes if rt.query.construct]
+        seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
+        for rnd in itertools.count():
+            fresh = 0
+            for rt in rules:
+                for s in rt.solutions(tau):
+                    if s.key in seen[id(rt)]:
+                        continue
+                    seen[id(rt)].add(s.key)
+                    trs = rt.instantiate(s)
+                    for tr in trs:
+                        self._derived += 1
+                        fresh += bool(self._add(*tr, ta=int(s.ta), tw=int(s.tw), item=-self._derived))
+                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, trs))
+            if not fresh:
+                break
+            if rnd >= self.MAX_ROUNDS or self._derived > self.MAX_DERIVED:
+                names = ", ".join(rt.name for rt in rules)
+                raise RuleLoopError(
+                    f"the CONSTRUCT rules ({names}) do not terminate at time "
+                    f"{format_time(tau, self.world.exprs.kind)}: still deriving new triples after "
+                    f"{rnd + 1} rounds ({self._derived} derived triples)")
+        for rt in self.runtimes:
+            if not rt.query.construct:
+                for s in rt.solutions(tau):
+                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s))
+        for rt in self.runtimes:
+            rt.finish(tau)
+
+
+class EpSparqlRuntime:
+    """A registered EP-SPARQL query or rule, driven by :class:`Engine`."""
+
+    def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
+                 callback: Callable[[Output], None] | None = None) -> None:
+        from rsep.lang.errors import QueryError
+
+        self.query = query
+        self.engine = engine
+        self.name = name
+        self.callback = callback
+        self.streams: set[str] = set()  # EP-SPARQL reads one stream: every input event
+        self.last_tick: int | None = None
+        self.kind: TimeKind | None = None
+        for iri in query.background:
+            if iri not in engine.graphs:
+                raise QueryError(f"<{iri}> names no graph supplied to the engine "
+                                 f"(use --graph {iri}=PATH)", source=query.source)
+        self.ctx = EpContext.of(engine)
+        self.ctx.runtimes.append(self)
+        self.delta = Delta(query.pattern, self.ctx.world)
+        self.outbox: dict[int, list[Output]] = {}
+        self._ticks: set[int] = set()
+        self._bn = itertools.count(1)
+        self._emitted: set[tuple] = set()
+
+    # engine protocol
+    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        self.kind = kind
+        self.ctx.world.exprs.kind = kind
+
+    def insert(self, e: Event) -> None:
+        self._ticks.add(e.end)
+        self.ctx.insert(e)
+
+    def next_tick(self, bound: int) -> int | None:
+        c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]
+        return min(c) if c else None
+
+    def evaluate(self, tau: int) -> list[Output]:
+        self._ticks = {t for t in self._ticks if t > tau}
+        self.last_tick = tau
+        self.ctx.process(tau)
+        return self.outbox.pop(tau, [])
+
+    # evaluation
+    def solutions(self, tau: int) -> list[Solution]:
+        """The query's new solutions at tau (its complex events detected at tau)."""
+        if self.query.policy is Selection.UNRESTRICTED:
+            return [s for s in self.delta.at(tau) if s.tw != -INF]
+        w = self.ctx.world
+        sols = evaluate(self.query.pattern, w, self.query.policy, hi=tau)
+        out = []
+        for s in sols:
+            if s.key in self._emitted or s.tw == -INF:
+                continue
+            self._emitted.add(s.key)
+            out.append(s)
+        return out
+
+    def finish(self, tau: int) -> None:
+        if self.query.policy is Selection.UNRESTRICTED:
+            self.delta.commit(tau)
+
+    def consume(self, s: Solution) -> None:
+        if self.query.policy is not Selection.UNRESTRICTED:
+            self.ctx.world.consumed |= s.just
+
+    def instantiate(self, s: Solution) -> list[tuple[str, str, str]]:
+        assert self.query.template is not None
+        mu = dict(s.mu)
+        fresh: dict[str, str] = {}
+        out = []
+        for tp in self.query.template:
+            tr = []
+            for t in tp:
+                if isinstance(t, Var):
+                    if t.name.startswith("_b"):
+                        if t.name not in fresh:
+                            fresh[t.name] = f"_:ep{self.name}x{next(self._bn)}"
+                        tr.append(fresh[t.name])
+                    else:
+                        tr.append(mu.get(t.name))  # type: ignore[arg-type]
+                else:
+                    tr.append(t)
+            s_, p_, o_ = tr
+            # Sec. 4.2: only solutions binding every variable of the triple; no literal subject
+            if None in tr or s_.startswith('"') or not p_.startswith("<"):
+                continue
+            out.append((s_, p_, o_))
+        return out
+
+    def outputs(self, s: Solution, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
+        self.consume(s)
+        ta, tw = int(s.ta), int(s.tw)
+        if self.query.construct:
+            return [EpOutput(self.name, tw, self.kind, triple=f"{a} {b} {c}", start=ta)
+                    for a, b, c in (triples if triples is not None else self.instantiate(s))]
+        d = dict(s.mu)
+        b = {v: d[v] for v in self.query.select if v in d}
+        return [EpOutput(self.name, tw, self.kind, bindings=b, variables=self.query.select, start=ta)]
+
+    def idle(self) -> bool:
+        return not self._ticks

@@ -1,0 +1,421 @@
+"""EP-SPARQL (003 Sec. 4.1): text -> :class:`rsep.cep.epsparql.EpSparqlQuery`.
+
+The grammar is sparqlib's SPARQL 1.1 grammar plus ``epsparql.lark`` (LALR). The
+translation to the algebra follows SPARQL's (18.2.2) extended as Sec. 4.2 says:
+seq -> SeqJoin, equals -> EqJoin, optionalseq -> SeqRightJoin, equalsoptional ->
+EqLeftJoin. The condition F of SeqRightJoin / EqLeftJoin is, as for OPTIONAL,
+the FILTERs at the top level of the optional operand (the left one of
+OPTIONALSEQ, the right one of EQUALSOPTIONAL). Triple patterns are read by
+substituting IRIs for the variables and parsing the block as Turtle; blank
+nodes become non-distinguished variables (003 footnote 4).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib.resources import files
+
+import pyoxigraph as ox
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from rsep.lang.errors import QueryError, position
+from rsep.lang.parser import _READABLE, sparql_grammar
+from rsep.lang.syntax import DEFAULT_BASE, is_absolute, resolve_iri
+
+# What tells an EP-SPARQL query apart when no dialect is given.
+MARKER = re.compile(r"\b(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*\{|\bget(DURATION|STARTTIME|ENDTIME)\s*\(",
+                    re.I)
+
+_VAR_IRI = "urn:rsep:epsparql:var:"
+_WORDS = {**_READABLE, "KW_SEQ": "SEQ", "KW_EQUALS": "EQUALS", "KW_OPTIONALSEQ": "OPTIONALSEQ",
+          "KW_EQUALSOPTIONAL": "EQUALSOPTIONAL", "KW_UNION": "UNION"}
+_TIME_FUNCS = [(re.compile(r"getDURATION\s*\(\s*\)", re.I), "?__d"),
+               (re.compile(r"getSTARTTIME\s*\(\s*\)", re.I), "?__s"),
+               (re.compile(r"getENDTIME\s*\(\s*\)", re.I), "?__e")]
+
+
+@functools.cache
+def parser() -> Lark:
+    ext = files("rsep.lang.epsparql").joinpath("epsparql.lark").read_text(encoding="utf-8")
+    return Lark(sparql_grammar() + "\n" + ext, start="epsparql_unit", parser="lalr",
+                propagate_positions=True, maybe_placeholders=False, cache=True)
+
+
+def _expected(e: UnexpectedInput) -> str:
+    names = sorted(set(getattr(e, "expected", None) or getattr(e, "allowed", None) or []))
+    words: list[str] = []
+    for n in names:
+        w = _WORDS.get(n) or (n[3:] if n.startswith("KW_") else
+                              "" if n.startswith("__") else n.lower().replace("_", " "))
+        if w and w not in words:
+            words.append(w)
+    if not words:
+        return ""
+    if len(words) > 12:
+        return "expected one of " + ", ".join(words[:12]) + f", ... ({len(words)} in all)"
+    return "expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
+
+
+def _parse(text: str, source: str | None) -> Tree:
+    try:
+        return parser().parse(text)
+    except UnexpectedToken as e:
+        tok = e.token
+        what = "end of query" if tok.type == "$END" else repr(str(tok))
+        exp = _expected(e)
+        raise QueryError(f"syntax error: unexpected {what}" + (f"; {exp}" if exp else ""),
+                         e.line if e.line != -1 else None, e.column if e.column != -1 else None,
+                         source) from None
+    except UnexpectedCharacters as e:
+        ch = text[e.pos_in_stream] if e.pos_in_stream is not None and e.pos_in_stream < len(text) else "?"
+        exp = _expected(e)
+        raise QueryError(f"syntax error: unexpected character {ch!r}" + (f"; {exp}" if exp else ""),
+                         e.line, e.column, source) from None
+    except UnexpectedEOF as e:
+        raise QueryError("syntax error: the query ends too early; " + _expected(e),
+                         None, None, source) from None
+
+
+def _start(n: Tree | Token) -> int:
+    return n.start_pos if isinstance(n, Token) else n.meta.start_pos
+
+
+def _end(n: Tree | Token) -> int:
+    return n.end_pos if isinstance(n, Token) else n.meta.end_pos
+
+
+def _vars(n: Tree | Token) -> list[Token]:
+    if isinstance(n, Token):
+        return [n] if n.type in ("VAR1", "VAR2") else []
+    return [t for t in n.scan_values(lambda v: isinstance(v, Token) and v.type in ("VAR1", "VAR2"))]
+
+
+class _Builder:
+    def __init__(self, text: str, source: str | None) -> None:
+        self.text = text
+        self.source = source
+        self.prefixes: dict[str, str] = {}
+        self.base: str | None = None
+        self.background: list[str] = []
+        self._bn = 0
+
+    def error(self, message: str, node: Tree | Token | None = None) -> QueryError:
+        if node is None:
+            return QueryError(message, source=self.source)
+        line, col = position(self.text, _start(node))
+        return QueryError(message, line, col, self.source)
+
+    def _iriref(self, tok: Token) -> str:
+        iri = str(tok)[1:-1]
+        if is_absolute(iri):
+            return iri
+        try:
+            return resolve_iri(iri, self.base or DEFAULT_BASE)
+        except (SyntaxError, ValueError) as e:
+            raise self.error(f"invalid IRI <{iri}>: {e}", tok) from None
+
+    def iri(self, node: Tree | Token) -> str:
+        if isinstance(node, Tree):
+            return self.iri(node.children[0])
+        if node.type == "IRIREF":
+            return self._iriref(node)
+        ns, _, local = str(node).partition(":")
+        if ns not in self.prefixes:
+            raise self.error(f"undeclared prefix '{ns}:'", node)
+        return self.prefixes[ns] + re.sub(r"\\(.)", r"\1", local)
+
+    @property
+    def prologue(self) -> str:
+        out = f"BASE <{self.base or DEFAULT_BASE}>\n"
+        return out + "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in self.prefixes.items())
+
+    # ------------------------------------------------------------ query
+
+    def build(self, tree: Tree):  # -> EpSparqlQuery
+        from rsep.cep.epsparql import EpSparqlQuery, Project, variables
+
+        prologue, query = tree.children
+        for d in prologue.children:
+            if d.data == "prefix_decl":
+                self.prefixes[str(d.children[1].children[0])[:-1]] = self._iriref(d.children[2])
+            elif d.data == "base_decl":
+                self.base = self._iriref(d.children[1])
+        form = query.children[0]
+        values = query.children[1] if len(query.children) > 1 else None
+        if values is not None and values.children:
+            raise self.error("a trailing VALUES block is not supported in EP-SPARQL", values)
+        for n in form.iter_subtrees_topdown():
+            if n.data == "dataset_clause":
+                raise self.error("EP-SPARQL queries read the one input stream: FROM is not "
+                                 "supported (background graphs are read with GRAPH <iri>)", n)
+        if form.data == "select_query":
+            sel, where, mods = form.children[0], form.children[-2], form.children[-1]
+            self._modifiers(mods)
+            pattern = self.where(where)
+            items, distinct = self.select_items(sel)
+            proj = Project(pattern, items, distinct)
+            names = tuple(v for v, _ in items) if items is not None else tuple(variables(pattern))
+            return EpSparqlQuery(proj, names, None, background=tuple(self.background),
+                                 text=self.text, source=self.source)
+        inner = form.children[1]
+        if inner.data != "construct_construct_template":
+            raise self.error("CONSTRUCT WHERE { ... } (the short form) is not supported: give a "
+                             "template, CONSTRUCT { ... } WHERE { ... }", inner)
+        tmpl, where, mods = inner.children[0], inner.children[-2], inner.children[-1]
+        self._modifiers(mods)
+        pattern = self.where(where)
+        template = self.triples(tmpl, allow_literal_subject=True) if tmpl.children else ()
+        return EpSparqlQuery(pattern, (), tuple(template), background=tuple(self.background),
+                             text=self.text, source=self.source)
+
+    def _modifiers(self, mods: Tree) -> None:
+        if mods.children:
+            raise self.error("GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET are not supported on "
+                             "an event stream (results are output as they are detected)", mods)
+
+    def select_items(self, sel: Tree):
+        from rsep.cep.epsparql import Expr
+
+        distinct = False
+        items: list[tuple[str, Expr | None]] = []
+        star = False
+        for c in sel.children:
+            if isinstance(c, Token):
+                if c.type == "ASTERIX":
+                    star = True
+                elif str(c).upper() == "DISTINCT":
+                    distinct = True
+                continue
+            inner = c.children[0]
+            if inner.data == "var":
+                items.append((str(inner.children[0])[1:], None))
+            else:
+                expr, var = inner.children[0], inner.children[-1]
+                if any(n.data == "aggregate" for n in expr.iter_subtrees()):
+                    raise self.error("aggregates are not supported in EP-SPARQL (003 Sec. 4.1 "
+                                     "aggregates with CONSTRUCT rules, query (5))", expr)
+                items.append((str(var.children[0])[1:], self.expr(expr)))
+        return (None if star else tuple(items)), distinct
+
+    def expr(self, node: Tree):
+        from rsep.cep.epsparql import Expr
+
+        for n in node.iter_subtrees():
+            if n.data in ("exists_func", "not_exists_func"):
+                raise self.error("EXISTS is not supported in EP-SPARQL expressions", n)
+        text = self.text[_start(node):_end(node)]
+        for rx, var in _TIME_FUNCS:
+            text = rx.sub(var, text)
+        names = frozenset(str(t)[1:] for t in _vars(node))
+        e = Expr(text, names, self.prologue)
+        self._check_expr(e, node)
+        return e
+
+    def _check_expr(self, e, node: Tree) -> None:
+        q = f"{e.prologue}SELECT * WHERE {{ BIND (({e.text}) AS ?__r) }}"
+        try:
+            ox.Store().query(q)
+        except SyntaxError as err:
+            raise self.error(f"invalid expression: {err}", node) from None
+
+    # ------------------------------------------------------------ patterns
+
+    def where(self, node: Tree):
+        from rsep.cep.epsparql import Filter
+
+        if node.data == "where_braceless":
+            parts = node.children[1:]
+            groups = [p for p in parts if isinstance(p, Tree) and p.data == "group_graph_pattern"]
+            ops = [p for p in parts if isinstance(p, Tree) and p.data == "ep_op"]
+            filters = [p for p in parts if isinstance(p, Tree) and p.data == "filter"]
+            pat = self.combine(groups, ops)
+            conds = [self.expr(f.children[1]) for f in filters]
+            return Filter(self._and(conds), pat) if conds else pat
+        return self.group(node.children[-1])
+
+    def _and(self, conds):
+        from rsep.cep.epsparql import Expr
+
+        if len(conds) == 1:
+            return conds[0]
+        return Expr(" && ".join(f"({c.text})" for c in conds),
+                    frozenset().union(*(c.variables for c in conds)), conds[0].prologue)
+
+    def combine(self, groups: list[Tree], ops: list[Tree]):
+        return self._ops(groups, ops)
+
+    def _split(self, g: Tree):
+        """An optional operand: its group without its top-level FILTERs, and those as F."""
+        filters = self._top_filters(g)
+        node = self.group(g, skip_filters=True)
+        return node, (self._and([self.expr(f.children[1]) for f in filters]) if filters else None)
+
+    @staticmethod
+    def _top_filters(g: Tree) -> list[Tree]:
+        inner = g.children[-1]
+        if inner.data != "group_graph_pattern_sub":
+            return []
+        out = []
+        for o in inner.children:
+            if isinstance(o, Tree) and o.data == "group_graph_pattern_sub_other":
+                gp = o.children[0]
+                if isinstance(gp.children[0], Tree) and gp.children[0].data == "filter":
+                    out.append(gp.children[0])
+        return out
+
+    def group(self, node: Tree, skip_filters: bool = False):
+        from rsep.cep.epsparql import BGP, Extend, Filter, Join, LeftJoin, Project, Unit
+
+        inner = node.children[-1]
+        if inner.data == "sub_select":
+            sel, where, mods = inner.children[0], inner.children[1], inner.children[2]
+            self._modifiers(mods)
+            if len(inner.children) > 3 and inner.children[3].children:
+                raise self.error("VALUES is not supported in EP-SPARQL", inner.children[3])
+            items, distinct = self.select_items(sel)
+            return Project(self.where(where), items, distinct)
+        cur = Unit()
+        filters = []
+
+        def join(a, b):
+            return b if isinstance(a, Unit) else Join(a, b)
+
+        for c in inner.children:
+            if not isinstance(c, Tree):
+                continue
+            if c.data == "triples_block":
+                cur = join(cur, BGP(tuple(self.triples(c))))
+                continue
+            for cc in c.children:
+                if not isinstance(cc, Tree):
+                    continue
+                if cc.data == "triples_block":
+                    cur = join(cur, BGP(tuple(self.triples(cc))))
+                    continue
+                g = cc.children[0]
+                kind = g.data
+                if kind == "group_or_union_graph_pattern":
+                    groups = [x for x in g.children if isinstance(x, Tree) and x.data == "group_graph_pattern"]
+                    ops = [x for x in g.children if isinstance(x, Tree) and x.data == "ep_op"]
+                    cur = join(cur, self._ops(groups, ops))
+                elif kind == "optional_graph_pattern":
+                    opt, cond = self._split(g.children[1])
+                    cur = LeftJoin(cur, opt, cond)
+                elif kind == "filter":
+                    if not skip_filters:
+                        filters.append(self.expr(g.children[1]))
+                elif kind == "bind":
+                    cur = Extend(cur, str(g.children[-1].children[0])[1:], self.expr(g.children[1]))
+                elif kind == "graph_graph_pattern":
+                    cur = join(cur, self._graph(g))
+                elif kind == "service_graph_pattern":
+                    raise self.error("SERVICE is refused: a query cannot reach the network", g)
+                else:
+                    word = {"minus_graph_pattern": "MINUS", "inline_data": "VALUES"}.get(kind, kind)
+                    raise self.error(f"{word} is not supported in EP-SPARQL", g)
+        if filters:
+            cur = Filter(self._and(filters), cur)
+        return cur
+
+    def _ops(self, groups: list[Tree], ops: list[Tree]):
+        from rsep.cep.epsparql import EqJoin, EqLeftJoin, SeqJoin, SeqRightJoin, Union
+
+        cur = self.group(groups[0])
+        for k, (op, g) in enumerate(zip(ops, groups[1:], strict=True)):
+            word = str(op.children[0]).upper()
+            if word == "OPTIONALSEQ":
+                # the left operand is optional: F is its top-level FILTERs when it is one
+                # group; a longer left operand (a SEQ b OPTIONALSEQ c) brings none
+                opt, cond = self._split(groups[0]) if k == 0 else (cur, None)
+                cur = SeqRightJoin(opt, self.group(g), cond)
+            elif word == "EQUALSOPTIONAL":
+                opt, cond = self._split(g)
+                cur = EqLeftJoin(cur, opt, cond)
+            else:
+                cls = {"UNION": Union, "SEQ": SeqJoin, "EQUALS": EqJoin}[word]
+                cur = cls(cur, self.group(g))
+        return cur
+
+    def _graph(self, g: Tree):
+        from rsep.cep.epsparql import Background
+
+        target = g.children[1]
+        if isinstance(target.children[0], Tree) and target.children[0].data == "var":
+            raise self.error("GRAPH needs the IRI of a background graph, not a variable", target)
+        iri = self.iri(target.children[0])
+        body = g.children[2].children[-1]
+        if body.data != "group_graph_pattern_sub" or any(
+                isinstance(c, Tree) and c.data != "triples_block" for c in body.children):
+            raise self.error("GRAPH <iri> { ... } may only hold triple patterns in EP-SPARQL", g)
+        pats: list = []
+        for c in body.children:
+            pats.extend(self.triples(c))
+        if iri not in self.background:
+            self.background.append(iri)
+        return Background(iri, tuple(pats))
+
+    def triples(self, node: Tree, allow_literal_subject: bool = False) -> list:
+        """Triple patterns of a block: variables become IRIs, the block is parsed as Turtle."""
+        from rsep.cep.epsparql import Var
+
+        for t in node.scan_values(lambda v: isinstance(v, Token) and v.type == "PNAME_LN"):
+            self.iri(t)  # an undeclared prefix is reported where it is used
+        a, b = _start(node), _end(node)
+        text = self.text[a:b]
+        inner = node.children[0] if node.data == "construct_template" and node.children else node
+        toks = sorted(_vars(inner), key=lambda t: t.start_pos, reverse=True)
+        for t in toks:
+            i, j = t.start_pos - a, t.end_pos - a
+            text = text[:i] + f"<{_VAR_IRI}{str(t)[1:]}>" + text[j:]
+        if node.data == "construct_template":
+            text = text.strip()[1:-1]
+        text = text.rstrip().rstrip(".")
+        turtle = self.prologue + text + " .\n"
+        try:
+            quads = list(ox.parse(turtle, format=ox.RdfFormat.TURTLE))
+        except SyntaxError as e:
+            if any(n.data in ("path_alternative", "path_sequence") and len(n.children) > 1
+                   for n in node.iter_subtrees()) or "path" in str(e).lower():
+                raise self.error("property paths are not supported in EP-SPARQL", node) from None
+            raise self.error(f"invalid triple pattern: {e}", node) from None
+        bnodes: dict[str, str] = {}
+
+        def term(x):
+            if isinstance(x, ox.NamedNode) and x.value.startswith(_VAR_IRI):
+                return Var(x.value[len(_VAR_IRI):])
+            if isinstance(x, ox.BlankNode):
+                if x.value not in bnodes:
+                    self._bn += 1
+                    bnodes[x.value] = f"_b{self._bn}"
+                return Var(bnodes[x.value])
+            return str(x)
+
+        return [(term(q.subject), term(q.predicate), term(q.object)) for q in quads]
+
+
+def parse_epsparql(text: str, *, source: str | None = None, policy: str | None = None):
+    """Parse an EP-SPARQL SELECT or CONSTRUCT query (policy: unrestricted, chronological, recent)."""
+    from rsep.cep.epsparql import parse_policy
+
+    m = re.search(r"\bSEQOPTIONAL\b", text, re.I)
+    if m:
+        line, col = position(text, m.start())
+        raise QueryError("SEQOPTIONAL is not part of EP-SPARQL: a mandatory pattern followed by "
+                         "an optional one would break timewise monotonicity (003 Sec. 4.2, "
+                         "query (7)); OPTIONALSEQ puts the optional pattern first", line, col, source)
+    q = _Builder(text, source).build(_parse(text, source))
+    if policy is not None:
+        try:
+            q.policy = parse_policy(policy)
+        except ValueError as e:
+            raise QueryError(str(e), source=source) from None
+    return q
+
+
+def is_epsparql(text: str) -> bool:
+    return bool(MARKER.search(text))
+
+
+__all__ = ["parse_epsparql", "is_epsparql", "MARKER", "parser"]

@@ -11,10 +11,11 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rsep import __version__
 from rsep.algebra.policy import R2S, ReportPolicy
-from rsep.lang import DIALECTS, QueryError
+from rsep.lang import DIALECTS, QueryError, parse_query
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Sink
 from rsep.stream.files import StreamFile, TimeConfig
@@ -58,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the query's relation-to-stream operator")
     r.add_argument("--report", help="override the report policy, e.g. window-close,non-empty, "
                    "content-change, on-arrival, periodic:5")
+    r.add_argument("--policy", choices=["unrestricted", "chronological", "recent"],
+                   help="EP-SPARQL: the ETALIS event selection/consumption setting "
+                   "(default unrestricted)")
     r.add_argument("--time-unit", help="length of one abstract time unit (e.g. 1m), so that "
                    "durations with units apply to integer timestamps")
     r.add_argument("--time-predicate", action="append", default=[], metavar="IRI",
@@ -75,7 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-dereference", action="store_true",
                    help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress or rejection messages")
+    from rsep.lars.cli import add_parsers
+
+    add_parsers(sub, _pair_arg)
     return p
+
+
+def _pair_arg(text: str) -> tuple[str, str]:
+    return _pair(text, "IRI=PATH")
 
 
 def _until(text: str | None) -> int | None:
@@ -117,7 +128,14 @@ def run(args: argparse.Namespace) -> int:
     report = ReportPolicy.parse(args.report) if args.report else None
     for qf in args.queries:
         text = Path(qf).read_text(encoding="utf-8")
-        engine.register(text, dialect=args.dialect, source=qf, default_name=Path(qf).stem,
+        query: Any = text
+        if getattr(args, "policy", None):  # EP-SPARQL's setting (docs/semantics.md)
+            query = parse_query(text, args.dialect, source=qf)
+            if not hasattr(query, "with_policy"):
+                raise QueryError(f"--policy applies to EP-SPARQL queries; {qf} is not one",
+                                 source=qf)
+            query = query.with_policy(args.policy)
+        engine.register(query, dialect=args.dialect, source=qf, default_name=Path(qf).stem,
                         r2s=R2S(args.r2s) if args.r2s else None, report=report)
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
@@ -164,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return run(args)
+        if args.command in ("explain", "compare"):
+            from rsep.lars.cli import main as lars_main
+
+            return lars_main(args)
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR

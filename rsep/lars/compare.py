@@ -1,0 +1,343 @@
+"""`rsep explain` and `rsep compare`: a query as algebra and LARS program; a query run
+as C-SPARQL (pull, period U) and as CQELS (push) through the engine and through the
+LARS translations, interval by interval (001 Def. 4), with Theorem 3/4's conditions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import pyoxigraph as ox
+
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.query import ContinuousQuery
+from rsep.algebra.window import Boundary
+from rsep.lars.agreement import ANS, Evaluator, push_pull_agree, theorem4, ttp
+from rsep.lars.core import LarsError, Program, show_term
+from rsep.lars.rsp import (
+    BGP,
+    Filter,
+    Graph,
+    Join,
+    Minus,
+    Optional,
+    RSPQuery,
+    Union,
+    assign_streams,
+    continuous,
+    cq,
+    cs,
+    from_query,
+    show_expr,
+)
+from rsep.lars.rsp import Stream as StreamGP
+from rsep.lars.translate import (
+    Translation,
+    background,
+    data_stream_of,
+    solutions,
+    tau1,
+    tau2,
+    units_fn,
+    window_operator,
+)
+
+# ---------------------------------------------------------------- explain
+
+
+def _tp(t: Any) -> str:
+    return " ".join(f"?{x.name}" if hasattr(x, "name") else show_term(x) for x in t.terms())
+
+
+def algebra_lines(p: Any, q: RSPQuery, depth: int = 0) -> list[str]:
+    pad = "  " * depth
+    if isinstance(p, BGP):
+        tag = f"  [stream pattern g_{p.stream + 1} of <{q.S[p.stream].stream}>]" if p.stream is not None else ""
+        return [f"{pad}BGP{tag}"] + [f"{pad}  {_tp(t)}" for t in p.triples]
+    if isinstance(p, StreamGP):
+        s = q.S[p.index]
+        return [f"{pad}STREAM <{s.stream}> {s.window}"] + [f"{pad}  {_tp(t)}" for t in p.bgp.triples]
+    names = {Join: "AND", Union: "UNION", Optional: "OPTIONAL", Minus: "MINUS"}
+    if type(p) in names:
+        return [f"{pad}{names[type(p)]}"] + algebra_lines(p.left, q, depth + 1) + \
+            algebra_lines(p.right, q, depth + 1)
+    if isinstance(p, Filter):
+        return [f"{pad}FILTER {show_expr(p.expr, True)}"] + algebra_lines(p.pattern, q, depth + 1)
+    if isinstance(p, Graph):
+        return [f"{pad}GRAPH {p.graph}"] + algebra_lines(p.pattern, q, depth + 1)
+    return [f"{pad}{p!r}"]
+
+
+def lars_program(cq_: ContinuousQuery, time_unit_ms: int | None = None) -> tuple[str, Program]:
+    """The LARS program of a query by its dialect: tau_1(cs(Q)) for C-SPARQL, tau_2 else."""
+    q = from_query(cq_)
+    units = units_fn(time_unit_ms)
+    if cq_.dialect == "csparql":
+        return "tau_1(cs(Q))", tau1(cs(q), units=units)
+    return "tau_2(Q)", tau2(cq(q), units=units)
+
+
+def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None = None) -> str:
+    q = from_query(cq_)
+    lines = [f"query: {cq_.name or '(unnamed)'}  dialect: {cq_.dialect}  form: {cq_.form}",
+             f"report: {cq_.report}  r2s: {cq_.r2s.value}",
+             "V: " + (" ".join(f"?{v}" for v in q.V) if q.V else "*"),
+             "D: default graph " + (", ".join(f"<{g}>" for g in q.default_graphs) or "(supplied)")
+             + ("; named " + ", ".join(f"<{g}>" for g in q.named_graphs) if q.named_graphs else ""),
+             "S:"]
+    for i, (s, w) in enumerate(zip(q.S, cq_.dataset.windows, strict=True)):
+        where = "merged into the default graph" if w.in_default else f"window <{w.iri}>"
+        g = ", ".join(_tp(t) for t in s.g) or "∅"
+        op = _operator(s, time_unit_ms)
+        lines.append(f"  s_{i + 1} = <{s.stream}> {s.window} {s.window.boundary.value} "
+                     f"-> {op}; {where}; g_{i + 1} = {{{g}}}")
+    lines.append("P:")
+    lines += ["  " + x for x in algebra_lines(q.P, q)]
+    if with_lars:
+        name, prog = lars_program(cq_, time_unit_ms)
+        lines.append(f"LARS program {name} ({len(prog)} rules, "
+                     f"{'positive' if prog.positive else 'stratified'}):")
+        lines += ["  " + r.show() for r in prog]
+    return "\n".join(lines) + "\n"
+
+
+def _operator(s: Any, time_unit_ms: int | None) -> str:
+    try:
+        return window_operator(s.window, units_fn(time_unit_ms)).show()
+    except LarsError as e:
+        return f"? ({e})"
+    except ValueError:
+        return "? (give --time-unit for durations with units)"
+
+
+def explain_dot(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None = None) -> str:
+    q = from_query(cq_)
+    out = ["digraph query {", "  node [shape=box, fontname=monospace];"]
+    counter = [0]
+
+    def node(label: str) -> str:
+        counter[0] += 1
+        n = f"n{counter[0]}"
+        out.append(f"  {n} [label={json.dumps(label)}];")
+        return n
+
+    def walk(p: Any) -> str:
+        lines = algebra_lines(p, q)
+        if isinstance(p, (BGP, StreamGP)):
+            return node("\n".join(x.strip() for x in lines))
+        n = node(lines[0].strip())
+        for attr in ("left", "right", "pattern"):
+            if hasattr(p, attr):
+                out.append(f"  {n} -> {walk(getattr(p, attr))};")
+        return n
+
+    root = walk(q.P)
+    for i, s in enumerate(q.S):
+        sn = node(f"s_{i + 1} <{s.stream}> {s.window}")
+        out.append(f"  {sn} -> {root} [style=dashed];")
+    if with_lars:
+        name, prog = lars_program(cq_, time_unit_ms)
+        ids = {}
+        for r in prog:
+            if r.head.pred not in ids:
+                ids[r.head.pred] = node(r.head.pred)
+        for r in prog:
+            for b in r.body:
+                for pr in b.preds():
+                    if pr in ids:
+                        style = " [style=dotted]" if b.negated else ""
+                        out.append(f"  {ids[pr]} -> {ids[r.head.pred]}{style};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- compare
+
+
+@dataclass
+class Row:
+    t1: int
+    t2: int
+    agree: bool
+    push: set
+    pull: set
+    lars_push: set
+    lars_pull: set
+    conditions: list = field(default_factory=list)
+
+    @property
+    def lars_agree(self) -> bool:
+        return self.lars_push == self.lars_pull
+
+    @property
+    def consistent(self) -> bool:
+        return self.lars_push == self.push and self.lars_pull == self.pull
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.conditions if not c.holds]
+
+    def to_json(self) -> dict:
+        return {
+            "interval": [self.t1, self.t2], "agree": self.agree,
+            "push": _sols(self.push), "pull": _sols(self.pull),
+            "only_push": _sols(self.push - self.pull), "only_pull": _sols(self.pull - self.push),
+            "lars_agree": self.lars_agree, "lars_matches_engine": self.consistent,
+            "conditions": [c.to_json() for c in self.conditions], "failed": self.failed,
+        }
+
+
+def _sols(s: Iterable[tuple]) -> list[dict]:
+    return [dict(x) for x in sorted(s)]
+
+
+def _key(bindings: dict[str, str] | None) -> tuple:
+    return tuple(sorted((bindings or {}).items()))
+
+
+def _engine_runs(query: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.Triple]],
+                 time_unit_ms: int | None, until: int) -> dict[int, set[tuple]]:
+    from rsep.runtime.engine import Engine
+
+    eng = Engine(time_unit_ms=time_unit_ms)
+    for iri, ts in graphs.items():
+        eng.add_graph(iri, ts)
+    eng.register(query)
+    out: dict[int, set[tuple]] = {}
+    for o in eng.run(iter(events), until=until):
+        out.setdefault(o.time, set()).add(_key(o.bindings))
+    return out
+
+
+@dataclass
+class Comparison:
+    query: RSPQuery
+    rows: list[Row]
+    period: int
+    until: int
+
+    @property
+    def agree(self) -> bool:
+        return all(r.agree for r in self.rows)
+
+
+def compare(cq_: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.Triple]],
+            period: int, until: int | None = None, time_unit_ms: int | None = None) -> Comparison:
+    """Run Q as C-SPARQL (pull every ``period``) and as CQELS (push), by the engine and
+    by LARS (tau_1(cs(Q)) pulled, tau_2(cq(Q)) pushed), interval by interval."""
+    if period <= 0:
+        raise LarsError("--period must be a positive integer")
+    for e in events:
+        if e.start != e.end:
+            raise LarsError(f"{e.origin}: interval events are not supported by the comparison")
+    q = from_query(cq_)
+    stream_triples: dict[str, set[tuple]] = {}
+    for e in events:
+        stream_triples.setdefault(e.stream, set()).update(
+            (str(t.subject), str(t.predicate), str(t.object)) for t in e.triples)
+    q = assign_streams(q, stream_triples)
+    last = max((e.time for e in events), default=0)
+    if until is None:
+        until = -(-max(last, 1) // period) * period
+    units = units_fn(time_unit_ms)
+    q_cs, q_cq = cs(q), cq(q)
+    pull_q = continuous(q_cs, "csparql", report=ReportPolicy.parse(f"periodic:{period}"))
+    push_i = continuous(q_cq, "cqels")
+    push_r = continuous(q_cq, "cqels", report=ReportPolicy.parse(f"on-arrival,periodic:{period}"),
+                        r2s=R2S.RSTREAM)
+    pulled = _engine_runs(pull_q, events, graphs, time_unit_ms, until)
+    inc = _engine_runs(push_i, events, graphs, time_unit_ms, until)
+    rstream = _engine_runs(push_r, events, graphs, time_unit_ms, until)
+
+    d = data_stream_of(events, 0, until)
+    b = background(q, graphs)
+    push_windows = [window_operator(_with(s.window, Boundary.RIGHT_CLOSED), units, "engine")
+                    for s in q_cq.S]
+    pull_windows = [window_operator(_with(s.window, Boundary.LEFT_CLOSED), units, "engine")
+                    for s in q_cs.S]
+    p_push = Translation(q_cq, 2, push_windows).program()
+    p_pull = Translation(q_cs, 1, pull_windows).program()
+    e_push = Evaluator(p_push, d, b)
+    e_pull = Evaluator(p_pull, d, b)
+    static = {a.args[:3] for a in b}
+    rows = []
+    i = 0
+    while (i + 1) * period <= until:
+        t1, t2 = i * period, (i + 1) * period
+        triggers = ttp(t1, t2, d)
+        a1: set = set()
+        for t in triggers:
+            a1 |= inc.get(t, set())
+        common: set | None = None
+        for t in triggers + [t2]:
+            x = rstream.get(t, set())
+            common = set(x) if common is None else common & x
+        a1 |= common or set()
+        a2 = pulled.get(t2, set())
+        ag = push_pull_agree(e_push, e_pull, t1, t2, ANS)
+        conds = theorem4(q, d, static, t1, t2, push_windows, pull_windows, units)
+        rows.append(Row(t1, t2, a1 == a2, a1, set(a2), solutions(ag.push, q),
+                        solutions(ag.pull, q), conds))
+        i += 1
+    return Comparison(q, rows, period, until)
+
+
+def _with(spec: Any, boundary: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(spec, boundary=boundary)
+
+
+def _show_sol(s: tuple) -> str:
+    return "(" + ", ".join(f"{k}={show_term(v)}" for k, v in s) + ")"
+
+
+def write_comparison(c: Comparison, out: IO[str], fmt: str = "table") -> None:
+    if fmt == "jsonl":
+        for r in c.rows:
+            out.write(json.dumps(r.to_json()) + "\n")
+        return
+    out.write(f"{'interval':<14} {'agree':<6} {'push (CQELS)':<30} {'pull (C-SPARQL)':<30} failed conditions\n")
+    for r in c.rows:
+        push = " ".join(map(_show_sol, sorted(r.push))) or "-"
+        pull = " ".join(map(_show_sol, sorted(r.pull))) or "-"
+        failed = ", ".join(r.failed) or "none"
+        out.write(f"({r.t1}, {r.t2}]".ljust(14) + f" {'yes' if r.agree else 'NO':<6} {push:<30} "
+                  f"{pull:<30} {failed}\n")
+        if not r.agree:
+            for s in sorted(r.push - r.pull):
+                out.write(f"    only pushed: {_show_sol(s)}\n")
+            for s in sorted(r.pull - r.push):
+                out.write(f"    only pulled: {_show_sol(s)}\n")
+            for cnd in r.conditions:
+                if not cnd.holds:
+                    out.write(f"    {cnd.name} fails: {cnd.detail}\n")
+            if not r.failed:
+                out.write("    (every condition of Theorem 4 holds: this would contradict it)\n")
+        if not r.consistent:
+            out.write("    warning: the LARS translations give push "
+                      + (" ".join(map(_show_sol, sorted(r.lars_push))) or "-") + ", pull "
+                      + (" ".join(map(_show_sol, sorted(r.lars_pull))) or "-") + "\n")
+    n = sum(not r.agree for r in c.rows)
+    out.write(f"{'agree everywhere' if n == 0 else f'disagree in {n} of {len(c.rows)} intervals'} "
+              f"(period {c.period}, up to {c.until})\n")
+
+
+def load_events(streams: list[tuple[str, str]]) -> list[Any]:
+    from rsep.stream.files import StreamFile
+    from rsep.stream.source import DeadLetter, merge_streams
+
+    dead = DeadLetter()
+    events = list(merge_streams([StreamFile(path, iri) for iri, path in streams], dead))
+    if dead.count:
+        raise LarsError(f"{dead.count} input record(s) rejected")
+    return events
+
+
+def load_graphs(graphs: list[tuple[str, str]]) -> dict[str, list[ox.Triple]]:
+    out: dict[str, list[ox.Triple]] = {}
+    for iri, path in graphs:
+        out.setdefault(iri, []).extend(q.triple for q in ox.parse(path=path))
+    return out

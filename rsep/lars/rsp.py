@@ -1,0 +1,793 @@
+"""The RSP query model Q = (V, P, D, S) of 001 Sec. 3, built from a parsed rsep query.
+
+P is a graph pattern of the fragment BGP / AND / UNION / OPTIONAL / FILTER (simple
+comparisons, &&, ||, !, bound) / MINUS / GRAPH <iri>; the triples of P that an input
+stream pattern (s, ω, g) owns are the BGPs tagged with its index. cs(Q) drops the
+tags (C-SPARQL merges the windows into the default graph); cq(Q) turns each tagged
+BGP into STREAM s ω g (brave) or (STREAM s ω g) UNION g (cautious).
+
+The model is read from the query's rewritten SPARQL (``ContinuousQuery.sparql``)
+with the shared grammar; a CQELS ``STREAM`` pattern (GRAPH <window> there) gives a
+tagged BGP, a C-SPARQL ``FROM STREAM`` a stream pattern whose g is found in the data
+(:func:`assign_streams`) or left empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pyoxigraph as ox
+from lark import Token, Tree
+
+from rsep.algebra.dataset import StreamingDataset
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.query import ContinuousQuery
+from rsep.algebra.window import Boundary, NamedWindow, WindowSpec
+from rsep.lang.parser import parse_tree
+from rsep.lang.syntax import Syntax
+from rsep.lars.core import LarsError, Var
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+NUMERIC = {XSD + n for n in ("integer", "decimal", "double", "float", "int", "long", "short",
+                             "byte", "nonNegativeInteger", "positiveInteger",
+                             "negativeInteger", "nonPositiveInteger", "unsignedInt",
+                             "unsignedLong", "unsignedShort", "unsignedByte")}
+
+
+# ---------------------------------------------------------------- patterns
+
+
+@dataclass(frozen=True)
+class TP:
+    """A triple pattern; terms are Var or N-Triples constants."""
+
+    s: Any
+    p: Any
+    o: Any
+
+    def terms(self) -> tuple:
+        return (self.s, self.p, self.o)
+
+    def vars(self) -> set[str]:
+        return {t.name for t in self.terms() if isinstance(t, Var)}
+
+    def __str__(self) -> str:
+        return " ".join(f"?{t.name}" if isinstance(t, Var) else str(t) for t in self.terms())
+
+
+@dataclass(frozen=True)
+class BGP:
+    triples: tuple[TP, ...]
+    stream: int | None = None  # index into S when an input stream pattern owns these triples
+
+
+@dataclass(frozen=True)
+class Join:
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True)
+class Union:
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True)
+class Optional:
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True)
+class Minus:
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True)
+class Filter:
+    pattern: Any
+    expr: tuple
+
+
+@dataclass(frozen=True)
+class Graph:
+    graph: str  # an IRI, N-Triples form
+    pattern: Any
+
+
+@dataclass(frozen=True)
+class Stream:
+    """STREAM s ω g (CQELS' stream graph pattern), for S[index]."""
+
+    index: int
+    bgp: BGP
+
+
+@dataclass(frozen=True)
+class StreamPattern:
+    stream: str  # IRI
+    window: WindowSpec
+    g: tuple[TP, ...] = ()
+
+
+@dataclass(frozen=True)
+class RSPQuery:
+    V: tuple[str, ...] | None  # None: SELECT *
+    P: Any
+    default_graphs: tuple[str, ...] = ()
+    named_graphs: tuple[str, ...] = ()
+    S: tuple[StreamPattern, ...] = ()
+    name: str = ""
+    uses: frozenset = field(default_factory=frozenset)  # "minus", "not_exists", "optional", ...
+
+    @property
+    def result_vars(self) -> tuple[str, ...]:
+        return tuple(sorted(vars_of(self.P))) if self.V is None else self.V
+
+
+def vars_of(p: Any) -> set[str]:
+    if isinstance(p, BGP):
+        return set().union(*(t.vars() for t in p.triples)) if p.triples else set()
+    if isinstance(p, Stream):
+        return vars_of(p.bgp)
+    if isinstance(p, (Join, Union, Optional)):
+        return vars_of(p.left) | vars_of(p.right)
+    if isinstance(p, Minus):
+        return vars_of(p.left)
+    if isinstance(p, (Filter, Graph)):
+        return vars_of(p.pattern)
+    raise LarsError(f"unknown pattern {p!r}")
+
+
+def maybe_unbound(p: Any) -> set[str]:
+    """Variables that may be unbound (null) in a solution of p."""
+    if isinstance(p, (BGP, Stream)):
+        return set()
+    if isinstance(p, Join):
+        return maybe_unbound(p.left) | maybe_unbound(p.right)
+    if isinstance(p, Union):
+        return (vars_of(p.left) ^ vars_of(p.right)) | maybe_unbound(p.left) | maybe_unbound(p.right)
+    if isinstance(p, Optional):
+        return (vars_of(p.right) - vars_of(p.left)) | maybe_unbound(p.left) | maybe_unbound(p.right)
+    if isinstance(p, Minus):
+        return maybe_unbound(p.left)
+    return maybe_unbound(p.pattern)
+
+
+def triple_patterns(p: Any) -> list[TP]:
+    """trp(P), in order."""
+    if isinstance(p, BGP):
+        return list(p.triples)
+    if isinstance(p, Stream):
+        return list(p.bgp.triples)
+    if isinstance(p, (Join, Union, Optional, Minus)):
+        return triple_patterns(p.left) + triple_patterns(p.right)
+    return triple_patterns(p.pattern)
+
+
+def _map(p: Any, f: Any) -> Any:
+    """Rebuild p bottom-up with f applied to every BGP."""
+    if isinstance(p, BGP):
+        return f(p)
+    if isinstance(p, Stream):
+        return p
+    if isinstance(p, (Join, Union, Optional, Minus)):
+        return type(p)(_map(p.left, f), _map(p.right, f))
+    if isinstance(p, Filter):
+        return Filter(_map(p.pattern, f), p.expr)
+    return Graph(p.graph, _map(p.pattern, f))
+
+
+def cs(q: RSPQuery) -> RSPQuery:
+    """cs(Q): the stream patterns' graph patterns set to ∅ (merged into the default graph)."""
+    p = _map(q.P, lambda b: BGP(b.triples))
+    return dataclasses.replace(q, P=p, S=tuple(StreamPattern(s.stream, s.window) for s in q.S))
+
+
+def cq(q: RSPQuery, cautious: frozenset[int] = frozenset()) -> RSPQuery:
+    """A member of cq(Q): brave for the stream patterns not in ``cautious``."""
+    def f(b: BGP) -> Any:
+        if b.stream is None:
+            return b
+        st = Stream(b.stream, BGP(b.triples))
+        return Union(st, BGP(b.triples)) if b.stream in cautious else st
+    return dataclasses.replace(q, P=_map(q.P, f))
+
+
+def sub_matches(triple: tuple, tp: TP) -> bool:
+    """sm: the triple matches the triple pattern (blank nodes in patterns are variables)."""
+    b: dict = {}
+    for x, y in zip(tp.terms(), triple, strict=True):
+        if isinstance(x, Var):
+            if b.setdefault(x, y) != y:
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def assign_streams(q: RSPQuery, stream_triples: dict[str, set[tuple]]) -> RSPQuery:
+    """For a query whose stream patterns have no g (C-SPARQL): a triple pattern of P
+    belongs to the first stream of S that has a triple matching it, else to the
+    static data. BGPs are split accordingly (joins of the parts, in order)."""
+    if any(s.g for s in q.S):
+        return q
+    owners: dict[TP, int] = {}
+    for tp in triple_patterns(q.P):
+        for i, s in enumerate(q.S):
+            if any(sub_matches(t, tp) for t in stream_triples.get(s.stream, ())):
+                owners[tp] = i
+                break
+
+    def f(b: BGP) -> Any:
+        if b.stream is not None:
+            return b
+        groups: list[tuple[int | None, list[TP]]] = []
+        for tp in b.triples:
+            o = owners.get(tp)
+            for grp in groups:
+                if grp[0] == o:
+                    grp[1].append(tp)
+                    break
+            else:
+                groups.append((o, [tp]))
+        parts = [BGP(tuple(ts), o) for o, ts in groups]
+        if not parts:
+            return b
+        out = parts[-1]
+        for part in reversed(parts[:-1]):
+            out = Join(part, out)
+        return out
+
+    p = _map(q.P, f)
+    g: dict[int, list[TP]] = {}
+    for tp, i in owners.items():
+        g.setdefault(i, []).append(tp)
+    return dataclasses.replace(q, P=p, S=tuple(dataclasses.replace(s, g=tuple(g.get(i, ())))
+                                               for i, s in enumerate(q.S)))
+
+
+# ---------------------------------------------------------------- terms and filters
+
+
+def literal(lex: str, datatype: str | None = None, lang: str | None = None) -> str:
+    if lang:
+        return str(ox.Literal(lex, language=lang))
+    if datatype:
+        return str(ox.Literal(lex, datatype=ox.NamedNode(datatype)))
+    return str(ox.Literal(lex))
+
+
+_TYPED = re.compile(r'^"(.*)"\^\^<([^>]*)>$', re.S)
+
+
+class _Err(Exception):
+    """A SPARQL expression error (unbound variable, incomparable values)."""
+
+
+def value(term: Any) -> Any:
+    """A term's comparable value: numbers for numeric literals, ("str", s) for strings."""
+    if term is None or term == "null":
+        raise _Err("unbound")
+    if isinstance(term, (int, float, Decimal)):
+        return term
+    m = _TYPED.match(term)
+    if m and m.group(2) in NUMERIC:
+        try:
+            return Decimal(m.group(1))
+        except InvalidOperation as e:
+            raise _Err("bad number") from e
+    if m and m.group(2) == XSD + "string":
+        return ("str", m.group(1))
+    if m and m.group(2) == XSD + "boolean":
+        return ("bool", m.group(1) in ("true", "1"))
+    if term.startswith('"') and term.endswith('"'):
+        return ("str", term[1:-1])
+    return ("term", term)
+
+
+def _cmp(op: str, a: Any, b: Any) -> bool:
+    x, y = value(a), value(b)
+    num = isinstance(x, Decimal) and isinstance(y, Decimal)
+    if op in ("=", "!="):
+        if num or (isinstance(x, tuple) and isinstance(y, tuple) and x[0] == y[0]):
+            eq = x == y
+        elif (isinstance(x, tuple) and x[0] == "term") or (isinstance(y, tuple) and y[0] == "term"):
+            eq = False  # an IRI or blank node and a literal: not equal (RDFterm-equal)
+        else:
+            raise _Err("incomparable")
+        return eq if op == "=" else not eq
+    if not (num or (isinstance(x, tuple) and isinstance(y, tuple) and x[0] == y[0] == "str")):
+        raise _Err("incomparable")
+    return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
+
+
+def evaluate(e: tuple, b: dict[str, Any]) -> Any:
+    """Evaluate a filter expression under a binding (var name -> term; null: unbound)."""
+    k = e[0]
+    if k == "var":
+        v = b.get(e[1])
+        if v is None or v == "null":
+            raise _Err("unbound")
+        return v
+    if k == "const":
+        return e[1]
+    if k == "cmp":
+        return _cmp(e[1], evaluate(e[2], b), evaluate(e[3], b))
+    if k == "bound":
+        v = b.get(e[1])
+        return v is not None and v != "null"
+    if k == "not":
+        return not ebv(evaluate(e[1], b))
+    if k in ("and", "or"):
+        try:
+            x = ebv(evaluate(e[1], b))
+        except _Err:
+            x = None
+        try:
+            y = ebv(evaluate(e[2], b))
+        except _Err:
+            y = None
+        if k == "and":
+            if x is False or y is False:
+                return False
+            if x is None or y is None:
+                raise _Err("error in &&")
+            return True
+        if x is True or y is True:
+            return True
+        if x is None or y is None:
+            raise _Err("error in ||")
+        return False
+    if k == "arith":
+        x, y = value(evaluate(e[2], b)), value(evaluate(e[3], b))
+        if not (isinstance(x, Decimal) and isinstance(y, Decimal)):
+            raise _Err("not numbers")
+        r = {"+": x + y, "-": x - y, "*": x * y}.get(e[1])
+        if r is None:
+            if y == 0:
+                raise _Err("division by zero")
+            r = x / y
+        return r
+    raise _Err(f"unsupported {k}")
+
+
+def ebv(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    x = value(v)
+    if isinstance(x, Decimal):
+        return x != 0
+    if x[0] == "bool":
+        return x[1]
+    if x[0] == "str":
+        return x[1] != ""
+    raise _Err("no effective boolean value")
+
+
+def holds(e: tuple, b: dict[str, Any]) -> bool:
+    try:
+        return ebv(evaluate(e, b))
+    except _Err:
+        return False
+
+
+def expr_vars(e: tuple) -> set[str]:
+    if e[0] in ("var", "bound"):
+        return {e[1]}
+    if e[0] == "const":
+        return set()
+    return set().union(*(expr_vars(x) for x in e[1:] if isinstance(x, tuple)))
+
+
+def show_expr(e: tuple, sparql: bool = False) -> str:
+    k = e[0]
+    if k == "var":
+        return f"?{e[1]}" if sparql else var_name(e[1])
+    if k == "const":
+        return short(e[1]) if not sparql else e[1]
+    if k == "bound":
+        return f"bound(?{e[1]})" if sparql else f"bound({var_name(e[1])})"
+    if k == "not":
+        return f"!({show_expr(e[1], sparql)})"
+    if k in ("and", "or"):
+        op = "&&" if k == "and" else "||"
+        return f"({show_expr(e[1], sparql)} {op} {show_expr(e[2], sparql)})"
+    if k in ("cmp", "arith"):
+        return f"{show_expr(e[2], sparql)} {e[1]} {show_expr(e[3], sparql)}"
+    return str(e)
+
+
+def var_name(v: str) -> str:
+    return v[:1].upper() + v[1:]
+
+
+def short(term: Any) -> str:
+    """Readable constants: integers bare, IRIs by their local name in quotes (as 001)."""
+    if not isinstance(term, str):
+        return str(term)
+    m = _TYPED.match(term)
+    if m and m.group(2) in NUMERIC:
+        return m.group(1)
+    if term.startswith("<") and term.endswith(">"):
+        local = re.split(r"[/#]", term[1:-1].rstrip("/#"))[-1]
+        return f'"{local}"' if local else term
+    return term
+
+
+# ---------------------------------------------------------------- from the parse tree
+
+
+class _Reader:
+    def __init__(self, syn: Syntax, windows: dict[str, int]) -> None:
+        self.syn = syn
+        self.windows = windows  # window IRI -> index into S (stream patterns)
+        self.uses: set[str] = set()
+        self.bnodes = 0
+
+    def fail(self, what: str, node: Any) -> LarsError:
+        return LarsError(f"{what} is outside the LARS translation's fragment "
+                         "(BGP, AND, UNION, OPTIONAL, FILTER, MINUS, GRAPH <iri>)")
+
+    # -- terms
+    def term(self, node: Any) -> Any:
+        if isinstance(node, Token):
+            if node.type in ("VAR1", "VAR2"):
+                return Var(str(node)[1:])
+            if node.type in ("IRIREF", "PNAME_LN", "PNAME_NS"):
+                return f"<{self.syn.iri(node)}>"
+            if node.type == "A":
+                return "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+            if node.type == "BLANK_NODE_LABEL":
+                return Var("_" + str(node)[2:])
+            if node.type == "ANON":
+                self.bnodes += 1
+                return Var(f"_anon{self.bnodes}")
+            raise self.fail(f"the term {node}", node)
+        d = node.data
+        if d in ("var_or_term", "graph_term", "graph_node_path", "graph_node", "object_path",
+                 "object", "var", "var_or_iri", "blank_node", "prefixed_name"):
+            if d == "var":
+                return Var(str(node.children[0])[1:])
+            if d in ("graph_node_path", "graph_node") and isinstance(node.children[0], Tree) \
+                    and node.children[0].data.startswith("triples_node"):
+                raise self.fail("a blank node property list or collection", node)
+            return self.term(node.children[0])
+        if d == "iri":
+            return f"<{self.syn.iri(node)}>"
+        if d == "rdf_literal":
+            s = node.children[0]
+            lex = _unquote(str(s.children[0]))
+            if len(node.children) > 1:
+                x = node.children[1]
+                if x.data == "langtag":
+                    return literal(lex, lang=str(x.children[0])[1:])
+                return literal(lex, datatype=self.syn.iri(x.children[0]))
+            return literal(lex)
+        if d == "numeric_literal":
+            return self.term(node.children[0])
+        if d.startswith("numeric_literal_"):
+            tok = str(node.children[0])
+            dt = "integer" if re.fullmatch(r"[+-]?\d+", tok) else (
+                "decimal" if "e" not in tok.lower() else "double")
+            return literal(tok.lstrip("+"), datatype=XSD + dt)
+        if d == "boolean_literal":
+            return literal(node.children[0].data, datatype=XSD + "boolean")
+        raise self.fail(f"the term {d}", node)
+
+    def verb(self, node: Tree) -> Any:
+        if node.data == "verb_simple":
+            return self.term(node.children[0])
+        if node.data == "verb":
+            c = node.children[0]
+            return self.term(c)
+        # verb_path -> path -> path_alternative -> path_sequence -> path_elt_or_inverse
+        # -> path_elt -> path_primary -> iri | A: only plain predicates
+        cur = node
+        while isinstance(cur, Tree) and len(cur.children) == 1 and cur.data != "iri":
+            cur = cur.children[0]
+        if isinstance(cur, Tree) and cur.data == "iri":
+            return self.term(cur)
+        if isinstance(cur, Token) and cur.type == "A":
+            return self.term(cur)
+        raise self.fail("a property path", node)
+
+    # -- triples
+    def triples_block(self, node: Tree) -> list[TP]:
+        out: list[TP] = []
+        for c in node.children:
+            if isinstance(c, Tree) and c.data == "triples_same_subject_path":
+                out += self.same_subject(c)
+            elif isinstance(c, Tree) and c.data == "triples_block":
+                out += self.triples_block(c)
+        return out
+
+    def same_subject(self, node: Tree) -> list[TP]:
+        subj_node, plist = node.children[0], node.children[1]
+        if not (isinstance(subj_node, Tree) and subj_node.data == "var_or_term"):
+            raise self.fail("a blank node property list or collection", node)
+        s = self.term(subj_node)
+        out: list[TP] = []
+        verb = None
+        for c in plist.children:
+            if not isinstance(c, Tree):
+                continue
+            if c.data in ("verb_path", "verb_simple", "verb"):
+                verb = self.verb(c)
+            elif c.data in ("object_list_path", "object_list"):
+                out += [TP(s, verb, self.term(o)) for o in self._objects(c)]
+            elif c.data == "property_list_path_not_empty_other":
+                for r in c.children:
+                    if isinstance(r, Tree) and r.data == "property_list_path_not_empty_rest":
+                        v = None
+                        for x in r.children:
+                            if isinstance(x, Tree) and x.data in ("verb_path", "verb_simple", "verb"):
+                                v = self.verb(x)
+                            elif isinstance(x, Tree) and x.data in ("object_list", "object_list_path"):
+                                out += [TP(s, v, self.term(o)) for o in self._objects(x)]
+        return out
+
+    def _objects(self, node: Tree) -> list[Any]:
+        out = []
+        for c in node.children:
+            if isinstance(c, Tree) and c.data in ("object_path", "object"):
+                out.append(c)
+            elif isinstance(c, Tree) and c.data in ("object_list_path_other",):
+                out += self._objects(c)
+        return out
+
+    # -- patterns
+    def group(self, node: Tree) -> Any:
+        """group_graph_pattern."""
+        sub = node.children[0]
+        if sub.data == "sub_select":
+            raise self.fail("a sub-select", sub)
+        cur: Any = None
+        filters: list[tuple] = []
+
+        def join(p: Any) -> None:
+            nonlocal cur
+            cur = p if cur is None else Join(cur, p)
+
+        def walk(n: Tree) -> None:
+            nonlocal cur
+            for c in n.children:
+                if not isinstance(c, Tree):
+                    continue
+                if c.data == "triples_block":
+                    ts = self.triples_block(c)
+                    if ts:
+                        join(BGP(tuple(ts)))
+                elif c.data == "group_graph_pattern_sub_other":
+                    walk(c)
+                elif c.data == "graph_pattern_not_triples":
+                    x = c.children[0]
+                    if x.data == "filter":
+                        filters.append(self.constraint(x.children[1]))
+                    elif x.data == "optional_graph_pattern":
+                        self.uses.add("optional")
+                        cur = Optional(cur if cur is not None else BGP(()), self.group(x.children[1]))
+                    elif x.data == "minus_graph_pattern":
+                        self.uses.add("minus")
+                        cur = Minus(cur if cur is not None else BGP(()), self.group(x.children[1]))
+                    elif x.data == "group_or_union_graph_pattern":
+                        gs = [self.group(g) for g in x.children if isinstance(g, Tree)]
+                        u = gs[0]
+                        for g in gs[1:]:
+                            self.uses.add("union")
+                            u = Union(u, g)
+                        join(u)
+                    elif x.data == "graph_graph_pattern":
+                        target = x.children[1]
+                        if self.syn.is_var(target):
+                            raise self.fail("GRAPH ?var", x)
+                        iri = self.syn.iri(target)
+                        inner = self.group(x.children[2])
+                        if iri in self.windows:
+                            if not isinstance(inner, BGP):
+                                raise self.fail("a stream graph pattern that is not a basic "
+                                                "graph pattern", x)
+                            join(BGP(inner.triples, self.windows[iri]))
+                        else:
+                            join(Graph(f"<{iri}>", inner))
+                    else:
+                        raise self.fail(x.data.replace("_", " "), x)
+
+        walk(sub)
+        if cur is None:
+            cur = BGP(())
+        for f in filters:
+            cur = Filter(cur, f)
+        return cur
+
+    # -- expressions
+    def constraint(self, node: Tree) -> tuple:
+        c = node.children[0]
+        if c.data == "bracketted_expression":
+            return self.expr(c.children[0])
+        return self.expr(c)
+
+    def expr(self, node: Any) -> tuple:
+        d = node.data
+        kids = [c for c in node.children]
+        if d in ("expression", "value_logical", "numeric_expression", "bracketted_expression"):
+            return self.expr(next(c for c in kids if isinstance(c, Tree)))
+        if d in ("conditional_or_expression", "conditional_and_expression"):
+            parts = [self.expr(c) for c in kids if isinstance(c, Tree)]
+            k = "or" if d == "conditional_or_expression" else "and"
+            out = parts[0]
+            for p in parts[1:]:
+                out = (k, out, p)
+            return out
+        if d == "relational_expression":
+            left = self.expr(kids[0])
+            if len(kids) == 1:
+                return left
+            op = str(kids[1])
+            if op.upper() in ("IN", "NOT"):
+                raise self.fail("IN / NOT IN", node)
+            return ("cmp", op, left, self.expr(kids[2]))
+        if d in ("additive_expression", "multiplicative_expression"):
+            out = self.expr(kids[0])
+            i = 1
+            while i < len(kids):
+                op = kids[i]
+                if isinstance(op, Tree):  # a signed literal: "?x -1"
+                    raise self.fail("arithmetic with signed literals", node)
+                out = ("arith", str(op), out, self.expr(kids[i + 1]))
+                i += 2
+            return out
+        if d == "unary_expression":
+            if len(kids) == 2:
+                op = str(kids[0])
+                inner = self.expr(kids[1])
+                if op == "!":
+                    return ("not", inner)
+                if op == "-":
+                    return ("arith", "-", ("const", literal("0", datatype=XSD + "integer")), inner)
+                return inner
+            return self.expr(kids[0])
+        if d == "primary_expression":
+            c = kids[0]
+            if isinstance(c, Tree) and c.data == "var":
+                return ("var", str(c.children[0])[1:])
+            if isinstance(c, Tree) and c.data in ("numeric_literal", "rdf_literal", "boolean_literal"):
+                return ("const", self.term(c))
+            if isinstance(c, Tree) and c.data == "iri_or_function":
+                if len(c.children) > 1:
+                    raise self.fail("a function call", c)
+                return ("const", self.term(c.children[0]))
+            if isinstance(c, Tree) and c.data == "bracketted_expression":
+                return self.expr(c.children[0])
+            if isinstance(c, Tree) and c.data == "built_in_call":
+                name = str(c.children[0]).upper() if isinstance(c.children[0], Token) else ""
+                if name == "BOUND":
+                    arg = self.expr(c.children[2])
+                    if arg[0] == "var":
+                        return ("bound", arg[1])
+                if isinstance(c.children[0], Tree) and c.children[0].data == "not_exists_func":
+                    self.uses.add("not_exists")
+                    raise self.fail("FILTER NOT EXISTS", c)
+                raise self.fail(f"the built-in {name or c.children[0].data}", c)
+            raise self.fail("this expression", c)
+        raise self.fail(f"the expression {d}", node)
+
+
+def _unquote(s: str) -> str:
+    if s[:3] in ('"""', "'''"):
+        s = s[3:-3]
+    else:
+        s = s[1:-1]
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), s)
+
+
+def from_query(q: ContinuousQuery) -> RSPQuery:
+    """The RSP query (V, P, D, S) of a parsed SELECT query."""
+    if q.form != "SELECT":
+        raise LarsError(f"only SELECT queries are translated (this one is {q.form})")
+    if q.matches:
+        raise LarsError("event patterns (MATCH) are outside the LARS translation's fragment")
+    ds = q.dataset
+    stream_windows = [w for w in ds.windows]
+    S = tuple(StreamPattern(w.stream, w.spec) for w in stream_windows)
+    windows = {w.iri: i for i, w in enumerate(stream_windows) if not w.in_default}
+    tree = parse_tree(q.sparql)
+    syn = Syntax.of(q.sparql, tree)
+    r = _Reader(syn, windows)
+    body = tree.children[1]
+    sel = next(c for c in body.children if isinstance(c, Tree) and c.data == "select_query")
+    clause = sel.children[0]
+    V: tuple[str, ...] | None = None
+    names = []
+    for c in clause.children:
+        if isinstance(c, Tree) and c.data == "select_clause_var_or_expression":
+            x = c.children[0]
+            if x.data != "var":
+                raise LarsError("SELECT expressions are outside the LARS translation's fragment")
+            names.append(str(x.children[0])[1:])
+    if names:
+        V = tuple(names)
+    for c in sel.children[2:]:
+        if isinstance(c, Tree) and c.data == "solution_modifier" and c.children:
+            raise LarsError("solution modifiers (GROUP BY, ORDER BY, LIMIT) are outside the "
+                            "LARS translation's fragment")
+    where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
+    P = r.group(next(c for c in where.children if isinstance(c, Tree)))
+    g: dict[int, list[TP]] = {}
+    for b in _bgps(P):
+        if b.stream is not None:
+            g.setdefault(b.stream, []).extend(t for t in b.triples if t not in g.get(b.stream, []))
+    S = tuple(dataclasses.replace(s, g=tuple(g.get(i, ()))) for i, s in enumerate(S))
+    return RSPQuery(V, P, tuple(ds.default_graphs), tuple(ds.named_graphs), S, q.name,
+                    frozenset(r.uses))
+
+
+def _bgps(p: Any) -> list[BGP]:
+    if isinstance(p, BGP):
+        return [p]
+    if isinstance(p, Stream):
+        return []
+    if isinstance(p, (Join, Union, Optional, Minus)):
+        return _bgps(p.left) + _bgps(p.right)
+    return _bgps(p.pattern)
+
+
+# ---------------------------------------------------------------- back to SPARQL
+
+
+def _sparql_term(t: Any) -> str:
+    return f"?{t.name}" if isinstance(t, Var) else str(t)
+
+
+def to_sparql(p: Any, window_iri: dict[int, str]) -> str:
+    """A group graph pattern for p; Stream(i) becomes GRAPH <window_iri[i]>."""
+    if isinstance(p, BGP):
+        return "{ " + " ".join(" ".join(_sparql_term(x) for x in t.terms()) + " ." for t in p.triples) + " }"
+    if isinstance(p, Stream):
+        return "{ GRAPH <" + window_iri[p.index] + "> " + to_sparql(p.bgp, window_iri) + " }"
+    if isinstance(p, Join):
+        return "{ " + to_sparql(p.left, window_iri) + " " + to_sparql(p.right, window_iri) + " }"
+    if isinstance(p, Union):
+        return "{ " + to_sparql(p.left, window_iri) + " UNION " + to_sparql(p.right, window_iri) + " }"
+    if isinstance(p, Optional):
+        return "{ " + to_sparql(p.left, window_iri) + " OPTIONAL " + to_sparql(p.right, window_iri) + " }"
+    if isinstance(p, Minus):
+        return "{ " + to_sparql(p.left, window_iri) + " MINUS " + to_sparql(p.right, window_iri) + " }"
+    if isinstance(p, Filter):
+        return "{ " + to_sparql(p.pattern, window_iri) + " FILTER(" + show_expr(p.expr, True) + ") }"
+    return "{ GRAPH " + p.graph + " " + to_sparql(p.pattern, window_iri) + " }"
+
+
+def continuous(q: RSPQuery, dialect: str, report: ReportPolicy | None = None,
+               r2s: R2S | None = None) -> ContinuousQuery:
+    """The engine's query for cs(Q) (dialect "csparql": windows merged into the default
+    graph, [o, c) windows, RStream) or a cq(Q) member ("cqels": a window per stream
+    pattern, (o, c] windows, IStream, push)."""
+    ds = StreamingDataset(default_graphs=list(q.default_graphs), named_graphs=list(q.named_graphs))
+    iris: dict[int, str] = {}
+    for i, s in enumerate(q.S):
+        iris[i] = f"urn:rsep:lars:window:{i + 1}"
+        if dialect == "csparql":
+            spec = dataclasses.replace(s.window, boundary=Boundary.LEFT_CLOSED)
+            ds.windows.append(NamedWindow(iris[i], s.stream, spec, in_default=True))
+        else:
+            spec = dataclasses.replace(s.window, boundary=Boundary.RIGHT_CLOSED)
+            ds.windows.append(NamedWindow(iris[i], s.stream, spec))
+    # DISTINCT: LARS answers are sets; IStream over a bag would re-emit a duplicated row
+    head = "SELECT DISTINCT " + (" ".join(f"?{v}" for v in q.V) if q.V else "*")
+    text = f"{head} WHERE {to_sparql(q.P, iris)}"
+    if dialect == "csparql":
+        rep = report or ReportPolicy(window_close=True, non_empty=True)
+        out = r2s or R2S.RSTREAM
+    else:
+        rep = report or ReportPolicy(on_arrival=True)
+        out = r2s or R2S.ISTREAM
+    return ContinuousQuery(name=q.name or dialect, dialect=dialect, form="SELECT", dataset=ds,
+                           sparql=text, r2s=out, report=rep, text=text,
+                           variables=list(q.V or ()))

@@ -1,0 +1,145 @@
+"""Push-pull agreement (001 Sec. 5-6) on the coupon scenario, through the engine and LARS."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import EX, ROOT, ev, triples
+
+from rsep.cli.main import main
+from rsep.lang import parse_query
+from rsep.lars.agreement import Evaluator, agree_with_period, prev, push_pull_agree, ttp
+from rsep.lars.compare import compare
+from rsep.lars.rsp import cq, cs, from_query
+from rsep.lars.translate import background, data_stream_of, tau1, tau2
+
+COUPON = ROOT / "examples" / "coupon"
+PRODUCTS = ":mbt :g_classify 1 . :rayban :g_classify 0 ."
+C, L = "http://coupons", "http://locations"
+B = (("percent", '"25"^^<http://www.w3.org/2001/XMLSchema#integer>'), ("product", f"<{EX}rayban>"),
+     ("shop", f"<{EX}b>"))
+COUPON_A = ":a :offers :c1 . :c1 :on :mbt . :c1 :reduce 30 ."
+COUPON_B = ":b :offers :c2 . :c2 :on :rayban . :c2 :reduce 25 ."
+
+
+def q2(**replace: str):
+    text = (COUPON / "q2-cqels.rq").read_text().replace("30m", "30").replace("5m", "5")
+    for a, b in replace.items():
+        text = text.replace(a, b)
+    return parse_query(text)
+
+
+def scenario(events, query=None, period=10, until=30, products=PRODUCTS):
+    return compare(query or q2(), sorted(events, key=lambda e: e.time),
+                   {"http://products": list(triples(products))}, period, until)
+
+
+def row(c, t2):
+    return next(r for r in c.rows if r.t2 == t2)
+
+
+EVENTS = [ev(C, 10, COUPON_A), ev(C, 15, COUPON_B), ev(L, 18, ":claire :isNear :a . :claire :isNear :b .")]
+
+
+def test_trigger_points_and_previous():
+    d = data_stream_of(EVENTS, 0, 30)
+    assert ttp(0, 20, d) == [10, 15, 18] and ttp(10, 18, d) == [15, 18]
+    assert (prev(18, d), prev(15, d), prev(10, d), prev(30, d)) == (15, 10, 0, 18)
+
+
+def test_coupon_agreement_under_theorem4():
+    c = scenario(EVENTS)
+    r = row(c, 20)
+    assert r.agree and r.push == r.pull == {B}
+    assert r.failed == []  # (*), (**), (***), no MINUS, [RANGE L] only
+    assert r.lars_push == r.lars_pull == {B} and r.consistent
+    assert c.agree and all(x.consistent for x in c.rows)
+
+
+def test_lars_definition4_on_example_programs():
+    q = from_query(q2())
+    d = data_stream_of(EVENTS, 0, 40)
+    bg = background(q, {"http://products": list(triples(PRODUCTS))})
+    p_push, p_pull = Evaluator(tau2(cq(q)), d, bg), Evaluator(tau1(cs(q)), d, bg)
+    a = push_pull_agree(p_push, p_pull, 10, 20)
+    assert a.agree and len(a.push) == 1
+    assert [x.agree for x in agree_with_period(p_push, p_pull, 10, 40)] == [True] * 4
+    # IStream: the answer is new at 18 only
+    assert len(p_push.inc(18)) == 1 and p_push.ats(18) == p_pull.ats(20)
+
+
+def test_minus_disagrees_and_is_explained_by_minus():
+    query = parse_query(f"""PREFIX : <{EX}> SELECT ?shop WHERE {{
+      STREAM <{C}> [RANGE 30] {{ ?shop :offers ?c . }}
+      MINUS {{ STREAM <{L}> [RANGE 5] {{ ?u :isNear ?shop . }} }} }}""")
+    c = scenario([ev(C, 12, ":a :offers :c1 ."), ev(L, 18, ":claire :isNear :a .")], query)
+    r = row(c, 20)
+    a = (("shop", f"<{EX}a>"),)
+    assert not r.agree and r.push == {a} and r.pull == set()
+    assert r.failed == ["no MINUS / FILTER NOT EXISTS"]
+    assert r.consistent and not r.lars_agree
+
+
+def test_step_greater_than_one_disagrees_and_is_explained_by_the_step():
+    query = q2(**{"[RANGE 30]": "[RANGE 30 SLIDE 5]", "[RANGE 5]": "[RANGE 5 SLIDE 5]"})
+    c = scenario(EVENTS, query, period=5, until=25)
+    r = row(c, 20)
+    assert not r.agree and r.push == set() and r.pull == {B}
+    assert "only [RANGE L] windows (STEP 1)" in r.failed
+    cond = next(x for x in r.conditions if x.name.startswith("only"))
+    assert "slides by 5" in cond.detail
+    assert r.consistent
+
+
+def test_background_sharing_a_stream_pattern_disagrees_and_is_explained_by_star():
+    c = scenario([ev(C, 10, COUPON_A), ev(C, 15, COUPON_B)], products=PRODUCTS + " :claire :isNear :b .",
+                 period=20, until=20)
+    r = row(c, 20)
+    assert not r.agree and r.push == set() and r.pull == {B}
+    assert r.failed == ["(*)"]
+    assert "isNear" in next(x for x in r.conditions if x.name == "(*)").detail
+    assert r.consistent
+
+
+def test_dense_input_violates_star3():
+    c = scenario([ev(C, 10, COUPON_A), ev(L, 12, ":claire :isNear :b ."), ev(C, 15, COUPON_B)])
+    r = row(c, 20)
+    assert not r.agree and r.push == {B} and r.pull == set()
+    assert r.failed == ["(***)"]
+    assert r.consistent
+
+
+def _cli(args, capsys):
+    code = main(args)
+    return code, capsys.readouterr().out
+
+
+def test_cli_compare_and_explain(capsys, tmp_path):
+    base = ["compare", str(COUPON / "q2-cqels.rq"), "--stream", f"{C}={COUPON / 'coupons.trig'}",
+            "--stream", f"{L}={COUPON / 'locations.trig'}", "--graph",
+            f"http://products={COUPON / 'products.ttl'}", "--time-unit", "1m"]
+    code, out = _cli(base + ["--period", "10", "--until", "30", "--format", "jsonl"], capsys)
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert code == 0 and [r["interval"] for r in rows] == [[0, 10], [10, 20], [20, 30]]
+    assert rows[1]["agree"] and rows[1]["failed"] == [] and len(rows[1]["push"]) == 1
+    dense = tmp_path / "locations.trig"
+    dense.write_text("@prefix : <http://example.org/> . @prefix prov: <http://www.w3.org/ns/prov#> .\n"
+                     ":g prov:generatedAtTime 12 . :g { :claire :isNear :b . }\n")
+    code, out = _cli([x.replace(str(COUPON / "locations.trig"), str(dense)) for x in base]
+                     + ["--period", "10"], capsys)
+    assert code == 1 and "only pushed: (percent=25" in out and "(***) fails" in out
+    code, out = _cli(["compare", str(COUPON / "q2-cqels.rq"), "--stream", "http://coupons=/nonexistent",
+                      "--period", "5"], capsys)
+    assert code == 2
+    code, out = _cli(["explain", str(COUPON / "q1-csparql.rq"), "--lars", "--time-unit", "1m"], capsys)
+    assert code == 0 and "LARS program tau_1(cs(Q)) (17 rules, positive)" in out
+    code, out = _cli(["explain", str(COUPON / "q2-cqels.rq"), "--lars", "--format", "dot", "--time-unit",
+                      "1m"], capsys)
+    assert code == 0 and out.startswith("digraph")
+
+
+@pytest.mark.parametrize("period", [5, 10, 20])
+def test_coupon_engine_and_lars_match_for_every_period(period):
+    c = scenario(EVENTS, period=period, until=40)
+    assert c.agree and all(r.consistent for r in c.rows)

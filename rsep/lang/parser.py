@@ -33,7 +33,9 @@ _READABLE = {
 }
 
 
-def _readable(name: str) -> str:
+def _readable(name: str, words: dict[str, str] | None = None) -> str:
+    if words and name in words:
+        return words[name]
     if name in _READABLE:
         return _READABLE[name]
     if name.startswith("KW_"):
@@ -69,12 +71,12 @@ def parser() -> Lark:
     )
 
 
-def _expected(e: UnexpectedInput, p: Lark) -> str:
+def _expected(e: UnexpectedInput, p: Lark, extra: dict[str, str] | None = None) -> str:
     names: set[str] = set(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
     words: list[str] = []
     for n in sorted(names):
         term = p.get_terminal(n) if n in {t.name for t in p.terminals} else None
-        w = _readable(n)
+        w = _readable(n, extra)
         if not w and term is not None:
             pat = term.pattern.value
             w = pat.strip("/").removesuffix("/i") if len(pat) < 24 else ""
@@ -88,22 +90,31 @@ def _expected(e: UnexpectedInput, p: Lark) -> str:
     return "expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
 
 
-def parse_tree(text: str, source: str | None = None) -> Tree[Any]:
-    p = parser()
+def parse_with(p: Lark, text: str, source: str | None = None,
+               words: dict[str, str] | None = None) -> Tree[Any]:
+    """Parse with any of rsep's grammars; errors become located QueryErrors in words.
+
+    ``words`` names a dialect's own terminals for the "expected ..." part.
+    """
     try:
         return p.parse(text)
     except UnexpectedToken as e:
         tok = e.token
         what = "end of query" if tok.type == "$END" else repr(str(tok))
-        exp = _expected(e, p)
+        exp = _expected(e, p, words)
         raise QueryError(f"syntax error: unexpected {what}" + (f"; {exp}" if exp else ""),
                          e.line if e.line != -1 else None, e.column if e.column != -1 else None,
                          source) from None
     except UnexpectedCharacters as e:
         ch = text[e.pos_in_stream] if e.pos_in_stream is not None and e.pos_in_stream < len(text) else "?"
-        exp = _expected(e, p)
+        exp = _expected(e, p, words)
         raise QueryError(f"syntax error: unexpected character {ch!r}" + (f"; {exp}" if exp else ""),
                          e.line, e.column, source) from None
     except UnexpectedEOF as e:
-        raise QueryError("syntax error: the query ends too early; " + _expected(e, p),
+        raise QueryError("syntax error: the query ends too early; " + _expected(e, p, words),
                          None, None, source) from None
+
+
+def parse_tree(text: str, source: str | None = None) -> Tree[Any]:
+    """Parse RSP-QL / C-SPARQL / CQELS text with the shared grammar."""
+    return parse_with(parser(), text, source)

@@ -15,7 +15,6 @@ from importlib.resources import files
 
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from rsep.algebra.spaseq import (
     GPM,
@@ -30,7 +29,7 @@ from rsep.algebra.spaseq import (
     Strategy,
 )
 from rsep.lang.errors import QueryError, position
-from rsep.lang.parser import _READABLE, sparql_grammar
+from rsep.lang.parser import _READABLE, parse_with, sparql_grammar
 from rsep.lang.syntax import DEFAULT_BASE, is_absolute, resolve_iri
 from rsep.stream.time import Duration
 
@@ -55,45 +54,8 @@ def parser() -> Lark:
                 propagate_positions=True, maybe_placeholders=False, cache=True)
 
 
-def _expected(e: UnexpectedInput) -> str:
-    names = sorted(set(getattr(e, "expected", None) or getattr(e, "allowed", None) or []))
-    words: list[str] = []
-    for n in names:
-        if n in _WORDS:
-            w = _WORDS[n]
-        elif n.startswith("KW_"):
-            w = n[3:]
-        elif n.startswith("__"):
-            w = ""
-        else:
-            w = n.lower().replace("_", " ")
-        if w and w not in words:
-            words.append(w)
-    if not words:
-        return ""
-    if len(words) > 12:
-        return "expected one of " + ", ".join(words[:12]) + f", ... ({len(words)} in all)"
-    return "expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
-
-
 def _parse(text: str, source: str | None) -> Tree:
-    try:
-        return parser().parse(text)
-    except UnexpectedToken as e:
-        tok = e.token
-        what = "end of query" if tok.type == "$END" else repr(str(tok))
-        exp = _expected(e)
-        raise QueryError(f"syntax error: unexpected {what}" + (f"; {exp}" if exp else ""),
-                         e.line if e.line != -1 else None, e.column if e.column != -1 else None,
-                         source) from None
-    except UnexpectedCharacters as e:
-        ch = text[e.pos_in_stream] if e.pos_in_stream is not None and e.pos_in_stream < len(text) else "?"
-        exp = _expected(e)
-        raise QueryError(f"syntax error: unexpected character {ch!r}" + (f"; {exp}" if exp else ""),
-                         e.line, e.column, source) from None
-    except UnexpectedEOF as e:
-        raise QueryError("syntax error: the query ends too early; " + _expected(e),
-                         None, None, source) from None
+    return parse_with(parser(), text, source, _WORDS)
 
 
 def _start(node: Tree | Token) -> int:

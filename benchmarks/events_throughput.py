@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--windows", type=int, nargs="+", default=[100, 1000, 10_000])
     ap.add_argument("--doors", type=int, default=0, help="distinct join keys (default: window/2)")
     ap.add_argument("--every", type=int, default=10, help="evaluate every N time units")
+    ap.add_argument("--policies", nargs="+", default=["UNRESTRICTED", "NAIVE", "CHRONOLOGICAL", "RECENT"])
     ap.add_argument("--reference-events", type=int, default=400,
                     help="stream length for the (quadratic) reference evaluator")
     args = ap.parse_args()
@@ -83,7 +84,7 @@ def main() -> None:
     for w in args.windows:
         doors = args.doors or max(1, w // 2)
         evs = stream(args.events, doors)
-        for policy in ("UNRESTRICTED", "NAIVE", "CHRONOLOGICAL", "RECENT"):
+        for policy in args.policies:
             text = query(policy, w)
             secs, n, marks = run_engine(text, evs, args.every)
             ref_evs = stream(args.reference_events, doors)

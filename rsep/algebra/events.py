@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
 
@@ -19,11 +20,12 @@ class Selection(Enum):
         return self in (Selection.CHRONOLOGICAL, Selection.RECENT)
 
 
-class EventPattern:
+class EventPattern(ABC):
     """Base of the event pattern tree."""
 
+    @abstractmethod
     def beps(self) -> list[BasicEventPattern]:
-        raise NotImplementedError  # pragma: no cover - every subclass defines it
+        """The basic event patterns at the leaves, left to right."""
 
     @property
     def variables(self) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ sets of mappings (``Omega``) can be compared and hashed by both evaluators.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -127,14 +128,16 @@ class GPM:
         return f"GPM({self.name} ON {self.stream_name})"
 
 
-class BopNode:
+class BopNode(ABC):
     """A binary-operator expression (Defs. 8, 9): a GPM, or ``&`` / ``|`` of such."""
 
+    @abstractmethod
     def leaves(self) -> list[Leaf]:
-        raise NotImplementedError  # pragma: no cover
+        """The GPM leaves, left to right."""
 
+    @abstractmethod
     def render(self) -> str:
-        raise NotImplementedError  # pragma: no cover
+        """The expression in SPASEQ syntax."""
 
 
 @dataclass(frozen=True, eq=False)

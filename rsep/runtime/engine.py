@@ -433,8 +433,10 @@ def _unknown(*args: object) -> None:
 
 
 class _UnknownAggregate:
+    """An aggregate no one implements: it ignores its input and yields an error (unbound)."""
+
     def accumulate(self, term: object) -> None:
-        pass
+        return None
 
     def finish(self) -> None:
         return None

@@ -13,8 +13,8 @@ sets of mappings (``Omega``) can be compared and hashed by both evaluators.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any

@@ -19,7 +19,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from rsep.algebra.dataset import DEFAULT
-from rsep.algebra.events import FROM_VAR, TO_VAR
+from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
@@ -309,12 +309,11 @@ class QueryRuntime:
         """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         text = self.query.sparql
-        kind = self.engine.kind
         for m, matcher in zip(self.query.matches, self._matchers, strict=True):
             found = matcher.evaluate(changes, frozenset(self._consumed))
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
-            text = text.replace(m.slot, _values(m, found, kind))
+            text = text.replace(m.slot, _values(m, found))
             if m.selection.consumes:
                 # P^c / P^r: what justified this evaluation's output is gone for the next.
                 self._consumed |= semantics.justification(found)
@@ -342,8 +341,8 @@ class QueryRuntime:
         names = self._projection
         d = em.as_dict()
         if m.expose_interval:
-            d[FROM_VAR] = _time_literal(em.t1, None)
-            d[TO_VAR] = _time_literal(em.t2, None)
+            d[FROM_VAR] = _time_literal(em.t1)
+            d[TO_VAR] = _time_literal(em.t2)
         values = tuple(d.get(n) for n in names)
         return values, (names, {n: v for n, v in zip(names, values, strict=True) if v is not None})
 
@@ -450,18 +449,19 @@ def _term(v: str) -> str:
     return f"<{_BNODE}{v[2:]}>" if v.startswith("_:") else v
 
 
-def _time_literal(t: int, kind: TimeKind | None) -> str:
+def _time_literal(t: int) -> str:
+    # Interval bounds in timeline units (epoch ms for dateTime streams): arithmetic works.
     return f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>'
 
 
-def _values(m, found: list, kind: TimeKind | None) -> str:
+def _values(m: MatchPattern, found: list) -> str:
     names = list(m.expr.variables)
     rows = []
     for em in found:
         d = em.as_dict()
         vals = [_term(d[n]) if n in d else "UNDEF" for n in names]
         if m.expose_interval:
-            vals += [_time_literal(em.t1, kind), _time_literal(em.t2, kind)]
+            vals += [_time_literal(em.t1), _time_literal(em.t2)]
         rows.append("(" + " ".join(vals) + ")")
     head = m.slot.split("{", 1)[0]
     return head + "{ " + " ".join(rows) + " }\n"

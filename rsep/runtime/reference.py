@@ -69,20 +69,20 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
         last_contents = ident
         sparql = query.sparql
         if query.matches:
-            sparql = _matches(query, windows, contents, consumed, kind)
+            sparql = _matches(query, windows, contents, consumed)
         rows = _run(query, sparql, windows, contents, graphs)
         out.extend(outputs(name, t, kind, query.form, r2s.apply(rows)))
     return out
 
 
-def _matches(query, windows, contents, consumed: set[int], kind) -> str:
+def _matches(query, windows, contents, consumed: set[int]) -> str:
     """Eq. (8) for each MATCH, from the definitions, with P^c / P^r consumption."""
     by_iri = {w.iri: c for (w, _), c in zip(windows, contents, strict=True)}
     text = query.sparql
     ctx = semantics.Context(by_iri, lambda bep, item, trs: solve_item(bep, trs), frozenset(consumed))
     for m in query.matches:
         found = semantics.evaluate(m.expr, m.selection, ctx)
-        text = text.replace(m.slot, _values(m, found, kind))
+        text = text.replace(m.slot, _values(m, found))
         if m.selection.consumes:
             consumed |= semantics.justification(found)
     return text

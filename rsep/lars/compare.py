@@ -166,6 +166,12 @@ class Row:
     lars_push: set
     lars_pull: set
     conditions: list = field(default_factory=list)
+    # per trigger point t of the interval: what was pushed at t (IStream, inc(P, t)), by
+    # the engine and by LARS; ``carried``: Def. 4's "holds throughout" term minus those
+    pushes: dict = field(default_factory=dict)
+    carried: set = field(default_factory=set)
+    lars_pushes: dict = field(default_factory=dict)
+    lars_carried: set = field(default_factory=set)
 
     @property
     def lars_agree(self) -> bool:
@@ -268,18 +274,24 @@ def compare(cq_: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.T
         t1, t2 = i * period, (i + 1) * period
         triggers = ttp(t1, t2, d)
         a1: set = set()
+        pushes = {t: set(inc.get(t, set())) for t in triggers}
         for t in triggers:
-            a1 |= inc.get(t, set())
+            a1 |= pushes[t]
         common: set | None = None
         for t in triggers + [t2]:
             x = rstream.get(t, set())
             common = set(x) if common is None else common & x
-        a1 |= common or set()
+        carried = (common or set()) - a1
+        a1 |= carried
         a2 = pulled.get(t2, set())
         ag = push_pull_agree(e_push, e_pull, t1, t2, ANS)
         conds = theorem4(q, d, static, t1, t2, push_windows, pull_windows, units)
-        rows.append(Row(t1, t2, a1 == a2, a1, set(a2), solutions(ag.push, q),
-                        solutions(ag.pull, q), conds))
+        lars_push = solutions(ag.push, q)
+        lars_pushes = {t: solutions(e_push.inc(t, ANS), q) for t in triggers}
+        lars_carried = lars_push - set().union(*lars_pushes.values())
+        rows.append(Row(t1, t2, a1 == a2, a1, set(a2), lars_push,
+                        solutions(ag.pull, q), conds, pushes, carried, lars_pushes,
+                        lars_carried))
         i += 1
     return Comparison(q, rows, period, until)
 

@@ -409,6 +409,17 @@ class Schema:
 class OccurrenceStore:
     """Triple occurrences, indexed by predicate and by (predicate, object)."""
 
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def prune(self, keep: Callable[[Occurrence], bool]) -> None:
+        """Keep only the occurrences ``keep`` accepts (indexes and keys rebuilt)."""
+        old = self.all
+        self.__init__()  # type: ignore[misc]
+        for oc in old:
+            if keep(oc):
+                self.add(oc)
+
     def __init__(self) -> None:
         self.all: list[Occurrence] = []
         self.by_p: dict[str, list[Occurrence]] = {}
@@ -636,6 +647,135 @@ def _project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Soluti
     return out
 
 
+# ---------------------------------------------------------------- time horizons (003 Sec. 5)
+
+
+_NUM = r"[+]?\d+(?:\.\d+)?|\"[+]?\d+(?:\.\d+)?\"\^\^(?:xsd:(?:integer|decimal|int|long)|<http://www\.w3\.org/2001/XMLSchema#(?:integer|decimal|int|long)>)"
+_DUR = r"\"-?P[^\"]*\"\^\^(?:xsd:(?:duration|dayTimeDuration)|<http://www\.w3\.org/2001/XMLSchema#(?:duration|dayTimeDuration)>)"
+_SPAN = r"(?:\?__d|\?__e\s*-\s*\?__s|\(\s*\?__e\s*-\s*\?__s\s*\))"
+_BOUND_RX = [re.compile(rf"^{_SPAN}\s*(?:<|<=)\s*(?P<v>{_NUM}|{_DUR})$"),
+             re.compile(rf"^(?P<v>{_NUM}|{_DUR})\s*(?:>|>=)\s*{_SPAN}$")]
+_DUR_RX = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def _conjuncts(text: str) -> list[str]:
+    """The top-level ``&&`` operands of an expression (outer parentheses removed)."""
+    text = text.strip()
+    while text.startswith("(") and _closing(text, 0) == len(text) - 1:
+        text = text[1:-1].strip()
+    out, depth, quote, start, i = [], 0, False, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            quote = not quote
+        elif not quote and c == "(":
+            depth += 1
+        elif not quote and c == ")":
+            depth -= 1
+        elif not quote and depth == 0 and text.startswith("&&", i):
+            out.append(text[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    out.append(text[start:])
+    if len(out) == 1:
+        return [out[0].strip()]
+    return [x for part in out for x in _conjuncts(part)]
+
+
+def _closing(text: str, i: int) -> int:
+    depth, quote = 0, False
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == '"':
+            quote = not quote
+        elif not quote and c == "(":
+            depth += 1
+        elif not quote and c == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def _literal_span(v: str, kind: TimeKind | None) -> float:
+    """A bound's value in the stream's time unit (ms for dateTime streams), or +inf when it
+    cannot bound a duration on this kind of stream (a number on a dateTime stream, a
+    duration with years or months)."""
+    if v.startswith('"') and "P" in v.split("^^")[0]:
+        if kind is not TimeKind.DATETIME:
+            return INF
+        m = _DUR_RX.match(v[1:v.index('"', 1)])
+        if not m or not any(m.groups()):
+            return INF
+        d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+        return ((d * 24 + h) * 60 + mi) * 60_000 + s * 1000
+    if kind is TimeKind.DATETIME:
+        return INF
+    return float(v.split("^^")[0].strip('"'))
+
+
+def bound(e: Expr, kind: TimeKind | None) -> float:
+    """H such that every solution satisfying ``e`` has t_omega - t_alpha <= H: from the
+    top-level conjuncts ``getDURATION() < / <= c`` and ``getENDTIME() - getSTARTTIME()
+    < / <= c`` (or mirrored, ``c > getDURATION()``); +inf when there is none."""
+    h = INF
+    for c in _conjuncts(e.text):
+        for rx in _BOUND_RX:
+            m = rx.match(c)
+            if m:
+                h = min(h, _literal_span(m.group("v"), kind))
+    return h
+
+
+def horizons(root: Node, kind: TimeKind | None) -> dict[int, float]:
+    """Per node: how far back (before the current instant) a solution of the node may
+    start and still be part of a future solution of the root. A bounded Filter bounds its
+    operand; the bound goes down through Join, SeqJoin, EqJoin, Union, Project, Extend
+    and the mandatory operand of the optional operators, not into their optional operand
+    (an optional solution that could no longer join could still suppress the mandatory
+    one alone, so forgetting it would change results)."""
+    out: dict[int, float] = {}
+
+    def walk(n: Node, h: float) -> None:
+        out[id(n)] = max(out.get(id(n), -INF), h)
+        if isinstance(n, Filter):
+            walk(n.arg, min(h, bound(n.cond, kind)))
+        elif isinstance(n, (LeftJoin, EqLeftJoin)):
+            walk(n.left, h)
+            walk(n.right, INF)
+        elif isinstance(n, SeqRightJoin):
+            walk(n.left, INF)
+            walk(n.right, h)
+        else:
+            for k in n.kids:
+                walk(k, h)
+
+    walk(root, INF)
+    return out
+
+
+def _nodes(n: Node) -> Iterable[Node]:
+    yield n
+    for k in n.kids:
+        yield from _nodes(k)
+
+
+def leaf_horizon(root: Node, hs: dict[int, float]) -> float:
+    """The largest horizon of the query's stream BGPs: how long it needs an occurrence."""
+    out = -INF
+
+    def walk(n: Node) -> None:
+        nonlocal out
+        if isinstance(n, BGP):
+            out = max(out, hs.get(id(n), INF))
+        for k in n.kids:
+            walk(k)
+
+    walk(root)
+    return out
+
+
 # ---------------------------------------------------------------- incremental evaluator
 
 
@@ -647,12 +787,16 @@ class Delta:
     ``commit(tau)`` once tau is complete.
     """
 
-    def __init__(self, root: Node, world: World) -> None:
+    def __init__(self, root: Node, world: World, hs: dict[int, float] | None = None) -> None:
         self.root = root
         self.w = world
         self.done: dict[int, list[Solution]] = {}
         self._memo: dict[int, list[Solution]] = {}
         self._bg: dict[int, list[Solution]] = {}
+        self.hs = hs or {}  # per node: its horizon (see :func:`horizons`); none: keep all
+        self._kept: dict[int, int] = {}  # per node: what pruning left, for amortising it
+        # only the operands of binary operators read their earlier solutions
+        self._read = {id(k) for n in _nodes(root) if isinstance(n, Binary) for k in n.kids}
 
     def at(self, tau: int) -> list[Solution]:
         self._memo = {}
@@ -662,9 +806,25 @@ class Delta:
     def commit(self, tau: int) -> None:
         self.at(tau)
         for k, sols in self._memo.items():
-            if sols:
+            if sols and k in self._read:
                 self.done.setdefault(k, []).extend(sols)
         self._memo = {}
+        self.prune(tau)
+
+    def prune(self, tau: int) -> None:
+        """Forget the solutions that start more than the node's horizon before tau: every
+        later root solution using one would start before ``tau - H`` and end after tau.
+        Amortised: a node's list is filtered once it has doubled since the last time."""
+        for k, sols in self.done.items():
+            h = self.hs.get(k, INF)
+            if h == INF or len(sols) < 2 * self._kept.get(k, 0) + 64:
+                continue
+            lo = tau - h
+            sols[:] = [s for s in sols if s.ta >= lo]
+            self._kept[k] = len(sols)
+
+    def stored(self) -> int:
+        return sum(len(v) for v in self.done.values())
 
     def _old(self, n: Node) -> list[Solution]:
         if isinstance(n, Unit):
@@ -817,6 +977,35 @@ class EpContext:
         self.seen_items: set[int] = set()
         self.processed: set[int] = set()
         self._derived = 0
+        self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
+        self._kept = 0
+
+    def stored(self) -> int:
+        """Occurrences and partial solutions held: what pruning bounds."""
+        return len(self.world.occ) + sum(rt.delta.stored() for rt in self.runtimes)
+
+    def forget(self, tau: int) -> None:
+        """Drop the occurrences no registered query can use again: an unrestricted query
+        needs an occurrence while it starts within its stream BGPs' horizon before tau; a
+        chronological / recent one needs every unconsumed occurrence (their selection reads
+        old ones too, so a time bound does not make them irrelevant) and no consumed one.
+        Amortised: done once the store has doubled since the last time."""
+        occ = self.world.occ
+        if not self.prune or len(occ) < 2 * self._kept + 64:
+            return
+        h, policy = -INF, False
+        for rt in self.runtimes:
+            if rt.query.policy is Selection.UNRESTRICTED:
+                h = max(h, rt.leaf_horizon)
+            else:
+                policy = True
+        lo, consumed = tau - h, self.world.consumed
+        if policy:
+            occ.prune(lambda oc: oc.ta >= lo or oc.item not in consumed)
+        elif h < INF:
+            occ.prune(lambda oc: oc.ta >= lo)
+        self.world.consumed = consumed & {oc.item for oc in occ.all}
+        self._kept = len(occ)
 
     @staticmethod
     def of(engine: Engine) -> EpContext:
@@ -873,6 +1062,7 @@ class EpContext:
                     rt.outbox.setdefault(tau, []).extend(rt.outputs(s))
         for rt in self.runtimes:
             rt.finish(tau)
+        self.forget(tau)
 
 
 class EpSparqlRuntime:
@@ -896,6 +1086,7 @@ class EpSparqlRuntime:
         self.ctx = EpContext.of(engine)
         self.ctx.runtimes.append(self)
         self.delta = Delta(query.pattern, self.ctx.world)
+        self.leaf_horizon = INF  # set by bind, once the kind of time is known
         self.outbox: dict[int, list[Output]] = {}
         self._ticks: set[int] = set()
         self._bn = itertools.count(1)
@@ -905,6 +1096,10 @@ class EpSparqlRuntime:
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         self.kind = kind
         self.ctx.world.exprs.kind = kind
+        hs = horizons(self.query.pattern, kind)
+        self.leaf_horizon = leaf_horizon(self.query.pattern, hs)
+        if self.ctx.prune:
+            self.delta.hs = hs
 
     def insert(self, e: Event) -> None:
         self._ticks.add(e.end)
@@ -938,6 +1133,9 @@ class EpSparqlRuntime:
     def finish(self, tau: int) -> None:
         if self.query.policy is Selection.UNRESTRICTED:
             self.delta.commit(tau)
+        elif self.ctx.prune:
+            # every emitted solution consumed its items, so evaluate cannot find it again
+            self._emitted.clear()
 
     def consume(self, s: Solution) -> None:
         if self.query.policy is not Selection.UNRESTRICTED:

@@ -1,0 +1,96 @@
+"""EP-SPARQL: events/s for the three policies on a stock stream, query (1)-style
+three-step sequences with a 30-unit getDURATION() bound, and the cost of each tenth of
+the stream (it must not grow with the stream's length).
+
+    .venv/bin/python benchmarks/epsparql_throughput.py --lengths 10000 100000 --budget 120
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import pyoxigraph as ox
+
+from rsep import Engine
+from rsep.cep import epsparql as ep
+from rsep.lang.epsparql import parse_epsparql
+from rsep.stream.event import Event
+from rsep.stream.time import TimeKind
+
+EX = "http://example.org/"
+PRICE = ox.NamedNode(EX + "hasStockPrice")
+Q1 = f"""PREFIX : <{EX}>
+SELECT ?company ?price1 ?price2 ?price3 WHERE {{
+{{ ?company :hasStockPrice ?price1 }} SEQ {{ ?company :hasStockPrice ?price2 }}
+SEQ {{ ?company :hasStockPrice ?price3 }}
+FILTER ( ?price2 < ?price1 * 0.9 && ?price3 > ?price1 * 1.05 && getDURATION() < 30 ) }}"""
+
+
+def stream(n: int, companies: int = 10, seed: int = 7) -> list[Event]:
+    """One price event per time unit, a random walk per company."""
+    rnd = random.Random(seed)
+    price = [100] * companies
+    out = []
+    for i in range(n):
+        c = rnd.randrange(companies)
+        price[c] = max(1, price[c] + rnd.randint(-8, 8))
+        tr = ox.Triple(ox.NamedNode(f"{EX}c{c}"), PRICE, ox.Literal(str(price[c]), datatype=ox.NamedNode(
+            "http://www.w3.org/2001/XMLSchema#integer")))
+        out.append(Event(EX + "S", f"{EX}g{i}", i, i, (tr,), TimeKind.ABSTRACT, i + 1))
+    return out
+
+
+class Budget(Exception):
+    pass
+
+
+def bench(policy: str, events: list[Event], budget: float) -> None:
+    eng = Engine()
+    eng.register(parse_epsparql(Q1, policy=policy), name="q1")
+    ctx = ep.EpContext.of(eng)
+    seg = max(1, len(events) // 10)
+    marks: list[float] = []
+    t0 = time.perf_counter()
+    state = {"last": t0, "done": 0}
+    process = ctx.process
+
+    def timed(tau: int) -> None:  # one event per time unit: tau counts the events
+        process(tau)
+        state["done"] = tau + 1
+        now = time.perf_counter()
+        if (tau + 1) % seg == 0:
+            marks.append((now - state["last"]) / seg * 1e6)
+            state["last"] = now
+        if now - t0 > budget:
+            raise Budget
+
+    ctx.process = timed  # type: ignore[method-assign]
+    outs, over = 0, False
+    try:
+        for _ in eng.run(events):
+            outs += 1
+    except Budget:
+        over = True
+    total = time.perf_counter() - t0
+    n = state["done"]
+    print(f"{policy:13s} n={len(events):>7} processed={n:>7} outputs={outs:>6} {n / total:9.0f} events/s "
+          f"stored={ctx.stored():>6}" + (f" (stopped at the {budget:.0f} s budget)" if over else ""))
+    print("   us/event per 10% segment: " + " ".join(f"{m:.0f}" for m in marks), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lengths", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--policies", nargs="+", default=list(ep.POLICIES))
+    ap.add_argument("--budget", type=float, default=120.0, help="seconds per run before giving up")
+    a = ap.parse_args()
+    for n in a.lengths:
+        evs = stream(n)
+        for p in a.policies:
+            bench(p, evs, a.budget)
+
+
+if __name__ == "__main__":
+    main()

@@ -125,8 +125,44 @@ class Feature:
         return FEATURE_DIALECT.get(self.name)
 
 
+class Terms:
+    """What every dialect's parser needs to read terms and report errors: the query
+    text, its prefixes and base, and located errors. Subclasses set the attributes."""
+
+    text: str
+    source: str | None
+    prefixes: dict[str, str]
+    base: str | None
+
+    def error(self, message: str, node: Tree | Token | None = None) -> QueryError:
+        if node is None:
+            return QueryError(message, source=self.source)
+        line, col = position(self.text, start_of(node))
+        return QueryError(message, line, col, self.source)
+
+    def _iriref(self, tok: Token) -> str:
+        iri = str(tok)[1:-1]
+        if is_absolute(iri):
+            return iri
+        try:
+            return resolve_iri(iri, self.base or DEFAULT_BASE)
+        except (SyntaxError, ValueError) as e:
+            raise self.error(f"invalid IRI <{iri}>: {e}", tok) from None
+
+    def _pname(self, tok: Token) -> str:
+        ns, _, local = str(tok).partition(":")
+        if ns not in self.prefixes:
+            raise self.error(f"undeclared prefix '{ns}:'", tok)
+        return self.prefixes[ns] + re.sub(r"\\(.)", r"\1", local)
+
+    def prologue_text(self) -> str:
+        """BASE and PREFIX declarations that make a fragment of the query stand alone."""
+        out = f"BASE <{self.base or DEFAULT_BASE}>\n"
+        return out + "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in self.prefixes.items())
+
+
 @dataclass
-class Syntax:
+class Syntax(Terms):
     text: str
     tree: Tree
     source: str | None = None
@@ -170,12 +206,6 @@ class Syntax:
                 s.services.append(node)
         return s
 
-    def error(self, message: str, node: Tree | Token | None = None) -> QueryError:
-        if node is None:
-            return QueryError(message, source=self.source)
-        line, col = position(self.text, start_of(node))
-        return QueryError(message, line, col, self.source)
-
     def nodes(self, *names: str) -> list[Tree]:
         return [f.node for f in self.features if f.name in names]
 
@@ -218,15 +248,6 @@ class Syntax:
 
     # ------------------------------------------------------------ terms
 
-    def _iriref(self, tok: Token) -> str:
-        iri = str(tok)[1:-1]
-        if is_absolute(iri):
-            return iri
-        try:
-            return resolve_iri(iri, self.base or DEFAULT_BASE)
-        except (SyntaxError, ValueError) as e:
-            raise self.error(f"invalid IRI <{iri}>: {e}", tok) from None
-
     def iri(self, node: Tree | Token) -> str:
         if isinstance(node, Token):
             if node.type == "IRIREF":
@@ -238,13 +259,6 @@ class Syntax:
             return self.iri(node.children[0])
         raise self.error("expected an IRI", node)
 
-    def _pname(self, tok: Token) -> str:
-        text = str(tok)
-        ns, _, local = text.partition(":")
-        if ns not in self.prefixes:
-            raise self.error(f"undeclared prefix '{ns}:'", tok)
-        local = re.sub(r"\\(.)", r"\1", local)
-        return self.prefixes[ns] + local
 
     def is_var(self, node: Tree) -> bool:
         return isinstance(node, Tree) and node.data == "var_or_iri" and \

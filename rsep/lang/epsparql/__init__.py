@@ -21,7 +21,7 @@ from lark import Lark, Token, Tree
 
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import _READABLE, parse_with, sparql_grammar
-from rsep.lang.syntax import DEFAULT_BASE, is_absolute, resolve_iri
+from rsep.lang.syntax import Terms
 
 # What tells an EP-SPARQL query apart when no dialect is given.
 MARKER = re.compile(r"\b(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*\{|\bget(DURATION|STARTTIME|ENDTIME)\s*\(",
@@ -60,7 +60,7 @@ def _vars(n: Tree | Token) -> list[Token]:
     return [t for t in n.scan_values(lambda v: isinstance(v, Token) and v.type in ("VAR1", "VAR2"))]
 
 
-class _Builder:
+class _Builder(Terms):
     def __init__(self, text: str, source: str | None) -> None:
         self.text = text
         self.source = source
@@ -69,35 +69,16 @@ class _Builder:
         self.background: list[str] = []
         self._bn = 0
 
-    def error(self, message: str, node: Tree | Token | None = None) -> QueryError:
-        if node is None:
-            return QueryError(message, source=self.source)
-        line, col = position(self.text, _start(node))
-        return QueryError(message, line, col, self.source)
-
-    def _iriref(self, tok: Token) -> str:
-        iri = str(tok)[1:-1]
-        if is_absolute(iri):
-            return iri
-        try:
-            return resolve_iri(iri, self.base or DEFAULT_BASE)
-        except (SyntaxError, ValueError) as e:
-            raise self.error(f"invalid IRI <{iri}>: {e}", tok) from None
-
     def iri(self, node: Tree | Token) -> str:
         if isinstance(node, Tree):
             return self.iri(node.children[0])
         if node.type == "IRIREF":
             return self._iriref(node)
-        ns, _, local = str(node).partition(":")
-        if ns not in self.prefixes:
-            raise self.error(f"undeclared prefix '{ns}:'", node)
-        return self.prefixes[ns] + re.sub(r"\\(.)", r"\1", local)
+        return self._pname(node)
 
     @property
     def prologue(self) -> str:
-        out = f"BASE <{self.base or DEFAULT_BASE}>\n"
-        return out + "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in self.prefixes.items())
+        return self.prologue_text()
 
     # ------------------------------------------------------------ query
 

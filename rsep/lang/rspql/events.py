@@ -25,12 +25,6 @@ _BEP_ALLOWED = {"group_graph_pattern", "group_graph_pattern_sub", "group_graph_p
                 "graph_pattern_not_triples", "triples_block", "filter"}
 
 
-def _prologue(syn: Syntax) -> str:
-    lines = [f"BASE <{syn.base}>"] if syn.base else []
-    lines += [f"PREFIX {p}: <{iri}>" for p, iri in syn.prefixes.items()]
-    return "\n".join(lines) + ("\n" if lines else "")
-
-
 def _bep_variables(syn: Syntax, pattern: Tree) -> tuple[str, ...]:
     out: list[str] = []
     for node in pattern.iter_subtrees_topdown():
@@ -58,7 +52,7 @@ def _check_bep(syn: Syntax, pattern: Tree) -> None:
 
 def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPattern]:
     beps: dict[str, BasicEventPattern] = {}
-    prologue = _prologue(syn)
+    prologue = syn.prologue_text()
     for node in syn.nodes("event_decl"):
         iri_node = node.children[2]
         pattern = node.children[3]

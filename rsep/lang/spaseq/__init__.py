@@ -30,7 +30,7 @@ from rsep.algebra.spaseq import (
 )
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import _READABLE, parse_with, sparql_grammar
-from rsep.lang.syntax import DEFAULT_BASE, is_absolute, resolve_iri
+from rsep.lang.syntax import Terms
 from rsep.stream.time import Duration
 
 # What tells a SPASEQ query apart from the other dialects when none is given.
@@ -76,44 +76,22 @@ def _tokens(node: Tree | Token) -> list[Token]:
     return [t for t in node.scan_values(lambda v: isinstance(v, Token))]
 
 
-class _Builder:
+class _Builder(Terms):
     def __init__(self, text: str, source: str | None) -> None:
         self.text = text
         self.source = source
         self.prefixes: dict[str, str] = {}
         self.base: str | None = None
 
-    def error(self, message: str, node: Tree | Token | None = None) -> QueryError:
-        if node is None:
-            return QueryError(message, source=self.source)
-        line, col = position(self.text, _start(node))
-        return QueryError(message, line, col, self.source)
-
     # ------------------------------------------------------------ terms
-
-    def _iriref(self, tok: Token) -> str:
-        iri = str(tok)[1:-1]
-        if is_absolute(iri):
-            return iri
-        try:
-            return resolve_iri(iri, self.base or DEFAULT_BASE)
-        except (SyntaxError, ValueError) as e:
-            raise self.error(f"invalid IRI <{iri}>: {e}", tok) from None
 
     def iri(self, node: Tree | Token) -> str:
         if isinstance(node, Tree):
             return self.iri(node.children[0])
         if node.type == "IRIREF":
             return self._iriref(node)
-        ns, _, local = str(node).partition(":")
-        if ns not in self.prefixes:
-            raise self.error(f"undeclared prefix '{ns}:'", node)
-        return self.prefixes[ns] + re.sub(r"\\(.)", r"\1", local)
+        return self._pname(node)
 
-    def prologue_text(self) -> str:
-        out = f"BASE <{self.base or DEFAULT_BASE}>\n"
-        out += "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in self.prefixes.items())
-        return out
 
     # ------------------------------------------------------------ query
 

@@ -57,6 +57,12 @@ def sparql_grammar() -> str:
     return (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(encoding="utf-8")
 
 
+def sparql_lalr(extension: str, start: str) -> Lark:
+    """An LALR parser for SPARQL 1.1 extended by a dialect's grammar text."""
+    return Lark(sparql_grammar() + "\n" + extension, start=start, parser="lalr",
+                propagate_positions=True, maybe_placeholders=False, cache=True)
+
+
 @functools.cache
 def parser() -> Lark:
     base = sparql_grammar()

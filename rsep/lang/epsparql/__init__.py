@@ -20,8 +20,10 @@ import pyoxigraph as ox
 from lark import Lark, Token, Tree
 
 from rsep.lang.errors import QueryError, position
-from rsep.lang.parser import _READABLE, parse_with, sparql_grammar
+from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms
+from rsep.lang.syntax import end_of as _end
+from rsep.lang.syntax import start_of as _start
 
 # What tells an EP-SPARQL query apart when no dialect is given.
 MARKER = re.compile(r"\b(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*\{|\bget(DURATION|STARTTIME|ENDTIME)\s*\(",
@@ -38,20 +40,12 @@ _TIME_FUNCS = [(re.compile(r"getDURATION\s*\(\s*\)", re.I), "?__d"),
 @functools.cache
 def parser() -> Lark:
     ext = files("rsep.lang.epsparql").joinpath("epsparql.lark").read_text(encoding="utf-8")
-    return Lark(sparql_grammar() + "\n" + ext, start="epsparql_unit", parser="lalr",
-                propagate_positions=True, maybe_placeholders=False, cache=True)
+    return sparql_lalr(ext, "epsparql_unit")
 
 
 def _parse(text: str, source: str | None) -> Tree:
     return parse_with(parser(), text, source, _WORDS)
 
-
-def _start(n: Tree | Token) -> int:
-    return n.start_pos if isinstance(n, Token) else n.meta.start_pos
-
-
-def _end(n: Tree | Token) -> int:
-    return n.end_pos if isinstance(n, Token) else n.meta.end_pos
 
 
 def _vars(n: Tree | Token) -> list[Token]:

@@ -29,8 +29,10 @@ from rsep.algebra.spaseq import (
     Strategy,
 )
 from rsep.lang.errors import QueryError, position
-from rsep.lang.parser import _READABLE, parse_with, sparql_grammar
+from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms
+from rsep.lang.syntax import end_of as _end
+from rsep.lang.syntax import start_of as _start
 from rsep.stream.time import Duration
 
 # What tells a SPASEQ query apart from the other dialects when none is given.
@@ -48,22 +50,13 @@ _WORDS = {
 
 @functools.cache
 def parser() -> Lark:
-    base = sparql_grammar()
     ext = files("rsep.lang.spaseq").joinpath("spaseq.lark").read_text(encoding="utf-8")
-    return Lark(base + "\n" + ext, start="spaseq_unit", parser="lalr",
-                propagate_positions=True, maybe_placeholders=False, cache=True)
+    return sparql_lalr(ext, "spaseq_unit")
 
 
 def _parse(text: str, source: str | None) -> Tree:
     return parse_with(parser(), text, source, _WORDS)
 
-
-def _start(node: Tree | Token) -> int:
-    return node.start_pos if isinstance(node, Token) else node.meta.start_pos
-
-
-def _end(node: Tree | Token) -> int:
-    return node.end_pos if isinstance(node, Token) else node.meta.end_pos
 
 
 def _var_name(tok: Token) -> str:

@@ -43,7 +43,7 @@ def stream(n: int, companies: int = 10, seed: int = 7) -> list[Event]:
 
 
 class Budget(Exception):
-    pass
+    """The run used up its time budget."""
 
 
 def bench(policy: str, events: list[Event], budget: float) -> None:

@@ -111,31 +111,31 @@ class Binary(Node):
 
 
 class Join(Binary):
-    pass
+    """P1 AND P2: compatible solutions, interval [min start, max end]."""
 
 
 class Union(Binary):
-    pass
+    """P1 UNION P2."""
 
 
 class LeftJoin(Binary):
-    pass
+    """P1 OPTIONAL P2: the optional part joins only if it ends no later than P1."""
 
 
 class SeqJoin(Binary):
-    pass
+    """P1 SEQ P2: P1 ends before P2 starts (t_omega < t'_alpha)."""
 
 
 class SeqRightJoin(Binary):
-    pass
+    """P1 OPTIONALSEQ P2: P2, preceded by P1 when there is such a P1."""
 
 
 class EqJoin(Binary):
-    pass
+    """P1 EQUALS P2: both span the same interval."""
 
 
 class EqLeftJoin(Binary):
-    pass
+    """P1 EQUALSOPTIONAL P2: P1, with P2 over the same interval when there is one."""
 
 
 @dataclass(eq=False)

@@ -61,9 +61,11 @@ def register_name(syn: Syntax, reg: Tree | None) -> str:
 _OX_POS = re.compile(r"error at (\d+):(\d+): ?(.*)", re.S)
 
 
-class _NoAggregate:
+class NoAggregate:
+    """An aggregate no one implements: it ignores its input and yields an error (unbound)."""
+
     def accumulate(self, term: object) -> None:
-        pass
+        return None
 
     def finish(self) -> None:
         return None
@@ -82,7 +84,7 @@ def _extensions(syn: Syntax) -> tuple[dict, dict]:
         iri = ox.NamedNode(syn.iri(node.children[0]))
         args = node.children[1]
         if any(isinstance(c, Token) and c.type == "DISTINCT" for c in args.children):
-            aggregates[iri] = _NoAggregate
+            aggregates[iri] = NoAggregate
         elif iri not in functions:
             functions[iri] = lambda *args: None
     return functions, aggregates

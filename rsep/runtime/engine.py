@@ -27,6 +27,7 @@ from rsep.events import semantics
 from rsep.events.incremental import IncrementalMatcher
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
+from rsep.lang.common import NoAggregate
 from rsep.runtime.r2s import R2SOperator
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
@@ -141,7 +142,7 @@ class QueryRuntime:
         self._named: list[ox.NamedNode] = []
         self._functions = {ox.NamedNode(f): _unknown for f in self.query.unknown_functions}
         self._functions[ox.NamedNode(CSPARQL_TIMESTAMP)] = self._timestamp
-        self._aggregates = {ox.NamedNode(a): _UnknownAggregate for a in self.query.unknown_aggregates}
+        self._aggregates = {ox.NamedNode(a): NoAggregate for a in self.query.unknown_aggregates}
         self._solver = BatchSolver()
         self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
         self._consumed: set[int] = set()
@@ -429,16 +430,6 @@ class QueryRuntime:
 
 def _unknown(*args: object) -> None:
     return None
-
-
-class _UnknownAggregate:
-    """An aggregate no one implements: it ignores its input and yields an error (unbound)."""
-
-    def accumulate(self, term: object) -> None:
-        return None
-
-    def finish(self) -> None:
-        return None
 
 
 _BNODE = "urn:rsep:bnode:"

@@ -282,7 +282,7 @@ class _Builder(Terms):
                 raise QueryError(f"GPM {g.name}: invalid pattern: {what}", ln, cl,
                                  self.source) from None
             except (OSError, RuntimeError, ValueError, TypeError):
-                pass
+                pass  # evaluation errors on an empty store say nothing about the pattern
 
     # ------------------------------------------------------------ SEQ
 

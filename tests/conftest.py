@@ -65,3 +65,14 @@ def figure1() -> list[Event]:
         ev(s, 8, ":a3 :p :b3 . :b2 :q :c2 .", EX + "G4"),
         ev(s, 10, ":b1 :q :c1 .", EX + "G5"),
     ]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for the whole run (local[2], one shuffle partition): starting
+    Spark costs seconds, so every Spark test shares it."""
+    from rsep.spark.session import get_session
+
+    session = get_session("local[2]", app="rsep-tests", shuffle_partitions=1)
+    yield session
+    session.stop()

@@ -1,0 +1,1 @@
+"""rsep on Apache Spark: Structured Streaming jobs running the engine's queries."""

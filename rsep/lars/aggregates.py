@@ -203,10 +203,34 @@ def find_aggregate(q: ContinuousQuery) -> tuple[Aggregate, ContinuousQuery] | No
     for v in plain:
         if v not in group:
             raise LarsError(f"?{v} is projected but not grouped")
+    return aggs[0], _pattern_query(q, sel)
+
+
+def _pattern_query(q: ContinuousQuery, sel: Tree) -> ContinuousQuery:
+    """``SELECT * WHERE P``: the aggregate query's pattern, with its dataset and windows."""
     where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
     text = q.sparql[:sel.meta.start_pos] + "SELECT * " + q.sparql[where.meta.start_pos:where.meta.end_pos]
-    inner = dataclasses.replace(q, sparql=text, text=text, variables=[])
-    return aggs[0], inner
+    return dataclasses.replace(q, sparql=text, text=text, variables=[])
+
+
+def aggregate_pattern(q: ContinuousQuery) -> ContinuousQuery | None:
+    """The pattern of a query that aggregates or groups, as ``SELECT *`` (None otherwise),
+    whether or not its aggregate has an agreement notion."""
+    if q.form != "SELECT":
+        return None
+    tree = parse_tree(q.sparql)
+    sel = next((c for c in tree.children[1].children
+                if isinstance(c, Tree) and c.data == "select_query"), None)
+    if sel is None:
+        return None
+    clause = sel.children[0]
+    grouped = any(isinstance(g, Tree) and g.data == "group_clause"
+                  for m in sel.children if isinstance(m, Tree) and m.data == "solution_modifier"
+                  for g in m.children)
+    if not grouped and not _has(clause, "aggregate") and \
+            _extension_name(clause, Syntax.of(q.sparql, tree), q.unknown_aggregates) is None:
+        return None
+    return _pattern_query(q, sel)
 
 
 # ---------------------------------------------------------------- values

@@ -12,8 +12,9 @@ EXIT_AGREE, EXIT_DISAGREE, EXIT_FAILED = 0, 1, 2
 def add_parsers(sub: argparse._SubParsersAction, pair: object) -> None:
     from rsep.lang import DIALECTS
 
-    e = sub.add_parser("explain", help="show a query's algebra, dataset and windows, and "
-                       "(--lars) its LARS program (001)")
+    e = sub.add_parser("explain", help="show what the engine runs: an RSP query's algebra, dataset "
+                       "and windows and (--lars) its LARS program (001); a SPASEQ query's "
+                       "automaton; an EP-SPARQL query's operators")
     e.add_argument("query", metavar="QUERY_FILE")
     e.add_argument("--lars", action="store_true",
                    help="also print the LARS program: tau_1(cs(Q)) for C-SPARQL, tau_2 otherwise")
@@ -43,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
     text = Path(args.query).read_text(encoding="utf-8")
     q = parse_query(text, args.dialect, source=args.query)
     if args.command == "explain":
-        out = cmp.explain_dot(q, args.lars, unit) if args.format == "dot" else \
-            cmp.explain_text(q, args.lars, unit)
-        sys.stdout.write(out)
+        from rsep.cli.explain import explain
+
+        sys.stdout.write(explain(q, lars=args.lars, fmt=args.format, time_unit_ms=unit))
         return 0
     from rsep.algebra.query import ContinuousQuery
     from rsep.lars import aggregates

@@ -79,7 +79,34 @@ def lars_program(cq_: ContinuousQuery, time_unit_ms: int | None = None) -> tuple
     return "tau_2(Q)", tau2(cq(q), units=units)
 
 
+def _aggregate(cq_: ContinuousQuery) -> tuple[ContinuousQuery, list[str]]:
+    """An aggregate query's pattern (its LARS translation has no aggregate: Fig. 2) and
+    the lines that say what is aggregated on top and how 001 Sec. 6 compares it."""
+    from rsep.lars.aggregates import NoAgreementNotion, aggregate_pattern, find_aggregate
+
+    inner = aggregate_pattern(cq_)
+    if inner is None:
+        return cq_, []
+    try:
+        found = find_aggregate(cq_)
+    except NoAgreementNotion as e:
+        return inner, ["aggregate on top of P (not translated: Fig. 2 has none):",
+                       f"  push-pull agreement: none. {e}"]
+    except LarsError as e:
+        return inner, ["aggregate on top of P (not translated: Fig. 2 has none):",
+                       f"  outside rsep compare's aggregate comparison: {e}"]
+    assert found is not None
+    agg = found[0]
+    notion = {"COUNT": "the sum of the counts pushed in (t1, t2] equals the count pulled at t2",
+              "MAX": "the max of the values pushed in (t1, t2] equals the max pulled at t2",
+              "MIN": "the min of the values pushed in (t1, t2] equals the min pulled at t2"}
+    return inner, ["aggregate on top of P (not translated: Fig. 2 has none):",
+                   f"  {agg.show()}",
+                   f"  push-pull agreement (001 Sec. 6), per group: {notion[agg.func]}"]
+
+
 def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None = None) -> str:
+    cq_, agg_lines = _aggregate(cq_)
     q = from_query(cq_)
     lines = [f"query: {cq_.name or '(unnamed)'}  dialect: {cq_.dialect}  form: {cq_.form}",
              f"report: {cq_.report}  r2s: {cq_.r2s.value}",
@@ -95,6 +122,7 @@ def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None
                      f"-> {op}; {where}; g_{i + 1} = {{{g}}}")
     lines.append("P:")
     lines += ["  " + x for x in algebra_lines(q.P, q)]
+    lines += agg_lines
     if with_lars:
         name, prog = lars_program(cq_, time_unit_ms)
         lines.append(f"LARS program {name} ({len(prog)} rules, "
@@ -113,6 +141,7 @@ def _operator(s: Any, time_unit_ms: int | None) -> str:
 
 
 def explain_dot(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None = None) -> str:
+    cq_, agg_lines = _aggregate(cq_)
     q = from_query(cq_)
     out = ["digraph query {", "  node [shape=box, fontname=monospace];"]
     counter = [0]
@@ -134,6 +163,8 @@ def explain_dot(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None 
         return n
 
     root = walk(q.P)
+    if agg_lines:
+        out.append(f"  {node(chr(10).join(x.strip() for x in agg_lines))} -> {root};")
     for i, s in enumerate(q.S):
         sn = node(f"s_{i + 1} <{s.stream}> {s.window}")
         out.append(f"  {sn} -> {root} [style=dashed];")

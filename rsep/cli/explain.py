@@ -1,0 +1,127 @@
+"""``rsep explain``: what the engine will run, for a query of any dialect.
+
+RSP queries (RSP-QL, C-SPARQL, CQELS, RSEP-QL) print their RSP model (V, P, D, S) and,
+with ``--lars``, their LARS program (001); SPASEQ queries print their compiled NFA
+(002 Sec. 6); EP-SPARQL queries print their operator tree (003 Sec. 4.2).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rsep.algebra.query import ContinuousQuery
+from rsep.lars.core import LarsError
+
+
+def explain(q: Any, *, lars: bool = False, fmt: str = "text",
+            time_unit_ms: int | None = None) -> str:
+    """The explanation of a parsed query as text or Graphviz DOT (``fmt``)."""
+    if isinstance(q, ContinuousQuery):
+        from rsep.lars import compare
+
+        if fmt == "dot":
+            return compare.explain_dot(q, lars, time_unit_ms)
+        return compare.explain_text(q, lars, time_unit_ms)
+    from rsep.algebra.spaseq import SpaseqQuery
+
+    if isinstance(q, SpaseqQuery):
+        if lars:
+            raise LarsError("--lars: 001's translation covers RSP queries (RSP-QL, C-SPARQL, "
+                            "CQELS), not SPASEQ; explain without --lars prints its automaton")
+        from rsep.cep.explain import explain as nfa_explain
+
+        return nfa_explain(q, fmt)
+    from rsep.cep.epsparql import EpSparqlQuery
+
+    if isinstance(q, EpSparqlQuery):
+        if lars:
+            raise LarsError("--lars: 001's translation covers RSP queries (RSP-QL, C-SPARQL, "
+                            "CQELS), not EP-SPARQL; explain without --lars prints its operators")
+        return _ep_dot(q) if fmt == "dot" else _ep_text(q)
+    raise LarsError(f"nothing to explain for a {type(q).__name__}")
+
+
+# ---------------------------------------------------------------- EP-SPARQL
+
+# 003 Sec. 4.2's operator for each algebra class, by the keyword a user wrote
+_EP_KEYWORD = {"Join": "AND (Join)", "Union": "UNION", "LeftJoin": "OPTIONAL (LeftJoin)",
+               "SeqJoin": "SEQ (SeqJoin)", "SeqRightJoin": "OPTIONALSEQ (SeqRightJoin)",
+               "EqJoin": "EQUALS (EqJoin)", "EqLeftJoin": "EQUALSOPTIONAL (EqLeftJoin)"}
+
+
+def _ep_term(t: Any) -> str:
+    return f"?{t.name}" if hasattr(t, "name") else str(t)
+
+
+def _ep_expr(e: Any) -> str:
+    # sigma's variables back to the functions the user wrote
+    return (e.text.replace("?__d", "getDURATION()").replace("?__s", "getSTARTTIME()")
+            .replace("?__e", "getENDTIME()"))
+
+
+def _ep_label(n: Any) -> tuple[str, list[str]]:
+    """The operator's line and its leaf lines (triple patterns)."""
+    kind = type(n).__name__
+    if kind == "BGP":
+        return "BGP", [" ".join(_ep_term(x) for x in tp) for tp in n.patterns]
+    if kind == "Background":
+        return (f"GRAPH <{n.iri}> (background, RDFS closure)",
+                [" ".join(_ep_term(x) for x in tp) for tp in n.patterns])
+    if kind == "Unit":
+        return "{} (the empty group)", []
+    if kind in _EP_KEYWORD:
+        cond = getattr(n, "cond", None)
+        return _EP_KEYWORD[kind] + (f" ON {_ep_expr(cond)}" if cond is not None else ""), []
+    if kind == "Filter":
+        return f"FILTER {_ep_expr(n.cond)}", []
+    if kind == "Extend":
+        return f"BIND ({_ep_expr(n.expr)} AS ?{n.var})", []
+    if kind == "Project":
+        if n.items is None:
+            items = "*"
+        else:
+            items = " ".join(f"?{v}" if e is None else f"({_ep_expr(e)} AS ?{v})"
+                             for v, e in n.items)
+        return ("SELECT DISTINCT " if n.distinct else "SELECT ") + items, []
+    return kind, []
+
+
+def _ep_text(q: Any) -> str:
+    lines = [f"query: {q.name or '(unnamed)'}  dialect: epsparql  form: "
+             f"{'CONSTRUCT (a rule: its results re-enter the stream)' if q.construct else 'SELECT'}",
+             f"policy: {q.policy.name.lower()}",
+             "background: " + (", ".join(f"<{g}>" for g in q.background) or "(none)")]
+    if q.construct:
+        lines.append("template:")
+        lines += ["  " + " ".join(_ep_term(x) for x in tp) for tp in q.template]
+    lines.append("pattern (solutions (mu, t_alpha, t_omega), 003 Sec. 4.2):")
+
+    def walk(n: Any, depth: int) -> None:
+        head, leaves = _ep_label(n)
+        pad = "  " * depth
+        lines.append(pad + head)
+        lines.extend(pad + "  " + x for x in leaves)
+        for k in n.kids:
+            walk(k, depth + 1)
+
+    walk(q.pattern, 1)
+    return "\n".join(lines) + "\n"
+
+
+def _ep_dot(q: Any) -> str:
+    out = ["digraph epsparql {", "  node [shape=box, fontname=monospace];"]
+    count = [0]
+
+    def walk(n: Any) -> str:
+        count[0] += 1
+        me = f"n{count[0]}"
+        head, leaves = _ep_label(n)
+        out.append(f"  {me} [label={json.dumps(chr(10).join([head, *leaves]))}];")
+        for k in n.kids:
+            out.append(f"  {me} -> {walk(k)};")
+        return me
+
+    walk(q.pattern)
+    out.append("}")
+    return "\n".join(out) + "\n"

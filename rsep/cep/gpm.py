@@ -16,13 +16,19 @@ from collections.abc import Iterable
 import pyoxigraph as ox
 
 from rsep.algebra.spaseq import GPM, Mapping, Omega, join, mapping
+from rsep.cep.compiled import Canon, CompiledGPM, Fallback, compile_gpm
 from rsep.cep.events import SEvent
 
 _PLAIN = (ox.NamedNode, ox.Literal)
 
 
 class GPMEvaluator:
-    def __init__(self, gpms: Iterable[GPM], graphs: dict[str, list[ox.Triple]]) -> None:
+    """``compiled``: match simple GPMs in Python (rsep.cep.compiled), pyoxigraph otherwise;
+    ``shared``: evaluate a GPM's event-local part once per event for all runs (Sec. 7.2.1's
+    predicate pushing); off, every run evaluates the whole GPM against the event itself."""
+
+    def __init__(self, gpms: Iterable[GPM], graphs: dict[str, list[ox.Triple]], *,
+                 compiled: bool = True, shared: bool = True) -> None:
         self.gpms = list(gpms)
         self.store = ox.Store()
         self.kb: dict[str, ox.NamedNode] = {}
@@ -35,49 +41,93 @@ class GPMEvaluator:
                                       for t in graphs[iri])
         self._query = {g.name: g.prologue + "SELECT * WHERE " + g.local_pattern for g in self.gpms}
         self._kb_of = {g.name: [self.kb[b] for b in g.background if b in self.kb] for g in self.gpms}
+        self.canon = Canon()
+        self.compiled: dict[str, CompiledGPM] = {}
+        if compiled:
+            for g in self.gpms:
+                c = compile_gpm(g, self.canon)
+                if c is not None:
+                    self.compiled[g.name] = c
+        self.shared = shared
+        self._pending: dict[str, SEvent] = {}  # the instant's events, not yet in the store
+        self._canon: dict[str, list] = {}
         self._events: dict[str, ox.NamedNode] = {}
         self._local: dict[tuple[str, str], Omega] = {}
         self._holds: dict[tuple[str, Mapping], bool] = {}
         self._n = 0
-        self.evaluations = 0  # pattern evaluations (one per GPM and event at most)
+        self.evaluations = 0  # pattern evaluations by pyoxigraph (one per GPM and event at most)
+        self.compiled_evaluations = 0
         self.filter_queries = 0
+        self.fallbacks = 0  # rows or events the compiled form left to pyoxigraph
 
     # ------------------------------------------------------------ instants
 
     def begin(self, events: Iterable[SEvent]) -> None:
         for e in events:
+            self._pending[e.stream] = e
+
+    def _node(self, stream: str) -> ox.NamedNode | None:
+        node = self._events.get(stream)
+        if node is None:
+            e = self._pending.get(stream)
+            if e is None:
+                return None
             self._n += 1
             node = ox.NamedNode(f"urn:rsep:spaseq:event:{self._n}")
-            self._events[e.stream] = node
+            self._events[stream] = node
             self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node) for t in e.triples)
+        return node
 
     def end(self) -> None:
         for node in self._events.values():
             self.store.remove_graph(node)
         self._events.clear()
-        self._local.clear()
-        self._holds.clear()
+        self._pending.clear()
+        self._canon.clear()
+        if self._local:
+            self._local.clear()
+        if self._holds:
+            self._holds.clear()
 
     # ------------------------------------------------------------ evaluation
 
     def local(self, gpm: GPM, stream: str) -> Omega:
         """[[P]]_G of the pattern without stateful FILTERs, for the instant's event of ``stream``."""
         key = (gpm.name, stream)
-        got = self._local.get(key)
+        got = self._local.get(key) if self.shared else None
         if got is None:
-            node = self._events.get(stream)
-            if node is None:
-                got = frozenset()
-            else:
-                self.evaluations += 1
-                res = self.store.query(self._query[gpm.name], default_graph=node,
-                                       named_graphs=self._kb_of[gpm.name])
-                assert isinstance(res, ox.QuerySolutions)
-                names = [v.value for v in res.variables]
-                got = frozenset(mapping({n: t for n in names if (t := sol[n]) is not None})
-                                for sol in res)
-            self._local[key] = got
+            got = self._evaluate(gpm, stream)
+            if self.shared:
+                self._local[key] = got
         return got
+
+    def _evaluate(self, gpm: GPM, stream: str) -> Omega:
+        c = self.compiled.get(gpm.name)
+        if c is not None:
+            e = self._pending.get(stream)
+            if e is None:
+                return frozenset()
+            triples = self._canon.get(stream)
+            if triples is None:
+                triples = self._canon[stream] = self.canon.triples(e.triples)
+            try:
+                sols = c.match(triples)
+                self.compiled_evaluations += 1
+                if not sols:
+                    return frozenset()
+                return frozenset(tuple(sorted(mu.items())) for mu in sols)
+            except Fallback:
+                self.fallbacks += 1
+        node = self._node(stream)
+        if node is None:
+            return frozenset()
+        self.evaluations += 1
+        res = self.store.query(self._query[gpm.name], default_graph=node,
+                               named_graphs=self._kb_of[gpm.name])
+        assert isinstance(res, ox.QuerySolutions)
+        names = [v.value for v in res.variables]
+        return frozenset(mapping({n: t for n in names if (t := sol[n]) is not None})
+                         for sol in res)
 
     def match(self, gpm: GPM, stream: str, x: Omega) -> Omega:
         """The run's mappings X joined with the event's, the stateful FILTERs applied."""
@@ -91,7 +141,7 @@ class GPMEvaluator:
 
     def prefetch(self, gpm: GPM, stream: str, xs: Iterable[Omega]) -> None:
         """Evaluate the stateful FILTERs for every run about to be matched, in one query."""
-        if not gpm.stateful_filters:
+        if not gpm.stateful_filters or gpm.name in self.compiled:
             return
         local = self.local(gpm, stream)
         if not local:
@@ -104,6 +154,23 @@ class GPMEvaluator:
         return tuple(kv for kv in mu if kv[0] in gpm.filter_variables)
 
     def _filter(self, gpm: GPM, rows: list[Mapping]) -> list[Mapping]:
+        c = self.compiled.get(gpm.name)
+        if c is not None:
+            out = []
+            rest = []
+            for mu in rows:
+                try:
+                    if c.holds(mu):
+                        out.append(mu)
+                except Fallback:
+                    rest.append(mu)
+            if not rest:
+                return out
+            self.fallbacks += len(rest)
+            return out + self._filter_ox(gpm, rest)
+        return self._filter_ox(gpm, rows)
+
+    def _filter_ox(self, gpm: GPM, rows: list[Mapping]) -> list[Mapping]:
         todo: dict[Mapping, None] = {}
         for mu in rows:
             r = self._row(gpm, mu)

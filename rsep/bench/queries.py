@@ -1,0 +1,234 @@
+"""The query texts each engine runs, one function per comparison.
+
+A comparison puts side by side texts that mean the same thing on the same events (what
+differs is stated in ``Comparison.note``): SPASEQ for rsep, CORE's language for pycer,
+SQL MATCH_RECOGNIZE for Flink, RSP-QL for rsep, RSP-JS and the naive baseline.
+"""
+
+from __future__ import annotations
+
+from rsep.bench import workloads as w
+
+STRATEGY = {"strict": ",", "next": ";", "any": ":"}
+
+
+def zigzag_filters(length: int) -> list[str]:
+    """Step i >= 1 rises above step i-1 when i is odd and falls below it when even: the
+    V-shape of 002's Query 4 for length 3, a longer zigzag (Query 3's family) beyond."""
+    return [("{cur} > {prev}" if i % 2 else "{cur} < {prev}") for i in range(1, length)]
+
+
+def spaseq_zigzag(length: int, window: int, strategy: str = "strict") -> str:
+    """002 Query 4 (V-shape, length 3) generalised to ``length`` GPMs on the stock stream."""
+    names = [chr(ord("A") + i) for i in range(length)]
+    op = STRATEGY[strategy]
+    gpms = []
+    for i, n in enumerate(names):
+        filt = ""
+        if i:
+            cond = zigzag_filters(length)[i - 1].format(cur=f"?p{i + 1}", prev=f"?p{i}")
+            filt = f"\n    FILTER ({cond})"
+        gpms.append(f"  DEFINE GPM {n} ON S1 {{\n    ?company pred:price ?p{i + 1}.\n"
+                    f"    ?company pred:volume ?vol{i + 1}.{filt}\n  }}")
+    sel = " ".join(f"?p{i + 1}" for i in range(length))
+    return (f"PREFIX pred: <{w.PRED}>\nSELECT ?company {sel}\nWITHIN {window}\n"
+            f"FROM STREAM S1 <{w.STOCKS}>\nWHERE {{\n  SEQ ({f'{op} '.join(names)})\n"
+            + "\n".join(gpms) + "\n}\n")
+
+
+def flink_zigzag(length: int) -> str:
+    """The same zigzag in SQL MATCH_RECOGNIZE: strict contiguity over the whole stream (no
+    PARTITION BY: SPASEQ's ',' is about the stream's next event), the company joined by
+    equality, every start tried (AFTER MATCH SKIP TO NEXT ROW)."""
+    names = [chr(ord("A") + i) for i in range(length)]
+    defines = []
+    for i in range(1, length):
+        cmp = ">" if i % 2 else "<"
+        defines.append(f"{names[i]} AS {names[i]}.company = A.company AND "
+                       f"{names[i]}.price {cmp} {names[i - 1]}.price")
+    measures = ", ".join(f"{n}.t AS t{i + 1}" for i, n in enumerate(names))
+    return (f"SELECT * FROM stocks MATCH_RECOGNIZE (ORDER BY rowtime MEASURES {measures} "
+            f"ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN ({' '.join(names)}) "
+            f"DEFINE {', '.join(defines)})")
+
+
+# Per-event filters CORE (pycer 0.1.6) can express: volume bands, ~1% of events each.
+CORE_BANDS = (("volume > 990", "?v{i} > 990"), ("volume < 10", "?v{i} < 10"),
+              ("volume > 990", "?v{i} > 990"), ("volume < 10", "?v{i} < 10"),
+              ("volume > 990", "?v{i} > 990"))
+
+
+def spaseq_bands(length: int, window: int, strategy: str = "any") -> str:
+    """SEQ(A: B: C ...) with one per-event FILTER per GPM, joined on ?company: the part of
+    SPASEQ that CORE's skip-till-any sequences with per-event filters express."""
+    names = [chr(ord("A") + i) for i in range(length)]
+    op = STRATEGY[strategy]
+    gpms = [f"  DEFINE GPM {n} ON S1 {{\n    ?company pred:volume ?v{i + 1}.\n"
+            f"    FILTER ({CORE_BANDS[i][1].format(i=i + 1)})\n  }}" for i, n in enumerate(names)]
+    sel = " ".join(f"?v{i + 1}" for i in range(length))
+    return (f"PREFIX pred: <{w.PRED}>\nSELECT ?company {sel}\nWITHIN {window}\n"
+            f"FROM STREAM S1 <{w.STOCKS}>\nWHERE {{\n  SEQ ({f'{op} '.join(names)})\n"
+            + "\n".join(gpms) + "\n}\n")
+
+
+def core_bands(length: int, window: int) -> tuple[str, str]:
+    """(stream declaration, query) for pycer. CORE's WITHIN is a sliding bound on a match's
+    span; SPASEQ's is tumbling windows (Def. 16), so CORE gets one more unit and the harness
+    keeps CORE's matches that lie inside one SPASEQ window before comparing."""
+    names = [f"e{i + 1}" for i in range(length)]
+    decl = ("CREATE STREAM S { EVENT Stock { t:int, company:string, sector:string, price:int, "
+            "volume:int } }")
+    filters = " AND ".join(f"{n}[{CORE_BANDS[i][0]}]" for i, n in enumerate(names))
+    seq = " ; ".join(f"Stock AS {n}" for n in names)
+    q = (f"SELECT * FROM S WHERE {seq} FILTER {filters} PARTITION BY [company] "
+         f"WITHIN {window + 1} EVENTS")
+    return decl, q
+
+
+SENSOR_PREFIXES = ("PREFIX om-owl: <http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#>\n"
+                   "PREFIX weather: <http://knoesis.wright.edu/ssw/ont/weather.owl#>\n")
+SENSOR_WHERE = ("    ?obs om-owl:observedProperty weather:_AirTemperature .\n"
+                "    ?obs om-owl:procedure ?sensor .\n"
+                "    ?obs om-owl:result ?res .\n"
+                "    ?res om-owl:floatValue ?value .\n"
+                "    FILTER (?value > {threshold})\n")
+SENSOR_TAIL = "GROUP BY ?sensor\n"
+SENSOR_SELECT = "SELECT ?sensor (MAX(?value) AS ?max) (COUNT(?obs) AS ?readings)\n"
+
+
+def rspql_sensors(range_: int, step: int, threshold: float = 100.0) -> str:
+    """A windowed aggregate (SRBench-style): per sensor the maximum air temperature above
+    a threshold and the number of such readings in the window."""
+    return (SENSOR_PREFIXES + "REGISTER RSTREAM <http://example.org/bench/out> AS\n"
+            + SENSOR_SELECT
+            + f"FROM NAMED WINDOW <http://example.org/bench/w> ON <{w.SRBENCH}> "
+              f"[RANGE {range_} STEP {step}]\n"
+            + "WHERE {\n  WINDOW <http://example.org/bench/w> {\n"
+            + SENSOR_WHERE.format(threshold=threshold) + "  }\n}\n" + SENSOR_TAIL)
+
+
+def rspjs_sensors(range_: int, step: int, threshold: float = 100.0) -> str:
+    """The same for RSP-JS, whose parser reads one clause per line and wants ON STREAM."""
+    return (SENSOR_PREFIXES + "PREFIX : <http://example.org/bench/>\n"
+            + "REGISTER RStream <http://example.org/bench/out> AS\n" + SENSOR_SELECT
+            + f"FROM NAMED WINDOW :w ON STREAM <{w.SRBENCH}> [RANGE {range_} STEP {step}]\n"
+            + "WHERE {\nWINDOW :w {\n" + SENSOR_WHERE.format(threshold=threshold) + "}\n}\n"
+            + SENSOR_TAIL)
+
+
+def sparql_sensors(threshold: float = 100.0) -> str:
+    """What the naive baseline runs on each window snapshot (a fresh default-graph store)."""
+    return (SENSOR_PREFIXES + SENSOR_SELECT + "WHERE {\n" + SENSOR_WHERE.format(
+        threshold=threshold) + "}\n" + SENSOR_TAIL)
+
+
+# ------------------------------------------------------------ 002 Appendix A, as run by rsep
+
+def spaseq_query1(window: int) -> str:
+    """002 Query 1 (smart grid, three streams, KB), the ':' prefix declared."""
+    return f"""PREFIX : <{w.GRID}>
+SELECT ?house ?fr1 ?fr2 ?house2 ?city ?oname
+WITHIN {window}
+FROM STREAM S1 <{w.GRID_POWER}>
+FROM STREAM S2 <{w.GRID_WEATHER}>
+FROM STREAM S3 <{w.GRID_STORAGE}>
+WHERE {{
+  SEQ (A; B+, C)
+  DEFINE GPM A ON S1 {{
+    ?house :loc ?l. ?house :pow :Pw. :Pw :source "fuel". :Pw :fare ?fr1.
+    FILTER(?fr1 > 20).
+    GRAPH <{w.GRID_DB}> {{ ?house :locatedIn ?city. ?house :nearBy ?house2. ?house :ownerName ?oname. }}
+  }}
+  DEFINE GPM B ON S2 {{
+    ?wthr :loc ?l. ?wthr :value :Vl. :Vl :light ?lt. :Vl :windsp ?sp.
+    FILTER (?sp > 3 && ?lt > 40).
+  }}
+  DEFINE GPM C ON S3 {{
+    ?storage :loc ?l. ?storage :pow :Pw. :Pw :source "solar". :Pw :fare ?fr2.
+    FILTER (?fr2 < ?fr1).
+  }}
+}}
+"""
+
+
+def spaseq_query2(window: int) -> str:
+    """002 Query 2 (big after small), corrected as 002's text needs: the ':' prefix declared,
+    A's FILTER on the unbound ?s1 dropped, SELECT of variables the GPMs bind."""
+    return f"""PREFIX pred: <{w.PRED}>
+PREFIX : <{w.CARD_DB}#>
+SELECT ?card ?amount1 ?amount2 ?name
+WITHIN {window}
+FROM STREAM S1 <{w.CARDS}>
+WHERE {{
+  SEQ (A, B+)
+  DEFINE GPM A ON S1 {{ ?card pred:id ?id1. ?card pred:amount ?amount1. ?card pred:loc ?loc. }}
+  DEFINE GPM B ON S1 {{
+    ?card pred:id ?id1. ?card pred:amount ?amount2.
+    FILTER (?amount2 >= ?amount1 * 10)
+    GRAPH <{w.CARD_DB}> {{ ?id1 :cardHolder ?name. ?id1 :holderAddress ?address. }}
+  }}
+}}
+"""
+
+
+def spaseq_query3(window: int) -> str:
+    """002 Query 3 (head and shoulders) as printed, WITHIN in stream units."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "tests" / "data" / "spaseq" / "query3.rq")
+    if text.is_file():
+        return text.read_text(encoding="utf-8").replace("WITHIN 60 MINUTES", f"WITHIN {window}")
+    return spaseq_zigzag(7, window)
+
+
+def spaseq_query5(window: int) -> str:
+    """002 Query 5 (traffic, conjunction over three streams), SELECT corrected."""
+    s = [w.TRAFFIC + i for i in w.TRAFFIC_IDS]
+    return f"""PREFIX ssn: <{w.SSN}>
+PREFIX sao: <{w.SAO}>
+SELECT ?p1 ?v1 ?v2 ?v3
+WITHIN {window}
+FROM STREAM S1 <{s[0]}>
+FROM STREAM S2 <{s[1]}>
+FROM STREAM S3 <{s[2]}>
+WHERE {{
+  SEQ (A; (B&C))
+  DEFINE GPM A ON S1 {{ ?traffic ssn:observedProperty ?p1. ?traffic sao:hasValue ?v1. FILTER (?v1 > 3) }}
+  DEFINE GPM B ON S2 {{ ?traffic ssn:observedProperty ?p1. ?traffic sao:hasValue ?v2. FILTER (?v2 >= ?v1) }}
+  DEFINE GPM C ON S3 {{ ?traffic ssn:observedProperty ?p1. ?traffic sao:hasValue ?v3. FILTER (?v3 >= ?v2) }}
+}}
+"""
+
+
+def spaseq_query6(window: int) -> str:
+    """002 Query 6 (trajectory classification, KB) as printed, ':' declared."""
+    return f"""PREFIX pred: <{w.PRED}>
+PREFIX : <{w.HARBOUR}>
+SELECT ?vessel ?n ?cname
+WITHIN {window}
+FROM STREAM S1 <{w.BOATS}>
+WHERE {{
+  SEQ (A, B+, C)
+  DEFINE GPM A ON S1 {{ ?vessel pred:speed ?s1. ?vessel pred:location "harbour". ?vessel pred:direction ?dir1. FILTER (?s1 > 0) }}
+  DEFINE GPM B ON S1 {{ ?vessel pred:speed ?s2. ?vessel pred:location ?l. ?vessel pred:direction ?dir1. FILTER (?s2 > ?s1) }}
+  DEFINE GPM C ON S1 {{
+    ?vessel pred:speed 0. ?vessel pred:location "fishingarea". ?vessel pred:direction ?dir3.
+    GRAPH <{w.HARBOUR_DB}> {{ ?vessel :name ?n. ?vessel :operatedBy ?company. ?company :name ?cname. }}
+  }}
+}}
+"""
+
+
+def cqels_coupons(coupon_range: int, location_range: int) -> str:
+    """001 Example 5's notification query (CQELS), ranges in stream units."""
+    return f"""PREFIX : <{w.EXORG}>
+SELECT ?shop ?product ?percent
+FROM <{w.PRODUCTS}>
+WHERE {{
+  STREAM <{w.COUPONS}> [RANGE {coupon_range}] {{
+    ?shop :offers ?coupon . ?coupon :reduce ?percent . ?coupon :on ?product . }}
+  STREAM <{w.LOCATIONS}> [RANGE {location_range}] {{ ?user :isNear ?shop . }}
+  ?product :g_classify ?gender .
+  FILTER (?percent >= 50 && ?gender != 1)
+}}
+"""

@@ -1,0 +1,35 @@
+"""Shared by the Python workers (any Python >= 3.10, no rsep import: pycer's and PyFlink's
+venvs do not have rsep installed)."""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+
+def load_spec() -> dict:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        return json.load(f)
+
+
+def percentiles(ms: list[float]) -> dict | None:
+    if not ms:
+        return None
+    s = sorted(ms)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
+
+    return {"p50": q(0.50), "p99": q(0.99), "max": s[-1], "n": len(s)}
+
+
+def finish(spec: dict, ready: float, run_s: float, events: int, *, latencies: list[float] | None = None,
+           stages: dict | None = None, note: str = "") -> None:
+    out = {"ready": ready, "run_s": run_s, "events": events,
+           "latency_ms": percentiles(latencies or []),
+           "self_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+           "stages": stages or {}, "note": note, "finished": time.time()}
+    with open(spec["result"], "w", encoding="utf-8") as f:
+        json.dump(out, f)

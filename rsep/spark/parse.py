@@ -37,6 +37,172 @@ Malformed records, and events later than the allowed lateness, go to the
 dead-letter output with the reason; nothing is dropped silently.
 """
 
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+
+from rsep.stream.event import Event, Rejected
+from rsep.stream.files import StreamFile, TimeConfig
+from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
+from rsep.stream.jsonl import parse_lines
+
 END_OF_INPUT = "urn:rsep:end-of-input"
 
 RAW_COLUMNS = ("stream", "origin", "text", "arrival")
+
+FORMATS = ("trig", "nquads", "jsonl")
+
+
+def detect_format(origin: str, text: str, given: str | None = None) -> str:
+    if given:
+        if given not in FORMATS:
+            raise ValueError(f"unknown stream format {given!r} (expected one of {', '.join(FORMATS)})")
+        return given
+    low = origin.lower().split("#", 1)[0]
+    if low.endswith((".nq", ".nquads")):
+        return "nquads"
+    if low.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if low.endswith((".trig", ".ttl")):
+        return "trig"
+    return "jsonl" if text.lstrip().startswith("{") else "trig"
+
+
+_SCRATCH: str | None = None
+
+
+def _scratch() -> str:
+    # StreamFile reads paths: one scratch file per worker process, rewritten per text.
+    global _SCRATCH
+    if _SCRATCH is None:
+        d = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        fd, _SCRATCH = tempfile.mkstemp(prefix="rsep-spark-", suffix=".txt", dir=d)
+        os.close(fd)
+    return _SCRATCH
+
+
+def parse_text(text: str, stream: str, origin: str, fmt: str,
+               time: TimeConfig | None = None) -> Iterator[Event | Rejected]:
+    """The events and rejected records of one raw text, located by ``origin``."""
+    if fmt == "jsonl":
+        yield from parse_lines(text.splitlines(), stream, origin)
+        return
+    path = _scratch()
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    try:
+        items = list(StreamFile(path, stream, time=time, fmt=fmt))
+    except ValueError as e:
+        yield Rejected(stream, origin, 0, 0, str(e).replace(path, origin), text[:200])
+        return
+    for it in items:
+        if isinstance(it, Event):
+            it.origin = origin + it.origin[len(path):]
+        else:
+            it.origin = origin
+            it.reason = it.reason.replace(path, origin)
+        yield it
+
+
+EVENTS_SCHEMA = ("key string, rtype string, stream string, rank int, origin string, pos int, "
+                 "graph string, start long, end long, tkind string, nt string, line int, "
+                 "record string")
+
+
+def _nt(triples: tuple) -> str:
+    import pyoxigraph as ox
+
+    return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode() if triples else ""
+
+
+def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
+    """The mapInArrow function: raw-record batches -> event / reject / tick rows per key.
+
+    Tick rows (``t``) carry each stream's earliest and latest time in the batch to every
+    key, so every bucket sees the progress of the whole input.
+    """
+
+    def run(batches: Iterator) -> Iterator:
+        import json
+
+        import pyarrow as pa
+
+        from rsep.spark.plan import Router
+
+        names = [f.strip().split(" ")[0] for f in EVENTS_SCHEMA.split(",")]
+        graphs = cfg.background()
+        routers = [Router(qp, graphs) for qp in cfg.queries]
+        keys = [f"{qp.name}#{b}" for qp in cfg.queries for b in range(qp.buckets)]
+        rank = {s: i for i, s in enumerate(cfg.streams)}
+        first_key = keys[0]
+        for batch in batches:
+            cols: dict[str, list] = {n: [] for n in names}
+
+            def add(key: str, rtype: str, stream: str = "", rk: int = 0, origin: str = "",
+                    pos: int = 0, graph: str = "", start: int = 0, end: int = 0,
+                    tkind: str = "", nt: str = "", line: int = 0, record: str = "") -> None:
+                for n, v in zip(names, (key, rtype, stream, rk, origin, pos, graph, start, end,
+                                        tkind, nt, line, record), strict=True):
+                    cols[n].append(v)
+
+            d = batch.to_pydict()
+            fmts = d.get("format") or [None] * batch.num_rows
+            span: dict[str, list] = {}
+            for stream, origin, text, fmt in zip(d["stream"], d["origin"], d["text"], fmts,
+                                                 strict=True):
+                origin = origin or ""
+                if stream == END_OF_INPUT:
+                    for k in keys:
+                        add(k, "x")
+                    continue
+                text = text or ""
+                try:
+                    items = list(parse_text(text, stream, origin, detect_format(origin, text, fmt),
+                                            cfg.time))
+                except ValueError as e:
+                    items = [Rejected(stream, origin, 0, 0, str(e), text[:200])]
+                if stream not in rank:
+                    items = [it for it in items if not isinstance(it, Event)] + ([Rejected(
+                        stream, origin, 0, 0, f"<{stream}> is not one of the pipeline's streams",
+                        text[:200])] if any(isinstance(it, Event) for it in items) else [])
+                for pos, it in enumerate(items):
+                    if isinstance(it, Rejected):
+                        add(first_key, "r", stream, record=json.dumps({
+                            "stream": it.stream, "file": it.origin, "line": it.line,
+                            "column": it.column, "reason": it.reason, "record": it.text,
+                            **it.extra}))
+                        continue
+                    e = it
+                    sp = span.setdefault(stream, [e.time, e.time, e.kind.value])
+                    sp[0] = min(sp[0], e.time)
+                    sp[1] = max(sp[1], e.time)
+                    line = int(e.origin.rsplit(":", 1)[1] or 0)
+                    nt = None
+                    for qp, router in zip(cfg.queries, routers, strict=True):
+                        for b in router.buckets(e):
+                            if nt is None:
+                                nt = _nt(e.triples)
+                            add(f"{qp.name}#{b}", "e", stream, rank[stream], origin, pos,
+                                e.graph, e.start, e.end, e.kind.value, nt, line)
+            for stream, (lo, hi, kind) in span.items():
+                for k in keys:
+                    add(k, "t", stream, rank[stream], start=lo, end=hi, tkind=kind)
+            if cols["key"]:
+                yield pa.RecordBatch.from_pydict(cols, schema=_arrow_schema())
+
+    return run
+
+
+def _arrow_schema():
+    import pyarrow as pa
+
+    t = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
+    return pa.schema([(n, t[ty]) for n, ty in (f.strip().split(" ") for f in EVENTS_SCHEMA.split(","))])
+
+
+def events_from_records(records, cfg: object):
+    """Raw records (the contract above) -> rows keyed ``query#bucket``, parsed on the executors."""
+    cols = [c for c in ("stream", "origin", "text", "format") if c in records.columns]
+    return records.select(*cols).mapInArrow(parse_partition(cfg), EVENTS_SCHEMA)

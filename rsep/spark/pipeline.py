@@ -1,0 +1,163 @@
+"""rsep queries as Spark jobs: sources -> parse (executors) -> engine per key -> sinks.
+
+>>> p = SparkPipeline(spark, ["q.rq"], streams=[("http://ex/s", "dir/")])   # doctest: +SKIP
+>>> p.run_to_files("out/", checkpoint="ck/")                                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.runtime.engine import Engine, Limits, Output
+from rsep.spark.parse import END_OF_INPUT, events_from_records
+from rsep.spark.plan import QueryPlan, partitioning
+from rsep.spark.state import OUTPUT_SCHEMA, EngineProcessor, PipelineConfig, output_of
+from rsep.stream.files import TimeConfig
+
+ORDER = ("time", "qrank", "key", "idx")
+
+
+class SparkPipeline:
+    """Registered queries over streams, run as one Spark job (streaming or batch).
+
+    ``queries``: (text, source) pairs or paths to query files. ``streams``: (IRI, path)
+    pairs, a path being a stream file or a directory of them (a directory may grow
+    while a streaming job runs). ``buckets``: state keys per partitionable query
+    (default: the session's shuffle partitions).
+    """
+
+    def __init__(self, spark: Any, queries: Iterable[str | Path | tuple[str, str]], *,
+                 streams: Iterable[tuple[str, str]] = (),
+                 graphs: Iterable[tuple[str, str | Path]] = (),
+                 dialect: str | None = None, r2s: str | None = None, report: str | None = None,
+                 policy: str | None = None, time: TimeConfig | None = None,
+                 time_unit_ms: int | None = None, limits: Limits | None = None,
+                 allowed_lateness: int = 0, until: int | None = None,
+                 buckets: int | None = None, allow_dereference: bool = False) -> None:
+        self.spark = spark
+        self.streams = list(streams)
+        buckets = buckets or int(spark.conf.get("spark.sql.shuffle.partitions"))
+        # The driver registers every query once: errors surface before any job starts,
+        # and names are resolved as the CLI resolves them.
+        eng = Engine(time_unit_ms=time_unit_ms, limits=limits,
+                     allow_dereference=allow_dereference)
+        for iri, path in graphs:
+            eng.add_graph(iri, path)
+        plans: list[QueryPlan] = []
+        for q in queries:
+            text, source = (q if isinstance(q, tuple) else
+                            (Path(q).read_text(encoding="utf-8"), str(q)))
+            qp = QueryPlan("", text, dialect, source, r2s, report, policy)
+            parsed = qp.parse()
+            default = Path(source).stem if source else None
+            rt = eng.register(parsed, source=source, default_name=default,
+                              r2s=R2S(r2s) if r2s else None,
+                              report=ReportPolicy.parse(report) if report else None)
+            qp.name = rt.name
+            qp.streams = tuple(sorted(rt.streams))
+            qp.partitioning = partitioning(parsed)
+            qp.buckets = buckets if qp.partitioning.key else 1
+            plans.append(qp)
+        self.engine = eng  # for the caller's checks (streams read, names)
+        nt = {iri: ox.serialize(ts, format=ox.RdfFormat.N_TRIPLES).decode()
+              for iri, ts in eng.graphs.items()}
+        self.config = PipelineConfig(
+            plans, tuple(iri for iri, _ in self.streams), nt, time or TimeConfig(),
+            time_unit_ms, limits or Limits(), allowed_lateness, until, uuid.uuid4().hex,
+            with_query=len(plans) > 1)
+
+    # ------------------------------------------------------------ sources
+
+    def file_records(self, *, streaming: bool = True, max_files_per_trigger: int | None = None,
+                     control: str | None = None) -> Any:
+        """Raw records of the stream files: one row per file (``wholetext``)."""
+        from pyspark.sql import functions as F
+
+        dfs = []
+        for iri, path in self.streams:
+            p = Path(path)
+            reader = self.spark.readStream if streaming else self.spark.read
+            reader = reader.format("text").option("wholetext", "true")
+            if max_files_per_trigger and streaming:
+                reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+            if p.is_file():
+                reader = reader.option("pathGlobFilter", p.name)
+                p = p.parent
+            df = reader.load(str(p.resolve()))
+            dfs.append(df.select(F.lit(iri).alias("stream"),
+                                 F.col("_metadata.file_path").alias("origin"),
+                                 F.col("value").alias("text"),
+                                 F.col("_metadata.file_modification_time").alias("arrival")))
+        if control is not None:
+            reader = (self.spark.readStream if streaming else self.spark.read)
+            df = reader.format("text").option("wholetext", "true").load(control)
+            dfs.append(df.select(F.lit(END_OF_INPUT).alias("stream"),
+                                 F.col("_metadata.file_path").alias("origin"),
+                                 F.lit("").alias("text"),
+                                 F.col("_metadata.file_modification_time").alias("arrival")))
+        out = dfs[0]
+        for d in dfs[1:]:
+            out = out.unionByName(d)
+        return out
+
+    def end_of_input(self) -> Any:
+        """A one-row static DataFrame that closes every query (for batch replays)."""
+        from pyspark.sql import functions as F
+
+        return self.spark.range(1).select(F.lit(END_OF_INPUT).alias("stream"),
+                                          F.lit("").alias("origin"), F.lit("").alias("text"),
+                                          F.current_timestamp().alias("arrival"))
+
+    # ------------------------------------------------------------ the job
+
+    def outputs(self, records: Any) -> Any:
+        """Results and rejected records (``rtype`` o / r) of raw records, any source."""
+        from pyspark.sql import functions as F
+
+        ev = events_from_records(records, self.config)
+        out = ev.groupBy("key").transformWithStateInPandas(
+            statefulProcessor=EngineProcessor(self.config), outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append", timeMode="None")
+        rank = {qp.name: i for i, qp in enumerate(self.config.queries)}
+        expr = F.lit(0)
+        for name, i in rank.items():
+            expr = F.when(F.col("query") == name, F.lit(i)).otherwise(expr)
+        return out.withColumn("qrank", expr)
+
+    def start(self, records: Any, on_batch: Callable[[Any, int], None], *,
+              checkpoint: str | None = None, trigger: dict | None = None) -> Any:
+        """Start a streaming job; ``on_batch(df, batch_id)`` gets each micro-batch's outputs
+        (persisted; ``batch_id`` lets writes be idempotent)."""
+        def each(df: Any, batch_id: int) -> None:
+            df = df.persist()
+            try:
+                on_batch(df, batch_id)
+            finally:
+                df.unpersist()
+
+        w = self.outputs(records).writeStream.foreachBatch(each)
+        if checkpoint:
+            w = w.option("checkpointLocation", checkpoint)
+        if trigger:
+            w = w.trigger(**trigger)
+        return w.start()
+
+
+def ordered(df: Any) -> Any:
+    return df.orderBy(*ORDER)
+
+
+def collect_outputs(df: Any) -> list[Output]:
+    """A batch's results on the driver, in output order (console and callback sinks)."""
+    rows = ordered(df.filter("rtype = 'o'")).select("payload").collect()
+    return [output_of(r.payload) for r in rows]
+
+
+def collect_rejected(df: Any) -> list[str]:
+    return [r.json for r in df.filter("rtype = 'r'").select("json").collect()]

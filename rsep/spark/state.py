@@ -1,0 +1,301 @@
+"""The stateful stage: per ``query#bucket``, the in-process engine over that bucket's events.
+
+Rows of a key come unordered; events wait in the state store (``pending``) until
+the release frontier F = min over the input streams of (latest time seen) - allowed
+lateness passes them, and are then pushed in the in-process merge order (time,
+stream rank, origin, position). Every tick row carries the progress of every
+stream, so all buckets agree on F; a bucket's engine is settled to F, so its
+outputs before F are final. An event behind its stream's progress minus the
+allowed lateness is rejected (dead-letter output), never dropped.
+
+The live Engine stays in the Python worker (``_LIVE``); the state store keeps what
+rebuilds it: the released events still inside the query's horizon (``retained``)
+and the settled frontier (``meta``). A version number in both detects a cache that
+is stale (a retried batch, another worker, a restart): the engine is then rebuilt by
+replaying the retained events with their outputs suppressed, all of which are
+before the committed frontier.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyoxigraph as ox
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.window import WindowKind
+from rsep.runtime.engine import Engine, Limits, Output
+from rsep.spark.plan import QueryPlan
+from rsep.stream.event import Event
+from rsep.stream.files import TimeConfig
+from rsep.stream.time import TimeKind
+
+EVENT_STATE = ("time long, rank int, origin string, pos int, stream string, graph string, "
+               "start long, end long, tkind string, nt string")
+META_STATE = ("version long, owner string, gstart long, gkind string, maxes string, "
+              "frontier long, closed boolean, emitted long")
+OUTPUT_SCHEMA = ("rtype string, key string, query string, time long, idx long, "
+                 "json string, payload binary")
+
+
+@dataclass
+class PipelineConfig:
+    """Everything the executors need, shipped as plain data."""
+
+    queries: list[QueryPlan]
+    streams: tuple[str, ...]  # rank order: ties in time are broken by it
+    graphs: dict[str, str] = field(default_factory=dict)  # IRI -> N-Triples
+    time: TimeConfig = field(default_factory=TimeConfig)
+    time_unit_ms: int | None = None
+    limits: Limits = field(default_factory=Limits)
+    allowed_lateness: int = 0
+    until: int | None = None
+    run_id: str = ""
+    with_query: bool = False
+
+    def query(self, name: str) -> QueryPlan:
+        return next(q for q in self.queries if q.name == name)
+
+    def background(self) -> dict[str, list[ox.Triple]]:
+        return {iri: [q.triple for q in ox.parse(nt, format=ox.RdfFormat.N_TRIPLES)]
+                for iri, nt in self.graphs.items()}
+
+
+def new_engine(cfg: PipelineConfig, qp: QueryPlan) -> Engine:
+    eng = Engine(time_unit_ms=cfg.time_unit_ms, limits=cfg.limits)
+    for iri, triples in cfg.background().items():
+        eng.add_graph(iri, triples)
+    eng.register(qp.parse(), name=qp.name, source=qp.source,
+                 r2s=R2S(qp.r2s) if qp.r2s else None,
+                 report=ReportPolicy.parse(qp.report) if qp.report else None)
+    return eng
+
+
+def _prebind(eng: Engine, kind: TimeKind, start: int) -> None:
+    # The engine's clock starts at the first event of the whole input, as in-process,
+    # even when that event belongs to another bucket.
+    eng.kind = kind
+    eng.start = start
+    eng.now = start
+    for rt in eng.queries:
+        rt.bind(kind, eng.time_unit_ms, start)
+
+
+def horizon(eng: Engine) -> int | None:
+    """How far back (timeline units) a rebuild must replay; None: the whole history."""
+    from rsep.runtime.engine import QueryRuntime
+
+    out = 0
+    for rt in eng.queries:
+        if isinstance(rt, QueryRuntime):
+            if rt._consumes or not rt.windows:
+                return None
+            for bw in rt.windows:
+                w = bw.window
+                if w.kind is not WindowKind.TIME:
+                    return None
+                out = max(out, 2 * (w.alpha + w.beta) + w.offset)
+        else:
+            span = getattr(getattr(rt, "machine", None), "window", None)
+            if span is None:
+                return None
+            out = max(out, 2 * span)
+    return out
+
+
+def event_from_row(r: Any) -> Event:
+    triples = tuple(q.triple for q in ox.parse(r.nt, format=ox.RdfFormat.N_TRIPLES)) if r.nt else ()
+    return Event(stream=r.stream, graph=r.graph, start=int(r.start), end=int(r.end),
+                 triples=triples, kind=TimeKind(r.tkind), origin=f"{r.origin}:{r.pos}")
+
+
+@dataclass
+class _Live:
+    version: int
+    engine: Engine
+    bound: bool = False
+
+
+_LIVE: dict[tuple[str, str], _Live] = {}
+
+
+class EngineProcessor(StatefulProcessor):
+    def __init__(self, cfg: PipelineConfig) -> None:
+        self.cfg = cfg
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.meta = handle.getValueState("meta", META_STATE)
+        self.pending = handle.getListState("pending", EVENT_STATE)
+        self.retained = handle.getListState("retained", EVENT_STATE)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],
+                        timerValues: Any) -> Iterator[pd.DataFrame]:
+        k = key[0]
+        out = _Batch(self, k).run(rows)
+        if out:
+            yield pd.DataFrame(out, columns=["rtype", "key", "query", "time", "idx", "json",
+                                             "payload"])
+
+    def close(self) -> None:
+        pass
+
+
+_EVENT_COLS = ("time", "rank", "origin", "pos", "stream", "graph", "start", "end", "tkind", "nt")
+
+
+class _Batch:
+    """One key's work in one micro-batch."""
+
+    def __init__(self, proc: EngineProcessor, key: str) -> None:
+        self.p = proc
+        self.cfg = proc.cfg
+        self.key = key
+        qname, _, _ = key.rpartition("#")
+        self.qp = self.cfg.query(qname)
+        self.out: list[tuple] = []
+
+    def run(self, rows: Iterator[pd.DataFrame]) -> list[tuple]:
+        cfg, p = self.cfg, self.p
+        m = p.meta.get() if p.meta.exists() else None
+        version, owner, gstart, gkind, maxes, frontier, closed, emitted = (
+            m if m is not None else (0, cfg.run_id, None, None, "{}", None, False, 0))
+        maxes = json.loads(maxes)
+        self.emitted = emitted
+        live = _LIVE.get((cfg.run_id, self.key))
+        if live is None or live.version != version or owner != cfg.run_id:
+            live = self._rebuild(version, gstart, gkind, frontier)
+        eng = live.engine
+        before = dict(maxes)
+        new: list[tuple] = []
+        end = False
+        lateness = cfg.allowed_lateness
+        for pdf in rows:
+            for r in pdf.itertuples(index=False):
+                t = r.rtype
+                if t == "t":
+                    s = r.stream
+                    maxes[s] = max(maxes.get(s, r.end), int(r.end))
+                    if gstart is None or (not live.bound and r.start < gstart):
+                        gstart, gkind = int(r.start), r.tkind
+                elif t == "e":
+                    time = int(r.end)
+                    bound = before.get(r.stream)
+                    if closed or (bound is not None and time < bound - lateness):
+                        self._late(r, bound if bound is not None else time, closed)
+                    elif gkind is not None and r.tkind != gkind:
+                        self._reject(r, f"<{r.graph}> has a {r.tkind} timestamp but other "
+                                     f"streams use {gkind} ones")
+                    else:
+                        new.append((time, int(r.rank), r.origin, int(r.pos), r.stream, r.graph,
+                                    int(r.start), time, r.tkind, r.nt))
+                elif t == "r":
+                    self.out.append(("r", self.key, self.qp.name, -1, 0, r.record, None))
+                elif t == "x":
+                    end = True
+        pend = list(p.pending.get()) if p.pending.exists() else []
+        pend.extend(new)
+        if end:
+            release, keep = pend, []
+        elif all(s in maxes for s in cfg.streams) and cfg.streams:
+            f = min(maxes[s] for s in cfg.streams) - lateness
+            release = [e for e in pend if e[0] < f]
+            keep = [e for e in pend if e[0] >= f]
+            frontier = f if frontier is None else max(frontier, f)
+        else:
+            release, keep = [], pend
+        release.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
+        if gstart is not None and not live.bound:
+            _prebind(eng, TimeKind(gkind), gstart)
+            live.bound = True
+        for e in release:
+            eng.push(event_from_row(_Row(e)))
+        if end and not closed:
+            eng.close(self.cfg.until)
+            closed = True
+        elif frontier is not None and eng.now is not None and frontier > eng.now:
+            eng._settle(frontier)  # evaluations before F are final: no event before F can come
+        self._emit(eng)
+        if keep:
+            p.pending.put(keep)
+        elif pend:
+            p.pending.clear()
+        if release:
+            h = horizon(eng)
+            if h is None:
+                p.retained.appendList(release)
+            else:
+                cut = (frontier if frontier is not None else release[-1][0]) - h
+                old = list(p.retained.get()) if p.retained.exists() else []
+                kept = [e for e in old if e[0] >= cut] + [e for e in release if e[0] >= cut]
+                if kept:
+                    p.retained.put(kept)
+                elif old:
+                    p.retained.clear()
+        version += 1
+        live.version = version
+        _LIVE[(cfg.run_id, self.key)] = live
+        p.meta.update((version, cfg.run_id, gstart, gkind, json.dumps(maxes), frontier, closed,
+                       self.emitted))
+        return self.out
+
+    def _rebuild(self, version: int, gstart: int | None, gkind: str | None,
+                 frontier: int | None) -> _Live:
+        eng = new_engine(self.cfg, self.qp)
+        live = _Live(version, eng)
+        if gstart is not None:
+            _prebind(eng, TimeKind(gkind), gstart)
+            live.bound = True
+        if self.p.retained.exists():
+            for e in self.p.retained.get():
+                eng.push(event_from_row(_Row(tuple(e))))
+        if frontier is not None and eng.now is not None and frontier > eng.now:
+            eng._settle(frontier)
+        # Everything a replay outputs was output before the committed frontier.
+        list(eng.drain())
+        return live
+
+    def _emit(self, eng: Engine) -> None:
+        for o in eng.drain():
+            d = o.to_json()
+            if self.cfg.with_query:
+                d = {"query": o.query, **d}
+            self.emitted += 1
+            self.out.append(("o", self.key, o.query, o.time, self.emitted,
+                             json.dumps(d, ensure_ascii=False), pickle.dumps(o)))
+
+    def _reject(self, r: Any, reason: str) -> None:
+        self.out.append(("r", self.key, self.qp.name, int(r.end), 0, json.dumps({
+            "stream": r.stream, "file": r.origin, "line": int(r.line), "column": 0,
+            "reason": reason, "record": r.graph}), None))
+
+    def _late(self, r: Any, bound: int, closed: bool) -> None:
+        from rsep.stream.time import format_time
+
+        kind = TimeKind(r.tkind)
+        if closed:
+            reason = f"<{r.graph}> arrived after the end of the input"
+        else:
+            reason = (f"timestamp {format_time(int(r.end), kind)} of <{r.graph}> is late: the "
+                      f"stream is already at {format_time(bound, kind)}"
+                      + (f" (allowed lateness {self.cfg.allowed_lateness})"
+                         if self.cfg.allowed_lateness else
+                         " (accept late events with --allowed-lateness)"))
+        self._reject(r, reason)
+
+
+class _Row:
+    __slots__ = _EVENT_COLS
+
+    def __init__(self, e: tuple) -> None:
+        for k, v in zip(_EVENT_COLS, e, strict=True):
+            setattr(self, k, v)
+
+
+def output_of(payload: bytes) -> Output:
+    return pickle.loads(payload)

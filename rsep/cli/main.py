@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-dereference", action="store_true",
                    help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress or rejection messages")
+    from rsep.spark.cli import add_options
+
+    add_options(r)
     from rsep.lars.cli import add_parsers
 
     add_parsers(sub, _pair_arg)
@@ -120,6 +123,10 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "engine", "inprocess") == "spark":
+        from rsep.spark.cli import run as spark_run
+
+        return spark_run(args)
     time_unit = parse_time_unit(args.time_unit) if args.time_unit else None
     engine = Engine(time_unit_ms=time_unit, allow_dereference=args.allow_dereference,
                     limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds))
@@ -149,7 +156,10 @@ def run(args: argparse.Namespace) -> int:
         if len(args.time_predicate) == 1 else TimeConfig(
             point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
     dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
-    files = [StreamFile(path, iri, time=tc) for iri, path in args.stream]
+    from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
+
+    files = [JsonlStreamFile(path, iri) if path.lower().endswith(SUFFIXES)
+             else StreamFile(path, iri, time=tc) for iri, path in args.stream]
     for f in files:
         if not f.path.is_file():
             raise EngineError(f"stream file not found: {f.path}")

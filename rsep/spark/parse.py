@@ -142,7 +142,8 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
 
             def add(key: str, rtype: str, stream: str = "", rk: int = 0, origin: str = "",
                     pos: int = 0, graph: str = "", start: int = 0, end: int = 0,
-                    tkind: str = "", nt: str = "", line: int = 0, record: str = "") -> None:
+                    tkind: str = "", nt: str = "", line: int = 0, record: str = "",
+                    cols: dict = cols) -> None:
                 for n, v in zip(names, (key, rtype, stream, rk, origin, pos, graph, start, end,
                                         tkind, nt, line, record), strict=True):
                     cols[n].append(v)

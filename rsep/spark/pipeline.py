@@ -161,3 +161,68 @@ def collect_outputs(df: Any) -> list[Output]:
 
 def collect_rejected(df: Any) -> list[str]:
     return [r.json for r in df.filter("rtype = 'r'").select("json").collect()]
+
+
+def run_files(pipe: SparkPipeline, on_batch: Callable[[Any, int], None], *,
+              checkpoint: str | None = None, batch: bool = False,
+              max_files_per_trigger: int | None = None,
+              progress: Callable[[str], None] | None = None) -> None:
+    """Run over the stream files as they are now, to the end of the input.
+
+    Streaming (default): a checkpointed job reads the files, then an end-of-input marker
+    file closes every query. ``batch``: the same plan as one Spark batch job.
+    """
+    import tempfile
+
+    if batch:
+        df = pipe.outputs(pipe.file_records(streaming=False).unionByName(pipe.end_of_input()))
+        df = df.persist()
+        try:
+            on_batch(df, 0)
+        finally:
+            df.unpersist()
+        return
+    ck = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="rsep-spark-"))
+    control = ck / "control"
+    control.mkdir(parents=True, exist_ok=True)
+    q = pipe.start(pipe.file_records(control=str(control),
+                                     max_files_per_trigger=max_files_per_trigger),
+                   on_batch, checkpoint=str(ck / "checkpoint"))
+    try:
+        q.processAllAvailable()
+        if not (control / "end").exists():
+            (control / "end").write_text("end of input\n", encoding="utf-8")
+        q.processAllAvailable()
+        if progress is not None and q.lastProgress:
+            progress(f"{q.lastProgress.get('batchId')} micro-batches")
+    finally:
+        q.stop()
+
+
+def write_batch(df: Any, directory: str | Path, batch_id: int, fmt: str = "jsonl") -> None:
+    """The file sink: a batch's results (and rejected records) under a directory named by
+    the batch id, overwritten when a batch is replayed, so each result is there once."""
+    base = str(directory).rstrip("/")
+    name = f"batch={batch_id:010d}"
+    res = ordered(df.filter("rtype = 'o'")).coalesce(1)
+    rej = df.filter("rtype = 'r'").select("json").coalesce(1)
+    if fmt == "parquet":
+        res.select("query", "time", "json").write.mode("overwrite").parquet(
+            f"{base}/results/{name}")
+    else:
+        res.select("json").write.mode("overwrite").text(f"{base}/results/{name}")
+    rej.write.mode("overwrite").text(f"{base}/rejected/{name}")
+
+
+def read_sink(directory: str | Path, what: str = "results") -> list[str]:
+    """The JSON lines of a jsonl file sink, in batch order (no Spark needed)."""
+    lines: list[str] = []
+    root = Path(directory) / what
+    if not root.is_dir():
+        return lines
+    for d in sorted(root.glob("batch=*")):
+        if not (d / "_SUCCESS").exists():
+            continue
+        for f in sorted(d.glob("part-*")):
+            lines.extend(x for x in f.read_text(encoding="utf-8").splitlines() if x)
+    return lines

@@ -1,0 +1,128 @@
+"""``rsep run --engine spark``: the CLI's run on a Spark job, same outputs and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rsep.runtime.engine import EngineError, Limits
+from rsep.runtime.sinks import Sink
+from rsep.stream.files import TimeConfig
+from rsep.stream.time import parse_time_unit
+
+
+def add_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--engine", choices=("inprocess", "spark"), default="inprocess",
+                   help="run in this process (default) or as a Spark job")
+    r.add_argument("--master", default="local[*]",
+                   help="Spark master with --engine spark: local[*], local[2], spark://host:7077, "
+                   "yarn, ... (default local[*])")
+    r.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory: a rerun "
+                   "with the same directory resumes where the last run stopped")
+    r.add_argument("--batch", action="store_true",
+                   help="with --engine spark: one Spark batch job instead of a streaming one")
+    r.add_argument("--sink-dir", metavar="DIR", help="with --engine spark: also write results "
+                   "here, one directory per micro-batch (exactly once)")
+    r.add_argument("--sink-format", choices=("jsonl", "parquet"), default="jsonl")
+
+
+class _Quiet:
+    """Spark's Python workers print to the process's stdout: results get their own
+    descriptor, and descriptor 1 goes to /dev/null while Spark runs."""
+
+    def __enter__(self) -> Any:
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+        return os.fdopen(os.dup(self.saved), "w", encoding="utf-8")
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rsep.cli.main import EXIT_OK, EXIT_REJECTED, _until
+    from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
+    from rsep.spark.session import get_session
+
+    if not args.stream:
+        raise EngineError("no input: give at least one --stream IRI=PATH")
+    for _, path in args.stream:
+        if not Path(path).exists():
+            raise EngineError(f"stream file not found: {path}")
+    tc = TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
+        if len(args.time_predicate) == 1 else TimeConfig(
+            point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
+    tty = sys.stderr.isatty() and not args.quiet
+    with _Quiet() as stdout:
+        spark = get_session(args.master)
+        pipe = SparkPipeline(
+            spark, args.queries, streams=args.stream, graphs=args.graph, dialect=args.dialect,
+            r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None), time=tc,
+            time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None,
+            limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds),
+            allowed_lateness=args.allowed_lateness, until=_until(args.until),
+            allow_dereference=args.allow_dereference)
+        wanted = {s for qp in pipe.config.queries for s in qp.streams}
+        missing = wanted - {iri for iri, _ in args.stream}
+        if missing:
+            raise EngineError("the queries read stream(s) with no --stream given: "
+                              + ", ".join(f"<{m}>" for m in sorted(missing)))
+        out = open(args.output, "w", encoding="utf-8") if args.output else stdout
+        sink = Sink(out, args.format, with_query=len(pipe.config.queries) > 1)
+        dead = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None
+        rejected = 0
+        seen: set[int] = set()
+        t0 = time.monotonic()
+
+        def on_batch(df: Any, batch_id: int) -> None:
+            nonlocal rejected
+            if args.sink_dir:
+                write_batch(df, args.sink_dir, batch_id, args.sink_format)
+            if batch_id in seen:  # a replayed batch: already written
+                return
+            seen.add(batch_id)
+            for o in collect_outputs(df):
+                sink.write(o)
+            out.flush()
+            for r in df.filter("rtype = 'r'").select("json").collect():
+                rejected += 1
+                if dead:
+                    dead.write(r.json + "\n")
+                if not args.quiet and rejected <= 20:
+                    d = json.loads(r.json)
+                    loc = f"{d['file']}:{d['line']}" + (f":{d['column']}" if d["column"] else "")
+                    print(f"rejected: {loc}: {d['reason']}", file=sys.stderr)
+            if tty:
+                print(f"\rbatch {batch_id}: {sink.count} results, "
+                      f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
+
+        try:
+            run_files(pipe, on_batch, checkpoint=args.checkpoint, batch=args.batch)
+        finally:
+            sink.close()
+            if tty:
+                print(file=sys.stderr)
+            if dead:
+                dead.close()
+            if args.output:
+                out.close()
+            else:
+                out.flush()
+            spark.stop()
+    if rejected:
+        if not args.quiet:
+            print(f"rsep: {rejected} input record(s) rejected"
+                  + (f" (written to {args.dead_letter})" if args.dead_letter else ""),
+                  file=sys.stderr)
+        return EXIT_REJECTED
+    return EXIT_OK

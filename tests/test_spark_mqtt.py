@@ -1,0 +1,247 @@
+"""The MQTT source and sink against a real mosquitto broker started by the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import paho.mqtt.client as paho
+import pytest
+
+from rsep.spark.mqtt import MqttSink, message_ids, mqtt_records, parse_url
+from rsep.spark.spool import Spool, SpoolError
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+S = "http://example.org/S"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    if not os.access(MOSQUITTO, os.X_OK):
+        pytest.skip(f"mosquitto broker binary not found at {MOSQUITTO} (.ci/run installs it)")
+    d = tmp_path_factory.mktemp("mosquitto")
+    port = free_port()
+    conf = d / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                    "max_queued_messages 100000\nmax_inflight_messages 0\n")
+    proc = subprocess.Popen([MOSQUITTO, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"mosquitto did not start: {proc.stderr.read().decode()}")
+            time.sleep(0.05)
+    yield port
+    proc.terminate()
+    proc.wait(10)
+
+
+def publish(port: int, topic: str, payloads: list[str]) -> None:
+    c = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    infos = [c.publish(topic, p, qos=1) for p in payloads]
+    for i in infos:
+        i.wait_for_publish(10)
+        assert i.is_published()
+    c.disconnect()
+    c.loop_stop()
+
+
+class Subscriber:
+    """Collects (payload, user properties) from a topic."""
+
+    def __init__(self, port: int, topic: str) -> None:
+        self.got: list[tuple[str, dict]] = []
+        ready = threading.Event()
+        self.c = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+        self.c.on_connect = lambda c, *a: c.subscribe(topic, qos=1)
+        self.c.on_subscribe = lambda *a: ready.set()
+        self.c.on_message = lambda c, u, m: self.got.append(
+            (m.payload.decode(), dict(getattr(m.properties, "UserProperty", []))))
+        self.c.connect("127.0.0.1", port)
+        self.c.loop_start()
+        assert ready.wait(10)
+
+    def wait(self, n: int, timeout: float = 20) -> list[tuple[str, dict]]:
+        deadline = time.monotonic() + timeout
+        while len(self.got) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # and nothing more than expected
+        return list(self.got)
+
+    def close(self) -> None:
+        self.c.disconnect()
+        self.c.loop_stop()
+
+
+class Collect:
+    """foreachBatch target keeping every delivered row, failing on demand."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.rows: list[tuple] = []
+        self.fail_on = fail_on
+
+    def __call__(self, df, batch_id: int) -> None:
+        rows = [tuple(r) for r in df.collect()]
+        if self.fail_on is not None and any(self.fail_on in r[2] for r in rows):
+            raise RuntimeError("sink failure injected by the test")
+        self.rows.extend(rows)
+
+
+def drain(query, sink: Collect, n: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while len(sink.rows) < n and time.monotonic() < deadline:
+        query.processAllAvailable()
+        if len(sink.rows) < n:
+            time.sleep(0.05)
+    query.processAllAvailable()
+
+
+def trig(i: int) -> str:
+    return (f'<{S}/g{i}> <http://www.w3.org/ns/prov#generatedAtTime> "{i}"^^'
+            f'<http://www.w3.org/2001/XMLSchema#integer> .\n'
+            f'<{S}/g{i}> {{ <http://example.org/a{i}> <http://example.org/p> "x\\ny" . }}\n')
+
+
+def test_parse_url():
+    assert parse_url("mqtt://h:1884/sensors/#") == ("h", 1884, "sensors/#")
+    assert parse_url("mqtt://h/a%20b") == ("h", 1883, "a b")
+    with pytest.raises(ValueError, match="without a topic"):
+        parse_url("mqtt://h:1")
+    with pytest.raises(ValueError, match="not an MQTT URL"):
+        parse_url("tcp://h:1/x")
+
+
+def test_spool_replay_release_and_torn_tail(tmp_path):
+    sp = Spool(tmp_path / "s", segment_bytes=64)
+    for i in range(10):
+        assert sp.append("k", f"p{i}".encode(), i) == i
+    assert sp.sync() == 10
+    assert [(s, a, p.decode()) for s, a, _, p in sp.read(3, 6)] == [(3, 3, "p3"), (4, 4, "p4"),
+                                                                    (5, 5, "p5")]
+    sp.release(6)
+    assert sp.first > 0 and sp.first <= 6
+    with pytest.raises(SpoolError, match="committed and deleted"):
+        list(sp.read(0, 2))
+    sid = sp.id
+    sp.close()
+    last = sorted((tmp_path / "s").glob("*.log"))[-1]
+    with open(last, "ab") as f:
+        f.write(b"\x01\x02\x03")  # a crash in the middle of an append
+    sp = Spool(tmp_path / "s", segment_bytes=64)
+    assert (sp.id, sp.end) == (sid, 10)
+    assert sp.append("k", b"p10", 10) == 10
+    sp.sync()
+    assert [p for *_, p in sp.read(9, 11)] == [b"p9", b"p10"]
+    with pytest.raises(SpoolError, match="in use"):
+        Spool(tmp_path / "s", lock_timeout=0.1)
+    sp.close()
+
+
+def test_message_ids_do_not_depend_on_row_order():
+    a = message_ids(7, [b"x", b"y", b"x"])
+    b = message_ids(7, [b"x", b"x", b"y"])
+    assert sorted(a) == sorted(b) and len(set(a)) == 3
+    assert all(i.startswith("7:") for i in a)
+
+
+def test_mqtt_source_delivers_exactly_the_published_records_across_restarts(spark, broker, tmp_path):
+    topic = "rsep/test/in"
+    url = f"mqtt://127.0.0.1:{broker}/{topic}"
+    ckpt, spool = str(tmp_path / "ckpt"), tmp_path / "spool"
+    sent = [trig(i) for i in range(40)]
+
+    def start(sink):
+        df = mqtt_records(spark, url, stream=S, spool_dir=spool, maxRecordsPerBatch="7")
+        return df.writeStream.foreachBatch(sink).option("checkpointLocation", ckpt).start()
+
+    first = Collect(fail_on=f"<{S}/g25>")
+    q = start(first)
+    q.processAllAvailable()  # subscribed: the reader waits for the SUBACK
+    t0 = time.time()
+    publish(broker, topic, sent[:30])
+    deadline = time.monotonic() + 30
+    while q.isActive and time.monotonic() < deadline:
+        try:
+            q.processAllAvailable()
+        except Exception:
+            break
+        time.sleep(0.05)
+    assert not q.isActive  # the injected failure stopped the query in the batch holding g25
+    q.stop()
+    delivered = len(first.rows)
+    assert [r[2] for r in first.rows] == sent[:delivered] and 20 <= delivered <= 25
+    # While the query is down the broker queues for its persistent session.
+    publish(broker, topic, sent[30:])
+    second = Collect()
+    q = start(second)
+    drain(q, second, len(sent) - delivered)
+    q.stop()
+    rows = first.rows + second.rows
+    assert [r[2] for r in rows] == sent
+    assert {(r[0], r[1]) for r in rows} == {(S, f"mqtt://127.0.0.1:{broker}/{topic}")}
+    assert all(t0 - 1 <= r[3].timestamp() <= time.time() + 1 for r in rows)
+
+
+def test_mqtt_source_topic_to_stream_map_and_refusals(spark, broker, tmp_path):
+    streams = json.dumps({"rsep/m/a": S + "A", "rsep/m/+": S + "other"})
+    df = mqtt_records(spark, {"host": "127.0.0.1", "port": str(broker), "topic": "rsep/m/#",
+                              "streams": streams})
+    sink = Collect()
+    q = df.writeStream.foreachBatch(sink).start()
+    q.processAllAvailable()
+    publish(broker, "rsep/m/a", ["one"])
+    publish(broker, "rsep/m/b", ["two"])
+    publish(broker, "rsep/m/c/d", ["three"])
+    drain(q, sink, 3)
+    q.stop()
+    base = f"mqtt://127.0.0.1:{broker}/"
+    assert sorted(r[:3] for r in sink.rows) == [
+        (S + "A", base + "rsep/m/a", "one"), (S + "other", base + "rsep/m/b", "two"),
+        (base + "rsep/m/c/d", base + "rsep/m/c/d", "three")]
+
+
+def test_mqtt_source_unreachable_broker_is_a_clear_error(spark):
+    df = mqtt_records(spark, f"mqtt://127.0.0.1:{free_port()}/x")
+    q = df.writeStream.foreachBatch(lambda d, i: None).start()
+    with pytest.raises(Exception, match="cannot connect to MQTT broker 127.0.0.1"):
+        q.awaitTermination(30)
+    q.stop()
+
+
+def test_mqtt_sink_publishes_jsonl_objects_once_per_batch(spark, broker, tmp_path):
+    sub = Subscriber(broker, "rsep/out")
+    sink = MqttSink(f"mqtt://127.0.0.1:{broker}/rsep/out", state_dir=tmp_path)
+    rows = [{"time": "5", "bindings": {"x": "<http://example.org/a>"}},
+            {"time": "5", "bindings": {"x": "<http://example.org/a>"}},
+            {"time": "7", "boolean": True}]
+    df = spark.createDataFrame(
+        [(r["time"], r.get("bindings"), r.get("boolean")) for r in rows],
+        "time string, bindings map<string,string>, boolean boolean")
+    sink(df, 0)
+    sink(df, 0)  # a replay of a batch already acknowledged is not re-sent
+    got = sub.wait(3)
+    sink.close()
+    sub.close()
+    assert [json.loads(p) for p, _ in got] == rows
+    assert [(u["rsep-batch"], u["rsep-seq"]) for _, u in got] == [("0", "0"), ("0", "1"), ("0", "2")]
+    assert [u["rsep-id"] for _, u in got] == message_ids(0, [p.encode() for p, _ in got])
+    assert json.loads((Path(tmp_path) / "mqtt-sink.json").read_text()) == {"batch": 0}

@@ -230,7 +230,8 @@ def test_example12_compiled_nfa_of_seq_a_bplus_c():
     ]
     text = explain(q)
     assert "x1 -> x1  ({S2}, +, B)  take" in text and "x2 -> xf  ({S3}, ∅, C)" in text
-    assert "partition key: ?l" in text
+    assert "run index by value of: ?l" in text
+    assert "partition key: none (strict contiguity (',') is over the whole streamset" in text
     dot = explain(q, "dot")
     assert 'x1 -> x2 [label="({S2}, +, B)"];' in dot and "xf [shape=doublecircle];" in dot
 

@@ -473,10 +473,12 @@ def _not(inner: Callable) -> Callable[[dict], object]:
 
 
 def prefixes_of(prologue: str) -> dict[str, str]:
-    if re.search(r"\bBASE\b", prologue, re.IGNORECASE):
-        raise NotCompiled("BASE")
-    return {m.group(1) or "": m.group(2)
-            for m in re.finditer(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", prologue, re.I)}
+    # BASE is harmless: relative IRIs are refused, in the pattern and in PREFIX.
+    out = {m.group(1) or "": m.group(2)
+           for m in re.finditer(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", prologue, re.I)}
+    if any(":" not in iri for iri in out.values()):
+        raise NotCompiled("relative PREFIX IRI")
+    return out
 
 
 class CompiledGPM:

@@ -21,6 +21,7 @@ Readings of the damaged/ambiguous formulas are listed in docs/semantics.md
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections.abc import Callable, Iterable
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from rsep.algebra.events import Selection
+from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
 from rsep.events.semantics import precedes
 from rsep.runtime.engine import EngineError, Output
 from rsep.stream.event import Event
@@ -269,6 +271,7 @@ class ExprEvaluator:
         self.kind = kind
         self.store = ox.Store()
         self.calls = 0
+        self._fns: dict[tuple[int, TimeKind | None], tuple[Expr, Fn | None]] = {}
 
     def _time(self, t: float) -> str:
         if t in (INF, -INF):
@@ -298,10 +301,33 @@ class ExprEvaluator:
         vs = "VALUES (" + " ".join("?" + h for h in head) + ") { " + " ".join(lines) + " }"
         return vs, head
 
+    def _compiled(self, e: Expr) -> Fn | None:
+        key = (id(e), self.kind)
+        if key not in self._fns:
+            self._fns[key] = (e, compile_filter(e.text, e.prologue, self.kind is TimeKind.DATETIME))
+        return self._fns[key][1]
+
+    def _fast(self, f: Fn, names: frozenset[str], rows: list[tuple[Solution, float, float]]) -> list[bool]:
+        dt = self.kind is TimeKind.DATETIME
+        out = []
+        for s, ta, tw in rows:
+            vals = {k: term_value(v) for k, v in s.mu if k in names}
+            if ta != INF and tw != -INF:
+                vals["__d"] = Dur(tw - ta) if dt else int(tw - ta)
+                vals["__s"], vals["__e"] = int(ta), int(tw)
+            out.append(f(vals.get) is True)
+        return out
+
     def test(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> list[bool]:
         """mu(sigma_{ta,tw}(F)) for each (solution, ta, tw): its effective boolean value."""
         if not rows:
             return []
+        f = self._compiled(e)
+        if f is not None:
+            try:
+                return self._fast(f, e.variables, rows)
+            except Fallback:
+                pass
         vs, _ = self._values(e, rows)
         q = f"{e.prologue}SELECT ?__i WHERE {{ {vs} FILTER ({e.text}) }}"
         self.calls += 1
@@ -426,13 +452,21 @@ class OccurrenceStore:
         self.by_po: dict[tuple[str, str], list[Occurrence]] = {}
         self.by_ps: dict[tuple[str, str], list[Occurrence]] = {}
         self.keys: set[tuple] = set()
+        self.version = getattr(self, "version", 0)  # counts additions (kept by prune)
+        self.fresh: list[Occurrence] = []  # the occurrences ending at fresh_tau, the latest end
+        self.fresh_tau: float = -INF
 
     def add(self, oc: Occurrence) -> bool:
-        """Add an occurrence; S is a set (Sec. 4.2): an existing (s, p, o, t, t') is kept once."""
+        """Add an occurrence; S is a set (Sec. 4.2): an existing (s, p, o, t, t') is kept once.
+        Occurrences come in order of their ends (the stream's time order)."""
         key = (oc.s, oc.p, oc.o, oc.ta, oc.tw)
         if key in self.keys:
             return False
         self.keys.add(key)
+        self.version += 1
+        if oc.tw != self.fresh_tau:
+            self.fresh, self.fresh_tau = [], oc.tw
+        self.fresh.append(oc)
         self.all.append(oc)
         self.by_p.setdefault(oc.p, []).append(oc)
         self.by_po.setdefault((oc.p, oc.o), []).append(oc)
@@ -567,12 +601,18 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
     raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
 
 
-def _left(mand: list[Solution], opt: list[Solution], cond: Expr | None, ex: ExprEvaluator,
-          when: Callable[[Solution, Solution], bool], mandatory_right: bool = False) -> list[Solution]:
+def _left(mand: list[Solution], opt: list[Solution] | None, cond: Expr | None, ex: ExprEvaluator,
+          when: Callable[[Solution, Solution], bool], mandatory_right: bool = False,
+          cands: Callable[[Solution], Iterable[Solution]] | None = None) -> list[Solution]:
     """LeftJoin-like: each mandatory solution joined with the optional ones satisfying the
     time condition ``when(mandatory, optional)`` and F (on the combination, sigma with the
-    combination's interval), or alone when there is none."""
-    pairs = [(m, o) for m in mand for o in opt if when(m, o) and compatible(m.mu, o.mu)]
+    combination's interval), or alone when there is none. ``cands(m)``, when given, narrows
+    the optional solutions to look at for m (an index)."""
+    if cands is None:
+        assert opt is not None
+        pairs = [(m, o) for m in mand for o in opt if when(m, o) and compatible(m.mu, o.mu)]
+    else:
+        pairs = [(m, o) for m in mand for o in cands(m) if when(m, o) and compatible(m.mu, o.mu)]
     combos = [combine(o, m) if mandatory_right else combine(m, o) for m, o in pairs]
     ok = ex.test(cond, [(c, c.ta, c.tw) for c in combos]) if cond is not None else [True] * len(combos)
     out: list[Solution] = []
@@ -779,9 +819,84 @@ def leaf_horizon(root: Node, hs: dict[int, float]) -> float:
 # ---------------------------------------------------------------- incremental evaluator
 
 
+def certain(n: Node) -> frozenset[str]:
+    """The variables every solution of n binds (join keys may use them)."""
+    if isinstance(n, (BGP, Background)):
+        return frozenset(t.name for tp in n.patterns for t in tp
+                         if isinstance(t, Var) and not t.name.startswith("_b"))
+    if isinstance(n, (Filter, Extend)):
+        return certain(n.kids[0])
+    if isinstance(n, Project):
+        inner = certain(n.arg)
+        return inner if n.items is None else frozenset(v for v, e in n.items if e is None and v in inner)
+    if isinstance(n, Union):
+        return certain(n.left) & certain(n.right)
+    if isinstance(n, (Join, SeqJoin, EqJoin)):
+        return certain(n.left) | certain(n.right)
+    if isinstance(n, (LeftJoin, EqLeftJoin)):
+        return certain(n.left)
+    if isinstance(n, SeqRightJoin):
+        return certain(n.right)
+    return frozenset()
+
+
+def _tw(s: Solution) -> float:
+    return s.tw
+
+
+class Keyed:
+    """A node's earlier solutions, bucketed by the values of its parent's join key (the
+    variables both operands always bind); each bucket is in t_omega order (solutions are
+    added instant by instant)."""
+
+    def __init__(self, key: tuple[str, ...]) -> None:
+        self.key = key
+        self.buckets: dict[tuple, list[Solution]] = {}
+        self.n = 0
+        self.kept = 0
+
+    def of(self, s: Solution) -> tuple:
+        if not self.key:
+            return ()
+        d = dict(s.mu)
+        return tuple(d.get(v) for v in self.key)
+
+    def add(self, sols: Iterable[Solution]) -> None:
+        for s in sols:
+            self.buckets.setdefault(self.of(s), []).append(s)
+            self.n += 1
+
+    def get(self, k: tuple) -> list[Solution]:
+        return self.buckets.get(k, [])
+
+    def before(self, k: tuple, t: float) -> list[Solution]:
+        """The bucket's solutions ending before t."""
+        b = self.buckets.get(k)
+        if not b:
+            return []
+        return b[:bisect.bisect_left(b, t, key=_tw)]
+
+    def prune(self, lo: float) -> None:
+        if self.n < 2 * self.kept + 64:
+            return
+        n = 0
+        for k in list(self.buckets):
+            b = [s for s in self.buckets[k] if s.ta >= lo]
+            if b:
+                self.buckets[k] = b
+                n += len(b)
+            else:
+                del self.buckets[k]
+        self.n = self.kept = n
+
+    def all(self) -> list[Solution]:
+        return [s for b in self.buckets.values() for s in b]
+
+
 class Delta:
     """Unrestricted setting, push-based: ``at(tau)`` gives the solutions of each node with
-    t_omega == tau, from the node's solutions before tau (``done``) and its children's.
+    t_omega == tau, from the node's solutions before tau (kept per operand, bucketed by
+    the join key, EDBC's goals) and its children's.
 
     Call ``at(tau)`` as often as the occurrences at tau change (rule rounds), then
     ``commit(tau)`` once tau is complete.
@@ -790,50 +905,58 @@ class Delta:
     def __init__(self, root: Node, world: World, hs: dict[int, float] | None = None) -> None:
         self.root = root
         self.w = world
-        self.done: dict[int, list[Solution]] = {}
-        self._memo: dict[int, list[Solution]] = {}
-        self._bg: dict[int, list[Solution]] = {}
         self.hs = hs or {}  # per node: its horizon (see :func:`horizons`); none: keep all
-        self._kept: dict[int, int] = {}  # per node: what pruning left, for amortising it
-        # only the operands of binary operators read their earlier solutions
-        self._read = {id(k) for n in _nodes(root) if isinstance(n, Binary) for k in n.kids}
+        self._memo: dict[int, list[Solution]] = {}
+        self._at: tuple[int, int] | None = None  # (tau, store version) the memo is for
+        self.done: dict[int, Keyed] = {}  # only the operands of binary operators read theirs
+        self._bg: dict[int, Keyed] = {}
+        self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
+        for n in _nodes(root):
+            if isinstance(n, Binary):
+                k = tuple(sorted(certain(n.left) & certain(n.right)))
+                shared = set(variables(n.left)) & set(variables(n.right))
+                self._compat[id(n)] = bool(shared - set(k))
+                for kid in n.kids:
+                    self.done[id(kid)] = Keyed(k)
 
     def at(self, tau: int) -> list[Solution]:
-        self._memo = {}
-        self.tau = tau
-        return self._d(self.root)
+        if self._at != (tau, self.w.occ.version):
+            self._memo = {}
+            self.tau = tau
+            self._d(self.root)
+            self._at = (tau, self.w.occ.version)
+        return self._memo[id(self.root)]
 
     def commit(self, tau: int) -> None:
         self.at(tau)
         for k, sols in self._memo.items():
-            if sols and k in self._read:
-                self.done.setdefault(k, []).extend(sols)
+            if sols and k in self.done:
+                self.done[k].add(sols)
         self._memo = {}
+        self._at = None
         self.prune(tau)
 
     def prune(self, tau: int) -> None:
         """Forget the solutions that start more than the node's horizon before tau: every
         later root solution using one would start before ``tau - H`` and end after tau.
-        Amortised: a node's list is filtered once it has doubled since the last time."""
-        for k, sols in self.done.items():
+        Amortised: a node's store is filtered once it has doubled since the last time."""
+        for k, store in self.done.items():
             h = self.hs.get(k, INF)
-            if h == INF or len(sols) < 2 * self._kept.get(k, 0) + 64:
-                continue
-            lo = tau - h
-            sols[:] = [s for s in sols if s.ta >= lo]
-            self._kept[k] = len(sols)
+            if h != INF:
+                store.prune(tau - h)
 
     def stored(self) -> int:
-        return sum(len(v) for v in self.done.values())
+        return sum(v.n for v in self.done.values())
 
-    def _old(self, n: Node) -> list[Solution]:
-        if isinstance(n, Unit):
-            return [TIMELESS]
-        if isinstance(n, Background):
+    def _old(self, n: Node) -> Keyed:
+        if isinstance(n, (Unit, Background)):
             if id(n) not in self._bg:
-                self._bg[id(n)] = match_bgp(n.patterns, [_bg(self.w, n.iri)] * len(n.patterns))
+                kd = Keyed(self.done[id(n)].key)
+                kd.add([TIMELESS] if isinstance(n, Unit) else
+                       match_bgp(n.patterns, [_bg(self.w, n.iri)] * len(n.patterns)))
+                self._bg[id(n)] = kd
             return self._bg[id(n)]
-        return self.done.get(id(n), [])
+        return self.done[id(n)]
 
     def _d(self, n: Node) -> list[Solution]:
         k = id(n)
@@ -847,9 +970,15 @@ class Delta:
             return []
         if isinstance(n, BGP):
             occ = self.w.occ
+            fresh = occ.fresh if occ.fresh_tau == tau else []
 
             def now(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in occ.candidates(s, p, o) if x.tw == tau)
+                return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
+                        and (s is None or x.s == s))
+
+            m = len(n.patterns)
+            if m == 1:
+                return match_bgp(n.patterns, [now])
 
             def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
                 return (x for x in occ.candidates(s, p, o) if x.tw < tau)
@@ -858,7 +987,6 @@ class Delta:
                 return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
 
             out: list[Solution] = []
-            m = len(n.patterns)
             for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
                 out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1)))
             return out
@@ -870,23 +998,56 @@ class Delta:
             return _project(n, self._d(n.arg), ex)
         assert isinstance(n, Binary)
         da, db = self._d(n.left), self._d(n.right)
-        oa, ob = self._old(n.left), self._old(n.right)
         if isinstance(n, Union):
             return da + db
-        if isinstance(n, Join):
-            return ([combine(x, y) for x in da for y in itertools.chain(ob, db) if compatible(x.mu, y.mu)]
-                    + [combine(x, y) for x in oa for y in db if compatible(x.mu, y.mu)])
         if isinstance(n, EqJoin):
             return [combine(x, y) for x in da for y in db
                     if x.ta == y.ta and x.tw == y.tw and compatible(x.mu, y.mu)]
-        if isinstance(n, SeqJoin):
-            return [combine(x, y) for y in db for x in oa if x.tw < y.ta and compatible(x.mu, y.mu)]
-        if isinstance(n, LeftJoin):
-            return _left(da, ob + db, n.cond, ex, lambda x, y: y.tw <= x.tw)
         if isinstance(n, EqLeftJoin):
             return _left(da, db, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
+        chk = self._compat[id(n)]
+        if isinstance(n, Join):
+            if not da and not db:
+                return []
+            oa, ob = self._old(n.left), self._old(n.right)
+            out = []
+            if db:
+                new_b: dict[tuple, list[Solution]] = {}
+                for y in db:
+                    new_b.setdefault(ob.of(y), []).append(y)
+                for x in da:
+                    k = oa.of(x)
+                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k), new_b.get(k, ()))
+                               if not chk or compatible(x.mu, y.mu))
+                for y in db:
+                    out.extend(combine(x, y) for x in oa.get(ob.of(y)) if not chk or compatible(x.mu, y.mu))
+            else:
+                for x in da:
+                    out.extend(combine(x, y) for y in ob.get(oa.of(x)) if not chk or compatible(x.mu, y.mu))
+            return out
+        if isinstance(n, SeqJoin):
+            if not db:
+                return []
+            oa = self._old(n.left)
+            out = []
+            for y in db:
+                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta) if not chk or compatible(x.mu, y.mu))
+            return out
+        if isinstance(n, LeftJoin):
+            if not da:
+                return []
+            ob = self._old(n.right)
+            new_b = {}
+            for y in db:
+                new_b.setdefault(ob.of(y), []).append(y)
+            return _left(da, None, n.cond, ex, lambda x, y: y.tw <= x.tw,
+                         cands=lambda x: itertools.chain(ob.get(ob.of(x)), new_b.get(ob.of(x), ())))
         if isinstance(n, SeqRightJoin):
-            return _left(db, oa, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True)
+            if not db:
+                return []
+            oa = self._old(n.left)
+            return _left(db, None, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True,
+                         cands=lambda x: oa.before(oa.of(x), x.ta))
         raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
 
 

@@ -6,6 +6,7 @@ import re
 
 from rsep.algebra.spaseq import SpaseqQuery, Strategy
 from rsep.cep.nfa import NFA, Edge, compile_query
+from rsep.cep.partition import partition_key
 
 _ROLE = {
     "proceed": "",
@@ -43,7 +44,9 @@ def to_text(q: SpaseqQuery | NFA) -> str:
              + (f"  WITHIN {query.within.text}" if query.within else "  (no WITHIN: one window)")]
     lines.append("streams: " + ", ".join(f"{n} = <{iri}>" for n, iri in query.streams.items()))
     if nfa.partition_key:
-        lines.append("partition key: " + " ".join("?" + v for v in nfa.partition_key))
+        lines.append("run index by value of: " + " ".join("?" + v for v in nfa.partition_key))
+    key, why = partition_key(query)
+    lines.append(f"partition key: ?{key} ({why})" if key else f"partition key: none ({why})")
     for st in nfa.states:
         head = f"{st.name} ({st.kind})"
         if st.atom is not None:

@@ -139,6 +139,13 @@ class GPMEvaluator:
             return joined
         return frozenset(self._filter(gpm, list(joined)))
 
+    def extend(self, gpm: GPM, x: Omega, local: Omega) -> Omega:
+        """X joined with an event's mappings for the GPM, the stateful FILTERs applied."""
+        joined = join(x, local)
+        if not gpm.stateful_filters or not joined:
+            return joined
+        return frozenset(self._filter(gpm, list(joined)))
+
     def prefetch(self, gpm: GPM, stream: str, xs: Iterable[Omega]) -> None:
         """Evaluate the stateful FILTERs for every run about to be matched, in one query."""
         if not gpm.stateful_filters or gpm.name in self.compiled:

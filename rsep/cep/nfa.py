@@ -41,8 +41,10 @@ engine equal to :mod:`rsep.cep.spaseq_reference`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from rsep.algebra.spaseq import (
     UNIT,
@@ -51,14 +53,16 @@ from rsep.algebra.spaseq import (
     AtomKind,
     BopNode,
     Leaf,
+    Mapping,
     Omega,
     Or,
     SpaseqQuery,
     Strategy,
     drop,
 )
-from rsep.cep.events import Match, SEvent, Step, steps_of
+from rsep.cep.events import Match, SEvent, steps_of
 from rsep.cep.gpm import GPMEvaluator
+from rsep.cep.partition import common_variables
 
 OP_SYMBOL = {Strategy.STRICT: "∅", Strategy.NEXT: ";", Strategy.ANY: ":"}
 
@@ -161,65 +165,137 @@ def compile_query(q: SpaseqQuery) -> NFA:
         st.edges = _edges_for(i, a, op_in, all_streams)
         states.append(st)
     states.append(State(len(atoms), "xf", "final", None, q.seq.ops[-1] if q.seq.ops else None, None))
-    return NFA(q, states, partition_key(q))
+    return NFA(q, states, index_variables(q))
 
 
-def partition_key(q: SpaseqQuery) -> tuple[str, ...]:
-    """Variables every matching GPM binds, so runs (and streams) can be split by their value.
+def index_variables(q: SpaseqQuery) -> tuple[str, ...]:
+    """Variables every GPM binds: the engine indexes runs by their value (the stream-level
+    partition key, which also needs the strategies' consent, is rsep.cep.partition's)."""
+    common = common_variables(q, negated=False)
+    return tuple(v for v in q.partition_by if v in common) or tuple(common)
 
-    The declared PARTITION BY wins; otherwise the variables bound by every
-    non-negated GPM, except for a leading Kleene+ (its iterations are joined on
-    nothing but PARTITION BY variables, so its matches can mix values).
+
+# ---------------------------------------------------------------- options
+
+
+@dataclass
+class NFAOptions:
+    """The engine's optimisations, each switchable for benchmarks; results never depend on them.
+
+    ``stream_index`` (Sec. 7.2.2): runs are found by the GPM occurrences their state waits
+    for; off, every live run is tried at every instant. ``partition_index``: within that,
+    by the value of a variable every such GPM binds (e.g. ?company), so an event touches
+    only the runs of its value. ``window_pushing`` (Sec. 7.2.1): runs of closed windows are
+    dropped before matching; off, when next touched (and by a sweep every 1024 instants).
+    ``predicate_pushing`` (Sec. 7.2.1): a GPM's event-local part is evaluated once per event
+    for all runs; off, each run evaluates the GPM itself. ``lazy_conjunction`` (Sec. 7.3):
+    no conjunct is evaluated before every conjunct's stream has an event at the timestamp.
+    ``compiled_gpm``: simple GPMs matched in Python (rsep.cep.compiled). ``shared_runs``:
+    runs that can only go on alike (same state, window, contiguity and mappings restricted
+    to the variables later GPMs read) are one run whose history is a DAG; matches are
+    enumerated from it when output, at most ``max_matches`` per match group (a run reaching
+    x_f at one instant), the rest counted in ``Stats.matches_cut``. ``max_runs`` bounds live
+    runs: beyond it the oldest are dropped and counted in ``Stats.runs_cut``.
     """
-    if q.partition_by:
-        return q.partition_by
-    atoms = [a for a in q.seq.atoms if a.kind is not AtomKind.NEGATION]
-    if atoms and atoms[0].kind is AtomKind.KLEENE:
-        return ()
-    common: set[str] | None = None
-    for a in atoms:
-        for lf in a.body.leaves():
-            vs = set(lf.gpm.required_variables)
-            common = vs if common is None else common & vs
-    return tuple(sorted(common or ()))
+
+    stream_index: bool = True
+    partition_index: bool = True
+    window_pushing: bool = True
+    predicate_pushing: bool = True
+    lazy_conjunction: bool = True
+    compiled_gpm: bool = True
+    shared_runs: bool = True
+    max_runs: int = 1_000_000
+    max_matches: int | None = None
+
+    SWITCHES = ("stream_index", "partition_index", "window_pushing", "predicate_pushing",
+                "lazy_conjunction", "compiled_gpm", "shared_runs")
+
+    @classmethod
+    def all_off(cls, **kw: Any) -> NFAOptions:
+        return cls(**{**{k: False for k in cls.SWITCHES}, **kw})
+
+    @classmethod
+    def parse(cls, spec: str) -> NFAOptions:
+        """``"no-stream-index,max-runs=1000,max-matches=10"``; ``"all-off"`` turns every switch off."""
+        opts = cls()
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, _, value = part.partition("=")
+            key = name.replace("-", "_")
+            if key == "all_off":
+                opts = cls.all_off(max_runs=opts.max_runs, max_matches=opts.max_matches)
+            elif key.startswith("no_") and key[3:] in cls.SWITCHES:
+                setattr(opts, key[3:], False)
+            elif key in cls.SWITCHES:
+                setattr(opts, key, True)
+            elif key in ("max_runs", "max_matches") and value.isdigit():
+                setattr(opts, key, int(value))
+            else:
+                raise ValueError(f"unknown SPASEQ engine option {part!r} (switches: "
+                                 + ", ".join(s.replace("_", "-") for s in cls.SWITCHES)
+                                 + "; no-SWITCH, all-off, max-runs=N, max-matches=N)")
+        return opts
 
 
-# ---------------------------------------------------------------- runs and the history H
+# ---------------------------------------------------------------- runs and their history
+
+
+# One instant's step of a run: (time, leaf key, the event's local mappings for that GPM).
+LStep = tuple[int, int, Omega]
 
 
 @dataclass(slots=True, eq=False)
-class HNode:
-    """One entry of the history cache H (Sec. 6.1): the event a run took on an edge, with the
-    run's mappings after it. Clones share their common past, so cloning is O(1)."""
+class Arrival:
+    """How a run came to be: its parent's paths (those before ``time``) and this instant's steps.
 
-    parent: HNode | None
-    leaf: int
+    Without shared runs every run has one arrival (a chain, clones sharing their past);
+    with them a run merges the arrivals of runs that can only go on alike, and its paths
+    are all the matches it stands for."""
+
     time: int
-    omega: Omega
-
-
-def history(h: HNode | None) -> Iterator[HNode]:
-    while h is not None:
-        yield h
-        h = h.parent
+    parent: Run | None
+    steps: tuple[LStep, ...]
 
 
 @dataclass(slots=True, eq=False)
 class Run:
     id: int
     state: int
-    omega: Omega
-    hist: HNode | None
-    first: int
+    omega: Omega  # the mappings so far (shared runs: restricted to the variables still read)
+    arrivals: list[Arrival]
     last: int
     window: int
     op: Strategy  # the contiguity of the run's next step
     iterations: int = 0  # Kleene+ iterations taken at the current state
     standalone: bool = False  # a Kleene+ that nothing precedes: iterations skip-till-next
     negs: tuple[tuple[Leaf, Omega], ...] = ()  # forbidden GPMs and the mappings they join
+    keys: tuple = ()  # its entries in the run index
+    ckey: tuple | None = None  # shared runs: what it is equivalent by
 
-    def steps(self) -> tuple[Step, ...]:
-        return steps_of((h.time, h.leaf) for h in history(self.hist))
+    def paths(self, before: int | None = None) -> Iterator[tuple[LStep, ...]]:
+        """Every event path the run stands for, ending before ``before``. Iterative, with the
+        suffix as a linked list: a Kleene+ run can be thousands of steps deep."""
+        stack: list[tuple[list[Arrival], int, int | None, tuple | None]] = [
+            (self.arrivals, 0, before, None)]
+        while stack:
+            arrs, i, lim, suffix = stack.pop()
+            while i < len(arrs):
+                a = arrs[i]
+                if lim is not None and a.time >= lim:
+                    break  # arrivals are in time order
+                i += 1
+                cell = (a.steps, suffix)
+                if a.parent is None:
+                    out: list[LStep] = []
+                    c: tuple | None = cell
+                    while c is not None:
+                        out.extend(c[0])
+                        c = c[1]
+                    yield tuple(out)
+                else:
+                    stack.append((arrs, i, lim, suffix))
+                    stack.append((a.parent.arrivals, 0, a.time, cell))
+                    break
 
 
 @dataclass
@@ -227,32 +303,59 @@ class Stats:
     runs_created: int = 0
     runs_deleted: int = 0
     runs_expired: int = 0
+    runs_merged: int = 0  # runs folded into an equivalent one (shared_runs)
+    runs_cut: int = 0  # live runs dropped at the max_runs bound: matches may be missing
     matches: int = 0
+    matches_cut: int = 0  # matches not enumerated past max_matches per group
     max_live: int = 0
+    gpm_evaluations: int = 0
+    gpm_fallbacks: int = 0
 
 
 class NFAEngine:
     """Runs an NFA_scep over instants pushed in time order (Algorithm 1)."""
 
     def __init__(self, nfa: NFA, gpm: GPMEvaluator, *, t0: int = 0, window: int | None = None,
-                 max_runs: int = 1_000_000, trace: list[tuple] | None = None) -> None:
+                 max_runs: int | None = None, trace: list[tuple] | None = None,
+                 options: NFAOptions | None = None) -> None:
         self.nfa = nfa
         self.gpm = gpm
         self.t0 = t0
         self.window = window
-        self.max_runs = max_runs
+        self.options = opts = options or NFAOptions()
+        if max_runs is not None:
+            opts.max_runs = max_runs
         self.trace = trace
+        gpm.shared = opts.predicate_pushing
         self.runs: dict[int, Run] = {}
-        self.by_stream: dict[str, set[int]] = {}  # Sec. 7.2.2: runs by their state's streams
+        self.index: dict[tuple[int, Any], set[int]] = {}  # (leaf key, value | ANY) -> runs
         self.by_window: dict[int, set[int]] = {}
         self.strict: set[int] = set()  # runs whose next step is strictly contiguous
+        self.classes: dict[tuple, int] = {}  # shared runs: key -> run id
+        self._per_leaf: dict[int, int] = {}  # index entries per GPM occurrence
         self.prev: int | None = None  # the previous instant of the streamset
+        self.instants = 0
         # Algorithm 5's D: (run, state, edge) -> timestamp of the conjunction edges matched.
         # All events of a timestamp are evaluated together, so it lives for one instant.
         self.D: dict[tuple[int, int, int], int] = {}
         self.stats = Stats()
         self._next_id = 0
         self._starts = self._closure_from_start()
+        q = nfa.query
+        self._leaves = {lf.key: lf for lf in q.seq.leaves()}
+        self._kleene_leaf = {a.leaf.key: a for a in q.seq.atoms if a.kind is AtomKind.KLEENE}
+        self._by_stream: dict[str, list[Leaf]] = {}
+        for lf in q.seq.leaves():
+            self._by_stream.setdefault(lf.stream, []).append(lf)
+        # Conjunct leaves: (the streams all conjuncts need) for lazy evaluation.
+        self._conj: dict[int, frozenset[str]] = {}
+        for a in q.seq.atoms:
+            if isinstance(a.body, And):
+                ss = frozenset(lf.stream for lf in a.body.leaves())
+                for lf in a.body.leaves():
+                    self._conj[lf.key] = ss
+        self.pvar = nfa.partition_key[0] if nfa.partition_key and opts.partition_index else None
+        self._future = self._future_variables()
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -264,16 +367,69 @@ class NFAEngine:
         self._next_id += 1
         return self._next_id
 
-    def _keys(self, r: Run) -> set[str]:
-        keys = set(self.nfa.states[r.state].streams)
-        keys.update(leaf.stream for leaf, _ in r.negs)
-        return keys
+    def _future_variables(self) -> list[frozenset[str]]:
+        """Per state, the variables a run's future can read: those of the GPMs from that state
+        on, and of every negated GPM (a run carries them past their state)."""
+        atoms = self.nfa.query.seq.atoms
+        negv = {v for a in atoms if a.kind is AtomKind.NEGATION
+                for lf in a.body.leaves() for v in lf.gpm.variables | lf.gpm.filter_variables}
+        out: list[frozenset[str]] = []
+        acc: set[str] = set(negv)
+        for a in reversed(atoms):
+            for lf in a.body.leaves():
+                acc |= lf.gpm.variables | lf.gpm.filter_variables
+            out.append(frozenset(acc))
+        out.reverse()
+        out.append(frozenset())  # x_f
+        return out
+
+    def _index_keys(self, r: Run) -> tuple:
+        st = self.nfa.states[r.state]
+        atom = st.atom
+        keys: list[tuple[int, Any]] = []
+        if atom is not None and atom.kind is not AtomKind.NEGATION:
+            x = drop(r.omega, atom.local_vars) if atom.kind is AtomKind.KLEENE else r.omega
+            pv = self.pvar
+            for lf in atom.body.leaves():
+                vals = None
+                if pv is not None and pv in lf.gpm.required_variables and x:
+                    vals = set()
+                    for mu in x:
+                        v = _get(mu, pv)
+                        if v is None:
+                            vals = None
+                            break
+                        vals.add(v)
+                if vals is None:
+                    keys.append((lf.key, ANY))
+                else:
+                    keys.extend((lf.key, v) for v in vals)
+        keys.extend((leaf.key, ANY) for leaf, _ in r.negs)
+        return tuple(keys)
 
     def _add(self, r: Run) -> None:
         assert r.id and r.id not in self.runs
+        if self.options.shared_runs:
+            ckey = (r.state, r.omega, r.window, r.op, r.last if r.op is Strategy.STRICT else None,
+                    r.iterations > 0, r.standalone,
+                    tuple((lf.key, om) for lf, om in r.negs))
+            into = self.classes.get(ckey)
+            if into is not None:
+                self.runs[into].arrivals.extend(r.arrivals)
+                self.stats.runs_merged += 1
+                self._log("merge", r.id, into)
+                return
+            self.classes[ckey] = r.id
+            r.ckey = ckey
         self.runs[r.id] = r
-        for s in self._keys(r):
-            self.by_stream.setdefault(s, set()).add(r.id)
+        r.keys = self._index_keys(r)
+        for k in r.keys:
+            got = self.index.get(k)
+            if got is None:
+                self.index[k] = {r.id}
+            else:
+                got.add(r.id)
+            self._per_leaf[k[0]] = self._per_leaf.get(k[0], 0) + 1
         self.by_window.setdefault(r.window, set()).add(r.id)
         if r.op is Strategy.STRICT:
             self.strict.add(r.id)
@@ -283,9 +439,18 @@ class NFAEngine:
         r = self.runs.pop(rid, None)
         if r is None:
             return None
-        for s in self._keys(r):
-            self.by_stream.get(s, set()).discard(rid)
-        self.by_window.get(r.window, set()).discard(rid)
+        if r.ckey is not None and self.classes.get(r.ckey) == rid:
+            del self.classes[r.ckey]
+        for k in r.keys:
+            got = self.index.get(k)
+            if got is not None:
+                got.discard(rid)
+                if not got:
+                    del self.index[k]
+            self._per_leaf[k[0]] -= 1
+        w = self.by_window.get(r.window)
+        if w is not None:
+            w.discard(rid)
         self.strict.discard(rid)
         return r
 
@@ -321,28 +486,75 @@ class NFAEngine:
             return self._process(t, evs)
         finally:
             self.gpm.end()
-            self.D.clear()
+            if self.D:
+                self.D.clear()
             self.prev = t
+            self.instants += 1
+
+    def _touched(self, evs: dict[str, SEvent]) -> set[int]:
+        """The runs an instant's events can affect (Sec. 7.2.2's index, refined by value)."""
+        if not self.options.stream_index:
+            return set(self.runs)
+        touched: set[int] = set()
+        index = self.index
+        pv = self.pvar
+        lazy = self.options.lazy_conjunction
+        for s in evs:
+            for lf in self._by_stream.get(s, ()):
+                conj = self._conj.get(lf.key)
+                if conj is not None and lazy and not conj <= evs.keys():
+                    continue
+                anyk = (lf.key, ANY)
+                if pv is None or pv not in lf.gpm.required_variables:
+                    got = index.get(anyk)
+                    if got:
+                        touched |= got
+                    continue
+                # Runs keyed by value: only those of the values the event has.
+                if not self._per_leaf.get(lf.key):
+                    continue
+                local = self.gpm.local(lf.gpm, s)
+                if not local:
+                    continue
+                got = index.get(anyk)
+                if got:
+                    touched |= got
+                if local:
+                    for v in {_get(mu, pv) for mu in local}:
+                        got = index.get((lf.key, v))
+                        if got:
+                            touched |= got
+        return touched
 
     def _process(self, t: int, evs: dict[str, SEvent]) -> list[Match]:
-        self._expire(t)
+        opts = self.options
+        if opts.window_pushing or self.instants % 1024 == 0:
+            self._expire(t)
         matches: list[Match] = []
         born: list[Run] = []
         # Strict runs cannot wait past this instant: they take an event now or die.
-        dying = {rid: "contiguity" for rid in self.strict}
-        touched: set[int] = set()
-        for s in evs:
-            touched |= self.by_stream.get(s, set())
-        self._prefetch(touched, evs)
+        dying = dict.fromkeys(self.strict, "contiguity")
+        touched = self._touched(evs)
+        if touched and len(touched) > 1:
+            self._prefetch(touched, evs)
         for rid in sorted(touched):
-            r = self.runs[rid]
+            r = self.runs.get(rid)
+            if r is None:
+                continue
+            if not opts.window_pushing and (end := self.window_end(r.window)) is not None \
+                    and end < t:
+                self._remove(rid)
+                dying.pop(rid, None)
+                self._log("expire", rid, t)
+                self.stats.runs_expired += 1
+                continue
             if r.op is Strategy.STRICT and r.last != self.prev:
                 continue  # an instant passed without it: contiguity is already broken
             before = len(matches)
             took, successors = self._step(r, t, evs, matches)
             for m in matches[before:]:
                 self._log("match", rid, m.steps)
-            killed = self._forbidden(r, evs)
+            killed = bool(r.negs) and self._forbidden(r, evs)
             keep = not killed and (r.op is Strategy.ANY or (r.op is Strategy.NEXT and not took))
             if keep:
                 for s in successors:
@@ -372,19 +584,36 @@ class NFAEngine:
         for s in born:
             self._add(s)
         live = len(self.runs)
-        self.stats.max_live = max(self.stats.max_live, live)
-        if live > self.max_runs:
-            raise NFALimitError(
-                f"{live} partial matches alive at {t}, over the bound of {self.max_runs}: "
-                "skip-till-any with Kleene+ or long windows multiply runs")
+        if live > self.stats.max_live:
+            self.stats.max_live = live
+        if live > opts.max_runs:
+            self._cut(live - opts.max_runs, t)
         self.stats.matches += len(matches)
+        self.stats.gpm_evaluations = self.gpm.evaluations + self.gpm.compiled_evaluations
+        self.stats.gpm_fallbacks = self.gpm.fallbacks
         return matches
+
+    def _cut(self, n: int, t: int) -> None:
+        """The safety net: drop the n oldest runs (their matches will be missing), and say so."""
+        for rid in sorted(self.runs)[:n]:
+            self._remove(rid)
+            self._log("cut", rid, t)
+        if not self.stats.runs_cut:
+            warnings.warn(SpaseqCutWarning(
+                f"SPASEQ: more than {self.options.max_runs} partial matches alive at {t}; "
+                "the oldest are dropped and their matches lost (raise max-runs, or shorten "
+                "the window)"), stacklevel=2)
+        self.stats.runs_cut += n
 
     def _prefetch(self, touched: set[int], evs: dict[str, SEvent]) -> None:
         """The stateful FILTERs of all runs to be matched now, one query per GPM."""
+        if len(self.gpm.compiled) == len(self.gpm.gpms):
+            return
         wanted: dict[int, tuple[Leaf, list[Omega]]] = {}
         for rid in touched:
-            r = self.runs[rid]
+            r = self.runs.get(rid)
+            if r is None:
+                continue
             atom = self.nfa.states[r.state].atom
             if atom is not None and isinstance(atom.body, Leaf) and atom.leaf.stream in evs:
                 x = drop(r.omega, atom.local_vars) if atom.kind is AtomKind.KLEENE else r.omega
@@ -400,6 +629,8 @@ class NFAEngine:
         self._log("clone", parent.id, child.id, self.nfa.states[child.state].name)
 
     def _expire(self, t: int) -> None:
+        if self.window is None:
+            return
         for k in [k for k in self.by_window if (end := self.window_end(k)) is not None and end < t]:
             for rid in list(self.by_window.pop(k)):
                 if self._remove(rid) is not None:
@@ -411,7 +642,11 @@ class NFAEngine:
         if k is None:
             return
         for i in self._starts:
-            virtual = Run(0, i, UNIT, None, t, t, k, Strategy.ANY, standalone=True)
+            atom = self.nfa.states[i].atom
+            assert atom is not None
+            if not any(lf.stream in evs for lf in atom.body.leaves()):
+                continue
+            virtual = Run(0, i, UNIT, [], t, k, Strategy.ANY, standalone=True)
             before = len(matches)
             _, successors = self._step(virtual, t, evs, matches)
             for m in matches[before:]:
@@ -438,18 +673,22 @@ class NFAEngine:
             cands = self._bop(r, st, atom.body, r.omega, t, evs)
         out: list[Run] = []
         for om, steps in cands:
-            out.extend(self._enter(self._successor(r, om, steps), r.state + 1, None, matches))
+            out.extend(self._enter(self._successor(r, om, steps, t), r.state + 1, None, matches))
         return bool(cands), out
 
-    def _leaf(self, leaf: Leaf, x: Omega, t: int, evs: dict[str, SEvent]) -> list[tuple[Omega, list[Step]]]:
+    def _leaf(self, leaf: Leaf, x: Omega, t: int,
+              evs: dict[str, SEvent]) -> list[tuple[Omega, list[LStep]]]:
         """EVENTSELECTION's test (Algorithm 4 line 3): ``u in U and GPM(G_e, P, H)``."""
         if leaf.stream not in evs:
             return []
-        om = self.gpm.match(leaf.gpm, leaf.stream, x)
-        return [(om, [(t, leaf.key)])] if om else []
+        local = self.gpm.local(leaf.gpm, leaf.stream)
+        if not local:
+            return []
+        om = self.gpm.extend(leaf.gpm, x, local)
+        return [(om, [(t, leaf.key, local)])] if om else []
 
     def _bop(self, r: Run, st: State, node: BopNode, x: Omega, t: int,
-             evs: dict[str, SEvent]) -> list[tuple[Omega, list[Step]]]:
+             evs: dict[str, SEvent]) -> list[tuple[Omega, list[LStep]]]:
         """CONJUNCTION / DISJUNCTION (Algorithms 5, 6) over the instant's events."""
         if isinstance(node, Leaf):
             got = self._leaf(node, x, t, evs)
@@ -457,11 +696,14 @@ class NFAEngine:
                 self.D[(r.id, st.index, node.key)] = t
             return got
         if isinstance(node, And):
-            # Lazy evaluation (Algorithm 10): no GPM is evaluated until every conjunct's
-            # stream has an event with this timestamp.
             if any(lf.stream not in evs for lf in node.leaves()):
+                if not self.options.lazy_conjunction:
+                    # Eager evaluation: the conjuncts that have an event are evaluated anyway.
+                    for lf in node.leaves():
+                        if lf.stream in evs:
+                            self.gpm.local(lf.gpm, lf.stream)
                 return []
-            acc: list[tuple[Omega, list[Step]]] = [(x, [])]
+            acc: list[tuple[Omega, list[LStep]]] = [(x, [])]
             for item in node.items:
                 acc = [(om2, steps + st2) for om, steps in acc
                        for om2, st2 in self._bop(r, st, item, om, t, evs)]
@@ -481,13 +723,14 @@ class NFAEngine:
         out: list[Run] = []
         cands = self._leaf(atom.leaf, x, t, evs)
         for om, steps in cands:
-            stay = self._successor(r, om, steps)
+            stay = self._successor(r, om, steps, t)
             stay.state = r.state
             stay.iterations = r.iterations + 1
-            stay.standalone = r.standalone if r.iterations else r.hist is None
+            stay.standalone = r.standalone if r.iterations else not r.arrivals
             stay.op = Strategy.NEXT if stay.standalone else Strategy.STRICT
+            stay.omega = self._project(om, r.state)
             out.append(stay)
-            moving = self._successor(r, om, steps)
+            moving = self._successor(r, om, steps, t)
             moving.iterations = stay.iterations
             out.extend(self._enter(moving, r.state + 1, None, matches))
         return bool(cands), out
@@ -497,31 +740,108 @@ class NFAEngine:
         return any(leaf.stream in evs and self.gpm.match(leaf.gpm, leaf.stream, x)
                    for leaf, x in r.negs)
 
-    def _successor(self, r: Run, om: Omega, steps: list[Step]) -> Run:
-        h = r.hist
-        for time, key in sorted(steps):
-            h = HNode(h, key, time, om)
-        t = steps[-1][0] if steps else r.last
-        first = r.first if r.hist is not None else min(s[0] for s in steps)
-        return Run(0, r.state, om, h, first, t, r.window, r.op, r.iterations, r.standalone)
+    def _project(self, om: Omega, state: int) -> Omega:
+        if not self.options.shared_runs:
+            return om
+        keep = self._future[state]
+        return frozenset(tuple(kv for kv in mu if kv[0] in keep) for mu in om)
+
+    def _successor(self, r: Run, om: Omega, steps: list[LStep], t: int) -> Run:
+        arr = Arrival(t, r if r.arrivals else None, tuple(sorted(steps, key=lambda s: s[:2])))
+        return Run(0, r.state, om, [arr], t, r.window, r.op, r.iterations, r.standalone)
 
     def _enter(self, r: Run, i: int, override: Strategy | None, matches: list[Match],
                negs: tuple[tuple[Leaf, Omega], ...] = ()) -> list[Run]:
         """Put a run in state x_i, following ε edges (optional, negation); x_f is a match."""
         st = self.nfa.states[i]
         if st.kind == "final":
-            trail = tuple((h.time, h.leaf, h.omega) for h in reversed(list(history(r.hist))))
-            matches.append(Match(r.last, r.omega, r.steps(), trail))
+            self._emit(r, matches)
             return []
         atom = st.atom
         assert atom is not None and st.op_in is not None
         op = st.op_in if override is None else Strategy.weaker(override, st.op_in)
+        r.omega = self._project(r.omega, i)
         r.state, r.op, r.iterations, r.negs, r.standalone = i, op, 0, negs, False
         if atom.kind is AtomKind.NEGATION:
             # The forbidden GPM joins the mappings the run has now (Appendix B: no B between).
             return self._enter(r, i + 1, op, matches, negs + ((atom.leaf, r.omega),))
         out = [r]
         if atom.kind is AtomKind.OPTIONAL:
-            skip = Run(0, i, r.omega, r.hist, r.first, r.last, r.window, op)
+            skip = Run(0, i, r.omega, list(r.arrivals), r.last, r.window, op)
             out.extend(self._enter(skip, i + 1, op, matches, negs))
         return out
+
+    # ------------------------------------------------------------ matches
+
+    def _emit(self, r: Run, matches: list[Match]) -> None:
+        """Enumerate the matches a run reaching x_f stands for (one group), up to the limit;
+        the rest are counted (a sum over the history DAG), not enumerated."""
+        limit = self.options.max_matches
+        n = 0
+        for path in r.paths():
+            if limit is not None and n >= limit:
+                cut = _count_paths(r) - n
+                if not self.stats.matches_cut:
+                    warnings.warn(SpaseqCutWarning(
+                        f"SPASEQ: a match group at {r.last} has {n + cut} matches; "
+                        f"{cut} beyond max-matches={limit} are not output"), stacklevel=2)
+                self.stats.matches_cut += cut
+                return
+            m = self._fold(path, r.last)
+            if m is not None:
+                matches.append(m)
+                n += 1
+
+    def _fold(self, path: tuple[LStep, ...], time: int) -> Match | None:
+        """A path's mappings, rebuilt step by step as the run computed them."""
+        omega: Omega = UNIT
+        trail = []
+        for t, key, local in path:
+            leaf = self._leaves[key]
+            k = self._kleene_leaf.get(key)
+            x = drop(omega, k.local_vars) if k is not None else omega
+            omega = self.gpm.extend(leaf.gpm, x, local)
+            if not omega:
+                return None
+            trail.append((t, key, omega))
+        return Match(time, omega, steps_of((t, k) for t, k, _ in path), tuple(trail))
+
+
+class SpaseqCutWarning(RuntimeWarning):
+    """Live partial matches were dropped at the engine's bound: some matches are missing."""
+
+
+class _Any:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY = _Any()
+
+
+def _count_paths(r: Run) -> int:
+    """How many paths ``r.paths()`` yields, by dynamic programming over (run, time limit)."""
+    memo: dict[tuple[int, int | None], int] = {}
+
+    def count(run: Run, before: int | None) -> int:
+        key = (id(run), before)
+        got = memo.get(key)
+        if got is None:
+            got = 0
+            for a in run.arrivals:
+                if before is not None and a.time >= before:
+                    break
+                got += 1 if a.parent is None else count(a.parent, a.time)
+            memo[key] = got
+        return got
+
+    return count(r, None)
+
+
+def _get(mu: Mapping, var: str) -> object:
+    for k, v in mu:
+        if k == var:
+            return v
+    return None

@@ -8,6 +8,7 @@ at once, at the time of its completing event, one output per solution of
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
 from rsep.cep.events import Match, merge_events
 from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, compile_query
+from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
 from rsep.lang.errors import QueryError
 from rsep.runtime.engine import EngineError, Output
 from rsep.stream.event import Event
@@ -47,6 +48,26 @@ class MatchOutput(Output):
         return out
 
 
+def engine_options(query: SpaseqQuery) -> NFAOptions:
+    """The engine options of a query: ``query.options["engine"]`` (an :class:`NFAOptions` or its
+    text form), else the environment's ``RSEP_SPASEQ_OPTIONS`` (how the CLI sets them, e.g.
+    ``RSEP_SPASEQ_OPTIONS=no-partition-index,max-matches=100 rsep run ...``); ``max_runs`` and
+    ``max_matches`` in ``query.options`` override."""
+    given = query.options.get("engine")
+    try:
+        if isinstance(given, NFAOptions):
+            opts = NFAOptions(**{k: getattr(given, k) for k in given.__dataclass_fields__})
+        else:
+            opts = NFAOptions.parse(given if isinstance(given, str)
+                                    else os.environ.get("RSEP_SPASEQ_OPTIONS", ""))
+    except ValueError as e:
+        raise QueryError(str(e), source=query.source) from None
+    for k in ("max_runs", "max_matches"):
+        if query.options.get(k) is not None:
+            setattr(opts, k, int(query.options[k]))
+    return opts
+
+
 class SpaseqRuntime:
     """A registered SPASEQ query: its NFA_scep, the events of the current instant, its outputs."""
 
@@ -68,7 +89,9 @@ class SpaseqRuntime:
                         source=query.source)
                 engine._dereference(iri, query.source)
         self.nfa: NFA = compile_query(query)
-        self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs)
+        self.options = engine_options(query)
+        self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs,
+                                compiled=self.options.compiled_gpm)
         self.machine: NFAEngine | None = None
         self.kind: TimeKind | None = None
         self._pending: dict[int, list[Event]] = {}
@@ -86,8 +109,12 @@ class SpaseqRuntime:
                 raise EngineError(f"query {self.name}: {e}") from None
         t0 = self.query.issued_at if self.query.issued_at is not None else start
         self.machine = NFAEngine(self.nfa, self.gpm, t0=t0, window=window,
-                                 max_runs=int(self.query.options.get("max_runs", 1_000_000)),
-                                 trace=self.query.options.get("trace"))
+                                 trace=self.query.options.get("trace"), options=self.options)
+
+    @property
+    def stats(self) -> Stats | None:
+        """Runs created, merged, expired, cut at the bound; matches, and those cut per group."""
+        return self.machine.stats if self.machine is not None else None
 
     def insert(self, e: Event) -> None:
         if e.stream in self.streams:

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rsep.lars.cli import add_parsers
 
     add_parsers(sub, _pair_arg)
+    from rsep.bench.cli import add_parser as add_bench
+
+    add_bench(sub)
     return p
 
 
@@ -196,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
             from rsep.lars.cli import main as lars_main
 
             return lars_main(args)
+        if args.command == "bench":
+            from rsep.bench.cli import main as bench_main
+
+            return bench_main(args)
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR

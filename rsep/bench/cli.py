@@ -1,0 +1,38 @@
+"""The ``rsep bench`` subcommand (added to rsep.cli.main)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from rsep.bench.runner import NAMES
+
+    b = sub.add_parser("bench", help="measure rsep side by side with other engines (CORE, Flink "
+                       "MATCH_RECOGNIZE, RSP-JS, a naive baseline, rsep's reference evaluators) "
+                       "on generated workloads; writes a CSV and PNG plots")
+    b.add_argument("workload", choices=NAMES, metavar="WORKLOAD",
+                   help="a comparison, a sweep, or all: " + ", ".join(NAMES))
+    b.add_argument("--size", type=int, help="events per workload (default: per comparison, "
+                   "10^5 for the peer comparisons, 2*10^4 for sweeps)")
+    b.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="rsep's engine (spark: `rsep run --engine spark`)")
+    b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,naive")
+    b.add_argument("--runs", type=int, default=3, help="runs per engine; the median is reported")
+    b.add_argument("--out", default="benchmarks/results/peers", help="output folder")
+    b.add_argument("--no-plots", action="store_true")
+
+
+def main(args: argparse.Namespace) -> int:
+    from rsep.bench.runner import main as run
+
+    if args.runs < 1:
+        print("rsep bench: --runs must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return run(args.workload, args.size, args.engine, args.peers, args.runs, args.out,
+                   plots=not args.no_plots, log=lambda s: print(s, file=sys.stderr, flush=True))
+    except ValueError as e:
+        print(f"rsep bench: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,128 @@
+"""PNG plots of a ``rsep bench`` run, one idea per picture."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+COLORS = {"rsep": "#1b7837", "reference": "#7fbf7b", "core": "#762a83", "flink": "#e08214",
+          "rspjs": "#2166ac", "naive": "#878787"}
+
+
+def _num(v: object) -> float | None:
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def plot_all(rows: list[dict], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    written = []
+    ok = [r for r in rows if r["status"] == "ok" and _num(r["events_per_s"])]
+    head = [r for r in ok if not r["param"]]
+    if head:
+        written.append(_throughput(head, out / "peers-throughput.png"))
+        written.append(_breakdown(head, out / "time-breakdown.png"))
+    titles = {"window_events": ("sweep-window", "window size (events; 6 triples each)", True),
+              "pattern_length": ("sweep-length", "pattern length (GPMs)", False),
+              "strategy": ("sweep-strategy", "selection strategy", False),
+              "kb_triples": ("sweep-kb", "background KB size (triples)", True)}
+    for param, (name, label, logx) in titles.items():
+        sel = [r for r in ok if r["param"] == param]
+        if sel:
+            written.append(_sweep(sel, label, logx, out / f"{name}.png"))
+    return written
+
+
+def _throughput(rows: list[dict], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    comps = list(dict.fromkeys(r["comparison"] for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(comps) + 2), 4.2))
+    by = defaultdict(dict)
+    for r in rows:
+        by[r["comparison"]][r["peer"]] = r
+    peers_ = list(dict.fromkeys(r["peer"] for r in rows))
+    width = 0.8 / max(1, len(peers_))
+    for j, p in enumerate(peers_):
+        xs, ys, errs = [], [], [[], []]
+        for i, c in enumerate(comps):
+            r = by[c].get(p)
+            if not r:
+                continue
+            ev = float(r["events"])
+            med, lo, hi = (float(r[k]) for k in ("run_s_median", "run_s_min", "run_s_max"))
+            y = ev / med
+            xs.append(i + (j - (len(peers_) - 1) / 2) * width)
+            ys.append(y)
+            errs[0].append(y - ev / hi)
+            errs[1].append(ev / lo - y)
+        ax.bar(xs, ys, width, yerr=errs, label=p, color=COLORS.get(p), capsize=2)
+        for x, y in zip(xs, ys):
+            ax.text(x, y, f"{y:,.0f}", ha="center", va="bottom", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(comps)))
+    ax.set_xticklabels(comps, fontsize=8)
+    ax.set_ylabel("events/s, steady state (log)")
+    ax.set_title("Throughput per engine (median of runs, bars: min-max)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _breakdown(rows: list[dict], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['comparison']}\n{r['peer']}" for r in rows]
+    start = [float(r["startup_s"] or 0) for r in rows]
+    steady = [float(r["run_s_median"] or 0) for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.2))
+    ax.bar(range(len(rows)), start, label="start-up (process, imports, JVM, compile)",
+           color="#bababa")
+    ax.bar(range(len(rows)), steady, bottom=start, label="steady state (the stream)",
+           color=[COLORS.get(r["peer"], "#444444") for r in rows])
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds (log)")
+    ax.set_title("Where the time goes: start-up vs steady state (medians)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    series = defaultdict(list)
+    for r in rows:
+        series[(r["comparison"], r["peer"], r["what"][:40])].append(r)
+    categorical = not all(_num(r["value"]) is not None for r in rows)
+    cats = list(dict.fromkeys(str(r["value"]) for r in rows))
+    for (comp, peer, what), rs in series.items():
+        xs = [cats.index(str(r["value"])) if categorical else float(r["value"]) for r in rs]
+        ys = [float(r["events_per_s"]) for r in rs]
+        name = peer if len({k[2] for k in series}) == 1 else f"{peer}: {what.split(',')[0][:28]}"
+        ax.plot(xs, ys, marker="o", label=name, color=COLORS.get(peer))
+    if categorical:
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels(cats)
+    elif logx:
+        ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(label)
+    ax.set_ylabel("events/s, steady state (log)")
+    ax.set_title(f"Throughput vs {label.split(' (')[0]}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

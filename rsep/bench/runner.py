@@ -1,0 +1,354 @@
+"""``rsep bench``: the comparisons and sweeps, their runs, agreement checks, CSV and plots."""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rsep.bench import agree, peers, queries, workloads
+
+WINDOW = 10_000  # SPASEQ tumbling window (002 Query 3/4 targets: 10^4 events)
+
+
+@dataclass
+class Case:
+    """One configuration: a workload and what each engine runs on it."""
+
+    comparison: str
+    workload: str
+    size: int
+    options: dict
+    build: Callable[[workloads.Generated, str], dict]  # (generated, peer) -> worker spec
+    peers: tuple[str, ...]
+    kind: str  # "cep": matches; "window": per-window rows
+    what: str  # what exactly is compared
+    param: str = ""
+    value: object = ""
+    window: int | None = None
+    caps: dict[str, int] = field(default_factory=dict)  # peer -> largest size it is run on
+
+
+def _streams(g: workloads.Generated) -> list[list[str]]:
+    return [[s.iri, s.trig] for s in g.streams.values()]
+
+
+def _graphs(g: workloads.Generated) -> list[list[str]]:
+    return [[iri, p] for iri, p in g.graphs.items()]
+
+
+STOCK_COLS = [["t", "BIGINT"], ["company", "STRING"], ["sector", "STRING"], ["price", "BIGINT"],
+              ["volume", "BIGINT"], ["txid", "BIGINT"], ["type", "STRING"]]
+
+
+def _csv_no_header(path: str) -> str:
+    out = path[:-4] + ".noheader.csv"
+    if not Path(out).is_file() or os.path.getmtime(out) < os.path.getmtime(path):
+        with open(path, encoding="utf-8") as f, open(out + ".part", "w", encoding="utf-8") as g:
+            next(f)
+            for line in f:
+                g.write(line)
+        os.replace(out + ".part", out)
+    return out
+
+
+def zigzag_case(size: int, length: int = 3, window: int = WINDOW, comparison: str = "stock-vshape",
+                param: str = "", peers_: tuple[str, ...] = ("rsep", "reference", "flink")) -> Case:
+    def build(g: workloads.Generated, peer: str) -> dict:
+        s = g.streams["stocks"]
+        if peer == "flink":
+            return {"query": queries.flink_zigzag(length), "csv": _csv_no_header(s.csv),
+                    "flink_columns": STOCK_COLS, "length": length, "events": s.events}
+        return {"kind": "cep", "query": queries.spaseq_zigzag(length, window), "window": window,
+                "streams": _streams(g)}
+
+    what = (f"SPASEQ Query 4 (V-shape) generalised to {length} GPMs, strict contiguity ',' over "
+            f"the stream, WITHIN {window}; Flink: MATCH_RECOGNIZE PATTERN ({length} vars) without "
+            "PARTITION BY, company equality and price comparisons in DEFINE, AFTER MATCH SKIP TO "
+            "NEXT ROW; same matches (event-time tuples), Flink's kept when inside one SPASEQ "
+            "tumbling window")
+    return Case(comparison, "stock", size, {"companies": 2}, build, peers_, "cep", what,
+                param, length if param else "", window, {"reference": 20_000})
+
+
+def bands_case(size: int, length: int = 3, window: int = WINDOW, strategy: str = "any",
+               comparison: str = "stock-core", param: str = "",
+               peers_: tuple[str, ...] = ("rsep", "reference", "core")) -> Case:
+    def build(g: workloads.Generated, peer: str) -> dict:
+        s = g.streams["stocks"]
+        if peer == "core":
+            decl, q = queries.core_bands(length, window)
+            return {"declare": decl, "query": q, "csv": s.csv,
+                    "columns": [["t", "int"], ["company", "string"], ["sector", "string"],
+                                ["price", "int"], ["volume", "int"]]}
+        return {"kind": "cep", "query": queries.spaseq_bands(length, window, strategy),
+                "window": window, "streams": _streams(g)}
+
+    what = (f"SEQ of {length} GPMs with one per-event FILTER each (volume bands, ~1% of events), "
+            f"joined on ?company, selection '{queries.STRATEGY[strategy]}' ({strategy}), WITHIN "
+            f"{window}; CORE: the same sequence (skip-till-any, its only strategy), PARTITION BY "
+            "[company], WITHIN window+1 EVENTS (sliding); same matches, CORE's kept when inside "
+            "one SPASEQ tumbling window")
+    return Case(comparison, "stock", size, {"companies": 10}, build, peers_, "cep", what,
+                param, (strategy if param == "strategy" else length) if param else "", window,
+                {"reference": 5_000})
+
+
+def sensors_case(size: int, range_: int = 1667, step: int = 500, comparison: str = "sensors-window",
+                 param: str = "", peers_: tuple[str, ...] = ("rsep", "naive", "rspjs")) -> Case:
+    def build(g: workloads.Generated, peer: str) -> dict:
+        s = g.streams["sensors"]
+        if peer == "naive":
+            return {"query": queries.sparql_sensors(), "trig": s.trig, "range": range_,
+                    "step": step}
+        if peer == "rspjs":
+            return {"query": queries.rspjs_sensors(range_, step), "trig": s.trig,
+                    "stream": s.iri, "step": step, "shift": step - 1}
+        return {"kind": "window", "query": queries.rspql_sensors(range_, step),
+                "streams": _streams(g)}
+
+    what = (f"RSP-QL windowed aggregate (GROUP BY sensor, MAX, COUNT, FILTER) over [RANGE "
+            f"{range_} STEP {step}] (time units = events; {range_ * 6} triples a window), RSTREAM; "
+            "same rows per window (numbers by value). RSP-JS's windows are [o, c) evaluated at the "
+            "next event; it is fed times t + step - 1 so that its windows hold rsep's (c - range, "
+            "c]; windows evaluated by both are compared")
+    return Case(comparison, "sensors", size, {}, build, peers_, "window", what, param,
+                range_ if param else "", None, {"rspjs": 4_000})
+
+
+def appendix_case(name: str, size: int, kb: int | None = None, param: str = "") -> Case:
+    """002 Appendix A queries on their workloads, rsep and its reference evaluator."""
+    w = 100
+    table = {
+        "smartgrid-q1": ("smartgrid", queries.spaseq_query1(w), {"kb": kb or 10_000}),
+        "credit-q2": ("credit", queries.spaseq_query2(w), {"kb": kb or 10_000}),
+        "stock-q3": ("stock", queries.spaseq_query3(WINDOW), {"companies": 1}),
+        "traffic-q5": ("traffic", queries.spaseq_query5(w), {}),
+        "vessels-q6": ("vessels", queries.spaseq_query6(w), {"kb": kb or 10_000}),
+    }
+    wl, text, opts = table[name]
+    window = WINDOW if name == "stock-q3" else w
+
+    def build(g: workloads.Generated, peer: str) -> dict:
+        return {"kind": "cep", "query": text, "window": window, "streams": _streams(g),
+                "graphs": _graphs(g)}
+
+    return Case(name, wl, size, opts, build, ("rsep", "reference"), "cep",
+                f"002 Appendix A {name.split('-')[1].upper()} on the {wl} workload; rsep's engine "
+                "vs its reference evaluator (Defs. 7-16 transcribed): same matches", param,
+                kb if param else "", window, {"reference": 5_000})
+
+
+def coupons_case(size: int) -> Case:
+    def build(g: workloads.Generated, peer: str) -> dict:
+        return {"kind": "window", "query": queries.cqels_coupons(300, 30), "streams": _streams(g),
+                "graphs": _graphs(g)}
+
+    return Case("coupons-cqels", "coupons", size, {}, build, ("rsep",), "window",
+                "001 Example 5's CQELS notification query on the coupon scenario scaled up "
+                "(rsep only: no peer runs CQELS here)")
+
+
+COMPARISONS = ("stock-vshape", "stock-core", "sensors-window")
+APPENDIX = ("smartgrid-q1", "credit-q2", "stock-q3", "traffic-q5", "vessels-q6")
+SWEEPS = ("sweep-window", "sweep-length", "sweep-strategy", "sweep-kb")
+NAMES = (*COMPARISONS, *APPENDIX, "coupons-cqels", *SWEEPS, "all")
+
+
+def cases(name: str, size: int | None) -> list[Case]:
+    if name == "all":
+        return [c for n in (*COMPARISONS, *APPENDIX, "coupons-cqels", *SWEEPS)
+                for c in cases(n, size)]
+    n = size or 100_000
+    if name == "stock-vshape":
+        return [zigzag_case(n)]
+    if name == "stock-core":
+        return [bands_case(n)]
+    if name == "sensors-window":
+        return [sensors_case(n)]
+    if name in APPENDIX:
+        return [appendix_case(name, size or 20_000)]
+    if name == "coupons-cqels":
+        return [coupons_case(size or 20_000)]
+    small = size or 20_000
+    if name == "sweep-window":
+        return [sensors_case(small, r, max(1, r // 4), "sweep-window", "window_events", ("rsep", "naive"))
+                for r in (100, 1000, 10_000)]
+    if name == "sweep-length":
+        return [zigzag_case(small, k, WINDOW, "sweep-length", "pattern_length", ("rsep", "flink"))
+                for k in (3, 5, 7)] + \
+               [bands_case(small, k, WINDOW, "any", "sweep-length", "pattern_length", ("rsep", "core"))
+                for k in (2, 3, 4)]
+    if name == "sweep-strategy":
+        return [bands_case(small, 3, 1000, s, "sweep-strategy", "strategy", ("rsep",))
+                for s in ("strict", "next", "any")]
+    if name == "sweep-kb":
+        return [appendix_case("smartgrid-q1", small, kb, "kb_triples") for kb in (10_000, 100_000)]
+    raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(NAMES)}")
+
+
+FIELDS = ["comparison", "param", "value", "peer", "engine", "workload", "size", "events",
+          "triples", "runs", "startup_s", "run_s_median", "run_s_min", "run_s_max",
+          "events_per_s", "triples_per_s", "latency_p50_ms", "latency_p99_ms", "peak_rss_mb",
+          "outputs", "agreement", "stages", "status", "what"]
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def machine() -> dict[str, str]:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=peers.ROOT,
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        commit = "?"
+    return {"cpu": cpu, "cpus": str(os.cpu_count()), "python": platform.python_version(),
+            "platform": platform.platform(), "commit": commit, "load": _load()}
+
+
+def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, ...] | None,
+             log: Callable[[str], None]) -> list[dict]:
+    rows: list[dict] = []
+    tag = f"{case.comparison}{'-' + str(case.value) if case.param else ''}"
+    outputs: dict[tuple[str, int], Path] = {}
+
+    def gen(size: int) -> workloads.Generated:
+        d = out / "data" / f"{case.workload}-{size}-{'-'.join(f'{k}{v}' for k, v in sorted(case.options.items()))}"
+        return workloads.generate(case.workload, d, size, **case.options)
+
+    for peer in case.peers:
+        if wanted is not None and peer not in wanted:
+            continue
+        size = min(case.size, case.caps.get(peer, case.size))
+        g = gen(size)
+        p = peers.PEERS[peer]
+        results = []
+        matches = out / "runs" / tag / peer / "matches.jsonl"
+        for k in range(1 if peer == "reference" else runs):
+            spec = case.build(g, peer)
+            spec["matches"] = str(matches)
+            if peer == "rsep" and engine == "spark":
+                spec["engine"] = "spark"
+            log(f"  {tag} {peer} size {size} run {k + 1}")
+            r = peers.run(p, spec, out / "runs" / tag / peer)
+            if not r.ok:
+                log(f"    {r.error}")
+                rows.append(_row(case, peer, engine, g, [], r.error, None))
+                break
+            results.append(r)
+        else:
+            outputs[(peer, size)] = matches
+            rows.append(_row(case, peer, engine, g, results, "ok", matches))
+    # agreement with rsep at the same size (rsep is run once more at a capped peer's size)
+    for row in rows:
+        if row["peer"] == "rsep" or row["status"] != "ok":
+            continue
+        size = row["size"]
+        if ("rsep", size) not in outputs:
+            g = gen(size)
+            spec = case.build(g, "rsep")
+            m = out / "runs" / tag / f"rsep-{size}" / "matches.jsonl"
+            spec["matches"] = str(m)
+            log(f"  {tag} rsep size {size} (for agreement)")
+            r = peers.run(peers.PEERS["rsep"], spec, m.parent)
+            if not r.ok:
+                row["agreement"] = f"rsep failed: {r.error}"
+                continue
+            outputs[("rsep", size)] = m
+        a = agree.read_jsonl(outputs[("rsep", size)])
+        b = agree.read_jsonl(outputs[(row["peer"], size)])
+        if case.kind == "cep":
+            res = agree.compare_matches(a, b, case.window)
+        else:
+            keys = {w["window"] for w in b} if row["peer"] == "rspjs" else None
+            res = agree.compare_windows(a, b, keys)
+        row["agreement"] = res.text()
+        log(f"    {row['peer']} vs rsep: {res.text()}")
+    return rows
+
+
+def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: list,
+         status: str, matches: Path | None) -> dict:
+    row = {f: "" for f in FIELDS}
+    row.update(comparison=case.comparison, param=case.param, value=case.value, peer=peer,
+               engine=engine if peer == "rsep" else "", workload=case.workload, size=g.size,
+               events=g.events, triples=g.triples, runs=len(results), status=status,
+               what=case.what)
+    if results:
+        run_s = [r.run_s for r in results]
+        med = statistics.median(run_s)
+        row.update(startup_s=round(statistics.median(r.startup_s for r in results), 3),
+                   run_s_median=round(med, 3), run_s_min=round(min(run_s), 3),
+                   run_s_max=round(max(run_s), 3),
+                   events_per_s=round(g.events / med, 1) if med else "",
+                   triples_per_s=round(g.triples / med, 1) if med else "",
+                   peak_rss_mb=round(max(r.peak_rss_mb for r in results), 1))
+        lat = [r.latency_ms for r in results if r.latency_ms]
+        if lat:
+            row["latency_p50_ms"] = round(statistics.median(x["p50"] for x in lat), 3)
+            row["latency_p99_ms"] = round(statistics.median(x["p99"] for x in lat), 3)
+        st = results[len(results) // 2].stages
+        if st:
+            row["stages"] = ";".join(f"{k}={v:.3f}" for k, v in st.items())
+        if matches is not None and matches.is_file():
+            with open(matches, encoding="utf-8") as f:
+                row["outputs"] = sum(1 for _ in f)
+    return row
+
+
+def main(name: str, size: int | None, engine: str, peer_list: str | None, runs: int,
+         out: str, plots: bool = True, log: Callable[[str], None] = print) -> int:
+    wanted = tuple(p.strip() for p in peer_list.split(",")) if peer_list else None
+    if wanted:
+        unknown = [p for p in wanted if p not in peers.PEERS]
+        if unknown:
+            raise ValueError(f"unknown peer(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(peers.PEERS)}")
+    if engine == "spark":
+        from rsep.cli.main import build_parser
+
+        run_p = build_parser()._subparsers._group_actions[0].choices["run"]
+        if not any("--engine" in a.option_strings for a in run_p._actions):
+            raise ValueError("--engine spark: this rsep has no `rsep run --engine spark` yet")
+    outdir = Path(out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    m = machine()
+    log(f"rsep bench {name}: {m['cpu']}, {m['cpus']} CPUs, load {m['load']}, commit {m['commit']}")
+    rows: list[dict] = []
+    t0 = time.time()
+    for case in cases(name, size):
+        log(f"{case.comparison} {case.param} {case.value}".rstrip())
+        rows.extend(run_case(case, outdir, runs, engine, wanted, log))
+    path = outdir / "measurements.csv"
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        wr = csv.DictWriter(f, FIELDS)
+        wr.writeheader()
+        wr.writerows(rows)
+    (outdir / "machine.txt").write_text(
+        "\n".join(f"{k}: {v}" for k, v in {**m, "load_after": _load(),
+                                           "took_s": f"{time.time() - t0:.0f}"}.items()) + "\n")
+    log(f"wrote {path}")
+    if plots:
+        from rsep.bench.plots import plot_all
+
+        for p in plot_all(rows, outdir):
+            log(f"wrote {p}")
+    return 0

@@ -6,6 +6,7 @@ import pytest
 from conftest import EX, ev
 
 from rsep import Engine, EngineError, parse_query
+from rsep.cep.nfa import SpaseqCutWarning
 from rsep.cep.spaseq_reference import ReferenceEvaluator
 
 U1, U2 = EX + "u1", EX + "u2"
@@ -52,10 +53,23 @@ def test_stateful_filter_on_blank_nodes():
     assert [m.time for m in ref.evaluate(1, None)] == [2]
 
 
-def test_live_run_bound_stops_the_query_with_an_error():
+def test_live_run_bound_cuts_the_oldest_runs_and_says_so():
+    # A+: B without shared runs: every A event starts a run and keeps the earlier ones.
     events = [ev(U1, t, ":H1 :pow :Pw1 . :H1 :loc :L1 .") for t in range(1, 8)]
-    with pytest.raises(EngineError, match="partial matches alive .* over the bound of 5"):
-        run(text("A+: B", P1, P2), events, max_runs=5)
+    events.append(ev(U2, 9, ":W1 :value :V1 . :W1 :loc :L1 ."))
+    full = run(text("A+: B", P1, P2), events, engine="no-shared-runs")
+    q = parse_query(text("A+: B", P1, P2))
+    q.options.update(engine="no-shared-runs", max_runs=5)
+    eng = Engine()
+    eng.register(q)
+    with pytest.warns(SpaseqCutWarning, match="more than 5 partial matches alive at 3"):
+        cut = list(eng.run(events))
+    stats = eng.queries[0].stats
+    assert (stats.runs_cut, stats.max_live, stats.matches) == (18, 9, 4)
+    assert len(full) == 28 and {o.start for o in full} == set(range(1, 8))
+    # what is left is a part of the full answer: the runs started last
+    assert sorted((o.start, len(o.events)) for o in cut) == [(5, 4), (6, 2), (6, 3), (7, 2)]
+    assert {(o.start, o.events) for o in cut} <= {(o.start, o.events) for o in full}
 
 
 def test_registered_after_the_first_events_starts_its_windows_there():

@@ -32,21 +32,39 @@ def add_options(r: argparse.ArgumentParser) -> None:
 
 
 class _Quiet:
-    """Spark's Python workers print to the process's stdout: results get their own
-    descriptor, and descriptor 1 goes to /dev/null while Spark runs."""
+    """Spark's JVM and Python workers write to the process's descriptors 1 and 2: while
+    Spark runs those go to a log file, and rsep's results and messages to copies of the
+    original descriptors."""
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+        self.saved: list[tuple[int, int, Any]] = []
 
     def __enter__(self) -> Any:
-        sys.stdout.flush()
-        self.saved = os.dup(1)
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-        return os.fdopen(os.dup(self.saved), "w", encoding="utf-8")
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            stream = getattr(sys, name)
+            try:
+                if stream.fileno() != fd:
+                    continue
+            except (AttributeError, OSError, ValueError):
+                continue  # already captured (e.g. by a test runner)
+            stream.flush()
+            keep = os.dup(fd)
+            target = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(target, fd)
+            os.close(target)
+            setattr(sys, name, os.fdopen(os.dup(keep), "w", encoding="utf-8"))
+            self.saved.append((fd, keep, stream))
+        return sys.stdout
 
     def __exit__(self, *exc: object) -> None:
-        sys.stdout.flush()
-        os.dup2(self.saved, 1)
-        os.close(self.saved)
+        for fd, keep, stream in reversed(self.saved):
+            name = "stdout" if fd == 1 else "stderr"
+            getattr(sys, name).flush()
+            getattr(sys, name).close()
+            setattr(sys, name, stream)
+            os.dup2(keep, fd)
+            os.close(keep)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,8 +81,14 @@ def run(args: argparse.Namespace) -> int:
         if len(args.time_predicate) == 1 else TimeConfig(
             point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
     tty = sys.stderr.isatty() and not args.quiet
-    with _Quiet() as stdout:
-        spark = get_session(args.master)
+    import tempfile
+
+    from pyspark.sql import SparkSession
+
+    log = os.path.join(tempfile.gettempdir(), f"rsep-spark-{os.getpid()}.log")
+    with _Quiet(log) as stdout:
+        existing = SparkSession.getActiveSession()
+        spark = existing or get_session(args.master)
         pipe = SparkPipeline(
             spark, args.queries, streams=args.stream, graphs=args.graph, dialect=args.dialect,
             r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None), time=tc,
@@ -118,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
                 out.close()
             else:
                 out.flush()
-            spark.stop()
+            if existing is None:
+                spark.stop()
     if rejected:
         if not args.quiet:
             print(f"rsep: {rejected} input record(s) rejected"

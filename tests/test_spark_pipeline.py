@@ -1,0 +1,211 @@
+"""The Spark pipeline gives the in-process engine's results, evaluation time by evaluation time."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+
+from conftest import ROOT
+
+from rsep.runtime.engine import Engine
+from rsep.spark.pipeline import SparkPipeline, collect_outputs, collect_rejected, run_files
+from rsep.spark.plan import partitioning
+from rsep.stream.files import StreamFile
+from rsep.stream.jsonl import JsonlStreamFile
+from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
+
+SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
+SR = "http://example.org/srbench"
+COUPON = ROOT / "examples" / "coupon"
+SPASEQ = ROOT / "tests" / "data" / "spaseq"
+SG = "http://smartgrid.org/"
+
+def inprocess(queries: list[Path | str], streams: list[tuple[str, str]], graphs=(),
+              time_unit_ms=None, allowed_lateness=0) -> dict[str, list[dict]]:
+    """Each query alone in the in-process engine, as the CLI runs it."""
+    out: dict[str, list[dict]] = {}
+    for q in queries:
+        eng = Engine(time_unit_ms=time_unit_ms)
+        for iri, path in graphs:
+            eng.add_graph(iri, path)
+        text, source = (q if isinstance(q, tuple) else (Path(q).read_text(), str(q)))
+        rt = eng.register(text, source=source, default_name=Path(source).stem)
+        files = [JsonlStreamFile(p, iri) if str(p).endswith(".jsonl") else StreamFile(p, iri)
+                 for iri, p in streams]
+        dead = DeadLetter()
+        out[rt.name] = [o.to_json() for o in
+                        eng.run(merge_streams(files, dead, OrderingPolicy(allowed_lateness)))]
+    return out
+
+
+def on_spark(spark, tmp_path, queries, streams, graphs=(), batch=False, files_per_batch=None,
+             **kw):
+    pipe = SparkPipeline(spark, queries, streams=streams, graphs=graphs, **kw)
+    got: dict[str, list[dict]] = defaultdict(list)
+    rejected: list[dict] = []
+
+    def on_batch(df, batch_id):
+        for o in collect_outputs(df):
+            got[o.query].append(o.to_json())
+        rejected.extend(json.loads(r) for r in collect_rejected(df))
+
+    run_files(pipe, on_batch, checkpoint=str(tmp_path / "ck"), batch=batch,
+              max_files_per_trigger=files_per_batch)
+    return dict(got), rejected, pipe
+
+
+def by_time(outs: list[dict]) -> list[tuple]:
+    """Evaluation time by evaluation time; within one evaluation, as a multiset."""
+    groups: dict = defaultdict(list)
+    for o in outs:
+        groups[o["time"]].append(json.dumps(o, sort_keys=True))
+    return [(t, sorted(v)) for t, v in groups.items()]
+
+
+def assert_same(spark_out: dict, ref: dict) -> None:
+    for name, outs in ref.items():
+        assert by_time(spark_out.get(name, [])) == by_time(outs), name
+    assert set(spark_out) <= set(ref)
+
+
+def test_srbench_rspql_csparql_cqels_queries(spark, tmp_path):
+    queries = [ROOT / "examples" / "srbench-hot.rq", ROOT / "docs/examples/rspql.rq",
+               ROOT / "docs/examples/csparql.rq", ROOT / "docs/examples/cqels.rq"]
+    streams = [(SR, str(SRBENCH))]
+    ref = inprocess(queries, streams)
+    assert all(ref.values())  # every query has results to compare
+    got, rejected, _ = on_spark(spark, tmp_path, queries, streams)
+    assert rejected == []
+    assert_same(got, ref)
+
+
+def test_rsepql_match_and_coupon_queries(spark, tmp_path):
+    queries = [ROOT / "docs/examples/rsepql.rq", COUPON / "q1-csparql.rq",
+               COUPON / "q2-cqels.rq"]
+    streams = [("http://example.org/S", str(ROOT / "examples/rsepql/figure1.trig")),
+               ("http://coupons", str(COUPON / "coupons.trig")),
+               ("http://locations", str(COUPON / "locations.trig"))]
+    graphs = [("http://products", str(COUPON / "products.ttl"))]
+    # The three streams are merged into one timeline in both runs.
+    ref = {}
+    for q in queries:
+        ref.update(inprocess([q], streams, graphs, time_unit_ms=60_000))
+    assert len(ref) == 3 and all(ref.values())
+    got, rejected, _ = on_spark(spark, tmp_path, queries, streams, graphs, time_unit_ms=60_000)
+    assert rejected == []
+    assert_same(got, ref)
+
+
+def test_spaseq_query1_batch_replay(spark, tmp_path):
+    queries = [SPASEQ / "query1.rq"]
+    streams = [(SG + "mainSource", str(SPASEQ / "power.trig")),
+               (SG + "weather", str(SPASEQ / "weather.trig")),
+               (SG + "storageSource", str(SPASEQ / "storage.trig"))]
+    graphs = [(SG + "db", str(SPASEQ / "homes.ttl"))]
+    ref = inprocess(queries, streams, graphs, time_unit_ms=60_000)
+    assert len(ref["query1"]) == 2
+    got, rejected, pipe = on_spark(spark, tmp_path, queries, streams, graphs, batch=True,
+                                   time_unit_ms=60_000)
+    assert pipe.config.queries[0].partitioning.key == ()  # strict contiguity: one key
+    assert rejected == []
+    assert_same(got, ref)
+
+
+PARTITIONED = """PREFIX : <http://example.org/>
+SELECT ?c ?p1 ?p2
+WITHIN 10 MINUTES
+FROM STREAM S1 <http://example.org/stocks>
+WHERE {
+  SEQ (A; B)
+  DEFINE GPM A ON S1 { ?c :price ?p1 . FILTER(?p1 > 80) }
+  DEFINE GPM B ON S1 { ?c :price ?p2 . FILTER(?p2 < ?p1) }
+}
+"""
+
+
+def stock_stream(path: Path, n: int, companies: int = 7, seed: int = 1,
+                 fmt: str = "trig") -> Path:
+    rnd = random.Random(seed)
+    lines = ["@prefix : <http://example.org/> .",
+             "@prefix prov: <http://www.w3.org/ns/prov#> ."] if fmt == "trig" else []
+    for i in range(n):
+        c, p = rnd.randrange(companies), rnd.randrange(100)
+        if fmt == "trig":
+            lines.append(f":e{i} prov:generatedAtTime {i} . :e{i} {{ :c{c} :price {p} . }}")
+        else:
+            lines.append(json.dumps({"graph": f"http://example.org/e{i}", "time": i,
+                                     "triples": f"<http://example.org/c{c}> "
+                                                f"<http://example.org/price> {p} ."}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_partitioned_spaseq_equals_unpartitioned(spark, tmp_path):
+    q = (PARTITIONED, "partitioned.rq")
+    data = stock_stream(tmp_path / "stocks.jsonl", 300, fmt="jsonl")
+    streams = [("http://example.org/stocks", str(data))]
+    ref = inprocess([q], streams, time_unit_ms=60_000)
+    assert len(ref["partitioned"]) > 20
+    got, rejected, pipe = on_spark(spark, tmp_path, [q], streams, time_unit_ms=60_000,
+                                   buckets=3)
+    qp = pipe.config.queries[0]
+    assert (qp.partitioning.key, qp.buckets) == (("c",), 3)
+    assert rejected == []
+    assert_same(got, ref)
+
+
+def test_partition_keys_and_reasons():
+    from rsep.lang import parse_query
+
+    p = partitioning(parse_query(PARTITIONED))
+    assert p.key == ("c",) and "skip-till-next" in p.reason
+    p = partitioning(parse_query((SPASEQ / "query1.rq").read_text()))
+    assert p.key == () and "strict contiguity" in p.reason
+    p = partitioning(parse_query((ROOT / "docs/examples/rspql.rq").read_text()))
+    assert p.key == () and "no split of the events is provably exact" in p.reason
+
+
+HEAD = "@prefix : <http://example.org/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+
+
+def test_malformed_and_late_records_go_to_the_dead_letter_output(spark, tmp_path):
+    import os
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.trig").write_text(HEAD + ":g1 prov:generatedAtTime 1 . :g1 { :a :p :b . }\n"
+                              ":g2 prov:generatedAtTime 5 . :g2 { :a :p :c . }\n"
+                              ":g3 prov:generatedAtTime 6 . :g3 { :a :p  . }\n")  # malformed
+    # A later micro-batch: 2 is 3 behind the stream's 5 (late), 4 is within the lateness.
+    (d / "b.trig").write_text(HEAD + ":g4 prov:generatedAtTime 2 . :g4 { :a :p :d . }\n"
+                              ":g5 prov:generatedAtTime 4 . :g5 { :a :p :e . }\n")
+    os.utime(d / "a.trig", (1_000_000, 1_000_000))
+    (tmp_path / "ok.trig").write_text(HEAD + ":g1 prov:generatedAtTime 1 . :g1 { :a :p :b . }\n"
+                                      ":g2 prov:generatedAtTime 5 . :g2 { :a :p :c . }\n"
+                                      ":g5 prov:generatedAtTime 4 . :g5 { :a :p :e . }\n")
+    q = ("PREFIX : <http://example.org/>\nREGISTER RSTREAM :o AS SELECT ?o "
+         "FROM NAMED WINDOW :w ON :s [RANGE 100 STEP 1] WHERE { WINDOW :w { :a :p ?o } }",
+         "late.rq")
+    s = "http://example.org/s"
+    ref = inprocess([q], [(s, str(tmp_path / "ok.trig"))], allowed_lateness=2)
+    got, rejected, _ = on_spark(spark, tmp_path, [q], [(s, str(d))], allowed_lateness=2,
+                                files_per_batch=1)
+    assert [(Path(r["file"]).name, r["line"]) for r in rejected] == [("a.trig", 5),
+                                                                      ("b.trig", 3)]
+    assert "is late: the stream is already at 5 (allowed lateness 2)" in rejected[1]["reason"]
+    assert_same(got, ref)
+
+
+def test_cli_engine_spark_equals_inprocess(spark, capsys):
+    from rsep.cli.main import main
+
+    args = ["run", str(COUPON / "q2-cqels.rq"), "--stream",
+            f"http://coupons={COUPON / 'coupons.trig'}", "--stream",
+            f"http://locations={COUPON / 'locations.trig'}", "--graph",
+            f"http://products={COUPON / 'products.ttl'}", "--time-unit", "1m"]
+    assert main(args) == 0
+    ref = capsys.readouterr().out
+    assert main(args + ["--engine", "spark"]) == 0
+    assert capsys.readouterr().out == ref

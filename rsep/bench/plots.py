@@ -61,7 +61,7 @@ def _throughput(rows: list[dict], path: Path) -> Path:
             errs[0].append(y - ev / hi)
             errs[1].append(ev / lo - y)
         ax.bar(xs, ys, width, yerr=errs, label=p, color=COLORS.get(p), capsize=2)
-        for x, y in zip(xs, ys):
+        for x, y in zip(xs, ys, strict=True):
             ax.text(x, y, f"{y:,.0f}", ha="center", va="bottom", fontsize=7)
     ax.set_yscale("log")
     ax.set_xticks(range(len(comps)))
@@ -107,7 +107,7 @@ def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
         series[(r["comparison"], r["peer"], r["what"][:40])].append(r)
     categorical = not all(_num(r["value"]) is not None for r in rows)
     cats = list(dict.fromkeys(str(r["value"]) for r in rows))
-    for (comp, peer, what), rs in series.items():
+    for (_, peer, what), rs in series.items():
         xs = [cats.index(str(r["value"])) if categorical else float(r["value"]) for r in rs]
         ys = [float(r["events_per_s"]) for r in rs]
         name = peer if len({k[2] for k in series}) == 1 else f"{peer}: {what.split(',')[0][:28]}"

@@ -275,6 +275,10 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
             outputs[("rsep", size)] = m
         a = agree.read_jsonl(outputs[("rsep", size)])
         b = agree.read_jsonl(outputs[(row["peer"], size)])
+        if case.kind == "cep" and engine == "spark":
+            row["agreement"] = ("not checked: rsep run --engine spark prints each match's start "
+                                "and time, not its events")
+            continue
         if case.kind == "cep":
             res = agree.compare_matches(a, b, case.window)
         else:

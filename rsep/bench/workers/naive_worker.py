@@ -53,7 +53,7 @@ def main() -> int:
         if rows:
             out.write(json.dumps({"window": c, "rows": rows}) + "\n")
 
-    current, quads, cur_t = None, [], None
+    current, quads = None, []
 
     def close_event() -> None:
         nonlocal n, next_c

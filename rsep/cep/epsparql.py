@@ -795,6 +795,81 @@ def horizons(root: Node, kind: TimeKind | None) -> dict[int, float]:
     return out
 
 
+def _timed(n: Node) -> bool:
+    """Every solution of n has a finite interval (it reads the stream)."""
+    if isinstance(n, BGP):
+        return True
+    if isinstance(n, (Unit, Background)):
+        return False
+    if isinstance(n, (Filter, Extend, Project)):
+        return _timed(n.kids[0])
+    if isinstance(n, Union):
+        return _timed(n.left) and _timed(n.right)
+    if isinstance(n, (LeftJoin, EqLeftJoin)):
+        return _timed(n.left)
+    if isinstance(n, SeqRightJoin):
+        return _timed(n.right)
+    assert isinstance(n, Binary)
+    return _timed(n.left) or _timed(n.right)
+
+
+def _is_bound(c: str) -> bool:
+    return any(rx.match(c) for rx in _BOUND_RX)
+
+
+def push_filters(root: Node) -> Node:
+    """An equivalent pattern (for the unrestricted setting) with FILTER conjuncts moved down
+    to the operands that bind all their variables, and duration bounds copied down to the
+    timed operands, so partial solutions are cut early (003 Sec. 5's binarised conditions).
+    A conjunct C of Filter(C && D, P) moves into a mandatory operand P1 of P when its
+    variables are all always bound by P1 and it reads no time function: its value on a
+    solution of P is its value on the P1 part. ``getDURATION() < c`` also holds for every
+    part of a Join / SeqJoin / EqJoin / Union solution and for the mandatory part of the
+    optional operators (their intervals contain the part's), so it is copied there. Not for
+    the chronological / recent settings: their selection precedes the FILTER."""
+
+    def rebuild(n: Node, pending: list[Expr]) -> Node:
+        if isinstance(n, Filter):
+            exprs = [Expr(c, frozenset(v for v in re.findall(r"[?$](\w+)", c) if not v.startswith("__")),
+                          n.cond.prologue) for c in _conjuncts(n.cond.text)]
+            return rebuild(n.arg, pending + exprs)
+        if isinstance(n, Binary) and not isinstance(n, Union):
+            mand = {Join: ("left", "right"), SeqJoin: ("left", "right"), EqJoin: ("left", "right"),
+                    LeftJoin: ("left",), EqLeftJoin: ("left",), SeqRightJoin: ("right",)}[type(n)]
+            down: dict[str, list[Expr]] = {"left": [], "right": []}
+            stay: list[Expr] = []
+            for c in pending:
+                placed = False
+                for side in mand:
+                    kid = getattr(n, side)
+                    if c.timed:
+                        if _is_bound(c.text) and _timed(kid) and not isinstance(kid, BGP):
+                            down[side].append(c)
+                    elif c.variables <= certain(kid) and not placed:
+                        down[side].append(c)
+                        placed = True
+                if c.timed or not placed:
+                    stay.append(c)
+            m = type(n)(rebuild(n.left, down["left"]), rebuild(n.right, down["right"]), n.cond)
+            return _wrap(m, stay)
+        if isinstance(n, Union):
+            return _wrap(Union(rebuild(n.left, []), rebuild(n.right, []), n.cond), pending)
+        if isinstance(n, Project):
+            return _wrap(Project(rebuild(n.arg, []), n.items, n.distinct), pending)
+        if isinstance(n, Extend):
+            return _wrap(Extend(rebuild(n.arg, []), n.var, n.expr), pending)
+        return _wrap(n, pending)
+
+    return rebuild(root, [])
+
+
+def _wrap(n: Node, conds: list[Expr]) -> Node:
+    if not conds:
+        return n
+    text = " && ".join(f"({c.text})" for c in conds) if len(conds) > 1 else conds[0].text
+    return Filter(Expr(text, frozenset().union(*(c.variables for c in conds)), conds[0].prologue), n)
+
+
 def _nodes(n: Node) -> Iterable[Node]:
     yield n
     for k in n.kids:
@@ -866,15 +941,19 @@ class Keyed:
             self.buckets.setdefault(self.of(s), []).append(s)
             self.n += 1
 
-    def get(self, k: tuple) -> list[Solution]:
-        return self.buckets.get(k, [])
+    def get(self, k: tuple, lo: float = -INF) -> list[Solution]:
+        """The bucket's solutions starting at or after lo."""
+        return self.before(k, INF, lo)
 
-    def before(self, k: tuple, t: float) -> list[Solution]:
-        """The bucket's solutions ending before t."""
+    def before(self, k: tuple, t: float, lo: float = -INF) -> list[Solution]:
+        """The bucket's solutions ending before t and starting at or after lo (older ones
+        wait for the amortised pruning; they could not be part of a future solution)."""
         b = self.buckets.get(k)
         if not b:
             return []
-        return b[:bisect.bisect_left(b, t, key=_tw)]
+        i = bisect.bisect_left(b, lo, key=_tw) if lo != -INF else 0
+        j = bisect.bisect_left(b, t, key=_tw) if t != INF else len(b)
+        return [s for s in b[i:j] if s.ta >= lo] if lo != -INF else b[i:j]
 
     def prune(self, lo: float) -> None:
         if self.n < 2 * self.kept + 64:
@@ -1006,6 +1085,7 @@ class Delta:
         if isinstance(n, EqLeftJoin):
             return _left(da, db, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
         chk = self._compat[id(n)]
+        lo_a, lo_b = tau - self.hs.get(id(n.left), INF), tau - self.hs.get(id(n.right), INF)
         if isinstance(n, Join):
             if not da and not db:
                 return []
@@ -1017,13 +1097,13 @@ class Delta:
                     new_b.setdefault(ob.of(y), []).append(y)
                 for x in da:
                     k = oa.of(x)
-                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k), new_b.get(k, ()))
+                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k, lo_b), new_b.get(k, ()))
                                if not chk or compatible(x.mu, y.mu))
                 for y in db:
-                    out.extend(combine(x, y) for x in oa.get(ob.of(y)) if not chk or compatible(x.mu, y.mu))
+                    out.extend(combine(x, y) for x in oa.get(ob.of(y), lo_a) if not chk or compatible(x.mu, y.mu))
             else:
                 for x in da:
-                    out.extend(combine(x, y) for y in ob.get(oa.of(x)) if not chk or compatible(x.mu, y.mu))
+                    out.extend(combine(x, y) for y in ob.get(oa.of(x), lo_b) if not chk or compatible(x.mu, y.mu))
             return out
         if isinstance(n, SeqJoin):
             if not db:
@@ -1031,7 +1111,8 @@ class Delta:
             oa = self._old(n.left)
             out = []
             for y in db:
-                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta) if not chk or compatible(x.mu, y.mu))
+                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta, lo_a)
+                           if not chk or compatible(x.mu, y.mu))
             return out
         if isinstance(n, LeftJoin):
             if not da:
@@ -1041,13 +1122,13 @@ class Delta:
             for y in db:
                 new_b.setdefault(ob.of(y), []).append(y)
             return _left(da, None, n.cond, ex, lambda x, y: y.tw <= x.tw,
-                         cands=lambda x: itertools.chain(ob.get(ob.of(x)), new_b.get(ob.of(x), ())))
+                         cands=lambda x: itertools.chain(ob.get(ob.of(x), lo_b), new_b.get(ob.of(x), ())))
         if isinstance(n, SeqRightJoin):
             if not db:
                 return []
             oa = self._old(n.left)
             return _left(db, None, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True,
-                         cands=lambda x: oa.before(oa.of(x), x.ta))
+                         cands=lambda x: oa.before(oa.of(x), x.ta, lo_a))
         raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
 
 
@@ -1246,7 +1327,8 @@ class EpSparqlRuntime:
                                  f"(use --graph {iri}=PATH)", source=query.source)
         self.ctx = EpContext.of(engine)
         self.ctx.runtimes.append(self)
-        self.delta = Delta(query.pattern, self.ctx.world)
+        self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
+        self.delta = Delta(self.plan, self.ctx.world)
         self.leaf_horizon = INF  # set by bind, once the kind of time is known
         self.outbox: dict[int, list[Output]] = {}
         self._ticks: set[int] = set()
@@ -1257,8 +1339,8 @@ class EpSparqlRuntime:
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         self.kind = kind
         self.ctx.world.exprs.kind = kind
-        hs = horizons(self.query.pattern, kind)
-        self.leaf_horizon = leaf_horizon(self.query.pattern, hs)
+        hs = horizons(self.plan, kind)
+        self.leaf_horizon = leaf_horizon(self.plan, hs)
         if self.ctx.prune:
             self.delta.hs = hs
 

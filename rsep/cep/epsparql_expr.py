@@ -11,6 +11,7 @@ pyoxigraph: compiled and uncompiled evaluation give the same answers.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
@@ -128,6 +129,9 @@ def _arith(op: str, a: Any, b: Any) -> Any:
     return a * b
 
 
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq,
+    "!=": operator.ne, "+": operator.add, "-": operator.sub, "*": operator.mul}
 Env = Callable[[str], Any]  # variable name -> value (None: unbound); may raise Fallback
 Fn = Callable[[Env], Any]
 
@@ -198,7 +202,15 @@ class _Parser:
         if self.peek() in ("<", "<=", ">", ">=", "=", "!="):
             op = self.take()[1]
             g, h = f, self.add()
-            return lambda env: _cmp(op, g(env), h(env))
+            fn = _OPS[op]
+
+            def rel(env: Env) -> bool | None:
+                a, b = g(env), h(env)
+                ta, tb = type(a), type(b)
+                if (ta is int or ta is Decimal) and (tb is int or tb is Decimal):
+                    return fn(a, b)
+                return _cmp(op, a, b)
+            return rel
         return f
 
     def add(self) -> Fn:
@@ -207,8 +219,12 @@ class _Parser:
             op = self.take()[1]
             g, h = f, self.mul()
 
-            def f(env: Env, g: Fn = g, h: Fn = h, op: str = op) -> Any:
-                return _arith(op, g(env), h(env))
+            def f(env: Env, g: Fn = g, h: Fn = h, op: str = op, fn: Callable = _OPS[op]) -> Any:
+                a, b = g(env), h(env)
+                ta, tb = type(a), type(b)
+                if (ta is int or ta is Decimal) and (tb is int or tb is Decimal):
+                    return fn(a, b)
+                return _arith(op, a, b)
         return f
 
     def mul(self) -> Fn:
@@ -218,7 +234,11 @@ class _Parser:
             g, h = f, self.unary()
 
             def f(env: Env, g: Fn = g, h: Fn = h) -> Any:
-                return _arith("*", g(env), h(env))
+                a, b = g(env), h(env)
+                ta, tb = type(a), type(b)
+                if (ta is int or ta is Decimal) and (tb is int or tb is Decimal):
+                    return a * b
+                return _arith("*", a, b)
         return f
 
     def unary(self) -> Fn:

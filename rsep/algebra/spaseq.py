@@ -35,7 +35,7 @@ UNIT: Omega = frozenset({EMPTY_MAPPING})  # {mu_0}: the identity of the join
 
 
 def mapping(d: dict[str, Term]) -> Mapping:
-    return tuple(sorted(d.items(), key=lambda kv: kv[0]))
+    return tuple(sorted(d.items()))  # variable names are unique: terms are never compared
 
 
 def compatible(a: Mapping, b: Mapping) -> bool:
@@ -52,12 +52,35 @@ def merge(a: Mapping, b: Mapping) -> Mapping:
         return a
     d = dict(a)
     d.update(b)
-    return mapping(d)
+    return tuple(sorted(d.items()))
 
 
 def join(x: Omega, y: Omega) -> Omega:
     """Omega_1 join Omega_2 of Definition 5."""
-    return frozenset(merge(a, b) for a in x for b in y if compatible(a, b))
+    if x == UNIT:
+        return y
+    if y == UNIT:
+        return x
+    out = []
+    for a in x:
+        da = dict(a)
+        get = da.get
+        for b in y:
+            extra = False
+            for k, v in b:
+                w = get(k)
+                if w is None:
+                    extra = True
+                elif w != v:
+                    break
+            else:
+                if extra:
+                    d = dict(da)
+                    d.update(b)
+                    out.append(tuple(sorted(d.items())))
+                else:
+                    out.append(a)
+    return frozenset(out)
 
 
 def project(x: Omega, variables: Iterable[str]) -> Omega:

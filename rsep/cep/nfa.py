@@ -308,6 +308,7 @@ class Stats:
     matches: int = 0
     matches_cut: int = 0  # matches not enumerated past max_matches per group
     max_live: int = 0
+    runs_touched: int = 0  # runs matched against an instant's events, summed
     gpm_evaluations: int = 0
     gpm_fallbacks: int = 0
 
@@ -535,6 +536,7 @@ class NFAEngine:
         # Strict runs cannot wait past this instant: they take an event now or die.
         dying = dict.fromkeys(self.strict, "contiguity")
         touched = self._touched(evs)
+        self.stats.runs_touched += len(touched)
         if touched and len(touched) > 1:
             self._prefetch(touched, evs)
         for rid in sorted(touched):

@@ -25,6 +25,39 @@ def test_language_examples_run(language, first, capsys):
     assert (out[0]["time"], out[0]["bindings"]["sensor"]) == first
 
 
+def _rows(capsys) -> list[tuple]:
+    rows = []
+    for line in capsys.readouterr().out.splitlines():
+        o = json.loads(line)
+        b = o["bindings"]
+        rows.append((o["time"], o.get("start", o.get("from")), b["sensor"].split("_")[-1][:-1],
+                     int(b["before"].split('"')[1]), int(b["after"].split('"')[1])))
+    return rows
+
+
+@pytest.mark.skipif(not SRBENCH.is_file(), reason="shared data not present")
+def test_spaseq_example_runs_over_srbench(capsys):
+    q = ROOT / "docs" / "examples" / "spaseq.rq"
+    assert main(["run", str(q), "--stream", f"http://example.org/srbench={SRBENCH}"]) == 0
+    # skip-till-next inside WITHIN's tumbling 10 s windows
+    assert _rows(capsys) == [(6000, 0, "C0947", 61, 63), (9000, 3000, "C0947", 62, 64),
+                             (20000, 11000, "C1015", 54, 56), (33000, 30000, "C0817", 75, 77)]
+
+
+@pytest.mark.skipif(not SRBENCH.is_file(), reason="shared data not present")
+def test_epsparql_example_runs_over_srbench(capsys):
+    q = ROOT / "docs" / "examples" / "epsparql.rq"
+    s = f"http://example.org/srbench={SRBENCH}"
+    assert main(["run", str(q), "--stream", s]) == 0
+    # unrestricted: every pair of readings 2 degrees apart within 10 s
+    assert sorted(_rows(capsys)) == [
+        (6000, 0, "C0947", 61, 63), (9000, 0, "C0947", 61, 64), (9000, 3000, "C0947", 62, 64),
+        (12000, 3000, "C0947", 62, 64), (20000, 11000, "C1015", 54, 56),
+        (32000, 26000, "C1122", 78, 80), (32000, 29000, "C1130", 62, 64),
+        (33000, 24000, "C0817", 74, 77), (33000, 27000, "C0817", 74, 77),
+        (33000, 30000, "C0817", 75, 77)]
+
+
 def test_semantics_doc_names_only_existing_tests():
     import re
 

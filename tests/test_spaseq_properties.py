@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rsep import Engine, QueryError
 from rsep.cep.events import merge_events
 from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import NFAEngine, compile_query
+from rsep.cep.nfa import NFAEngine, NFAOptions, compile_query
 from rsep.cep.spaseq_reference import ReferenceEvaluator
 from rsep.lang.spaseq import parse_spaseq
 
@@ -91,8 +91,12 @@ def query_text(seq: str, within: int | None) -> str:
     return f"PREFIX : <{EX}> SELECT * {w} {streams} WHERE {{ SEQ ({seq}) {defs} }}"
 
 
-def nfa_matches(q, events, t0: int, window: int | None) -> list:
-    eng = NFAEngine(compile_query(q), GPMEvaluator(q.gpms.values(), {}), t0=t0, window=window)
+def nfa_matches(q, events, t0: int, window: int | None,
+                options: NFAOptions | None = None) -> list:
+    options = options or NFAOptions()
+    eng = NFAEngine(compile_query(q), GPMEvaluator(q.gpms.values(), {},
+                                                   compiled=options.compiled_gpm),
+                    t0=t0, window=window, options=options)
     sev = merge_events(events, set(STREAMS.values()))
     out = []
     for t in sorted({e.time for e in sev}):
@@ -100,12 +104,17 @@ def nfa_matches(q, events, t0: int, window: int | None) -> list:
     return out
 
 
+# Every optimisation on (the default), every one off (Sec. 7's, compiled GPMs, shared runs).
+OPTIONS = {"all-on": NFAOptions, "all-off": NFAOptions.all_off}
+
+
+@pytest.mark.parametrize("optimisations", list(OPTIONS))
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("op", OPS)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.filter_too_much])
 @given(rnd=st.randoms(use_true_random=False))
-def test_nfa_equals_reference(op, kind, rnd):
+def test_nfa_equals_reference(op, kind, optimisations, rnd):
     within = rnd.choice([None, 3, 5, 8])
     seq = sequence(rnd, op, kind)
     try:
@@ -115,7 +124,7 @@ def test_nfa_equals_reference(op, kind, rnd):
     events = streamset(rnd)
     t0 = rnd.randint(0, 2)
     expected = {m.key for m in ReferenceEvaluator(q, events).evaluate(t0, within)}
-    got = nfa_matches(q, events, t0, within)
+    got = nfa_matches(q, events, t0, within, OPTIONS[optimisations]())
     assert len({m.key for m in got}) == len(got), "a match was reported twice"
     assert {m.key for m in got} == expected
 

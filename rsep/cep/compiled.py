@@ -416,7 +416,7 @@ def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], objec
             x, y = a[1], b[1]  # type: ignore[index]
         elif ka == "i" or kb == "i":
             if op not in ("=", "!="):
-                return _ERROR
+                raise Fallback("an IRI ordered")
             if ka != kb:
                 # an IRI is never equal to a literal (RDFterm-equal)
                 return op == "!="

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rsep.bench import agree, queries, runner
+from rsep.bench import agree, queries, report, runner
 from rsep.bench import workloads as w
 from rsep.lang import parse_query
 from rsep.stream.event import Event
@@ -158,8 +158,9 @@ def test_compare_windows_reads_numbers_by_value_and_finds_a_changed_row():
 
 def test_bench_runs_rsep_and_its_reference_and_reports_a_missing_peer(tmp_path, monkeypatch):
     monkeypatch.setenv("RSEP_BENCH_PEERS", str(tmp_path / "no-peers"))
+    monkeypatch.chdir(tmp_path)  # a relative --out: the workers run in folders of their own
     logs: list[str] = []
-    assert runner.main("stock-core", 400, "local", "rsep,reference,core", 1, str(tmp_path / "o"),
+    assert runner.main("stock-core", 400, "local", "rsep,reference,core", 1, "o",
                        plots=False, log=logs.append) == 0
     with open(tmp_path / "o" / "measurements.csv", encoding="utf-8", newline="") as f:
         rows = {r["peer"]: r for r in csv.DictReader(f)}
@@ -167,6 +168,11 @@ def test_bench_runs_rsep_and_its_reference_and_reports_a_missing_peer(tmp_path, 
     assert rows["reference"]["agreement"].startswith("agree (")
     assert rows["core"]["status"] == "not installed: run benchmarks/peers/setup_core.sh"
     assert float(rows["rsep"]["events_per_s"]) > 0
+    text = "\n".join(report.table(list(rows.values())).splitlines()[2:])
+    assert "| stock-core | core | 400 | - |" in text
+    assert "not installed: run benchmarks/peers/setup_core.sh |" in text
+    t = report.targets(list(rows.values()))
+    assert "| same query both sides: SEQ with per-event filters, rsep >= CORE | not measured | - |" in t
 
 
 def test_bench_cli_refuses_unknown_peers(tmp_path, capsys):

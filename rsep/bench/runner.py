@@ -332,7 +332,7 @@ def main(name: str, size: int | None, engine: str, peer_list: str | None, runs: 
         run_p = build_parser()._subparsers._group_actions[0].choices["run"]
         if not any("--engine" in a.option_strings for a in run_p._actions):
             raise ValueError("--engine spark: this rsep has no `rsep run --engine spark` yet")
-    outdir = Path(out)
+    outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     m = machine()
     log(f"rsep bench {name}: {m['cpu']}, {m['cpus']} CPUs, load {m['load']}, commit {m['commit']}")
@@ -342,13 +342,19 @@ def main(name: str, size: int | None, engine: str, peer_list: str | None, runs: 
         log(f"{case.comparison} {case.param} {case.value}".rstrip())
         rows.extend(run_case(case, outdir, runs, engine, wanted, log))
     path = outdir / "measurements.csv"
+    # rows of other benchmarks already in the folder stay: one table for several commands
+    done = {r["comparison"] for r in rows}
+    if path.is_file():
+        with open(path, encoding="utf-8", newline="") as f:
+            old = [r for r in csv.DictReader(f) if r.get("comparison") not in done]
+        rows = [{k: r.get(k, "") for k in FIELDS} for r in old] + rows
     with open(path, "w", encoding="utf-8", newline="") as f:
         wr = csv.DictWriter(f, FIELDS)
         wr.writeheader()
         wr.writerows(rows)
-    (outdir / "machine.txt").write_text(
-        "\n".join(f"{k}: {v}" for k, v in {**m, "load_after": _load(),
-                                           "took_s": f"{time.time() - t0:.0f}"}.items()) + "\n")
+    with open(outdir / "machine.txt", "a", encoding="utf-8") as f:
+        f.write(f"[{name}] " + ", ".join(f"{k}: {v}" for k, v in {
+            **m, "load_after": _load(), "took_s": f"{time.time() - t0:.0f}"}.items()) + "\n")
     log(f"wrote {path}")
     if plots:
         from rsep.bench.plots import plot_all

@@ -40,20 +40,12 @@ def partitioning(q: Any) -> Partitioning:
         return Partitioning(SINGLE, "an evaluation joins and aggregates the triples of every "
                             "event in its windows, and an event may carry several values of "
                             "any variable, so no split of the events is provably exact")
-    from rsep.algebra.spaseq import AtomKind, SpaseqQuery, Strategy
+    from rsep.algebra.spaseq import SpaseqQuery
     if isinstance(q, SpaseqQuery):
-        from rsep.cep.nfa import partition_key
+        from rsep.cep.partition import partition_key
 
-        key = partition_key(q)
-        if not key:
-            return Partitioning(SINGLE, "no variable is bound by every GPM of the sequence")
-        if any(op is Strategy.STRICT for op in q.seq.ops):
-            return Partitioning(SINGLE, "strict contiguity (',') is over the whole streamset: "
-                                "an event of another key value breaks a run")
-        if any(a.kind is AtomKind.NEGATION for a in q.seq.atoms):
-            return Partitioning(SINGLE, "a negated GPM forbids events of any key value")
-        return Partitioning(key, "bound with equality by every GPM; skip-till-next/any "
-                            "runs ignore events of other values")
+        var, why = partition_key(q)
+        return Partitioning((var,) if var else SINGLE, why)
     return Partitioning(SINGLE, f"{type(q).__name__}: its operators combine events without "
                         "a shared key, so it runs unsplit")
 

@@ -84,7 +84,8 @@ class Canon:
 
     def triples(self, triples: tuple[ox.Triple, ...]) -> list[tuple[object, object, object]]:
         c = self.term
-        return [(t.subject, t.predicate, c(t.object)) for t in triples]
+        # the set semantics of a graph: canonical forms can make two triples one
+        return list(dict.fromkeys((t.subject, t.predicate, c(t.object)) for t in triples))
 
 
 # ---------------------------------------------------------------- tokens
@@ -342,8 +343,22 @@ _ERROR = _Err()  # a SPARQL expression error (the FILTER is false), distinct fro
 _BOOL = ox.NamedNode(XSD + "boolean")
 
 
+_VALUES: dict[object, object] = {}
+
+
 def _value(t: object) -> object:
     """A term as the operand of a comparison: ("n", number) | ("s", str) | ("i", NamedNode)."""
+    got = _VALUES.get(t)
+    if got is not None:
+        return got
+    got = _value_of(t)
+    if len(_VALUES) > 100_000:  # distinct values of a long stream: stay bounded
+        _VALUES.clear()
+    _VALUES[t] = got
+    return got
+
+
+def _value_of(t: object) -> object:
     if type(t) is ox.NamedNode:
         return ("i", t)
     if type(t) is ox.Literal:
@@ -490,25 +505,35 @@ class CompiledGPM:
         if not self.triples:
             raise NotCompiled("no triple pattern")
         self.stateful = [_filter_of(f, prefixes, canon) for f in gpm.stateful_filters]
-        # Order the patterns so that each one shares variables with the ones before.
-        self.variables = sorted({x[1] for tp in self.triples for x in tp if isinstance(x, tuple)})
-
-    def match(self, triples: list[tuple[object, object, object]]) -> list[dict]:
-        """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
-        sols: list[dict] = [{}]
+        # The BGP with its variables numbered by first occurrence: GPMs that differ only in
+        # their variables' names (Queries 3 and 4's A, B, C ...) are matched once per event.
+        names: list[str] = []
+        shape = []
         for tp in self.triples:
-            nxt: list[dict] = []
-            for mu in sols:
-                for tr in triples:
-                    new = _unify(tp, tr, mu)
-                    if new is not None:
-                        nxt.append(new)
-            sols = nxt
-            if not sols:
-                return sols
+            pos = []
+            for x in tp:
+                if isinstance(x, tuple):
+                    if x[1] not in names:
+                        names.append(x[1])
+                    pos.append(names.index(x[1]))
+                else:
+                    pos.append(x)
+            shape.append(tuple(pos))
+        self.shape = tuple(shape)
+        self.names = tuple(names)
+
+    def match(self, ev: Indexed) -> list[dict]:
+        """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
+        sols = ev.shapes.get(self.shape)
+        if sols is None:
+            sols = ev.shapes[self.shape] = _match_shape(self.shape, ev)
+        if not sols:
+            return []
+        names = self.names
+        out = [dict(zip(names, vals, strict=True)) for vals in sols]
         if self.local_filters:
-            sols = [mu for mu in sols if all(f(mu) is True for f in self.local_filters)]
-        return sols
+            out = [mu for mu in out if all(f(mu) is True for f in self.local_filters)]
+        return out
 
     def holds(self, mu: Mapping | dict) -> bool:
         d = mu if isinstance(mu, dict) else dict(mu)
@@ -526,21 +551,53 @@ def _filter_of(text: str, prefixes: dict[str, str], canon: Canon) -> Callable[[d
     return e
 
 
-def _unify(tp: tuple, tr: tuple, mu: dict) -> dict | None:
-    new = None
-    for x, v in zip(tp, tr, strict=True):
-        if type(x) is tuple:
-            name = x[1]
-            cur = (new or mu).get(name)
-            if cur is None:
-                if new is None:
-                    new = dict(mu)
-                new[name] = v
-            elif cur != v:
-                return None
-        elif x != v:
-            return None
-    return new if new is not None else dict(mu)
+class Indexed:
+    """An event's canonical triples by predicate, and the BGP shapes matched on it so far."""
+
+    __slots__ = ("triples", "by_pred", "shapes")
+
+    def __init__(self, triples: list[tuple[object, object, object]]) -> None:
+        self.triples = triples
+        self.by_pred: dict[object, list[tuple[object, object, object]]] = {}
+        for tr in triples:
+            got = self.by_pred.get(tr[1])
+            if got is None:
+                self.by_pred[tr[1]] = [tr]
+            else:
+                got.append(tr)
+        self.shapes: dict[tuple, list[tuple]] = {}
+
+
+def _match_shape(shape: tuple, ev: Indexed) -> list[tuple]:
+    """Solutions of a numbered BGP as tuples of values (index = variable number)."""
+    nvars = 1 + max((x for tp in shape for x in tp if type(x) is int), default=-1)
+    sols: list[list] = [[None] * nvars]
+    for tp in shape:
+        p = tp[1]
+        cands = ev.triples if type(p) is int else ev.by_pred.get(p)
+        if not cands:
+            return []
+        nxt = []
+        for mu in sols:
+            for tr in cands:
+                new = None
+                for x, v in zip(tp, tr, strict=True):
+                    if type(x) is int:
+                        cur = (new or mu)[x]
+                        if cur is None:
+                            if new is None:
+                                new = mu.copy()
+                            new[x] = v
+                        elif cur != v:
+                            break
+                    elif x != v:
+                        break
+                else:
+                    nxt.append(new if new is not None else mu)
+        if not nxt:
+            return []
+        sols = nxt
+    return [tuple(mu) for mu in sols]
 
 
 def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import pyoxigraph as ox
 
 from rsep.algebra.spaseq import GPM, Mapping, Omega, join, mapping
-from rsep.cep.compiled import Canon, CompiledGPM, Fallback, compile_gpm
+from rsep.cep.compiled import Canon, CompiledGPM, Fallback, Indexed, compile_gpm
 from rsep.cep.events import SEvent
 
 _PLAIN = (ox.NamedNode, ox.Literal)
@@ -50,7 +50,7 @@ class GPMEvaluator:
                     self.compiled[g.name] = c
         self.shared = shared
         self._pending: dict[str, SEvent] = {}  # the instant's events, not yet in the store
-        self._canon: dict[str, list] = {}
+        self._canon: dict[str, Indexed] = {}
         self._events: dict[str, ox.NamedNode] = {}
         self._local: dict[tuple[str, str], Omega] = {}
         self._holds: dict[tuple[str, Mapping], bool] = {}
@@ -107,11 +107,11 @@ class GPMEvaluator:
             e = self._pending.get(stream)
             if e is None:
                 return frozenset()
-            triples = self._canon.get(stream)
-            if triples is None:
-                triples = self._canon[stream] = self.canon.triples(e.triples)
+            indexed = self._canon.get(stream)
+            if indexed is None:
+                indexed = self._canon[stream] = Indexed(self.canon.triples(e.triples))
             try:
-                sols = c.match(triples)
+                sols = c.match(indexed)
                 self.compiled_evaluations += 1
                 if not sols:
                     return frozenset()

@@ -41,12 +41,17 @@ engine equal to :mod:`rsep.cep.spaseq_reference`.
 
 from __future__ import annotations
 
+import re
 import warnings
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyoxigraph as ox
+
 from rsep.algebra.spaseq import (
+    GPM,
     UNIT,
     And,
     Atom,
@@ -60,6 +65,7 @@ from rsep.algebra.spaseq import (
     Strategy,
     drop,
 )
+from rsep.cep.compiled import Fallback, _value
 from rsep.cep.events import Match, SEvent, steps_of
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.partition import common_variables
@@ -334,6 +340,9 @@ class NFAEngine:
         self.strict: set[int] = set()  # runs whose next step is strictly contiguous
         self.classes: dict[tuple, int] = {}  # shared runs: key -> run id
         self._per_leaf: dict[int, int] = {}  # index entries per GPM occurrence
+        # Pushed stateful FILTERs: leaf key -> (event variable, op, run variable), and the
+        # runs waiting for such a leaf, sorted by their run variable's number.
+        self.ranges: dict[tuple[int, Any], list[tuple[Any, int]]] = {}
         self.prev: int | None = None  # the previous instant of the streamset
         self.instants = 0
         # Algorithm 5's D: (run, state, edge) -> timestamp of the conjunction edges matched.
@@ -356,6 +365,13 @@ class NFAEngine:
                 for lf in a.body.leaves():
                     self._conj[lf.key] = ss
         self.pvar = nfa.partition_key[0] if nfa.partition_key and opts.partition_index else None
+        self._range: dict[int, tuple[str, str, str]] = {}
+        if opts.predicate_pushing and opts.stream_index:
+            for lf in q.seq.leaves():
+                if lf.gpm.name in gpm.compiled:
+                    rng = range_filter(lf.gpm)
+                    if rng is not None:
+                        self._range[lf.key] = rng
         self._future = self._future_variables()
 
     # ------------------------------------------------------------ bookkeeping
@@ -385,15 +401,32 @@ class NFAEngine:
         return out
 
     def _index_keys(self, r: Run) -> tuple:
+        """The run's index entries: (leaf key, partition value | ANY) for the GPMs its state
+        waits for and the negated GPMs it carries; and, where a GPM's stateful FILTER
+        starts with ``?event_var OP ?run_var`` over numbers, (leaf key, value, number)
+        entries of the range index instead."""
         st = self.nfa.states[r.state]
         atom = st.atom
-        keys: list[tuple[int, Any]] = []
+        keys: list[tuple] = []
         if atom is not None and atom.kind is not AtomKind.NEGATION:
             x = drop(r.omega, atom.local_vars) if atom.kind is AtomKind.KLEENE else r.omega
             pv = self.pvar
             for lf in atom.body.leaves():
+                bound = pv is not None and pv in lf.gpm.required_variables and bool(x)
+                rng = self._range.get(lf.key)
+                if rng is not None and x:
+                    entries = []
+                    for mu in x:
+                        v = _get(mu, pv) if bound else ANY
+                        y = _number(_get(mu, rng[2]))
+                        if v is None or y is None:
+                            break
+                        entries.append(("R", lf.key, v, y))
+                    else:
+                        keys.extend(entries)
+                        continue
                 vals = None
-                if pv is not None and pv in lf.gpm.required_variables and x:
+                if bound:
                     vals = set()
                     for mu in x:
                         v = _get(mu, pv)
@@ -425,6 +458,10 @@ class NFAEngine:
         self.runs[r.id] = r
         r.keys = self._index_keys(r)
         for k in r.keys:
+            if k[0] == "R":
+                insort(self.ranges.setdefault((k[1], k[2]), []), (k[3], r.id))
+                self._per_leaf[k[1]] = self._per_leaf.get(k[1], 0) + 1
+                continue
             got = self.index.get(k)
             if got is None:
                 self.index[k] = {r.id}
@@ -443,6 +480,15 @@ class NFAEngine:
         if r.ckey is not None and self.classes.get(r.ckey) == rid:
             del self.classes[r.ckey]
         for k in r.keys:
+            if k[0] == "R":
+                lst = self.ranges[(k[1], k[2])]
+                i = bisect_left(lst, (k[3], rid))
+                if i < len(lst) and lst[i] == (k[3], rid):
+                    del lst[i]
+                if not lst:
+                    del self.ranges[(k[1], k[2])]
+                self._per_leaf[k[1]] -= 1
+                continue
             got = self.index.get(k)
             if got is not None:
                 got.discard(rid)
@@ -493,7 +539,8 @@ class NFAEngine:
             self.instants += 1
 
     def _touched(self, evs: dict[str, SEvent]) -> set[int]:
-        """The runs an instant's events can affect (Sec. 7.2.2's index, refined by value)."""
+        """The runs an instant's events can affect (Sec. 7.2.2's index, refined by partition
+        value and by the range of a pushed stateful FILTER)."""
         if not self.options.stream_index:
             return set(self.runs)
         touched: set[int] = set()
@@ -505,14 +552,15 @@ class NFAEngine:
                 conj = self._conj.get(lf.key)
                 if conj is not None and lazy and not conj <= evs.keys():
                     continue
+                if not self._per_leaf.get(lf.key):
+                    continue
                 anyk = (lf.key, ANY)
-                if pv is None or pv not in lf.gpm.required_variables:
+                rng = self._range.get(lf.key)
+                keyed = pv is not None and pv in lf.gpm.required_variables
+                if not keyed and rng is None:
                     got = index.get(anyk)
                     if got:
                         touched |= got
-                    continue
-                # Runs keyed by value: only those of the values the event has.
-                if not self._per_leaf.get(lf.key):
                     continue
                 local = self.gpm.local(lf.gpm, s)
                 if not local:
@@ -520,11 +568,17 @@ class NFAEngine:
                 got = index.get(anyk)
                 if got:
                     touched |= got
-                if local:
-                    for v in {_get(mu, pv) for mu in local}:
+                for mu in local:
+                    v = _get(mu, pv) if keyed else ANY
+                    if keyed:
                         got = index.get((lf.key, v))
                         if got:
                             touched |= got
+                    if rng is not None:
+                        lst = self.ranges.get((lf.key, v))
+                        if lst:
+                            touched.update(rid for _, rid in _select(lst, rng[1],
+                                                                     _number(_get(mu, rng[0]))))
         return touched
 
     def _process(self, t: int, evs: dict[str, SEvent]) -> list[Match]:
@@ -821,6 +875,60 @@ class _Any:
 
 
 ANY = _Any()
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
+_CMP = re.compile(r"\s*\(?\s*\?(\w+)\s*(<=|>=|<|>|=)\s*\?(\w+)\s*(?:\)\s*)?(?:&&|\Z)")
+
+
+def range_filter(g: GPM) -> tuple[str, str, str] | None:
+    """``(event variable, op, run variable)`` if a stateful FILTER of g is, or begins a
+    ``&&`` chain with, a comparison of a variable g binds with one an earlier GPM binds: a
+    run can only match events for which that comparison holds."""
+    for f in g.stateful_filters:
+        text = f.strip()
+        if "||" in text or text.count("(") != text.count(")"):
+            continue
+        if text.startswith("(") and text.endswith(")"):
+            text = text[1:-1]
+        m = _CMP.match(text)
+        if m is None or "(" in text[:m.end()].lstrip().lstrip("("):
+            continue
+        a, op, b = m.groups()
+        if a in g.required_variables and b not in g.variables:
+            return a, op, b
+        if b in g.required_variables and a not in g.variables:
+            return b, _FLIP[op], a
+    return None
+
+
+def _number(t: object) -> Any:
+    """An integer or decimal literal's value (exact, comparable across both), else None."""
+    if type(t) is not ox.Literal:
+        return None
+    try:
+        k, v = _value(t)
+    except Fallback:
+        return None
+    return v if k in ("n", "d") else None
+
+
+_TOP = float("inf")
+
+
+def _select(lst: list[tuple[Any, int]], op: str, ev: Any) -> list[tuple[Any, int]]:
+    """The runs (sorted by run value y) for which ``ev op y`` can hold."""
+    if ev is None:
+        return lst
+    if op == ">":
+        return lst[:bisect_left(lst, (ev,))]
+    if op == ">=":
+        return lst[:bisect_right(lst, (ev, _TOP))]
+    if op == "<":
+        return lst[bisect_right(lst, (ev, _TOP)):]
+    if op == "<=":
+        return lst[bisect_left(lst, (ev,)):]
+    return lst[bisect_left(lst, (ev,)):bisect_right(lst, (ev, _TOP))]
 
 
 def _count_paths(r: Run) -> int:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import paho.mqtt.client as paho
 import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from rsep.spark.mqtt import MqttSink, message_ids, mqtt_records, parse_url
+from rsep.spark.mqtt import MqttSink, MqttStreamReader, message_ids, mqtt_records, parse_url
 from rsep.spark.spool import Spool, SpoolError
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
@@ -46,7 +47,7 @@ def broker(tmp_path_factory):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"mosquitto did not start: {proc.stderr.read().decode()}")
+                raise RuntimeError(f"mosquitto did not start: {proc.stderr.read().decode()}") from None
             time.sleep(0.05)
     yield port
     proc.terminate()
@@ -167,17 +168,17 @@ def test_mqtt_source_delivers_exactly_the_published_records_across_restarts(spar
     topic = "rsep/test/in"
     url = f"mqtt://127.0.0.1:{broker}/{topic}"
     ckpt, spool = str(tmp_path / "ckpt"), tmp_path / "spool"
-    sent = [trig(i) for i in range(40)]
+    sent = [trig(i) for i in range(20)]
 
     def start(sink):
         df = mqtt_records(spark, url, stream=S, spool_dir=spool, maxRecordsPerBatch="7")
         return df.writeStream.foreachBatch(sink).option("checkpointLocation", ckpt).start()
 
-    first = Collect(fail_on=f"<{S}/g25>")
+    first = Collect(fail_on=f"<{S}/g9>")
     q = start(first)
     q.processAllAvailable()  # subscribed: the reader waits for the SUBACK
     t0 = time.time()
-    publish(broker, topic, sent[:30])
+    publish(broker, topic, sent[:14])
     deadline = time.monotonic() + 30
     while q.isActive and time.monotonic() < deadline:
         try:
@@ -185,46 +186,68 @@ def test_mqtt_source_delivers_exactly_the_published_records_across_restarts(spar
         except Exception:
             break
         time.sleep(0.05)
-    assert not q.isActive  # the injected failure stopped the query in the batch holding g25
+    assert not q.isActive  # the injected failure stopped the query in the batch holding g9
     q.stop()
     delivered = len(first.rows)
-    assert [r[2] for r in first.rows] == sent[:delivered] and 20 <= delivered <= 25
+    assert [r[2] for r in first.rows] == sent[:delivered] and delivered <= 9
     # While the query is down the broker queues for its persistent session.
-    publish(broker, topic, sent[30:])
+    publish(broker, topic, sent[14:])
     second = Collect()
     q = start(second)
     drain(q, second, len(sent) - delivered)
     q.stop()
     rows = first.rows + second.rows
     assert [r[2] for r in rows] == sent
-    assert {(r[0], r[1]) for r in rows} == {(S, f"mqtt://127.0.0.1:{broker}/{topic}")}
+    assert [(r[0], r[1], r[4]) for r in rows] == [
+        (S, f"mqtt://127.0.0.1:{broker}/{topic}#{i:012d}", None) for i in range(len(sent))]
     assert all(t0 - 1 <= r[3].timestamp() <= time.time() + 1 for r in rows)
 
 
-def test_mqtt_source_topic_to_stream_map_and_refusals(spark, broker, tmp_path):
+def read_rows(reader, start: dict, end: dict) -> list[tuple]:
+    return [r for p in reader.partitions(start, end) for r in reader.read(p)]
+
+
+def test_mqtt_reader_topic_to_stream_map_and_origins(broker):
+    """The reader's protocol as Spark's driver and executors call it, without a query."""
     streams = json.dumps({"rsep/m/a": S + "A", "rsep/m/+": S + "other"})
-    df = mqtt_records(spark, {"host": "127.0.0.1", "port": str(broker), "topic": "rsep/m/#",
-                              "streams": streams})
-    sink = Collect()
-    q = df.writeStream.foreachBatch(sink).start()
-    q.processAllAvailable()
-    publish(broker, "rsep/m/a", ["one"])
-    publish(broker, "rsep/m/b", ["two"])
-    publish(broker, "rsep/m/c/d", ["three"])
-    drain(q, sink, 3)
-    q.stop()
+    r = MqttStreamReader({"host": "127.0.0.1", "port": str(broker), "topic": "rsep/m/#",
+                          "streams": streams, "format": "jsonl"})
+    try:
+        start = r.initialOffset()  # connects and subscribes
+        publish(broker, "rsep/m/a", ["one"])
+        publish(broker, "rsep/m/b", ["two"])
+        publish(broker, "rsep/m/c/d", ["three"])
+        deadline = time.monotonic() + 10
+        while r.latestOffset(start, ReadAllAvailable())["seq"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        end = r.latestOffset(start, ReadAllAvailable())
+        assert r.latestOffset(start, ReadMaxRows(2))["seq"] == 2
+        rows = read_rows(r, start, end)
+        r.commit(end)
+    finally:
+        r.stop()
     base = f"mqtt://127.0.0.1:{broker}/"
-    assert sorted(r[:3] for r in sink.rows) == [
-        (S + "A", base + "rsep/m/a", "one"), (S + "other", base + "rsep/m/b", "two"),
-        (base + "rsep/m/c/d", base + "rsep/m/c/d", "three")]
+    assert sorted((s_, o, t, f) for s_, o, t, _, f in rows) == [
+        (S + "A", base + "rsep/m/a#000000000000", "one", "jsonl"),
+        (S + "other", base + "rsep/m/b#000000000001", "two", "jsonl"),
+        (base + "rsep/m/c/d", base + "rsep/m/c/d#000000000002", "three", "jsonl")]
 
 
-def test_mqtt_source_unreachable_broker_is_a_clear_error(spark):
-    df = mqtt_records(spark, f"mqtt://127.0.0.1:{free_port()}/x")
-    q = df.writeStream.foreachBatch(lambda d, i: None).start()
-    with pytest.raises(Exception, match="cannot connect to MQTT broker 127.0.0.1"):
-        q.awaitTermination(30)
-    q.stop()
+def test_mqtt_reader_errors_are_clear(broker, tmp_path):
+    with pytest.raises(SpoolError, match=r"cannot connect to MQTT broker 127\.0\.0\.1:\d+"):
+        MqttStreamReader({"port": str(free_port()), "host": "127.0.0.1",
+                          "topic": "x"}).initialOffset()
+    with pytest.raises(ValueError, match="needs option topic"):
+        MqttStreamReader({"port": "1"})
+    with pytest.raises(ValueError, match="qos must be"):
+        MqttStreamReader({"topic": "x", "qos": "3"})
+    r = MqttStreamReader({"host": "127.0.0.1", "port": str(broker), "topic": "x",
+                          "spoolDir": str(tmp_path / "sp")})
+    try:
+        with pytest.raises(SpoolError, match="needs the same spoolDir"):
+            r.latestOffset({"spool": "another", "seq": 0}, ReadAllAvailable())
+    finally:
+        r.stop()
 
 
 def test_mqtt_sink_publishes_jsonl_objects_once_per_batch(spark, broker, tmp_path):
@@ -245,3 +268,52 @@ def test_mqtt_sink_publishes_jsonl_objects_once_per_batch(spark, broker, tmp_pat
     assert [(u["rsep-batch"], u["rsep-seq"]) for _, u in got] == [("0", "0"), ("0", "1"), ("0", "2")]
     assert [u["rsep-id"] for _, u in got] == message_ids(0, [p.encode() for p, _ in got])
     assert json.loads((Path(tmp_path) / "mqtt-sink.json").read_text()) == {"batch": 0}
+
+
+def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_path):
+    """End to end: SRBench events published over MQTT, the Spark pipeline, results published
+    to an MQTT topic; equal to the in-process engine's results on the same events."""
+    from conftest import ROOT
+    from test_spark_pipeline import by_time
+
+    from rsep.runtime.engine import Engine
+    from rsep.spark.parse import END_OF_INPUT
+    from rsep.spark.pipeline import SparkPipeline
+    from rsep.spark.socket import Framer
+    from rsep.stream.files import StreamFile
+
+    stream_file = ROOT.parent / "shared/data/srbench-weather/weather-stream.trig"
+    sr = "http://example.org/srbench"
+    query = ROOT / "examples" / "srbench-hot.rq"
+    framer = Framer("trig")
+    events = framer.feed(stream_file.read_text()) + framer.finish()
+    assert len(events) == 34  # one self-contained message per event
+
+    eng = Engine()
+    eng.register(query.read_text(), source=str(query), default_name=query.stem)
+    ref = [o.to_json() for o in eng.run(iter(StreamFile(stream_file, sr)))]
+    assert ref
+
+    pipe = SparkPipeline(spark, [query], streams=[(sr, str(stream_file))])
+    records = mqtt_records(spark, {
+        "host": "127.0.0.1", "port": str(broker), "topic": "rsep/e2e/in,rsep/e2e/end",
+        "streams": json.dumps({"rsep/e2e/in": sr, "rsep/e2e/end": END_OF_INPUT}),
+        "spoolDir": str(tmp_path / "spool"), "maxRecordsPerBatch": "20"})
+    sub = Subscriber(broker, "rsep/e2e/out/#")
+    sink = MqttSink(f"mqtt://127.0.0.1:{broker}/rsep/e2e/out", state_dir=tmp_path / "sink")
+    q = pipe.start(records, sink, checkpoint=str(tmp_path / "ck"))
+    try:
+        q.processAllAvailable()
+        publish(broker, "rsep/e2e/in", events)
+        publish(broker, "rsep/e2e/end", [""])
+        deadline = time.monotonic() + 40
+        while len(sub.got) < len(ref) and time.monotonic() < deadline:
+            q.processAllAvailable()
+            time.sleep(0.05)
+        got = sub.wait(len(ref), timeout=1)
+    finally:
+        q.stop()
+        sink.close()
+        sub.close()
+    assert by_time([json.loads(p) for p, _ in got]) == by_time(ref)
+    assert all(u["rsep-id"].split(":")[0] == u["rsep-batch"] for _, u in got)

@@ -69,7 +69,9 @@ class MqttDataSource(DataSource):
     temporary spool, nothing survives a restart), ``sessionExpiry`` (seconds the broker
     keeps the session while the query is down, 86400), ``connectTimeout`` (10),
     ``maxRecordsPerBatch``, ``recordsPerPartition`` (2000), ``startingOffsets``
-    (earliest|latest in the spool), ``fsync`` (true), ``username``, ``password``."""
+    (earliest|latest in the spool), ``fsync`` (true), ``username``, ``password``,
+    ``format`` (trig|nquads|jsonl; default: detected per message). Each message must hold
+    complete events (an event's time triple with its graph, prefixes included)."""
 
     @classmethod
     def name(cls) -> str:
@@ -184,14 +186,15 @@ class MqttStreamReader(SpooledStreamReader):
                 self.failure = e
                 return
 
-    def row(self, key: str, payload: bytes) -> tuple[str, str, str]:
+    def row(self, seq: int, key: str, payload: bytes) -> tuple[str, str, str]:
         sm = self._cache.get(key)
         if sm is None:
-            origin = f"mqtt://{self.host}:{self.port}/{key}"
+            url = f"mqtt://{self.host}:{self.port}/{key}"
             stream = self.stream or next(
-                (iri for f, iri in self.streams if paho.topic_matches_sub(f, key)), origin)
-            sm = self._cache[key] = (stream, origin)
-        return sm[0], sm[1], payload.decode("utf-8", errors="replace")
+                (iri for f, iri in self.streams if paho.topic_matches_sub(f, key)), url)
+            sm = self._cache[key] = (stream, url)
+        # The zero-padded spool number orders simultaneous events by arrival (parse.py).
+        return sm[0], f"{sm[1]}#{seq:012d}", payload.decode("utf-8", errors="replace")
 
     def stop(self) -> None:
         if not self._started:
@@ -251,8 +254,11 @@ def message_ids(batch_id: int, payloads: Iterable[bytes]) -> list[str]:
 
 
 class MqttSink:
-    """``foreachBatch`` writer: every row of a micro-batch is published to ``topic`` as
-    the JSON object of the CLI's jsonl (null fields dropped), QoS 1.
+    """``foreachBatch`` writer publishing a micro-batch's outputs to ``topic``, QoS 1, each
+    as the JSON object of the CLI's jsonl (``Output.to_json``). On a SparkPipeline's
+    output (columns ``rtype``/``payload``) results go out in output order and rejected
+    records to ``dead_letter`` (default ``<topic>/dead-letter``); on any other DataFrame
+    every row is published as its fields (null fields dropped).
 
     Idempotence, as far as MQTT allows: the batch returns only when the broker has
     acknowledged every message; with ``state_dir`` the last fully published batch id
@@ -264,10 +270,13 @@ class MqttSink:
 
     def __init__(self, url: str, *, qos: int = 1, client_id: str | None = None,
                  state_dir: str | Path | None = None, timeout: float = 30.0,
+                 dead_letter: str | None = None,
                  username: str | None = None, password: str | None = None) -> None:
         self.host, self.port, self.topic = parse_url(url)
-        if any(c in self.topic for c in "+#"):
-            raise ValueError(f"cannot publish to a topic filter with wildcards: {self.topic!r}")
+        self.dead_letter = dead_letter or self.topic + "/dead-letter"
+        for t in (self.topic, self.dead_letter):
+            if any(c in t for c in "+#"):
+                raise ValueError(f"cannot publish to a topic filter with wildcards: {t!r}")
         self.qos = qos
         self.client_id = client_id or ""
         self.state = Path(state_dir) / "mqtt-sink.json" if state_dir is not None else None
@@ -308,18 +317,26 @@ class MqttSink:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if batch_id <= self._done():
             return
-        payloads = [json.dumps(_clean(r.asDict(recursive=True)), ensure_ascii=False).encode()
-                    for r in batch.toLocalIterator()]
+        if "rtype" in batch.columns and "payload" in batch.columns:
+            from rsep.spark.pipeline import collect_outputs, collect_rejected
+
+            payloads = [_dump(o.to_json()) for o in collect_outputs(batch)]
+            rejected = [r.encode() for r in collect_rejected(batch)]
+        else:
+            payloads = [_dump(_clean(r.asDict(recursive=True))) for r in batch.toLocalIterator()]
+            rejected = []
         self.publish(batch_id, payloads)
+        self.publish(batch_id, rejected, self.dead_letter)
         if self.state is not None:
             self.state.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.state.with_suffix(".tmp")
             tmp.write_text(json.dumps({"batch": batch_id}))
             tmp.replace(self.state)
 
-    def publish(self, batch_id: int, payloads: list[bytes]) -> None:
+    def publish(self, batch_id: int, payloads: list[bytes], topic: str | None = None) -> None:
         if not payloads:
             return
+        topic = topic or self.topic
         c = self._connect()
         infos = []
         for seq, (p, mid) in enumerate(zip(payloads, message_ids(batch_id, payloads), strict=True)):
@@ -327,22 +344,26 @@ class MqttSink:
             props.UserProperty = [("rsep-batch", str(batch_id)), ("rsep-seq", str(seq)),
                                   ("rsep-id", mid)]
             props.ContentType = "application/json"
-            info = c.publish(self.topic, p, qos=self.qos, properties=props)
+            info = c.publish(topic, p, qos=self.qos, properties=props)
             if info.rc != paho.MQTT_ERR_SUCCESS and info.rc != paho.MQTT_ERR_NO_CONN:
-                raise SpoolError(f"publishing to {self.topic}: {paho.error_string(info.rc)}")
+                raise SpoolError(f"publishing to {topic}: {paho.error_string(info.rc)}")
             infos.append(info)
         deadline = time.monotonic() + self.timeout
         for info in infos:
             info.wait_for_publish(max(0.0, deadline - time.monotonic()))
             if not info.is_published():
                 raise SpoolError(f"MQTT broker {self.host}:{self.port} did not acknowledge batch "
-                                 f"{batch_id} on {self.topic} within {self.timeout} s")
+                                 f"{batch_id} on {topic} within {self.timeout} s")
 
     def close(self) -> None:
         if self._client is not None:
             self._client.disconnect()
             self._client.loop_stop()
             self._client = None
+
+
+def _dump(d: dict) -> bytes:
+    return json.dumps(d, ensure_ascii=False).encode()
 
 
 def _clean(d: dict) -> dict:

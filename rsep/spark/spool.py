@@ -215,7 +215,8 @@ def _fsync_dir(path: Path) -> None:
 
 # ------------------------------------------------------------------ Spark side
 
-SCHEMA = "stream string, origin string, text string, arrival timestamp"
+# parse.py's raw-record contract; ``format`` null = detected from the text.
+SCHEMA = "stream string, origin string, text string, arrival timestamp, format string"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -223,9 +224,10 @@ class SpooledRows(InputPartition):
     """Rows of one partition, read from the spool on the driver: executors need no access
     to the driver's disk."""
 
-    def __init__(self, rows: list[tuple[str, str, str, int]]) -> None:
+    def __init__(self, rows: list[tuple[str, str, str, int]], fmt: str | None) -> None:
         super().__init__(len(rows))
         self.rows = rows
+        self.format = fmt
 
 
 class SpooledStreamReader(DataSourceStreamReader):
@@ -243,6 +245,9 @@ class SpooledStreamReader(DataSourceStreamReader):
 
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
+        self.format = options.get("format") or None
+        if self.format not in (None, "trig", "nquads", "jsonl"):
+            raise ValueError(f"format must be trig, nquads or jsonl, not {self.format!r}")
         self.fsync = _flag(options.get("fsync", "true"), "fsync")
         self.start_at = options.get("startingoffsets", "earliest")
         if self.start_at not in ("earliest", "latest"):
@@ -275,7 +280,7 @@ class SpooledStreamReader(DataSourceStreamReader):
     def describe(self) -> str:
         return "live source"
 
-    def row(self, key: str, payload: bytes) -> tuple[str, str, str]:
+    def row(self, seq: int, key: str, payload: bytes) -> tuple[str, str, str]:
         raise NotImplementedError
 
     def _sync(self) -> int:
@@ -301,9 +306,10 @@ class SpooledStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         self._check()
+        first = self._seq(start)
         end = self._sync()
         if isinstance(limit, ReadMaxRows):
-            end = min(end, self._seq(start) + limit.max_rows)
+            end = min(end, first + limit.max_rows)
         return self._offset(end)
 
     def reportLatestOffset(self) -> dict | None:
@@ -314,18 +320,18 @@ class SpooledStreamReader(DataSourceStreamReader):
         a, b = self._seq(start), self._seq(end)
         parts: list[InputPartition] = []
         rows: list[tuple[str, str, str, int]] = []
-        for _seq, arrival, key, payload in self.spool.read(a, b):
-            rows.append((*self.row(key, payload), arrival))
+        for seq, arrival, key, payload in self.spool.read(a, b):
+            rows.append((*self.row(seq, key, payload), arrival))
             if len(rows) >= self.partition_rows:
-                parts.append(SpooledRows(rows))
+                parts.append(SpooledRows(rows, self.format))
                 rows = []
         if rows:
-            parts.append(SpooledRows(rows))
+            parts.append(SpooledRows(rows, self.format))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         for stream, origin, text, arrival in partition.rows:
-            yield stream, origin, text, _EPOCH + timedelta(microseconds=arrival)
+            yield stream, origin, text, _EPOCH + timedelta(microseconds=arrival), partition.format
 
     def commit(self, end: dict) -> None:
         self._check()

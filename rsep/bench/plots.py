@@ -20,6 +20,7 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
+    out.mkdir(parents=True, exist_ok=True)
     written = []
     ok = [r for r in rows if r["status"] == "ok" and _num(r["events_per_s"])]
     head = [r for r in ok if not r["param"]]
@@ -76,22 +77,37 @@ def _throughput(rows: list[dict], path: Path) -> Path:
 
 
 def _breakdown(rows: list[dict], path: Path) -> Path:
+    """Start-up, then the steady state split into the stages a worker reports (e.g. the
+    naive baseline's store building vs querying, the reference's reading vs evaluating)."""
     import matplotlib.pyplot as plt
 
     labels = [f"{r['comparison']}\n{r['peer']}" for r in rows]
-    start = [float(r["startup_s"] or 0) for r in rows]
-    steady = [float(r["run_s_median"] or 0) for r in rows]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.2))
-    ax.bar(range(len(rows)), start, label="start-up (process, imports, JVM, compile)",
-           color="#bababa")
-    ax.bar(range(len(rows)), steady, bottom=start, label="steady state (the stream)",
-           color=[COLORS.get(r["peer"], "#444444") for r in rows])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.4))
+    hatches = ("//", "..", "xx")
+    seen: set[str] = set()
+    for i, r in enumerate(rows):
+        start, steady = float(r["startup_s"] or 0), float(r["run_s_median"] or 0)
+        lab = "start-up (process, imports, JVM, compile)"
+        ax.bar(i, start, color="#bababa", label=None if lab in seen else lab)
+        seen.add(lab)
+        bottom = start
+        stages = [kv.split("=") for kv in r.get("stages", "").split(";") if "=" in kv]
+        stages = [(k, float(v)) for k, v in stages if k != "job_100_events_s"]
+        rest = steady - sum(v for _, v in stages) if stages else steady
+        for j, (k, v) in enumerate(stages):
+            ax.bar(i, v, bottom=bottom, color=COLORS.get(r["peer"], "#444444"),
+                   hatch=hatches[j % 3], edgecolor="white", label=None if k in seen else k)
+            seen.add(k)
+            bottom += v
+        if rest > 0:
+            ax.bar(i, rest, bottom=bottom, color=COLORS.get(r["peer"], "#444444"))
+        ax.text(i, start + steady, f"{start:.1f} + {steady:.1f} s", ha="center", va="bottom",
+                fontsize=7)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
-    ax.set_yscale("log")
-    ax.set_ylabel("seconds (log)")
-    ax.set_title("Where the time goes: start-up vs steady state (medians)")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("seconds (medians)")
+    ax.set_title("Where the time goes: start-up, then the stream (colour: engine)")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

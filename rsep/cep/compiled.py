@@ -521,23 +521,33 @@ class CompiledGPM:
             shape.append(tuple(pos))
         self.shape = tuple(shape)
         self.names = tuple(names)
+        self.perm = sorted(range(len(names)), key=lambda i: names[i])
+        self.sorted_names = tuple(names[i] for i in self.perm)
 
-    def match(self, ev: Indexed) -> list[dict]:
+    def match(self, ev: Indexed) -> list[Mapping]:
         """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
         sols = ev.shapes.get(self.shape)
         if sols is None:
             sols = ev.shapes[self.shape] = _match_shape(self.shape, ev)
         if not sols:
             return []
-        names = self.names
-        out = [dict(zip(names, vals, strict=True)) for vals in sols]
         if self.local_filters:
-            out = [mu for mu in out if all(f(mu) is True for f in self.local_filters)]
-        return out
+            names = self.names
+            out = []
+            for vals in sols:
+                mu = dict(zip(names, vals, strict=True))
+                if all(f(mu) is True for f in self.local_filters):
+                    out.append(tuple(sorted(mu.items())))
+            return out
+        perm, sn = self.perm, self.sorted_names
+        return [tuple(zip(sn, [vals[i] for i in perm], strict=True)) for vals in sols]
 
     def holds(self, mu: Mapping | dict) -> bool:
         d = mu if isinstance(mu, dict) else dict(mu)
-        return all(f(d) is True for f in self.stateful)
+        for f in self.stateful:
+            if f(d) is not True:
+                return False
+        return True
 
 
 def _filter_of(text: str, prefixes: dict[str, str], canon: Canon) -> Callable[[dict], object]:

@@ -20,6 +20,7 @@ from rsep.cep.compiled import Canon, CompiledGPM, Fallback, Indexed, compile_gpm
 from rsep.cep.events import SEvent
 
 _PLAIN = (ox.NamedNode, ox.Literal)
+_NONE: Omega = frozenset()
 
 
 class GPMEvaluator:
@@ -115,7 +116,7 @@ class GPMEvaluator:
                 self.compiled_evaluations += 1
                 if not sols:
                     return frozenset()
-                return frozenset(tuple(sorted(mu.items())) for mu in sols)
+                return frozenset(sols)
             except Fallback:
                 self.fallbacks += 1
         node = self._node(stream)
@@ -141,6 +142,26 @@ class GPMEvaluator:
 
     def extend(self, gpm: GPM, x: Omega, local: Omega) -> Omega:
         """X joined with an event's mappings for the GPM, the stateful FILTERs applied."""
+        if len(x) == 1 and len(local) == 1:
+            c = self.compiled.get(gpm.name)
+            if c is not None:
+                # The common case (one mapping each side), without intermediate sets.
+                for a in x:
+                    d = dict(a)
+                for b in local:
+                    get = d.get
+                    for k, v in b:
+                        w = get(k)
+                        if w is None:
+                            d[k] = v
+                        elif w != v:
+                            return _NONE
+                try:
+                    if c.stateful and not c.holds(d):
+                        return _NONE
+                    return frozenset((tuple(sorted(d.items())),))
+                except Fallback:
+                    pass
         joined = join(x, local)
         if not gpm.stateful_filters or not joined:
             return joined

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource
 
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
-from rsep.stream.files import _split
+from rsep.stream.files import _TOKEN, _split
 
 FORMAT = "rsep-socket"
 
@@ -51,6 +51,8 @@ class Framer:
         self.header = ""  # TriG directives seen so far
         self._buf = ""
         self._line = 1
+        self._scan = 0  # TriG: buffer offset scanned so far, and the brace depth there
+        self._depth = 0
         self._items: list[str] = []
         self._kinds = ""  # one letter per item: S statement, B block
         self._graph: str | None = None  # N-Quads: graph of the open block
@@ -80,7 +82,36 @@ class Framer:
     # -- TriG
 
     def _trig(self, final: bool) -> list[str]:
-        records, consumed, self._line = _split(self._buf, self._line, final)
+        if final:
+            self._scan = self._depth = 0
+            return self._trig_lines(len(self._buf), final=True)
+        end = self._complete()
+        return self._trig_lines(end, final=False) if end > 0 else []
+
+    def _complete(self) -> int:
+        """Offset after the last complete record in the buffer, scanning each character
+        once (re-tokenizing a large graph block at every read would be quadratic)."""
+        text = self._buf
+        upto = text.rfind("\n") + 1  # whole lines only: one-line tokens are never cut
+        end = 0
+        for m in _TOKEN.finditer(text, self._scan, upto):
+            if m.group("open3") is not None:
+                upto = m.start()  # a long string not closed yet: wait for more text
+                break
+            brace = m.group("brace")
+            if brace == "{":
+                self._depth += 1
+            elif brace == "}":
+                self._depth -= 1
+                if self._depth <= 0:
+                    self._depth, end = 0, m.end()
+            elif m.group("dot") is not None and self._depth <= 0:
+                end = m.end()
+        self._scan = max(upto, self._scan)
+        return end
+
+    def _trig_lines(self, end: int, final: bool) -> list[str]:
+        records, consumed, self._line = _split(self._buf[:end], self._line, final)
         out: list[str] = []
         pos = 0
         for r in records:
@@ -96,6 +127,9 @@ class Framer:
         if self._kinds and "B" in self._kinds and _BLANK_LINE.search(self._buf, pos, consumed):
             self._close(out)
         self._buf = self._buf[consumed:]
+        self._scan -= consumed
+        if self._scan < 0:
+            self._scan = self._depth = 0
         return out
 
     # -- line formats

@@ -32,6 +32,7 @@ import pyoxigraph as ox
 
 from rsep.algebra.events import Selection
 from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
+from rsep.cep.epsparql_policy import PolicyState
 from rsep.events.semantics import precedes
 from rsep.runtime.engine import EngineError, Output
 from rsep.stream.event import Event
@@ -464,9 +465,10 @@ class OccurrenceStore:
             return False
         self.keys.add(key)
         self.version += 1
-        if oc.tw != self.fresh_tau:
+        if oc.tw > self.fresh_tau:
             self.fresh, self.fresh_tau = [], oc.tw
-        self.fresh.append(oc)
+        if oc.tw == self.fresh_tau:
+            self.fresh.append(oc)
         self.all.append(oc)
         self.by_p.setdefault(oc.p, []).append(oc)
         self.by_po.setdefault((oc.p, oc.o), []).append(oc)
@@ -505,7 +507,8 @@ def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> d
     return out
 
 
-def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str | None, str | None, str | None], Iterable[Occurrence]]]) -> list[Solution]:
+def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str | None, str | None, str | None], Iterable[Occurrence]]],
+              given: dict[str, str] | None = None) -> list[Solution]:
     """BGP(P): one occurrence per triple pattern; t_alpha = min start, t_omega = max end.
     ``sources[i]`` gives the occurrences pattern i may use."""
     results: list[Solution] = []
@@ -522,7 +525,7 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str |
             if m is not None:
                 rec(i + 1, m, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
 
-    rec(0, {}, INF, -INF, frozenset())
+    rec(0, given or {}, INF, -INF, frozenset())
     return results
 
 
@@ -537,11 +540,20 @@ class World:
     background: dict[str, OccurrenceStore]
     exprs: ExprEvaluator
     consumed: set[int] = field(default_factory=set)
+    # the window of a chronological / recent query at the current instant: visible
+    # occurrences start after lo (at or after, when not strict)
+    lo: float = -INF
+    lo_strict: bool = False
 
 
 def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
     def src(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-        return (oc for oc in w.occ.candidates(s, p, o) if oc.tw <= hi and oc.item not in w.consumed)
+        lo, consumed = w.lo, w.consumed
+        if w.lo_strict:
+            return (oc for oc in w.occ.candidates(s, p, o) if oc.tw <= hi and oc.ta > lo
+                    and oc.item not in consumed)
+        return (oc for oc in w.occ.candidates(s, p, o) if oc.tw <= hi and oc.ta >= lo
+                and oc.item not in consumed)
     return src
 
 
@@ -563,7 +575,9 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
     if isinstance(n, Unit):
         return [TIMELESS]
     if isinstance(n, BGP):
-        return match_bgp(n.patterns, [_live(w, hi)] * len(n.patterns))
+        names = {t.name for tp in n.patterns for t in tp if isinstance(t, Var)}
+        given = {k: v for k, v in subst if k in names}  # the BGP under mu2 (000 Eq. (7))
+        return match_bgp(n.patterns, [_live(w, hi)] * len(n.patterns), given)
     if isinstance(n, Background):
         return match_bgp(n.patterns, [_bg(w, n.iri)] * len(n.patterns))
     if isinstance(n, Filter):
@@ -693,8 +707,8 @@ def _project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Soluti
 _NUM = r"[+]?\d+(?:\.\d+)?|\"[+]?\d+(?:\.\d+)?\"\^\^(?:xsd:(?:integer|decimal|int|long)|<http://www\.w3\.org/2001/XMLSchema#(?:integer|decimal|int|long)>)"
 _DUR = r"\"-?P[^\"]*\"\^\^(?:xsd:(?:duration|dayTimeDuration)|<http://www\.w3\.org/2001/XMLSchema#(?:duration|dayTimeDuration)>)"
 _SPAN = r"(?:\?__d|\?__e\s*-\s*\?__s|\(\s*\?__e\s*-\s*\?__s\s*\))"
-_BOUND_RX = [re.compile(rf"^{_SPAN}\s*(?:<|<=)\s*(?P<v>{_NUM}|{_DUR})$"),
-             re.compile(rf"^(?P<v>{_NUM}|{_DUR})\s*(?:>|>=)\s*{_SPAN}$")]
+_BOUND_RX = [re.compile(rf"^{_SPAN}\s*(?P<op><=|<)\s*(?P<v>{_NUM}|{_DUR})$"),
+             re.compile(rf"^(?P<v>{_NUM}|{_DUR})\s*(?P<op>>=|>)\s*{_SPAN}$")]
 _DUR_RX = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
 
@@ -759,13 +773,36 @@ def bound(e: Expr, kind: TimeKind | None) -> float:
     """H such that every solution satisfying ``e`` has t_omega - t_alpha <= H: from the
     top-level conjuncts ``getDURATION() < / <= c`` and ``getENDTIME() - getSTARTTIME()
     < / <= c`` (or mirrored, ``c > getDURATION()``); +inf when there is none."""
-    h = INF
+    return bound_exact(e, kind)[0]
+
+
+def bound_exact(e: Expr, kind: TimeKind | None) -> tuple[float, bool]:
+    """(H, strict): every solution satisfying ``e`` has t_omega - t_alpha < H (strict) or
+    <= H; (+inf, False) when there is no bound."""
+    h, strict = INF, False
     for c in _conjuncts(e.text):
         for rx in _BOUND_RX:
             m = rx.match(c)
             if m:
-                h = min(h, _literal_span(m.group("v"), kind))
-    return h
+                v = _literal_span(m.group("v"), kind)
+                st = m.group("op") in ("<", ">")
+                if v < h or (v == h and st):
+                    h, strict = v, st
+    return h, strict
+
+
+def window(root: Node, kind: TimeKind | None) -> tuple[float, bool]:
+    """The time window of a chronological / recent query: the duration bound of the
+    FILTERs over its whole pattern (ETALIS's window; see docs/semantics.md)."""
+    h, strict = INF, False
+    n = root
+    while isinstance(n, (Project, Extend, Filter)):
+        if isinstance(n, Filter):
+            v, st = bound_exact(n.cond, kind)
+            if v < h or (v == h and st):
+                h, strict = v, st
+        n = n.kids[0]
+    return h, strict
 
 
 def horizons(root: Node, kind: TimeKind | None) -> dict[int, float]:
@@ -1175,14 +1212,17 @@ def parse_policy(p: str | Selection) -> Selection:
 
 @dataclass(slots=True)
 class EpOutput(Output):
-    """A complex event: ``time`` is t_omega (when it is detected), ``start`` t_alpha."""
+    """A complex event over [``start``, ``end``] (t_alpha, t_omega), output at ``time``:
+    t_omega, or later under chronological / recent when a blocking candidate left."""
 
     start: int = 0
+    end: int | None = None  # None: ``time``
 
     def to_json(self) -> dict:
         d = Output.to_json(self)
+        end = self.time if self.end is None else self.end
         out: dict[str, Any] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
-                               "to": format_time(self.time, self.kind)}
+                               "to": format_time(end, self.kind)}
         out.update(d)
         return out
 
@@ -1215,9 +1255,8 @@ class EpContext:
                         st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))  # type: ignore[arg-type]
             background[iri] = st
         self.world = World(OccurrenceStore(), background, ExprEvaluator())
-        self.pending: dict[int, list[Event]] = {}
-        self.seen_items: set[int] = set()
-        self.processed: set[int] = set()
+        self.pending: dict[int, dict[int, Event]] = {}  # per end: the events, by item
+        self.last: int | None = None  # the last instant processed (instants come in order)
         self._derived = 0
         self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
         self._kept = 0
@@ -1229,24 +1268,28 @@ class EpContext:
     def forget(self, tau: int) -> None:
         """Drop the occurrences no registered query can use again: an unrestricted query
         needs an occurrence while it starts within its stream BGPs' horizon before tau; a
-        chronological / recent one needs every unconsumed occurrence (their selection reads
-        old ones too, so a time bound does not make them irrelevant) and no consumed one.
-        Amortised: done once the store has doubled since the last time."""
+        chronological / recent one while it is unconsumed (by that query) and starts within
+        its window (all unconsumed ones when it has none). Amortised: done once the store
+        has doubled since the last time."""
         occ = self.world.occ
         if not self.prune or len(occ) < 2 * self._kept + 64:
             return
-        h, policy = -INF, False
+        h = -INF
+        policies: list[tuple[float, set[int]]] = []
         for rt in self.runtimes:
             if rt.query.policy is Selection.UNRESTRICTED:
                 h = max(h, rt.leaf_horizon)
             else:
-                policy = True
-        lo, consumed = tau - h, self.world.consumed
-        if policy:
-            occ.prune(lambda oc: oc.ta >= lo or oc.item not in consumed)
-        elif h < INF:
-            occ.prune(lambda oc: oc.ta >= lo)
-        self.world.consumed = consumed & {oc.item for oc in occ.all}
+                policies.append((tau - rt.window[0], rt.policy_state.consumed))
+        lo = tau - h
+
+        def keep(oc: Occurrence) -> bool:
+            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c for lo_p, c in policies)
+        if h < INF or policies:
+            occ.prune(keep)
+        items = {oc.item for oc in occ.all}
+        for rt in self.runtimes:
+            rt.policy_state.keep_items(items)
         self._kept = len(occ)
 
     @staticmethod
@@ -1258,22 +1301,26 @@ class EpContext:
         return ctx
 
     def insert(self, e: Event) -> None:
-        key = e.seq or id(e)
-        if key in self.seen_items:
-            return
-        self.seen_items.add(key)
-        self.pending.setdefault(e.end, []).append(e)
+        # every runtime passes each event on: kept once
+        self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
 
     def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
         """The occurrence and its RDFS consequences; how many were new."""
-        return sum(self.world.occ.add(Occurrence(*x, ta=ta, tw=tw, item=item))
-                   for x in self.schema.entail(s, p, o))
+        n = 0
+        for x in self.schema.entail(s, p, o):
+            oc = Occurrence(*x, ta=ta, tw=tw, item=item)
+            if self.world.occ.add(oc):
+                n += 1
+                for rt in self.runtimes:
+                    if rt.query.policy is not Selection.UNRESTRICTED:
+                        rt.policy_state.note(oc, rt.window[0])
+        return n
 
     def process(self, tau: int) -> None:
-        if tau in self.processed:
+        if self.last is not None and tau <= self.last:
             return
-        self.processed.add(tau)
-        for e in self.pending.pop(tau, []):
+        self.last = tau
+        for e in self.pending.pop(tau, {}).values():
             for t in e.triples:
                 self._add(str(t.subject), str(t.predicate), str(t.object), e.start, e.end, e.seq)
         rules = [rt for rt in self.runtimes if rt.query.construct]
@@ -1289,7 +1336,7 @@ class EpContext:
                     for tr in trs:
                         self._derived += 1
                         fresh += bool(self._add(*tr, ta=int(s.ta), tw=int(s.tw), item=-self._derived))
-                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, trs))
+                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
             if not fresh:
                 break
             if rnd >= self.MAX_ROUNDS or self._derived > self.MAX_DERIVED:
@@ -1301,7 +1348,7 @@ class EpContext:
         for rt in self.runtimes:
             if not rt.query.construct:
                 for s in rt.solutions(tau):
-                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s))
+                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau))
         for rt in self.runtimes:
             rt.finish(tau)
         self.forget(tau)
@@ -1330,6 +1377,8 @@ class EpSparqlRuntime:
         self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
         self.delta = Delta(self.plan, self.ctx.world)
         self.leaf_horizon = INF  # set by bind, once the kind of time is known
+        self.window: tuple[float, bool] = (INF, False)  # chronological / recent: see :func:`window`
+        self.policy_state = PolicyState(query.pattern, query.policy)  # chronological / recent
         self.outbox: dict[int, list[Output]] = {}
         self._ticks: set[int] = set()
         self._bn = itertools.count(1)
@@ -1341,6 +1390,7 @@ class EpSparqlRuntime:
         self.ctx.world.exprs.kind = kind
         hs = horizons(self.plan, kind)
         self.leaf_horizon = leaf_horizon(self.plan, hs)
+        self.window = window(self.query.pattern, kind)
         if self.ctx.prune:
             self.delta.hs = hs
 
@@ -1363,8 +1413,7 @@ class EpSparqlRuntime:
         """The query's new solutions at tau (its complex events detected at tau)."""
         if self.query.policy is Selection.UNRESTRICTED:
             return [s for s in self.delta.at(tau) if s.tw != -INF]
-        w = self.ctx.world
-        sols = evaluate(self.query.pattern, w, self.query.policy, hi=tau)
+        sols = self.policy_state.evaluate(self.ctx.world, tau, self.window)
         out = []
         for s in sols:
             if s.key in self._emitted or s.tw == -INF:
@@ -1382,7 +1431,7 @@ class EpSparqlRuntime:
 
     def consume(self, s: Solution) -> None:
         if self.query.policy is not Selection.UNRESTRICTED:
-            self.ctx.world.consumed |= s.just
+            self.policy_state.consume(s.just)
 
     def instantiate(self, s: Solution) -> list[tuple[str, str, str]]:
         assert self.query.template is not None
@@ -1408,15 +1457,15 @@ class EpSparqlRuntime:
             out.append((s_, p_, o_))
         return out
 
-    def outputs(self, s: Solution, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
+    def outputs(self, s: Solution, tau: int, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
         self.consume(s)
         ta, tw = int(s.ta), int(s.tw)
         if self.query.construct:
-            return [EpOutput(self.name, tw, self.kind, triple=f"{a} {b} {c}", start=ta)
+            return [EpOutput(self.name, tau, self.kind, triple=f"{a} {b} {c}", start=ta, end=tw)
                     for a, b, c in (triples if triples is not None else self.instantiate(s))]
         d = dict(s.mu)
         b = {v: d[v] for v in self.query.select if v in d}
-        return [EpOutput(self.name, tw, self.kind, bindings=b, variables=self.query.select, start=ta)]
+        return [EpOutput(self.name, tau, self.kind, bindings=b, variables=self.query.select, start=ta, end=tw)]
 
     def idle(self) -> bool:
         return not self._ticks

@@ -1,0 +1,112 @@
+"""EP-SPARQL's chronological and recent settings, evaluated per instant over a bounded
+state (003 Sec. 5: "goals kept only as long as needed").
+
+At instant tau a query sees the occurrences that end by tau, that it has not consumed and
+that start inside its window (:func:`rsep.cep.epsparql.window`, ETALIS's window: the
+duration bound of its FILTER); what it finds there is output and consumed. Only the window
+is held, so the cost of an instant does not depend on how long the stream has been.
+
+The work per instant is cut further by partitioning: when one variable ``v`` occurs in
+every triple pattern of the query (``?company`` in query (1)), every solution, every rival
+of Eq. (10)/(11) (compatible with mu2) and every preceding candidate (compatible with mu2)
+share v's value, so the solutions are the union over v's values c of the evaluation under
+``{v -> c}``. A part whose content did not change since it was last evaluated gives nothing
+new (what it gave then was output and consumed, which changed it), so only the parts that
+got an occurrence, lost one out of the window, or had an item consumed are evaluated.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from rsep.algebra.events import Selection
+
+if TYPE_CHECKING:
+    from rsep.cep.epsparql import Node, Occurrence, Solution, World
+
+
+def partition_variable(root: Node) -> str | None:
+    """A variable occurring in every triple pattern of the query, when the pattern has only
+    stream BGPs below its top-level SELECT (no GRAPH, empty group, BIND or sub-SELECT, whose
+    evaluation does not pass the substitution down)."""
+    from rsep.cep.epsparql import BGP, Background, Extend, Project, Unit, Var, _nodes
+
+    inner = root.arg if isinstance(root, Project) else root
+    common: set[str] | None = None
+    for n in _nodes(inner):
+        if isinstance(n, (Background, Unit, Extend, Project)):
+            return None
+        if isinstance(n, BGP):
+            for tp in n.patterns:
+                vs = {t.name for t in tp if isinstance(t, Var) and not t.name.startswith("_b")}
+                common = vs if common is None else common & vs
+    if not common:
+        return None
+    if isinstance(root, Project) and root.distinct and root.items is not None \
+            and not common & {v for v, e in root.items if e is None}:
+        return None  # DISTINCT across parts would be lost
+    return min(common)
+
+
+class PolicyState:
+    """Per chronological / recent query: its consumed items, and (partitioned) which parts
+    need evaluating at the next instant."""
+
+    def __init__(self, root: Node, policy: Selection) -> None:
+        from rsep.cep.epsparql import BGP, Var, _nodes
+
+        self.root = root
+        self.policy = policy
+        self.consumed: set[int] = set()
+        self.var = partition_variable(root)
+        self.positions = sorted({i for n in _nodes(root) if isinstance(n, BGP) for tp in n.patterns
+                                 for i, t in enumerate(tp) if isinstance(t, Var) and t.name == self.var})
+        self.dirty: set[str] = set()
+        self.expiry: list[tuple[float, int, str]] = []  # (start, item, part): leaves the window
+        self.item_parts: dict[int, set[str]] = {}
+        self.full = False  # True: evaluate everything at every instant (the reference)
+
+    def note(self, oc: Occurrence, window: float) -> None:
+        """A new occurrence: its parts change now, and again when it leaves the window."""
+        for i in self.positions:
+            part = (oc.s, oc.p, oc.o)[i]
+            self.dirty.add(part)
+            self.item_parts.setdefault(oc.item, set()).add(part)
+            if window != float("inf"):
+                heapq.heappush(self.expiry, (oc.ta, oc.item, part))
+
+    def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
+        from rsep.cep.epsparql import INF, Project, _project, evaluate
+
+        h, strict = window
+        lo = tau - h
+        w.lo, w.lo_strict, w.consumed = lo, strict, self.consumed
+        try:
+            if self.var is None or self.full:
+                return evaluate(self.root, w, self.policy, hi=tau)
+            while self.expiry and (self.expiry[0][0] <= lo if strict else self.expiry[0][0] < lo):
+                self.dirty.add(heapq.heappop(self.expiry)[2])
+            parts, self.dirty = sorted(self.dirty), set()
+            root = self.root
+            out: list[Solution] = []
+            for c in parts:
+                sub = ((self.var, c),)
+                if isinstance(root, Project):
+                    out.extend(_project(root, evaluate(root.arg, w, self.policy, tau, sub), w.exprs))
+                else:
+                    out.extend(evaluate(root, w, self.policy, tau, sub))
+            return out
+        finally:
+            w.lo, w.lo_strict, w.consumed = -INF, False, set()
+
+    def consume(self, items: frozenset[int]) -> None:
+        self.consumed |= items
+        for i in items:
+            self.dirty |= self.item_parts.get(i, set())
+
+    def keep_items(self, items: set[int]) -> None:
+        """Forget what concerns items no longer held."""
+        self.consumed &= items
+        for i in [i for i in self.item_parts if i not in items]:
+            del self.item_parts[i]

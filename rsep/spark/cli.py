@@ -29,6 +29,13 @@ def add_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--sink-dir", metavar="DIR", help="with --engine spark: also write results "
                    "here, one directory per micro-batch (exactly once)")
     r.add_argument("--sink-format", choices=("jsonl", "parquet"), default="jsonl")
+    r.add_argument("--follow", action="store_true", help="with --engine spark: keep reading "
+                   "new files in the stream directories until interrupted")
+    r.add_argument("--trigger", type=float, metavar="SECONDS",
+                   help="with --engine spark: micro-batch interval (default: as soon as "
+                   "the last one ends)")
+    r.add_argument("--max-files-per-batch", type=int, metavar="N",
+                   help="with --engine spark: at most N new files per micro-batch")
 
 
 class _Quiet:
@@ -131,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
                       f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
 
         try:
-            run_files(pipe, on_batch, checkpoint=args.checkpoint, batch=args.batch)
+            run_files(pipe, on_batch, checkpoint=args.checkpoint, batch=args.batch,
+                      follow=args.follow, trigger_seconds=args.trigger,
+                      max_files_per_trigger=args.max_files_per_batch)
         finally:
             sink.close()
             if tty:

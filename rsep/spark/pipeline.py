@@ -165,12 +165,15 @@ def collect_rejected(df: Any) -> list[str]:
 
 def run_files(pipe: SparkPipeline, on_batch: Callable[[Any, int], None], *,
               checkpoint: str | None = None, batch: bool = False,
-              max_files_per_trigger: int | None = None,
+              max_files_per_trigger: int | None = None, follow: bool = False,
+              trigger_seconds: float | None = None,
               progress: Callable[[str], None] | None = None) -> None:
     """Run over the stream files as they are now, to the end of the input.
 
     Streaming (default): a checkpointed job reads the files, then an end-of-input marker
-    file closes every query. ``batch``: the same plan as one Spark batch job.
+    file closes every query. ``follow``: keep reading files as they appear in the stream
+    directories until the job is stopped (no end of input). ``batch``: the same plan as
+    one Spark batch job.
     """
     import tempfile
 
@@ -185,10 +188,14 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[Any, int], None], *,
     ck = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="rsep-spark-"))
     control = ck / "control"
     control.mkdir(parents=True, exist_ok=True)
+    trigger = {"processingTime": f"{trigger_seconds} seconds"} if trigger_seconds else None
     q = pipe.start(pipe.file_records(control=str(control),
                                      max_files_per_trigger=max_files_per_trigger),
-                   on_batch, checkpoint=str(ck / "checkpoint"))
+                   on_batch, checkpoint=str(ck / "checkpoint"), trigger=trigger)
     try:
+        if follow:
+            q.awaitTermination()
+            return
         q.processAllAvailable()
         if not (control / "end").exists():
             (control / "end").write_text("end of input\n", encoding="utf-8")

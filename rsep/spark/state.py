@@ -19,7 +19,9 @@ before the committed frontier.
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import time as _time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +125,7 @@ class _Live:
 
 
 _LIVE: dict[tuple[str, str], _Live] = {}
+_TRACE = os.environ.get("RSEP_SPARK_TRACE")  # a file: per key and batch, time spent here
 
 
 class EngineProcessor(StatefulProcessor):
@@ -137,7 +140,11 @@ class EngineProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],
                         timerValues: Any) -> Iterator[pd.DataFrame]:
         k = key[0]
+        t0 = _time.perf_counter()
         out = _Batch(self, k).run(rows)
+        if _TRACE:
+            with open(_TRACE, "a") as f:
+                f.write(f"{k} {_time.perf_counter() - t0:.3f} s {len(out)} rows\n")
         if out:
             yield pd.DataFrame(out, columns=["rtype", "key", "query", "time", "idx", "json",
                                              "payload"])

@@ -212,3 +212,14 @@ def test_cli_engine_spark_equals_inprocess(spark, capsys):
     ref = capsys.readouterr().out
     assert main(args + ["--engine", "spark"]) == 0
     assert capsys.readouterr().out == ref
+
+
+def test_explain_shows_the_spark_partition_key(tmp_path, capsys):
+    from rsep.cli.main import main
+
+    q = tmp_path / "p.rq"
+    q.write_text(PARTITIONED)
+    assert main(["explain", str(q)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "on Spark: partition key: ?c (every GPM binds ?c and no strategy of the sequence is "
+        "strict contiguity: runs of one value never see events of another)")

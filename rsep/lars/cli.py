@@ -47,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
         from rsep.cli.explain import explain
 
         sys.stdout.write(explain(q, lars=args.lars, fmt=args.format, time_unit_ms=unit))
+        if args.format == "text":
+            from rsep.spark.plan import partitioning
+
+            print("on Spark: " + partitioning(q).describe())
         return 0
     from rsep.algebra.query import ContinuousQuery
     from rsep.lars import aggregates

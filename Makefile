@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rsep run examples/srbench-hot.rq \
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
-	    --format table
+	    --format table --engine spark --master 'local[2]'
 
 test: $(STAMP)
 	$(BIN)/ruff check rsep tests benchmarks

@@ -66,6 +66,25 @@ def publish(port: int, topic: str, payloads: list[str]) -> None:
     c.loop_stop()
 
 
+def open_session(port: int, client_id: str, topics: list[str]) -> None:
+    """Create a persistent session the way the source's reader will resume it: the broker
+    queues what is published from now on, before the query has even started."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    done = threading.Event()
+    c = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=paho.MQTTv5)
+    c.on_subscribe = lambda *a: done.set()
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    c.connect("127.0.0.1", port, clean_start=False, properties=props)
+    c.loop_start()
+    c.subscribe([(t, 1) for t in topics])
+    assert done.wait(10)
+    c.disconnect()
+    c.loop_stop()
+
+
 class Subscriber:
     """Collects (payload, user properties) from a topic."""
 
@@ -295,17 +314,20 @@ def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_pat
     assert ref
 
     pipe = SparkPipeline(spark, [query], streams=[(sr, str(stream_file))])
+    topics = ["rsep/e2e/in", "rsep/e2e/end"]
+    open_session(broker, "rsep-e2e", topics)
+    publish(broker, "rsep/e2e/in", events)
+    publish(broker, "rsep/e2e/end", [""])
     records = mqtt_records(spark, {
-        "host": "127.0.0.1", "port": str(broker), "topic": "rsep/e2e/in,rsep/e2e/end",
+        "host": "127.0.0.1", "port": str(broker), "topic": ",".join(topics),
         "streams": json.dumps({"rsep/e2e/in": sr, "rsep/e2e/end": END_OF_INPUT}),
-        "spoolDir": str(tmp_path / "spool"), "maxRecordsPerBatch": "20"})
+        "clientId": "rsep-e2e", "spoolDir": str(tmp_path / "spool")})
     sub = Subscriber(broker, "rsep/e2e/out/#")
     sink = MqttSink(f"mqtt://127.0.0.1:{broker}/rsep/e2e/out", state_dir=tmp_path / "sink")
-    q = pipe.start(records, sink, checkpoint=str(tmp_path / "ck"))
+    # A slow trigger gathers the burst into few micro-batches: each costs seconds here.
+    q = pipe.start(records, sink, checkpoint=str(tmp_path / "ck"),
+                   trigger={"processingTime": "2 seconds"})
     try:
-        q.processAllAvailable()
-        publish(broker, "rsep/e2e/in", events)
-        publish(broker, "rsep/e2e/end", [""])
         deadline = time.monotonic() + 40
         while len(sub.got) < len(ref) and time.monotonic() < deadline:
             q.processAllAvailable()

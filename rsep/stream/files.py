@@ -14,16 +14,19 @@ the event graph itself (the ``<g#event>`` proposal of the W3C RSP CG notes).
 
 from __future__ import annotations
 
+import gc
+import io
 import re
-from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter, lt
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from rsep.stream.event import Event, Rejected
-from rsep.stream.time import TimeError, timestamp_from_literal
+from rsep.stream.time import XSD, TimeError, TimeKind, timestamp_from_literal
 
 PROV = "http://www.w3.org/ns/prov#"
 TIMEVOCAB = "http://streamreasoning.org/timeVocab#"
@@ -206,19 +209,251 @@ def _clean_error(err: SyntaxError) -> str:
     return msg
 
 
-@dataclass
+_GRAPH = attrgetter("graph_name")
+_TRIPLE = attrgetter("triple")
+_DEFAULT = ox.DefaultGraph
+_LITERAL = ox.Literal
+_NAMED = ox.NamedNode
+_ABSTRACT = TimeKind.ABSTRACT
+_BLANK = ox.BlankNode
+_XSD_INTEGER = XSD + "integer"
+_LBRACE = re.compile(r"\{")
+_RBRACE = re.compile(r"\}")
+# Whitespace, comments and directives before a default-graph statement.
+_NOT_NAME = frozenset(" \t\r\n#@PpBb")  # may start whitespace, a comment or a directive
+_SKIP = re.compile(
+    r"(?:[ \t\r\n]+|#[^\n]*|@(?:prefix|base)\b[^>]*>\s*\.|(?i:prefix|base)\b[^>]*>)*"
+)
+
+
 class _Open:
     """An event graph being assembled: content and time may come in any order."""
 
-    name: str
-    triples: list[ox.Triple] = field(default_factory=list)
-    complete: bool = False
-    point: object | None = None
-    start: object | None = None
-    end: object | None = None
-    line: int = 0
-    time_error: str | None = None
-    time_line: int = 0
+    __slots__ = ("name", "line", "triples", "complete", "point", "start", "end",
+                 "time_error", "time_line", "bnodes")
+
+    def __init__(self, name: str, line: int, triples: tuple[ox.Triple, ...] = ()) -> None:
+        self.name = name
+        self.line = line
+        self.triples = triples
+        self.complete = False
+        self.point: tuple[int, TimeKind] | None = None
+        self.start: tuple[int, TimeKind] | None = None
+        self.end: tuple[int, TimeKind] | None = None
+        self.time_error: str | None = None
+        self.time_line = 0
+        self.bnodes = False
+
+
+class _Assembly:
+    """Turns parsed quads into events, whichever path parsed them.
+
+    A run of consecutive quads of one named graph (default-graph statements in
+    between do not end it) is one event's content; it is complete when a quad of
+    another named graph follows, or at the end of the file. Emitted items are
+    collected in ``out`` for the reader to yield.
+    """
+
+    def __init__(self, sf: StreamFile) -> None:
+        self.stream = sf.stream
+        self.origin = str(sf.path)
+        self.time = sf.time
+        self.max_pending = sf.max_pending
+        roles: dict[str, str] = {}
+        # The same precedence as TimeConfig.role: point, then start, then end.
+        for role, preds in (("end", sf.time.end), ("start", sf.time.start), ("point", sf.time.point)):
+            roles.update(dict.fromkeys(preds, role))
+        self.roles = roles
+        self.in_graph = sf.time.in_graph
+        self.opened: dict[str, _Open] = {}
+        self.orphans: dict[str, int] = {}
+        self.current: _Open | None = None
+        self.out: list[Event | Rejected] = []
+        self.events = 0
+        self.bnodes = True  # False when the text being assembled cannot hold blank nodes
+
+    def runs(self, groups: list[tuple[object, list]], lines: list[int], step: bool = False) -> None:
+        """Assemble parsed quads grouped into runs of one graph, with the line of each run.
+
+        A named graph's run holds its triples, a default-graph run its quads;
+        ``step``: a default-graph run's quads are on consecutive lines (N-Quads).
+        """
+        opened = self.opened
+        roles = self.roles
+        cur = self.current
+        bnodes = self.bnodes
+        in_graph = self.in_graph
+        max_pending = self.max_pending
+        for (g, items), line in zip(groups, lines, strict=True):
+            if g.__class__ is _DEFAULT:
+                for q in items:
+                    role = roles.get(q.predicate.value)
+                    subj = q.subject
+                    if role is None or (subj.__class__ is not _NAMED and subj.__class__ is not _BLANK):
+                        self.orphans.setdefault(str(q), line)
+                    else:
+                        name = subj.value
+                        o = opened.get(name)
+                        if o is None:
+                            o = opened[name] = _Open(name, line)
+                        obj = q.object
+                        lexical = obj.value if obj.__class__ is _LITERAL else ""
+                        if lexical.isascii() and lexical.isdigit() and obj.datatype.value == _XSD_INTEGER:
+                            setattr(o, role, (int(lexical), _ABSTRACT))
+                        else:
+                            self.set_time(o, role, obj, line)
+                        if o.complete:
+                            self.finish(o)
+                    if step:
+                        line += 1
+            else:
+                name = g.value
+                if cur is not None and cur.name != name:
+                    cur.complete = True
+                    self.finish(cur)
+                o = opened.get(name)
+                if o is None:
+                    o = opened[name] = _Open(name, line, items)
+                elif not o.triples:
+                    o.triples = items
+                    o.line = line  # its time came first; the event is located by its graph
+                else:
+                    o.triples += items
+                if bnodes:
+                    o.bnodes = True
+                if in_graph:
+                    for t in items:
+                        role = roles.get(t.predicate.value)
+                        if role is not None:
+                            self.set_time(o, role, t.object, line)
+                cur = o
+                if len(opened) > max_pending:
+                    self.overflow()
+        self.current = cur
+
+    def set_time(self, o: _Open, role: str, obj: object, line: int) -> None:
+        if obj.__class__ is not _LITERAL:
+            o.time_error = f"time of <{o.name}> is not a literal: {obj}"
+            o.time_line = line
+            return
+        lexical = obj.value
+        datatype = obj.datatype.value if obj.datatype else None
+        try:
+            if datatype == _XSD_INTEGER:
+                try:
+                    setattr(o, role, (int(lexical), TimeKind.ABSTRACT))
+                    return
+                except ValueError:
+                    pass
+            ts = timestamp_from_literal(lexical, datatype)
+        except TimeError as e:
+            o.time_error = f"bad timestamp for <{o.name}>: {e}"
+            o.time_line = line
+            return
+        setattr(o, role, (ts.value, ts.kind))
+
+    def finish(self, o: _Open) -> None:
+        if not o.complete or self.opened.get(o.name) is not o:
+            return
+        if o.time_error:
+            del self.opened[o.name]
+            self.out.append(Rejected(self.stream, self.origin, o.time_line, 0, o.time_error, o.name))
+            return
+        if o.point is None and o.start is None and o.end is None:
+            return  # wait for its time
+        del self.opened[o.name]
+        if o.point is not None:
+            start = end = o.point
+        else:
+            start = o.start if o.start is not None else o.end
+            end = o.end if o.end is not None else o.start
+        if start[1] is not end[1]:
+            self.out.append(Rejected(self.stream, self.origin, o.line, 0,
+                                     f"<{o.name}> mixes dateTime and integer times", o.name))
+            return
+        if end[0] < start[0]:
+            self.out.append(Rejected(self.stream, self.origin, o.line, 0,
+                                     f"interval of <{o.name}> ends before it starts", o.name))
+            return
+        self.events += 1
+        triples = o.triples
+        if o.bnodes:
+            for t in triples:
+                if t.subject.__class__ is _BLANK or t.object.__class__ is _BLANK:
+                    triples = scope_blank_nodes(triples, f"e{self.events}")
+                    break
+        self.out.append(Event(self.stream, o.name, start[0], end[0], tuple(triples), start[1], 0,
+                              f"{self.origin}:{o.line}"))
+
+    def overflow(self) -> None:
+        opened = self.opened
+        while len(opened) > self.max_pending:
+            name = next(iter(opened))
+            o = opened.pop(name)
+            self.out.append(Rejected(
+                self.stream, self.origin, o.line, 0,
+                f"event graph <{name}> has no timestamp within the next {self.max_pending} "
+                "events (expected <g> prov:generatedAtTime T in the default graph)",
+                name,
+            ))
+
+    def close(self) -> None:
+        cur = self.current
+        if cur is not None:
+            cur.complete = True
+            self.finish(cur)
+        for o in list(self.opened.values()):
+            if not o.triples:
+                # Time metadata about a graph that never came.
+                self.out.append(Rejected(
+                    self.stream, self.origin, o.line, 0,
+                    f"timestamp given for <{o.name}>, but the file has no graph of that name", o.name,
+                ))
+            elif o.time_error:
+                self.out.append(Rejected(self.stream, self.origin, o.time_line, 0, o.time_error, o.name))
+            else:
+                point = self.time.point[0] if self.time.point else PROV + "generatedAtTime"
+                self.out.append(Rejected(
+                    self.stream, self.origin, o.line, 0,
+                    f"event graph <{o.name}> has no timestamp (expected <{o.name}> <{point}> T "
+                    "in the default graph)",
+                    o.name,
+                ))
+        self.opened.clear()
+        for text, line in self.orphans.items():
+            self.out.append(Rejected(
+                self.stream, self.origin, line, 0,
+                "default-graph triple is not stream metadata (no time predicate about an event graph)",
+                text,
+            ))
+
+    def quads(self, quads: list[ox.Quad], line: int, graph_lines: dict[str, int] | None = None,
+              quad_lines: list[int] | None = None) -> None:
+        """Assemble quads parsed by the record path (``line``: where they start)."""
+        groups: list[tuple[object, list]] = []
+        lines: list[int] = []
+        i = 0
+        for g, grp in groupby(quads, _GRAPH):
+            qs = list(grp)
+            if g.__class__ is _DEFAULT:
+                for k, q in enumerate(qs, i):
+                    groups.append((g, [q]))
+                    lines.append(quad_lines[k] if quad_lines else line)
+            else:
+                groups.append((g, tuple(map(_TRIPLE, qs))))
+                lines.append(quad_lines[i] if quad_lines else (graph_lines or {}).get(g.value, line))
+            i += len(qs)
+        self.runs(groups, lines)
+
+
+def _content_lines(chunk: str) -> list[int]:
+    """0-based numbers of the lines of an N-Quads chunk that hold a statement."""
+    out = []
+    for i, raw in enumerate(chunk.split("\n")):
+        s = raw.strip()
+        if s and not s.startswith("#"):
+            out.append(i)
+    return out
 
 
 class StreamFile:
@@ -226,6 +461,12 @@ class StreamFile:
 
     Iterating yields ``Event`` and ``Rejected`` objects; the caller (the merge
     layer) applies ordering policies across events.
+
+    The file is read in chunks of about ``chunk_size`` characters cut where a
+    record most likely ends; each chunk is parsed by one pyoxigraph call. A
+    chunk that does not parse (a malformed record, or a cut that was not a
+    record boundary) is cut into records by the tokenizer instead, and only its
+    records are parsed one batch, then one record, at a time.
     """
 
     def __init__(
@@ -237,6 +478,7 @@ class StreamFile:
         fmt: str | None = None,
         max_pending: int = 10_000,
         batch_records: int = 512,
+        chunk_size: int = 1 << 16,
     ) -> None:
         self.path = Path(path)
         self.stream = stream
@@ -245,12 +487,206 @@ class StreamFile:
         self.fmt = fmt or ("nquads" if suffix in (".nq", ".nquads") else "trig")
         self.max_pending = max_pending
         self.batch_records = batch_records
+        self.chunk_size = chunk_size
+        self._fast = True  # tests turn the one-call-per-chunk path off to compare
+        self._prefixes: dict[str, str] = {}
         self._prefix_text = ""
         self._prefix_lines = 0
         self._base: str | None = None
-        self._events = 0
 
-    # -- parsing of record batches
+    def __iter__(self) -> Iterator[Event | Rejected]:
+        self._prefixes, self._prefix_text, self._prefix_lines, self._base = {}, "", 0, None
+        asm = _Assembly(self)
+        chunks = self._nquads(asm) if self.fmt == "nquads" else self._trig(asm)
+        while True:
+            # A chunk's objects hold no reference cycles: pausing the collector
+            # while one is parsed and assembled saves it from scanning them again and again.
+            paused = gc.isenabled()
+            if paused:
+                gc.disable()
+            try:
+                more = next(chunks, False)
+            finally:
+                if paused:
+                    gc.enable()
+            if not more:
+                break
+            out = asm.out
+            if out:
+                asm.out = []
+                yield from out
+        asm.close()
+        yield from asm.out
+
+    # -- reading: one pyoxigraph call per chunk, records only where that fails
+
+    def _trig(self, asm: _Assembly) -> Iterator[bool]:
+        size = self.chunk_size
+        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+            buf = ""
+            line = 1
+            eof = False
+            while True:
+                if not eof:
+                    data = f.read(size)
+                    if data:
+                        # Cut chunks at line ends so one-line tokens are never split.
+                        data += f.readline()
+                        buf = buf + data if buf else data
+                    else:
+                        eof = True
+                cut = len(buf) if eof else _trig_cut(buf)
+                if cut and self._fast:
+                    chunk = buf if cut == len(buf) else buf[:cut]
+                    if self._fast_trig(chunk, line, asm):
+                        line += chunk.count("\n")
+                        buf = buf[cut:]
+                        yield True
+                        if eof:
+                            return
+                        continue
+                records, consumed, line = _split(buf, line, eof)
+                self._records(records, asm)
+                buf = buf[consumed:]
+                yield True
+                if eof:
+                    return
+                if not records and len(buf) > 64 * size:
+                    # One record larger than 64 chunks: refuse instead of buffering forever.
+                    raise ValueError(f"{self.path}:{line}: a single record exceeds {64 * size} bytes")
+
+    def _fast_trig(self, chunk: str, line: int, asm: _Assembly) -> bool:
+        """Parse and assemble a chunk in one call; False (and nothing done) if it cannot be."""
+        header = self._prefix_text
+        parser = ox.parse(header + "\n" + chunk if header else chunk, format=ox.RdfFormat.TRIG,
+                          base_iri=self._base)
+        try:
+            # Quads of the default graph are kept (few: the time triples), of event graphs only the triples.
+            groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                      for g, grp in groupby(parser, _GRAPH)]
+        except SyntaxError:
+            return False
+        # Locate every graph block by its braces, to give each event its line. A
+        # brace inside a string or comment, an unnamed block, or two adjacent
+        # blocks of one graph make the counts differ: then the records decide.
+        opens = [m.start() for m in _LBRACE.finditer(chunk)]
+        closes = [m.start() for m in _RBRACE.finditer(chunk)]
+        nb = len(opens)
+        if nb != len(closes) or nb != sum(g.__class__ is not _DEFAULT for g, _ in groups):
+            return False
+        if nb and not (all(map(lt, opens, closes)) and all(map(lt, closes, opens[1:]))):
+            return False
+        self._update_prefixes(parser)
+        asm.bnodes = "_:" in chunk or "[" in chunk or "(" in chunk
+        lines = []
+        count = chunk.count
+        k = 0
+        pos = 0
+        for g, _ in groups:
+            if g.__class__ is _DEFAULT:
+                # Default-graph statements are located where the first of them starts.
+                s = closes[k - 1] + 1 if k else 0
+                if chunk.startswith("\n", s) and chunk[s + 1:s + 2] not in _NOT_NAME:
+                    s += 1
+                else:
+                    s = _SKIP.match(chunk, s).end()
+            else:
+                s = opens[k] - 1
+                k += 1
+                while chunk[s] in " \t\r\n":
+                    s -= 1  # back to the graph name, which may be on an earlier line
+            line += count("\n", pos, s)
+            pos = s
+            lines.append(line)
+        asm.runs(groups, lines)
+        return True
+
+    def _nquads(self, asm: _Assembly) -> Iterator[bool]:
+        size = self.chunk_size
+        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+            line = 1
+            while chunk := f.read(size):
+                chunk += f.readline()
+                if not (self._fast and self._fast_nquads(chunk, line, asm)):
+                    records = []
+                    for i, raw in enumerate(io.StringIO(chunk, newline=""), line):
+                        s = raw.strip()
+                        if s and not s.startswith("#"):
+                            records.append(Record(raw, i, 1))
+                    self._records(records, asm)
+                line += chunk.count("\n")
+                yield True
+
+    def _fast_nquads(self, chunk: str, line: int, asm: _Assembly) -> bool:
+        if "\r" in chunk and chunk.count("\r") != chunk.count("\r\n"):
+            return False  # lone CR line ends: let the line reader count them
+        try:
+            groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                      for g, grp in groupby(ox.parse(chunk, format=ox.RdfFormat.N_QUADS), _GRAPH)]
+        except SyntaxError:
+            return False
+        total = sum(len(qs) for _, qs in groups)
+        rows: list[int] | None = None
+        if total != chunk.count("\n") + (not chunk.endswith("\n")):
+            rows = _content_lines(chunk)  # blank or comment lines
+            if len(rows) != total:
+                return False
+        asm.bnodes = "_:" in chunk
+        lines = []
+        i = 0
+        if rows is None:
+            for _, qs in groups:
+                lines.append(line + i)
+                i += len(qs)
+            asm.runs(groups, lines, step=True)
+            return True
+        # Blank or comment lines in between: every default-graph quad gets its own line.
+        split: list[tuple[object, list]] = []
+        for g, qs in groups:
+            if g.__class__ is _DEFAULT:
+                for q in qs:
+                    split.append((g, [q]))
+                    lines.append(line + rows[i])
+                    i += 1
+            else:
+                split.append((g, qs))
+                lines.append(line + rows[i])
+                i += len(qs)
+        asm.runs(split, lines)
+        return True
+
+    # -- the record path
+
+    def _records(self, records: list[Record], asm: _Assembly) -> None:
+        asm.bnodes = True
+        batch: list[Record] = []
+        for rec in records:
+            if rec.directive:
+                if batch:
+                    self._run_batch(batch, asm)
+                    batch = []
+                rej = self._directive(rec)
+                if rej:
+                    asm.out.append(rej)
+                continue
+            batch.append(rec)
+            if len(batch) >= self.batch_records:
+                self._run_batch(batch, asm)
+                batch = []
+        if batch:
+            self._run_batch(batch, asm)
+
+    def _run_batch(self, batch: list[Record], asm: _Assembly) -> None:
+        for rec, result in self._parse_batch(batch):
+            if isinstance(result, Rejected):
+                asm.out.append(result)
+            elif rec is not None:
+                asm.quads(result, rec.line)
+            elif self.fmt == "nquads":
+                exact = len(result) == len(batch)
+                asm.quads(result, batch[0].line, quad_lines=[r.line for r in batch] if exact else None)
+            else:
+                asm.quads(result, batch[0].line, graph_lines=_block_lines(batch))
 
     def _parse_text(self, text: str) -> list[ox.Quad]:
         fmt = ox.RdfFormat.N_QUADS if self.fmt == "nquads" else ox.RdfFormat.TRIG
@@ -276,190 +712,34 @@ class StreamFile:
                 yield r, Rejected(self.stream, str(self.path), line, col, _clean_error(e), snippet)
 
     def _directive(self, r: Record) -> Rejected | None:
+        parser = ox.parse(self._prefix_text + "\n" + r.text, format=ox.RdfFormat.TRIG,
+                          base_iri=self._base)
         try:
-            self._parse_text(self._prefix_text + "\n" + r.text)
+            list(parser)
         except SyntaxError as e:
             el, ec = _error_position(e)
             return Rejected(self.stream, str(self.path), r.line, ec, _clean_error(e), r.text.strip())
-        self._prefix_text += "\n" + r.text.strip()
-        self._prefix_lines = self._prefix_text.count("\n")
-        if re.match(r"\s*@?base\b", r.text, re.I):
-            m = re.search(r"<([^>]*)>", r.text)
-            if m:
-                self._base = m.group(1) or None
+        self._update_prefixes(parser)
         return None
 
-    def _records(self) -> Iterator[Record]:
-        if self.fmt == "nquads":
-            return iter_nquads_records(self.path)
-        return iter_records(self.path)
+    def _update_prefixes(self, parser: ox.QuadParser) -> None:
+        """Carry the prefixes and base in force at the end of a parsed text to the next one."""
+        prefixes = parser.prefixes
+        if prefixes != self._prefixes:
+            self._prefixes = dict(prefixes)
+            self._prefix_text = "\n".join(f"@prefix {p}: <{iri}> ." for p, iri in prefixes.items())
+            self._prefix_lines = self._prefix_text.count("\n")
+        self._base = parser.base_iri
 
-    # -- assembly of events
 
-    def __iter__(self) -> Iterator[Event | Rejected]:
-        opened: OrderedDict[str, _Open] = OrderedDict()
-        orphan_meta: dict[str, int] = {}
-        current: _Open | None = None  # N-Quads: the graph whose run is in progress
-
-        def get(name: str, line: int) -> _Open:
-            o = opened.get(name)
-            if o is None:
-                o = opened[name] = _Open(name, line=line)
-            return o
-
-        def finish(o: _Open) -> Iterator[Event | Rejected]:
-            if not o.complete:
-                return
-            if o.time_error:
-                del opened[o.name]
-                yield Rejected(self.stream, str(self.path), o.time_line, 0, o.time_error, o.name)
-                return
-            if o.point is None and o.start is None and o.end is None:
-                return  # wait for its time
-            del opened[o.name]
-            yield from self._make_event(o)
-
-        def flush_overflow() -> Iterator[Event | Rejected]:
-            while len(opened) > self.max_pending:
-                name, o = next(iter(opened.items()))
-                del opened[name]
-                yield Rejected(
-                    self.stream, str(self.path), o.line, 0,
-                    f"event graph <{name}> has no timestamp within the next {self.max_pending} "
-                    "events (expected <g> prov:generatedAtTime T in the default graph)",
-                    name,
-                )
-
-        batch: list[Record] = []
-
-        def run_batch() -> Iterator[Event | Rejected]:
-            nonlocal current
-            for rec, result in self._parse_batch(batch):
-                if isinstance(result, Rejected):
-                    yield result
-                    continue
-                if rec is not None:
-                    lines = None
-                    line = rec.line
-                else:
-                    lines = _block_lines(batch)
-                    line = batch[0].line
-                for q in result:
-                    g = q.graph_name
-                    if isinstance(g, ox.DefaultGraph):
-                        role = self.time.role(q.predicate.value)
-                        subj = q.subject.value if isinstance(q.subject, (ox.NamedNode, ox.BlankNode)) else None
-                        if role and subj is not None:
-                            o = get(subj, line)
-                            self._set_time(o, role, q.object, line)
-                            yield from finish(o)
-                        else:
-                            orphan_meta.setdefault(str(q), line)
-                        continue
-                    name = g.value
-                    if self.fmt == "nquads" and current is not None and current.name != name:
-                        current.complete = True
-                        yield from finish(current)
-                    o = get(name, lines.get(name, line) if lines else line)
-                    o.triples.append(q.triple)
-                    if self.time.in_graph:
-                        role = self.time.role(q.predicate.value)
-                        if role:
-                            self._set_time(o, role, q.object, line)
-                    current = o
-                if self.fmt == "trig":
-                    # In TriG a block is complete when its record is.
-                    for o in list(opened.values()):
-                        if o.triples and not o.complete:
-                            o.complete = True
-                            yield from finish(o)
-                yield from flush_overflow()
-            batch.clear()
-
-        for rec in self._records():
-            if rec.directive:
-                if batch:
-                    yield from run_batch()
-                rej = self._directive(rec)
-                if rej:
-                    yield rej
-                continue
-            batch.append(rec)
-            if len(batch) >= self.batch_records:
-                yield from run_batch()
-        if batch:
-            yield from run_batch()
-        if current is not None and current.name in opened:
-            current.complete = True
-            yield from finish(current)
-        for o in list(opened.values()):
-            if o.name not in opened:
-                continue
-            del opened[o.name]
-            if not o.triples:
-                # Time metadata about a graph that never came.
-                yield Rejected(
-                    self.stream, str(self.path), o.line, 0,
-                    f"timestamp given for <{o.name}>, but the file has no graph of that name", o.name,
-                )
-            elif o.time_error:
-                yield Rejected(self.stream, str(self.path), o.time_line, 0, o.time_error, o.name)
-            else:
-                yield Rejected(
-                    self.stream, str(self.path), o.line, 0,
-                    f"event graph <{o.name}> has no timestamp (expected <{o.name}> "
-                    f"<{self.time.point[0] if self.time.point else PROV + 'generatedAtTime'}> T "
-                    "in the default graph)",
-                    o.name,
-                )
-        for text, line in orphan_meta.items():
-            yield Rejected(
-                self.stream, str(self.path), line, 0,
-                "default-graph triple is not stream metadata (no time predicate about an event graph)",
-                text,
-            )
-
-    def _set_time(self, o: _Open, role: str, obj: object, line: int) -> None:
-        if not isinstance(obj, ox.Literal):
-            o.time_error = f"time of <{o.name}> is not a literal: {obj}"
-            o.time_line = line
-            return
-        try:
-            ts = timestamp_from_literal(obj.value, obj.datatype.value if obj.datatype else None)
-        except TimeError as e:
-            o.time_error = f"bad timestamp for <{o.name}>: {e}"
-            o.time_line = line
-            return
-        setattr(o, role, ts)
-
-    def _make_event(self, o: _Open) -> Iterator[Event | Rejected]:
-        if o.point is not None:
-            start = end = o.point
-        else:
-            start = o.start if o.start is not None else o.end
-            end = o.end if o.end is not None else o.start
-        kinds = {start.kind, end.kind}
-        if len(kinds) > 1:
-            yield Rejected(self.stream, str(self.path), o.line, 0,
-                           f"<{o.name}> mixes dateTime and integer times", o.name)
-            return
-        if end.value < start.value:
-            yield Rejected(self.stream, str(self.path), o.line, 0,
-                           f"interval of <{o.name}> ends before it starts", o.name)
-            return
-        self._events += 1
-        triples = o.triples
-        if any(isinstance(t.subject, ox.BlankNode) or isinstance(t.object, ox.BlankNode) for t in triples):
-            triples = scope_blank_nodes(triples, f"e{self._events}")
-        yield Event(
-            stream=self.stream,
-            graph=o.name,
-            start=start.value,
-            end=end.value,
-            triples=tuple(triples),
-            kind=start.kind,
-            origin=f"{self.path}:{o.line}",
-        )
+def _trig_cut(buf: str) -> int:
+    """Where to end a chunk: after the last line that closes a graph block, else after the last statement."""
+    i = max(buf.rfind("}\n"), buf.rfind("}\r\n"))
+    if i < 0:
+        i = buf.rfind(".\n")
+        if i < 0:
+            return 0
+    return buf.find("\n", i) + 1
 
 
 _BLOCK_NAME = re.compile(r"\s*(?:GRAPH\s+)?<([^>]*)>\s*\{", re.I)

@@ -173,3 +173,13 @@ def test_socket_source_in_spark_delivers_the_stream_as_whole_events_across_a_res
     want = list(StreamFile(SRBENCH, SR))
     assert [(e.graph, e.start, sorted(map(str, e.triples))) for e in got] == \
         [(e.graph, e.start, sorted(map(str, e.triples))) for e in want]
+
+
+def test_live_records_dispatches_on_the_url(spark, tmp_path):
+    from rsep.spark.spool import is_live_url, live_records
+
+    df = live_records(spark, SR, "tcp://127.0.0.1:9?format=nquads", spool_dir=tmp_path)
+    assert df.isStreaming and df.columns == ["stream", "origin", "text", "arrival", "format"]
+    assert is_live_url("mqtt://h/t") and is_live_url("tcp://h:1") and not is_live_url("/tmp/x")
+    with pytest.raises(ValueError, match="not a live source URL"):
+        live_records(spark, SR, "http://h/x")

@@ -303,10 +303,14 @@ class ExprEvaluator:
         return vs, head
 
     def _compiled(self, e: Expr) -> Fn | None:
-        key = (id(e), self.kind)
-        if key not in self._fns:
-            self._fns[key] = (e, compile_filter(e.text, e.prologue, self.kind is TimeKind.DATETIME))
-        return self._fns[key][1]
+        c = e.__dict__.get("_fn")
+        if c is None or c[0] is not self.kind or c[2] is not self:
+            key = (id(e), self.kind)
+            if key not in self._fns:
+                self._fns[key] = (e, compile_filter(e.text, e.prologue, self.kind is TimeKind.DATETIME))
+            c = (self.kind, self._fns[key][1], self)
+            e.__dict__["_fn"] = c  # frozen dataclass: a cache, not part of its value
+        return c[1]
 
     def _fast(self, f: Fn, names: frozenset[str], rows: list[tuple[Solution, float, float]]) -> list[bool]:
         dt = self.kind is TimeKind.DATETIME
@@ -529,6 +533,17 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str |
     return results
 
 
+def _match_one(tp: TriplePattern, occs: list[Occurrence]) -> list[Solution]:
+    """BGP(P) of one triple pattern over the given occurrences (match_bgp's fast path)."""
+    out = []
+    for oc in occs:
+        m = _match(tp, (oc.s, oc.p, oc.o), {})
+        if m is not None:
+            mu = tuple(sorted((k, v) for k, v in m.items() if not k.startswith("_b")))
+            out.append(Solution(mu, oc.ta, oc.tw, frozenset((oc.item,))))
+    return out
+
+
 # ---------------------------------------------------------------- reference evaluator
 
 
@@ -544,6 +559,8 @@ class World:
     # occurrences start after lo (at or after, when not strict)
     lo: float = -INF
     lo_strict: bool = False
+    # results of evaluate(n, hi, subst) while the above stay fixed (one instant's evaluation)
+    memo: dict[tuple, list[Solution]] | None = None
 
 
 def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
@@ -566,8 +583,19 @@ def evaluate(n: Node, w: World, sel: Selection = Selection.UNRESTRICTED, hi: flo
              subst: Mu = ()) -> list[Solution]:
     """The solutions of n over the live occurrences ending at or before ``hi``, compatible
     with ``subst`` (Sec. 4.2; SeqJoin with Eq. (10)/(11) of 000 under a policy)."""
+    if subst:  # only n's variables matter (its solutions bind no others)
+        vs = n.__dict__.get("_vars")
+        if vs is None:
+            vs = n.__dict__["_vars"] = frozenset(variables(n))
+        subst = tuple(kv for kv in subst if kv[0] in vs)
+    memo, key = w.memo, (id(n), sel, hi, subst)
+    if memo is not None and key in memo:
+        return memo[key]
     out = _eval(n, w, sel, hi, subst)
-    return [s for s in out if compatible(s.mu, subst)] if subst else out
+    out = [s for s in out if compatible(s.mu, subst)] if subst else out
+    if memo is not None:
+        memo[key] = out
+    return out
 
 
 def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solution]:
@@ -1094,7 +1122,7 @@ class Delta:
 
             m = len(n.patterns)
             if m == 1:
-                return match_bgp(n.patterns, [now])
+                return _match_one(n.patterns[0], fresh)
 
             def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
                 return (x for x in occ.candidates(s, p, o) if x.tw < tau)

@@ -81,7 +81,7 @@ class PolicyState:
 
         h, strict = window
         lo = tau - h
-        w.lo, w.lo_strict, w.consumed = lo, strict, self.consumed
+        w.lo, w.lo_strict, w.consumed, w.memo = lo, strict, self.consumed, {}
         try:
             if self.var is None or self.full:
                 return evaluate(self.root, w, self.policy, hi=tau)
@@ -98,7 +98,7 @@ class PolicyState:
                     out.extend(evaluate(root, w, self.policy, tau, sub))
             return out
         finally:
-            w.lo, w.lo_strict, w.consumed = -INF, False, set()
+            w.lo, w.lo_strict, w.consumed, w.memo = -INF, False, set(), None
 
     def consume(self, items: frozenset[int]) -> None:
         self.consumed |= items

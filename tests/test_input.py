@@ -145,3 +145,102 @@ def test_dead_letter_file(tmp_path):
 def test_unterminated_record_at_end_of_file(tmp_path, ttl):
     events, rejected = read(tmp_path, HEAD + ttl)
     assert events == [] and rejected and rejected[0].line == 4
+
+
+# ---------------------------------------------------------------- the chunked reader (issue #8)
+
+MIXED = HEAD + """# a comment { with a brace }
+:g0 prov:generatedAtTime 0 .
+:g0 { :a :p "text with { and } and . inside" . }
+:g1 { :a :p _:x . _:x :q 1 . }
+:g1 prov:generatedAtTime 1 .
+@prefix ex: <http://other.example/> .
+GRAPH ex:g2
+{
+  ex:s ex:p \"\"\"a long
+string } over lines . \"\"\" .
+}
+ex:g2 prov:startedAtTime 2 ; prov:endedAtTime 4 .
+PREFIX b: <http://b.example/>
+b:g3 prov:generatedAtTime "1970-01-01T00:00:05Z"^^xsd:dateTime .
+b:g3 { b:s b:p b:o . b:s b:p 1.5 . }
+_:bg prov:generatedAtTime 6 .
+_:bg { :c :p :d . }
+"""
+
+
+def summary(items):
+    return [(type(i).__name__, i.graph, i.start, i.end, i.kind, i.origin.rsplit(":", 1)[1],
+             tuple(map(str, i.triples))) if isinstance(i, Event) else
+            (type(i).__name__, i.line, i.column, i.reason, i.text) for i in items]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 16, 64, 200, 1 << 16])
+def test_chunked_reader_agrees_with_the_record_reader(tmp_path, chunk_size):
+    p = tmp_path / "s.trig"
+    p.write_text(MIXED * 3)
+    slow = StreamFile(p, "http://s")
+    slow._fast = False
+    fast = summary(StreamFile(p, "http://s", chunk_size=chunk_size))
+    assert fast == summary(slow)
+    events = [i for i in fast if i[0] == "Event"]
+    # each event is located at its graph block (the name's line), in each copy of the text
+    n = MIXED.count("\n")
+    assert [int(e[5]) for e in events] == [
+        line + k * n for k in range(3) for line in (6, 7, 10, 18, 20)]
+    assert [e[2:4] for e in events[:5]] == [(0, 0), (1, 1), (2, 4), (5000, 5000), (6, 6)]
+    # blank nodes stay scoped to their event whichever path read them
+    assert events[1][6][0] != events[6][6][0]
+
+
+def many_events(n, bad=None):
+    out = [HEAD]
+    for i in range(n):
+        body = ":a :p ." if i == bad else f':a :p "v{i}" .'
+        out.append(f":g{i} prov:generatedAtTime {i} .\n:g{i} {{\n  {body}\n}}\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("chunk_size", [64, 1000, 1 << 16])
+def test_malformed_record_in_a_large_file_keeps_every_good_record(tmp_path, chunk_size):
+    text = many_events(500, bad=317)
+    events, rejected = read(tmp_path, text, chunk_size=chunk_size)
+    assert [e.start for e in events] == [i for i in range(500) if i != 317]
+    bad_line = 3 + 4 * 317 + 3  # HEAD, four lines per event, the body line
+    assert [(r.line, r.column) for r in rejected if r.column] == [(bad_line, 9)]  # the "."
+    assert "object" in rejected[0].reason.lower()
+    # the time of the rejected graph is reported as orphaned, on its own line
+    assert [(r.line, r.text) for r in rejected if not r.column] == [(bad_line - 2, "http://example.org/g317")]
+    assert [int(e.origin.rsplit(":", 1)[1]) for e in events[:2]] == [5, 9]
+
+
+@pytest.mark.parametrize("chunk_size", [100, 1 << 16])
+def test_nquads_chunks_lines_and_a_bad_line(tmp_path, chunk_size):
+    T = '"{}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    lines = []
+    for i in range(300):
+        lines.append(f"<http://e/g{i}> <http://www.w3.org/ns/prov#generatedAtTime> {T.format(i)} .")
+        if i % 50 == 7:
+            lines.append("# a comment line")
+            lines.append("")
+        lines.append(f"<http://e/a> <http://e/p> <http://e/b{i}> <http://e/g{i}> ." if i != 123
+                     else f"<http://e/a> <http://e/p> <http://e/b{i} <http://e/g{i}> .")
+        lines.append(f"_:x <http://e/p> <http://e/c> <http://e/g{i}> .")
+    events, rejected = read(tmp_path, "\n".join(lines) + "\n", name="s.nq", chunk_size=chunk_size)
+    # the bad line is rejected; the rest of its graph is still an event
+    assert [e.start for e in events] == list(range(300))
+    assert [e.start for e in events if len(e.triples) != 2] == [123]
+    bad = lines.index("<http://e/a> <http://e/p> <http://e/b123 <http://e/g123> .") + 1
+    assert [(r.line, r.column) for r in rejected] == [(bad, 27)]
+    # an event is located at its first quad; its blank nodes are its own
+    first = {e.start: int(e.origin.rsplit(":", 1)[1]) for e in events}
+    assert first[0] == 2 and first[8] == lines.index("<http://e/a> <http://e/p> <http://e/b8> <http://e/g8> .") + 1
+    assert events[0].triples[1].subject != events[1].triples[1].subject
+
+
+def test_graph_split_over_lines_of_other_graphs_is_one_event_per_run(tmp_path):
+    # A run of quads of one graph is one event; time triples in between do not end it.
+    text = HEAD + ":g1 { :a :p 1 . }\n:g1 prov:generatedAtTime 1 .\n:g1 { :a :p 2 . }\n:g2 prov:generatedAtTime 2 .\n:g2 { :a :p 3 . }\n"
+    for chunk_size in (1, 1 << 16):
+        events, rejected = read(tmp_path, text, chunk_size=chunk_size)
+        assert rejected == [] and [(e.graph[-2:], len(e.triples)) for e in events] == [("g1", 2), ("g2", 1)]

@@ -686,7 +686,27 @@ class StreamFile:
                 exact = len(result) == len(batch)
                 asm.quads(result, batch[0].line, quad_lines=[r.line for r in batch] if exact else None)
             else:
-                asm.quads(result, batch[0].line, graph_lines=_block_lines(batch))
+                self._trig_batch(batch, result, asm)
+
+    def _trig_batch(self, batch: list[Record], quads: list[ox.Quad], asm: _Assembly) -> None:
+        """Assemble a parsed batch of TriG records, each run located at its record."""
+        groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                  for g, grp in groupby(quads, _GRAPH)]
+        blocks = [i for i, r in enumerate(batch) if r.text.rstrip().endswith("}")]
+        if len(blocks) != sum(g.__class__ is not _DEFAULT for g, _ in groups):
+            asm.quads(quads, batch[0].line, graph_lines=_block_lines(batch))
+            return
+        lines = []
+        k = 0
+        for g, _ in groups:
+            if g.__class__ is _DEFAULT:
+                # where the statements after the previous block start
+                lines.append(batch[blocks[k - 1] + 1 if k else 0].line)
+            else:
+                lines.append(batch[blocks[k]].line)
+                k += 1
+        asm.bnodes = True
+        asm.runs(groups, lines)
 
     def _parse_text(self, text: str) -> list[ox.Quad]:
         fmt = ox.RdfFormat.N_QUADS if self.fmt == "nquads" else ox.RdfFormat.TRIG

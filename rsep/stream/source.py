@@ -124,12 +124,16 @@ def merge_streams(
 ) -> Iterator[Event]:
     """Merge several streams by time, numbering events in delivery order (``seq``)."""
     policy = policy or OrderingPolicy()
-    ordered = [
-        ((e.time, i, e) for e in _ordered(s, policy, reject)) for i, s in enumerate(streams)
-    ]
+    if len(streams) == 1:
+        merged: Iterable[Event] = _ordered(streams[0], policy, reject)  # nothing to interleave
+    else:
+        ordered = [
+            ((e.time, i, e) for e in _ordered(s, policy, reject)) for i, s in enumerate(streams)
+        ]
+        merged = (e for _, _, e in heapq.merge(*ordered, key=lambda x: (x[0], x[1])))
     seq = 0
     kind: TimeKind | None = None
-    for _, _, e in heapq.merge(*ordered, key=lambda x: (x[0], x[1])):
+    for e in merged:
         if kind is None:
             kind = e.kind
         elif e.kind is not kind:

@@ -70,9 +70,12 @@ def assert_same(spark_out: dict, ref: dict) -> None:
     assert set(spark_out) <= set(ref)
 
 
-def test_srbench_rspql_csparql_cqels_queries(spark, tmp_path):
-    queries = [ROOT / "examples" / "srbench-hot.rq", ROOT / "docs/examples/rspql.rq",
-               ROOT / "docs/examples/csparql.rq", ROOT / "docs/examples/cqels.rq"]
+def test_srbench_queries_of_every_dialect(spark, tmp_path):
+    # every example over the SRBench stream: RSP-QL, C-SPARQL, CQELS, SPASEQ, EP-SPARQL...
+    queries = [ROOT / "examples" / "srbench-hot.rq"] + [
+        q for q in sorted((ROOT / "docs" / "examples").glob("*.rq"))
+        if "http://example.org/srbench" in q.read_text() or "epsparql" in q.name]
+    assert len(queries) >= 6
     streams = [(SR, str(SRBENCH))]
     ref = inprocess(queries, streams)
     assert all(ref.values())  # every query has results to compare

@@ -97,8 +97,8 @@ class Router:
             self._eval = GPMEvaluator(q.gpms.values(), graphs)
 
     def buckets(self, e: Event) -> list[int]:
-        if e.stream not in self.streams:
-            return []
+        if self.streams and e.stream not in self.streams:
+            return []  # (a runtime reading no declared stream, EP-SPARQL's, takes every event)
         if self._eval is None:
             return [0]
         from rsep.cep.events import SEvent

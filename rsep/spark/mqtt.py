@@ -67,7 +67,8 @@ class MqttDataSource(DataSource):
     topic filter -> IRI; default: ``mqtt://host:port/<topic>``), ``qos`` (1), ``clientId``
     (default derived from the spool, stable across restarts), ``spoolDir`` (no spoolDir: a
     temporary spool, nothing survives a restart), ``sessionExpiry`` (seconds the broker
-    keeps the session while the query is down, 86400), ``connectTimeout`` (10),
+    keeps the session while the query is down: 86400 with a spoolDir, else 0, so runs
+    without one leave no session queueing behind), ``connectTimeout`` (10),
     ``maxRecordsPerBatch``, ``recordsPerPartition`` (2000), ``startingOffsets``
     (earliest|latest in the spool), ``fsync`` (true), ``username``, ``password``,
     ``format`` (trig|nquads|jsonl; default: detected per message). Each message must hold
@@ -103,7 +104,8 @@ class MqttStreamReader(SpooledStreamReader):
             except (ValueError, AttributeError) as e:
                 raise ValueError(f"option streams must be a JSON object topic -> IRI: {e}") from None
         self.stream = options.get("stream")
-        self.session_expiry = int(options.get("sessionexpiry", "86400"))
+        self.session_expiry = int(options.get("sessionexpiry", "86400")
+                                  if options.get("spooldir") else options.get("sessionexpiry", "0"))
         self.timeout = float(options.get("connecttimeout", "10"))
         super().__init__(options)
         # Only picklable state here: Spark ships planning readers to its workers.
@@ -112,7 +114,7 @@ class MqttStreamReader(SpooledStreamReader):
     def _start(self) -> None:
         options = self.options
         self._cache: dict[str, tuple[str, str]] = {}
-        self._pending: list[int] = []  # mids appended to the spool, not yet acknowledged
+        self._pending: list[tuple[int, int]] = []  # (mid, qos) spooled, not yet acknowledged
         self._plock = threading.Lock()
         self._ready = threading.Event()
         self._refused: str | None = None
@@ -166,15 +168,15 @@ class MqttStreamReader(SpooledStreamReader):
             return
         if msg.qos > 0:
             with self._plock:
-                self._pending.append(msg.mid)
+                self._pending.append((msg.mid, msg.qos))
 
     def _sync(self) -> int:
         # Take the mids first: each was appended before it was listed, so this sync covers it.
         with self._plock:
             mids, self._pending = self._pending, []
         durable = self.spool.sync()
-        for mid in mids:
-            self.client.ack(mid, 1)
+        for mid, qos in mids:
+            self.client.ack(mid, qos)
         return durable
 
     def _sync_loop(self) -> None:

@@ -46,23 +46,19 @@ def _throughput(rows: list[dict], path: Path) -> Path:
     by = defaultdict(dict)
     for r in rows:
         by[r["comparison"]][r["peer"]] = r
-    peers_ = list(dict.fromkeys(r["peer"] for r in rows))
-    width = 0.8 / max(1, len(peers_))
-    for j, p in enumerate(peers_):
-        xs, ys, errs = [], [], [[], []]
-        for i, c in enumerate(comps):
-            r = by[c].get(p)
-            if not r:
-                continue
+    width = 0.8 / max(len(v) for v in by.values())
+    labelled: set[str] = set()
+    for i, c in enumerate(comps):
+        present = list(by[c])
+        for j, p in enumerate(present):
+            r = by[c][p]
             ev = float(r["events"])
             med, lo, hi = (float(r[k]) for k in ("run_s_median", "run_s_min", "run_s_max"))
             y = ev / med
-            xs.append(i + (j - (len(peers_) - 1) / 2) * width)
-            ys.append(y)
-            errs[0].append(y - ev / hi)
-            errs[1].append(ev / lo - y)
-        ax.bar(xs, ys, width, yerr=errs, label=p, color=COLORS.get(p), capsize=2)
-        for x, y in zip(xs, ys, strict=True):
+            x = i + (j - (len(present) - 1) / 2) * width
+            ax.bar(x, y, width, yerr=[[y - ev / hi], [ev / lo - y]], capsize=2,
+                   color=COLORS.get(p), label=None if p in labelled else p)
+            labelled.add(p)
             ax.text(x, y, f"{y:,.0f}", ha="center", va="bottom", fontsize=7)
     ax.set_yscale("log")
     ax.set_xticks(range(len(comps)))

@@ -172,7 +172,8 @@ def test_bench_runs_rsep_and_its_reference_and_reports_a_missing_peer(tmp_path, 
     assert "| stock-core | core | 400 | - |" in text
     assert "not installed: run benchmarks/peers/setup_core.sh |" in text
     t = report.targets(list(rows.values()))
-    assert "| same query both sides: SEQ with per-event filters, rsep >= CORE | not measured | - |" in t
+    assert ("| same query both sides: SEQ with per-event filters, rsep >= CORE | not measured "
+            "| not measured | - / - |") in t
 
 
 def test_bench_cli_refuses_unknown_peers(tmp_path, capsys):

@@ -83,6 +83,23 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_s(pids: list[int]) -> float:
+    """CPU seconds of the processes, with their waited-for children (utime stime cutime
+    cstime of /proc/PID/stat)."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / _TICK
+
+
 def _rss_kb(pids: list[int]) -> int:
     total = 0
     for p in pids:
@@ -106,6 +123,7 @@ class RunResult:
     wall_s: float = 0.0
     events: int = 0
     peak_rss_mb: float = 0.0
+    cpu_s: float = 0.0  # CPU time of the process tree in the steady state
     latency_ms: dict | None = None
     stages: dict | None = None
     note: str = ""
@@ -133,8 +151,11 @@ def run(peer: Peer, spec: dict, workdir: Path, timeout: float = 1800) -> RunResu
         proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=err,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
         peak = 0
+        cpu: list[tuple[float, float]] = []  # (epoch, CPU seconds of the tree so far)
         while proc.poll() is None:
-            peak = max(peak, _rss_kb(_tree(proc.pid)))
+            tree = _tree(proc.pid)
+            peak = max(peak, _rss_kb(tree))
+            cpu.append((time.time(), _cpu_s(tree)))
             if time.perf_counter() - t0 > timeout:
                 proc.kill()
                 proc.wait()
@@ -147,5 +168,8 @@ def run(peer: Peer, spec: dict, workdir: Path, timeout: float = 1800) -> RunResu
         return RunResult(False, f"exit {proc.returncode}: " + " | ".join(tail))
     r = json.loads(res_path.read_text())
     peak_mb = max(peak, int(r.get("self_peak_rss_kb") or 0)) / 1024
+    # steady-state CPU: the tree's total at the end less its total when the worker was ready
+    at_ready = max((c for t, c in cpu if t <= r["ready"]), default=0.0)
+    steady_cpu = (cpu[-1][1] - at_ready) if cpu else 0.0
     return RunResult(True, "", r["ready"] - start, r["run_s"], wall, r["events"], peak_mb,
-                     r.get("latency_ms"), r.get("stages"), r.get("note", ""))
+                     steady_cpu, r.get("latency_ms"), r.get("stages"), r.get("note", ""))

@@ -195,7 +195,7 @@ def cases(name: str, size: int | None) -> list[Case]:
 
 FIELDS = ["comparison", "param", "value", "peer", "engine", "workload", "size", "events",
           "triples", "runs", "startup_s", "run_s_median", "run_s_min", "run_s_max",
-          "events_per_s", "triples_per_s", "latency_p50_ms", "latency_p99_ms", "peak_rss_mb",
+          "events_per_s", "triples_per_s", "cpu_s_median", "events_per_cpu_s", "latency_p50_ms", "latency_p99_ms", "peak_rss_mb",
           "outputs", "agreement", "stages", "status", "what"]
 
 
@@ -305,6 +305,9 @@ def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: li
                    events_per_s=round(g.events / med, 1) if med else "",
                    triples_per_s=round(g.triples / med, 1) if med else "",
                    peak_rss_mb=round(max(r.peak_rss_mb for r in results), 1))
+        cpu = statistics.median(r.cpu_s for r in results)
+        if cpu > 0:
+            row.update(cpu_s_median=round(cpu, 3), events_per_cpu_s=round(g.events / cpu, 1))
         lat = [r.latency_ms for r in results if r.latency_ms]
         if lat:
             row["latency_p50_ms"] = round(statistics.median(x["p50"] for x in lat), 3)

@@ -437,6 +437,28 @@ class Schema:
         return sorted(out)
 
 
+class Graphs(dict):
+    """The background graphs as occurrence stores, each materialised with its RDFS closure
+    once, when a GRAPH pattern first reads it (the schema alone serves the stream)."""
+
+    def __init__(self, graphs: dict[str, list[tuple[str, str, str]]], schema: Schema) -> None:
+        super().__init__()
+        self.graphs = graphs
+        self.schema = schema
+
+    def get(self, iri: str, default: Any = None) -> Any:  # type: ignore[override]
+        if iri not in self and iri in self.graphs:
+            st = OccurrenceStore()
+            seen: set[tuple[str, str, str]] = set()
+            for t in self.graphs[iri]:
+                for x in self.schema.entail(*t):
+                    if x not in seen:
+                        seen.add(x)
+                        st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))  # type: ignore[arg-type]
+            self[iri] = st
+        return super().get(iri, default)
+
+
 class OccurrenceStore:
     """Triple occurrences, indexed by predicate and by (predicate, object)."""
 
@@ -956,6 +978,23 @@ def leaf_horizon(root: Node, hs: dict[int, float]) -> float:
     return out
 
 
+def occurrence_horizon(root: Node, hs: dict[int, float]) -> float:
+    """How long :class:`Delta` needs an occurrence: a one-pattern BGP reads only the
+    occurrences of the current instant (its earlier solutions are kept by its parent), a
+    larger one also earlier ones, over its horizon."""
+    out = 0.0
+
+    def walk(n: Node) -> None:
+        nonlocal out
+        if isinstance(n, BGP) and len(n.patterns) > 1:
+            out = max(out, hs.get(id(n), INF))
+        for k in n.kids:
+            walk(k)
+
+    walk(root)
+    return out
+
+
 # ---------------------------------------------------------------- incremental evaluator
 
 
@@ -1272,17 +1311,7 @@ class EpContext:
         graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
                   for iri, ts in engine.graphs.items()}
         self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
-        background: dict[str, OccurrenceStore] = {}
-        for iri, ts in graphs.items():  # materialised once, with the RDFS closure
-            st = OccurrenceStore()
-            seen: set[tuple[str, str, str]] = set()
-            for t in ts:
-                for x in self.schema.entail(*t):
-                    if x not in seen:
-                        seen.add(x)
-                        st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))  # type: ignore[arg-type]
-            background[iri] = st
-        self.world = World(OccurrenceStore(), background, ExprEvaluator())
+        self.world = World(OccurrenceStore(), Graphs(graphs, self.schema), ExprEvaluator())
         self.pending: dict[int, dict[int, Event]] = {}  # per end: the events, by item
         self.last: int | None = None  # the last instant processed (instants come in order)
         self._derived = 0
@@ -1417,7 +1446,7 @@ class EpSparqlRuntime:
         self.kind = kind
         self.ctx.world.exprs.kind = kind
         hs = horizons(self.plan, kind)
-        self.leaf_horizon = leaf_horizon(self.plan, hs)
+        self.leaf_horizon = occurrence_horizon(self.plan, hs)
         self.window = window(self.query.pattern, kind)
         if self.ctx.prune:
             self.delta.hs = hs

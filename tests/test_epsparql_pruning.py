@@ -80,6 +80,7 @@ def test_bounds_are_read_from_the_time_filters():
     assert h('getDURATION() < "P30D"^^xsd:duration', TimeKind.DATETIME) == 30 * 86_400_000
     assert h('getDURATION() < "PT1M30S"^^xsd:dayTimeDuration', TimeKind.DATETIME) == 90_000
     for unbounded in ("getDURATION() > 30", "getDURATION() < 30 || ?b > 1", "!(getDURATION() >= 30)",
+                      "getDURATION() < 30 && ?b > 1 || ?c < 3",
                       "?b < 3"):
         assert h(unbounded) == ep.INF
     # a number does not bound a dateTime stream's durations, nor a duration an abstract one
@@ -134,3 +135,31 @@ def test_stored_items_stay_bounded_as_the_stream_grows():
     sizes = []
     run([UNBOUNDED], stock_stream(150, 11), watch=sizes)
     assert sizes[-1] > 150  # no bound: everything is kept, as before
+
+
+Q_FILTERS = P + """SELECT * WHERE {
+{ { ?company :hasStockPrice ?price1 } OPTIONAL { ?company :downratedby ?r } }
+SEQ { ?company :hasStockPrice ?price2 FILTER (?price2 > 90) }
+UNION { ?company :downratedby ?r }
+FILTER (?price1 > ?price2 && !BOUND(?r) || getDURATION() <= 4 && getSTARTTIME() > 3) }"""
+
+
+@pytest.mark.parametrize("query", [Q1_30, Q1_SPAN, Q1_OPT, Q_FILTERS])
+def test_pushed_filters_give_the_reference_solutions(query):
+    """The unrestricted runtime runs the pattern with FILTER conjuncts moved down (and
+    duration bounds copied down): its outputs are the Sec. 4.2 solutions of the pattern
+    as written (the reference evaluator, over the whole stream)."""
+    from collections import Counter
+
+    stream = stock_stream(70, 4)
+    q = parse_epsparql(query)
+    w = ep.World(ep.OccurrenceStore(), {}, ep.ExprEvaluator(TimeKind.ABSTRACT))
+    for e in stream:
+        for t in e.triples:
+            w.occ.add(ep.Occurrence(str(t.subject), str(t.predicate), str(t.object), e.start, e.end, e.seq))
+    want = Counter((tuple(kv for kv in s.mu if kv[0] in q.select), s.ta, s.tw)
+                   for s in ep.evaluate(q.pattern, w) if s.tw != -ep.INF)
+    eng = Engine()
+    eng.register(q)
+    got = Counter((tuple(sorted(o.bindings.items())), o.start, o.time) for o in eng.run(stream))
+    assert got == want and want

@@ -776,6 +776,8 @@ def _conjuncts(text: str) -> list[str]:
             depth += 1
         elif not quote and c == ")":
             depth -= 1
+        elif not quote and depth == 0 and text.startswith("||", i):
+            return [text]  # || binds looser than &&: one conjunct
         elif not quote and depth == 0 and text.startswith("&&", i):
             out.append(text[start:i])
             start = i + 2

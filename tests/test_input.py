@@ -244,3 +244,14 @@ def test_graph_split_over_lines_of_other_graphs_is_one_event_per_run(tmp_path):
     for chunk_size in (1, 1 << 16):
         events, rejected = read(tmp_path, text, chunk_size=chunk_size)
         assert rejected == [] and [(e.graph[-2:], len(e.triples)) for e in events] == [("g1", 2), ("g2", 1)]
+
+
+def test_nquads_lone_cr_line_ends_count_as_lines(tmp_path):
+    t = '"{}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    rows = [f"<http://e/g{i}> <http://www.w3.org/ns/prov#generatedAtTime> {t.format(i)} .\r"
+            f"<http://e/a> <http://e/p> <http://e/b{i}> <http://e/g{i}> .\r" for i in range(40)]
+    p = tmp_path / "s.nq"
+    p.write_bytes(("".join(rows) + "<http://e/a> <http://e/p> .\r").encode())
+    items = list(StreamFile(p, "http://s", chunk_size=300))
+    assert [i.start for i in items if isinstance(i, Event)] == list(range(40))
+    assert [(i.line, i.column) for i in items if isinstance(i, Rejected)] == [(81, 27)]

@@ -607,14 +607,18 @@ class StreamFile:
             line = 1
             while chunk := f.read(size):
                 chunk += f.readline()
-                if not (self._fast and self._fast_nquads(chunk, line, asm)):
+                if self._fast and self._fast_nquads(chunk, line, asm):
+                    line += chunk.count("\n")
+                else:
                     records = []
+                    i = line
+                    # Lines as the file reader splits them (a lone CR ends one too).
                     for i, raw in enumerate(io.StringIO(chunk, newline=""), line):
                         s = raw.strip()
                         if s and not s.startswith("#"):
                             records.append(Record(raw, i, 1))
                     self._records(records, asm)
-                line += chunk.count("\n")
+                    line = i + 1
                 yield True
 
     def _fast_nquads(self, chunk: str, line: int, asm: _Assembly) -> bool:

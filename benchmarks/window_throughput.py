@@ -10,7 +10,7 @@ when the cost per event does not depend on the stream's length.
 
     python benchmarks/window_throughput.py                      # 200,000 events, 1.2M triples
     python benchmarks/window_throughput.py --events 20000       # a quick run
-    python benchmarks/window_throughput.py --parse-only         # StreamFile vs pyoxigraph.parse
+    python benchmarks/window_throughput.py --parse-only         # = ingest_throughput.py on this file
     python benchmarks/window_throughput.py --profile 25         # cProfile, top 25 by cumulative time
 """
 
@@ -239,59 +239,10 @@ def end_to_end(args: argparse.Namespace, path: Path) -> int:
 
 
 def parse_only(args: argparse.Namespace, path: Path) -> int:
-    rows = []
+    """Reading only: the ingest benchmark (CPU time, median of 3, TriG and N-Quads) on this file."""
+    from ingest_throughput import main as ingest
 
-    def timed(name: str, fn) -> None:
-        t0, c0 = time.perf_counter(), time.process_time()
-        quads, events, triples = fn()
-        dt, dc = time.perf_counter() - t0, time.process_time() - c0
-        rows.append([name, quads, events or "-", triples or "-", round(dt, 2), round(dc, 2),
-                     round(quads / dt), round(events / dt) if events else "-"])
-
-    def raw():
-        n = 0
-        for _ in ox.parse(path=str(path), format=ox.RdfFormat.TRIG):
-            n += 1
-        return n, 0, 0
-
-    def grouped():
-        # The least any reader must do: parse, and collect each named graph's triples.
-        graphs: dict[str, list[ox.Triple]] = {}
-        times = 0
-        for q in ox.parse(path=str(path), format=ox.RdfFormat.TRIG):
-            g = q.graph_name
-            if isinstance(g, ox.DefaultGraph):
-                times += 1
-            else:
-                graphs.setdefault(g.value, []).append(q.triple)
-        triples = sum(len(v) for v in graphs.values())
-        return triples + times, len(graphs), triples
-
-    def streamfile():
-        events = triples = 0
-        for e in StreamFile(path, STREAM_IRI):
-            if isinstance(e, Event):
-                events += 1
-                triples += len(e.triples)
-        return triples + events, events, triples
-
-    def merged():
-        events = triples = 0
-        for e in merge_streams([StreamFile(path, STREAM_IRI)], DeadLetter()):
-            events += 1
-            triples += len(e.triples)
-        return triples + events, events, triples
-
-    timed("pyoxigraph.parse(path=..., TRIG), count quads", raw)
-    timed("pyoxigraph.parse + group triples by graph (no time)", grouped)
-    timed("StreamFile (events)", streamfile)
-    timed("StreamFile + merge_streams", merged)
-    print(f"## Parse only: `{path}` ({path.stat().st_size / 1e6:.1f} MB)\n")
-    print(table(["reader", "quads", "events", "triples", "wall s", "CPU s", "quads/s (wall)",
-                 "events/s (wall)"], rows))
-    print(f"\nStreamFile / raw pyoxigraph.parse: {rows[2][4] / rows[0][4]:.1f}x the wall time, "
-          f"{rows[2][5] / rows[0][5]:.1f}x the CPU time")
-    return 0
+    return ingest([str(path), "--runs", "3"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-garbage", type=int, metavar="N",
                     help="what-if: SnapshotStore(min_garbage=N) instead of the default store")
     ap.add_argument("--parse-only", action="store_true",
-                    help="compare StreamFile with raw pyoxigraph.parse on the same file")
+                    help="reading only: StreamFile vs pyoxigraph.parse (benchmarks/ingest_throughput.py)")
     ap.add_argument("--profile", type=int, nargs="?", const=30, default=0, metavar="N",
                     help="run under cProfile and print the top N functions by cumulative time")
     args = ap.parse_args(argv)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 
 from rsep.stream.event import Event, Rejected
@@ -137,7 +138,9 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
         keys = [f"{qp.name}#{b}" for qp in cfg.queries for b in range(qp.buckets)]
         rank = {s: i for i, s in enumerate(cfg.streams)}
         first_key = keys[0]
+        trace = os.environ.get("RSEP_SPARK_TRACE")
         for batch in batches:
+            t0 = time.perf_counter()
             cols: dict[str, list] = {n: [] for n in names}
 
             def add(key: str, rtype: str, stream: str = "", rk: int = 0, origin: str = "",
@@ -190,6 +193,10 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
             for stream, (lo, hi, kind) in span.items():
                 for k in keys:
                     add(k, "t", stream, rank[stream], start=lo, end=hi, tkind=kind)
+            if trace:
+                with open(trace, "a") as f:
+                    f.write(f"parse {batch.num_rows} texts -> {len(cols['key'])} rows "
+                            f"{time.perf_counter() - t0:.3f} s\n")
             if cols["key"]:
                 yield pa.RecordBatch.from_pydict(cols, schema=_arrow_schema())
 

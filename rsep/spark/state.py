@@ -141,10 +141,12 @@ class EngineProcessor(StatefulProcessor):
                         timerValues: Any) -> Iterator[pd.DataFrame]:
         k = key[0]
         t0 = _time.perf_counter()
-        out = _Batch(self, k).run(rows)
+        b = _Batch(self, k)
+        out = b.run(rows)
         if _TRACE:
             with open(_TRACE, "a") as f:
-                f.write(f"{k} {_time.perf_counter() - t0:.3f} s {len(out)} rows\n")
+                f.write(f"{k} {_time.perf_counter() - t0:.3f} s {len(out)} rows; "
+                        + " ".join(f"{n} {v:.3f}" for n, v in b.times.items()) + "\n")
         if out:
             yield pd.DataFrame(out, columns=["rtype", "key", "query", "time", "idx", "json",
                                              "payload"])
@@ -166,31 +168,39 @@ class _Batch:
         qname, _, _ = key.rpartition("#")
         self.qp = self.cfg.query(qname)
         self.out: list[tuple] = []
+        self.times: dict[str, float] = {}
+
+    def _lap(self, name: str, t0: float) -> float:
+        t = _time.perf_counter()
+        self.times[name] = self.times.get(name, 0.0) + t - t0
+        return t
 
     def run(self, rows: Iterator[pd.DataFrame]) -> list[tuple]:
         cfg, p = self.cfg, self.p
         m = p.meta.get() if p.meta.exists() else None
         version, owner, gstart, gkind, maxes, frontier, closed, emitted = (
             m if m is not None else (0, cfg.run_id, None, None, "{}", None, False, 0))
+        t = _time.perf_counter()
         maxes = json.loads(maxes)
         self.emitted = emitted
         live = _LIVE.get((cfg.run_id, self.key))
         if live is None or live.version != version or owner != cfg.run_id:
             live = self._rebuild(version, gstart, gkind, frontier)
         eng = live.engine
+        t = self._lap("state-read+rebuild", t)
         before = dict(maxes)
         new: list[tuple] = []
         end = False
         lateness = cfg.allowed_lateness
         for pdf in rows:
             for r in pdf.itertuples(index=False):
-                t = r.rtype
-                if t == "t":
+                kind = r.rtype
+                if kind == "t":
                     s = r.stream
                     maxes[s] = max(maxes.get(s, r.end), int(r.end))
                     if gstart is None or (not live.bound and r.start < gstart):
                         gstart, gkind = int(r.start), r.tkind
-                elif t == "e":
+                elif kind == "e":
                     time = int(r.end)
                     bound = before.get(r.stream)
                     if closed or (bound is not None and time < bound - lateness):
@@ -201,12 +211,14 @@ class _Batch:
                     else:
                         new.append((time, int(r.rank), r.origin, int(r.pos), r.stream, r.graph,
                                     int(r.start), time, r.tkind, r.nt))
-                elif t == "r":
+                elif kind == "r":
                     self.out.append(("r", self.key, self.qp.name, -1, 0, r.record, None))
-                elif t == "x":
+                elif kind == "x":
                     end = True
+        t = self._lap("input", t)
         pend = list(p.pending.get()) if p.pending.exists() else []
         pend.extend(new)
+        t = self._lap("state-read", t)
         if end:
             release, keep = pend, []
         elif all(s in maxes for s in cfg.streams) and cfg.streams:
@@ -228,6 +240,7 @@ class _Batch:
         elif frontier is not None and eng.now is not None and frontier > eng.now:
             eng._settle(frontier)  # evaluations before F are final: no event before F can come
         self._emit(eng)
+        t = self._lap("engine", t)
         if keep:
             p.pending.put(keep)
         elif pend:
@@ -249,6 +262,7 @@ class _Batch:
         _LIVE[(cfg.run_id, self.key)] = live
         p.meta.update((version, cfg.run_id, gstart, gkind, json.dumps(maxes), frontier, closed,
                        self.emitted))
+        self._lap("state-write", t)
         return self.out
 
     def _rebuild(self, version: int, gstart: int | None, gkind: str | None,

@@ -535,7 +535,9 @@ class StreamFile:
                         buf = buf + data if buf else data
                     else:
                         eof = True
-                cut = len(buf) if eof else _trig_cut(buf)
+                cut = len(buf) if eof else _trig_cut(buf, len(buf) > 16 * size)
+                if not cut and not eof and len(buf) <= 16 * size:
+                    continue  # no graph block ends in the buffer yet: read on
                 if cut and self._fast:
                     chunk = buf if cut == len(buf) else buf[:cut]
                     if self._fast_trig(chunk, line, asm):
@@ -756,14 +758,13 @@ class StreamFile:
         self._base = parser.base_iri
 
 
-def _trig_cut(buf: str) -> int:
-    """Where to end a chunk: after the last line that closes a graph block, else after the last statement."""
+def _trig_cut(buf: str, any_statement: bool) -> int:
+    """Where to end a chunk: after the last line that closes a graph block, else
+    (when ``any_statement``) after the last line that ends a statement."""
     i = max(buf.rfind("}\n"), buf.rfind("}\r\n"))
-    if i < 0:
+    if i < 0 and any_statement:
         i = buf.rfind(".\n")
-        if i < 0:
-            return 0
-    return buf.find("\n", i) + 1
+    return buf.find("\n", i) + 1 if i >= 0 else 0
 
 
 _BLOCK_NAME = re.compile(r"\s*(?:GRAPH\s+)?<([^>]*)>\s*\{", re.I)

@@ -284,6 +284,8 @@ class _Assembly:
         bnodes = self.bnodes
         in_graph = self.in_graph
         max_pending = self.max_pending
+        stream = self.stream
+        origin = self.origin
         for (g, items), line in zip(groups, lines, strict=True):
             if g.__class__ is _DEFAULT:
                 for q in items:
@@ -298,8 +300,9 @@ class _Assembly:
                             o = opened[name] = _Open(name, line)
                         obj = q.object
                         lexical = obj.value if obj.__class__ is _LITERAL else ""
-                        if lexical.isascii() and lexical.isdigit() and obj.datatype.value == _XSD_INTEGER:
-                            setattr(o, role, (int(lexical), _ABSTRACT))
+                        if (role == "point" and lexical.isascii() and lexical.isdigit()
+                                and obj.datatype.value == _XSD_INTEGER):
+                            o.point = (int(lexical), _ABSTRACT)
                         else:
                             self.set_time(o, role, obj, line)
                         if o.complete:
@@ -310,7 +313,16 @@ class _Assembly:
                 name = g.value
                 if cur is not None and cur.name != name:
                     cur.complete = True
-                    self.finish(cur)
+                    point = cur.point
+                    if point is not None and cur.time_error is None and not cur.bnodes \
+                            and opened.get(cur.name) is cur:
+                        # the common case of finish(): a point event, nothing to check or rename
+                        del opened[cur.name]
+                        self.events += 1
+                        self.out.append(Event(stream, cur.name, point[0], point[0], cur.triples, point[1],
+                                              0, f"{origin}:{cur.line}"))
+                    else:
+                        self.finish(cur)
                 o = opened.get(name)
                 if o is None:
                     o = opened[name] = _Open(name, line, items)

@@ -268,6 +268,8 @@ class MqttSink:
     crash between the last PUBACK and that record re-sends the batch: each message
     carries MQTT 5 user properties ``rsep-batch``, ``rsep-seq`` and ``rsep-id``
     (:func:`message_ids`, the same on a replay) for consumers to drop duplicates.
+    Keep ``state_dir`` inside the query's checkpoint directory: a fresh checkpoint
+    numbers batches from 0 again, and must not find an old record.
     """
 
     def __init__(self, url: str, *, qos: int = 1, client_id: str | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import EX, ev
 
-from rsep import Engine, EngineError, parse_query
+from rsep import Engine, parse_query
 from rsep.cep.nfa import SpaseqCutWarning
 from rsep.cep.spaseq_reference import ReferenceEvaluator
 

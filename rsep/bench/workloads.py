@@ -94,6 +94,13 @@ def _lit(v: object) -> str:
     return json.dumps(str(v))
 
 
+def _nt_lit(v: object) -> str:
+    # N-Triples has no bare numbers (Turtle's shorthand), so integers are typed literals
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f'"{v}"^^<{XSD}integer>'
+    return _lit(v)
+
+
 class StreamWriter:
     """Writes one stream's TriG and CSV side by side, buffered."""
 
@@ -156,7 +163,7 @@ def _write_kb(g: Generated, directory: Path, iri: str, name: str,
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         buf: list[str] = []
         for s, p, o in triples:
-            buf.append(f"<{s}> <{p}> {o if isinstance(o, str) and o.startswith('<') else _lit(o)} .\n")
+            buf.append(f"<{s}> <{p}> {o if isinstance(o, str) and o.startswith('<') else _nt_lit(o)} .\n")
             n += 1
             if len(buf) >= 10_000:
                 f.write("".join(buf))

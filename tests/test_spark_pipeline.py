@@ -226,3 +226,29 @@ def test_explain_shows_the_spark_partition_key(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         "on Spark: partition key: ?c (every GPM binds ?c and no strategy of the sequence is "
         "strict contiguity: runs of one value never see events of another)")
+
+
+def test_cli_batch_replay_with_parquet_and_jsonl_sinks(spark, tmp_path, capsys):
+    from rsep.cli.main import main
+
+    q = tmp_path / "partitioned.rq"
+    q.write_text(PARTITIONED)
+    data = stock_stream(tmp_path / "stocks.trig", 120)
+    args = ["run", str(q), "--stream", f"http://example.org/stocks={data}", "--time-unit", "1m"]
+    assert main(args) == 0
+    ref = capsys.readouterr().out.splitlines()
+    assert len(ref) == 10
+    # the sinks land beside the stream file: neither reader may scan their batch=N folders
+    for fmt, mode in (("parquet", ["--batch"]), ("jsonl", ["--batch"]), ("jsonl", [])):
+        out = tmp_path / (fmt + "-".join(mode))
+        assert main(args + ["--engine", "spark", *mode, "--sink-dir", str(out),
+                            "--sink-format", fmt]) == 0
+        assert capsys.readouterr().out.splitlines() == ref
+        if fmt == "parquet":
+            rows = spark.read.parquet(str(out / "results" / "batch=0000000000")).collect()
+            assert sorted(r.json for r in rows) == sorted(ref)
+            assert {r.query for r in rows} == {"partitioned"}
+        else:
+            from rsep.spark.pipeline import read_sink
+
+            assert read_sink(out) == ref

@@ -74,6 +74,35 @@ class _Quiet:
             os.close(keep)
 
 
+class _StageProgress:
+    """A batch replay's progress on stderr: tasks done per running Spark stage."""
+
+    def __init__(self, spark: Any, out: Any) -> None:
+        import threading
+
+        self.tracker = spark.sparkContext.statusTracker()
+        self.out = out
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        t0 = time.monotonic()
+        while not self.done.wait(0.5):
+            parts = []
+            for sid in self.tracker.getActiveStageIds():
+                info = self.tracker.getStageInfo(sid)
+                if info is not None:
+                    parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+            if parts:
+                print(f"\r{', '.join(parts)}, {time.monotonic() - t0:.0f} s", end="",
+                      file=self.out, flush=True)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+
 def run(args: argparse.Namespace) -> int:
     from rsep.cli.main import EXIT_OK, EXIT_REJECTED, _until
     from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
@@ -137,11 +166,14 @@ def run(args: argparse.Namespace) -> int:
                 print(f"\rbatch {batch_id}: {sink.count} results, "
                       f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
 
+        ticker = _StageProgress(spark, sys.stderr) if tty and args.batch else None
         try:
             run_files(pipe, on_batch, checkpoint=args.checkpoint, batch=args.batch,
                       follow=args.follow, trigger_seconds=args.trigger,
                       max_files_per_trigger=args.max_files_per_batch)
         finally:
+            if ticker is not None:
+                ticker.stop()
             sink.close()
             if tty:
                 print(file=sys.stderr)

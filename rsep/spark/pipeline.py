@@ -86,10 +86,8 @@ class SparkPipeline:
             reader = reader.format("text").option("wholetext", "true")
             if max_files_per_trigger and streaming:
                 reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-            if p.is_file():
-                reader = reader.option("pathGlobFilter", p.name)
-                p = p.parent
-            df = reader.load(str(p.resolve()))
+            where = _file_glob(p) if p.is_file() and streaming else str(p.resolve())
+            df = reader.load(where)
             dfs.append(df.select(F.lit(iri).alias("stream"),
                                  F.col("_metadata.file_path").alias("origin"),
                                  F.col("value").alias("text"),
@@ -161,6 +159,20 @@ def collect_outputs(df: Any) -> list[Output]:
 
 def collect_rejected(df: Any) -> list[str]:
     return [r.json for r in df.filter("rtype = 'r'").select("json").collect()]
+
+
+def _file_glob(p: Path) -> str:
+    """A glob matching exactly one file. A streaming file source needs a pattern (a plain
+    file path is refused), and a pattern, unlike a directory with ``pathGlobFilter``, never
+    scans the folders beside the file (a sink's ``batch=N`` partitions there conflict)."""
+    special = set("{}[]*?\\")
+
+    def esc(text: str) -> str:
+        return "".join("\\" + c if c in special else c for c in text)
+
+    parent, name = str(p.resolve().parent), p.name
+    last = esc(name[-1]) if name[-1] in special else f"[{name[-1]}]"
+    return f"{esc(parent)}/{esc(name[:-1])}{last}"
 
 
 def run_files(pipe: SparkPipeline, on_batch: Callable[[Any, int], None], *,

@@ -78,3 +78,36 @@ def test_rsepql_example_reproduces_example_11(capsys):
     assert [json.loads(x) for x in out] == [
         {"time": 8, "from": 2, "to": 6, "bindings": {"x": f"<{ex}a1>", "z": f"<{ex}c1>"}},
         {"time": 8, "from": 4, "to": 6, "bindings": {"x": f"<{ex}a2>", "z": f"<{ex}c2>"}}]
+
+
+def _readme_sessions() -> list[tuple[list[str], list[str]]]:
+    """Each ``$ rsep ...`` command of the README (continuation lines joined) with the
+    lines printed under it, up to the end of its code block."""
+    import shlex
+
+    sessions, lines = [], (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("$ rsep "):
+            i += 1
+            continue
+        cmd = lines[i][2:]
+        while cmd.endswith("\\"):
+            i += 1
+            cmd = cmd[:-1] + " " + lines[i].strip()
+        out = []
+        i += 1
+        while i < len(lines) and not lines[i].startswith(("```", "$ ")):
+            out.append(lines[i])
+            i += 1
+        sessions.append((shlex.split(cmd)[1:], out))
+    return sessions
+
+
+@pytest.mark.parametrize("args, expected", _readme_sessions(),
+                         ids=lambda v: v[0] if isinstance(v, list) and v and v[0] in
+                         ("run", "compare", "explain") else None)
+def test_readme_commands_print_what_the_readme_shows(args, expected, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    main(args)
+    assert capsys.readouterr().out.splitlines() == expected

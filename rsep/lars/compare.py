@@ -342,13 +342,16 @@ def write_comparison(c: Comparison, out: IO[str], fmt: str = "table") -> None:
         for r in c.rows:
             out.write(json.dumps(r.to_json()) + "\n")
         return
-    out.write(f"{'interval':<14} {'agree':<6} {'push (CQELS)':<30} {'pull (C-SPARQL)':<30} failed conditions\n")
-    for r in c.rows:
-        push = " ".join(map(_show_sol, sorted(r.push))) or "-"
-        pull = " ".join(map(_show_sol, sorted(r.pull))) or "-"
+    cells = [(" ".join(map(_show_sol, sorted(r.push))) or "-",
+              " ".join(map(_show_sol, sorted(r.pull))) or "-") for r in c.rows]
+    wp = max([len("push (CQELS)"), *(len(p) for p, _ in cells)])
+    wl = max([len("pull (C-SPARQL)"), *(len(q) for _, q in cells)])
+    out.write(f"{'interval':<14} {'agree':<6} {'push (CQELS)':<{wp}} {'pull (C-SPARQL)':<{wl}} "
+              "failed conditions\n")
+    for r, (push, pull) in zip(c.rows, cells, strict=True):
         failed = ", ".join(r.failed) or "none"
-        out.write(f"({r.t1}, {r.t2}]".ljust(14) + f" {'yes' if r.agree else 'NO':<6} {push:<30} "
-                  f"{pull:<30} {failed}\n")
+        out.write(f"({r.t1}, {r.t2}]".ljust(14) + f" {'yes' if r.agree else 'NO':<6} {push:<{wp}} "
+                  f"{pull:<{wl}} {failed}\n")
         if not r.agree:
             for s in sorted(r.push - r.pull):
                 out.write(f"    only pushed: {_show_sol(s)}\n")

@@ -103,6 +103,12 @@ def test_generate_reuses_a_matching_folder_and_rewrites_another(tmp_path):
     assert Path(a.streams["traffic1"].trig).stat().st_mtime_ns == mtime
     b = w.generate("traffic", tmp_path, 120, seed=1)
     assert b.events == 120
+    # data written by another version of the generators is written anew
+    m = tmp_path / "manifest.json"
+    m.write_text(m.read_text().replace(b.code, "0" * 16))
+    mtime = Path(b.streams["traffic1"].trig).stat().st_mtime_ns
+    w.generate("traffic", tmp_path, 120, seed=1)
+    assert Path(b.streams["traffic1"].trig).stat().st_mtime_ns != mtime
 
 
 def test_kb_is_grown_to_the_asked_size(tmp_path):

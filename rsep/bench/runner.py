@@ -128,7 +128,7 @@ def appendix_case(name: str, size: int, kb: int | None = None, param: str = "") 
     table = {
         "smartgrid-q1": ("smartgrid", queries.spaseq_query1(w), {"kb": kb or 10_000}),
         "credit-q2": ("credit", queries.spaseq_query2(w), {"kb": kb or 10_000}),
-        "stock-q3": ("stock", queries.spaseq_query3(WINDOW), {"companies": 1}),
+        "stock-q3": ("stock", queries.spaseq_query3(WINDOW), {"companies": 1, "max_step": 8}),
         "traffic-q5": ("traffic", queries.spaseq_query5(w), {}),
         "vessels-q6": ("vessels", queries.spaseq_query6(w), {"kb": kb or 10_000}),
     }

@@ -64,6 +64,7 @@ class Generated:
     streams: dict[str, StreamOut] = field(default_factory=dict)
     graphs: dict[str, str] = field(default_factory=dict)  # background graph IRI -> N-Triples
     kb_triples: int = 0
+    code: str = ""  # digest of this module: data written by older generators is not reused
 
     @property
     def events(self) -> int:
@@ -74,6 +75,7 @@ class Generated:
         return sum(s.triples for s in self.streams.values())
 
     def save(self, directory: Path) -> None:
+        self.code = _code_digest()
         d = asdict(self)
         (directory / "manifest.json").write_text(json.dumps(d, indent=1), encoding="utf-8")
 
@@ -182,18 +184,24 @@ def _padding(rng: random.Random, base: str, n: int) -> Iterator[tuple[str, str, 
 # ------------------------------------------------------------------ stock market (SMD-like)
 
 def stock(directory: Path, size: int, seed: int, companies: int = 10, sectors: int = 3,
-          kb: int = 0) -> Generated:
+          kb: int = 0, max_step: int = 3) -> Generated:
     """UC 4: transactions of ``companies`` companies; 5 triples an event (price, volume,
     sector, transaction id, type), integer prices on a per-company random walk, so the
-    V-shape and head-and-shoulders of Queries 3/4 occur."""
-    g = Generated("stock", size, seed, {"companies": companies, "sectors": sectors, "kb": kb})
+    V-shape and head-and-shoulders of Queries 3/4 occur. Query 3's seven strictly
+    contiguous moves need steps of more than 3 (``max_step``): with steps of 1-3 its
+    FILTERs cannot all hold."""
+    options = {"companies": companies, "sectors": sectors, "kb": kb}
+    if max_step != 3:
+        options["max_step"] = max_step
+    g = Generated("stock", size, seed, options)
+    steps = tuple(range(-max_step, 0)) + tuple(range(1, max_step + 1))
     rng = random.Random(seed)
     w = _writer(g, directory, "stocks", STOCKS,
                 ["t", "company", "sector", "price", "volume", "txid", "type"])
     price = [100 + rng.randrange(50) for _ in range(companies)]
     for t in range(size):
         c = rng.randrange(companies)
-        price[c] = max(1, price[c] + rng.choice((-3, -2, -1, 1, 2, 3)))
+        price[c] = max(1, price[c] + rng.choice(steps))
         vol = rng.randrange(1, 1000)
         kind = "buy" if rng.random() < 0.5 else "sell"
         comp, sect = f"{PRED}c{c}", f"{PRED}s{c % sectors}"
@@ -284,20 +292,23 @@ def smartgrid(directory: Path, size: int, seed: int, houses: int = 100, location
 
 # ------------------------------------------------------------------ traffic (CityBench-like)
 
-def traffic(directory: Path, size: int, seed: int, segments: int = 50) -> Generated:
-    """UC 5: three Aarhus road-segment streams (``size`` events in all), each event an
-    observation of a property (avgSpeed, vehicleCount) with an integer value."""
+def traffic(directory: Path, size: int, seed: int, segments: int = 10) -> Generated:
+    """UC 5: three Aarhus road-segment streams (``size`` events in all) reporting in
+    rounds, one observation per stream and time unit (Query 5's ``B & C`` needs events of
+    two streams at one time), each about one of ``segments`` observation points (the
+    ``?traffic`` its GPMs join on) with a property (avgSpeed, vehicleCount) and an
+    integer value."""
     g = Generated("traffic", size, seed, {"segments": segments})
     rng = random.Random(seed)
     cols = ["t", "obs", "property", "value"]
     ws = [_writer(g, directory, f"traffic{i + 1}", TRAFFIC + sid, cols)
           for i, sid in enumerate(TRAFFIC_IDS)]
     props = (f"{SAO}avgSpeed", f"{SAO}vehicleCount")
-    for t in range(size):
-        w = ws[t % 3]
+    for i in range(size):
+        t, w = i // 3, ws[i % 3]
         p = props[rng.randrange(2)] if rng.random() < 0.5 else props[0]
         v = rng.randrange(0, 12)
-        obs = f"{SAO}obs{t}"
+        obs = f"{SAO}segment{rng.randrange(segments)}"
         w.event(t, [(obs, SSN + "observedProperty", f"<{p}>"), (obs, SAO + "hasValue", v)],
                 [t, obs, p, v])
     for w in ws:
@@ -310,15 +321,21 @@ def traffic(directory: Path, size: int, seed: int, segments: int = 50) -> Genera
 
 def vessels(directory: Path, size: int, seed: int, boats: int = 40, kb: int = 10_000) -> Generated:
     """UC 2: boats leaving the harbour, speeding up at sea and stopping in a fishing area
-    (Query 6), interleaved; a KB with boat names and operating companies."""
+    (Query 6) on one heading, interleaved; a quarter of the trips report as one uninterrupted burst (Query 6
+    is strictly contiguous, so only those can match); a KB with boat names and operating
+    companies."""
     g = Generated("vessels", size, seed, {"boats": boats, "kb": kb})
     rng = random.Random(seed)
     w = _writer(g, directory, "boats", BOATS, ["t", "vessel", "speed", "location", "direction"])
     phase = [0] * boats
     speed = [0] * boats
+    heading = [0] * boats
+    burst = None
     for t in range(size):
-        b = rng.randrange(boats)
+        b = burst if burst is not None else rng.randrange(boats)
         ph = phase[b]
+        if burst is None and ph == 0 and rng.random() < 0.25:
+            burst = b
         if ph == 0:
             speed[b], loc = rng.randrange(1, 4), "harbour"
         elif ph < 4 and rng.random() < 0.8:
@@ -326,8 +343,12 @@ def vessels(directory: Path, size: int, seed: int, boats: int = 40, kb: int = 10
         else:
             speed[b], loc = (0, "fishingarea") if rng.random() < 0.7 else (speed[b] - 1, "sea")
             ph = -1
+            burst = None
         phase[b] = ph + 1
-        d = f"{HARBOUR}{'NESW'[rng.randrange(4)]}"
+        if ph == 0:
+            # a trip keeps the heading it left the harbour with (Query 6's ?dir1)
+            heading[b] = rng.randrange(4)
+        d = f"{HARBOUR}{'NESW'[heading[b]]}"
         v = f"{HARBOUR}V{b}"
         w.event(t, [(v, PRED + "speed", speed[b]), (v, PRED + "location", loc),
                     (v, PRED + "direction", f"<{d}>")], [t, f"V{b}", speed[b], loc, d])
@@ -424,6 +445,12 @@ GENERATORS: dict[str, Callable[..., Generated]] = {
 }
 
 
+def _code_digest() -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
 def generate(workload: str, directory: str | Path, size: int, seed: int = 42,
              **options: object) -> Generated:
     """Write ``workload`` with ``size`` events under ``directory`` (reused if already there)."""
@@ -434,7 +461,8 @@ def generate(workload: str, directory: str | Path, size: int, seed: int = 42,
     d = Path(directory)
     if (d / "manifest.json").is_file():
         old = Generated.load(d)
-        if (old.size, old.seed, old.options) == (size, seed, {**old.options, **options}):
+        if ((old.size, old.seed, old.options, old.code)
+                == (size, seed, {**old.options, **options}, _code_digest())):
             return old
     d.mkdir(parents=True, exist_ok=True)
     return GENERATORS[workload](d, size, seed, **options)

@@ -252,3 +252,41 @@ def test_cli_batch_replay_with_parquet_and_jsonl_sinks(spark, tmp_path, capsys):
             from rsep.spark.pipeline import read_sink
 
             assert read_sink(out) == ref
+
+
+def test_spark_hash_is_spark_sqls_hash(spark):
+    from pyspark.sql import functions as F
+
+    from rsep.spark.plan import spark_hash
+
+    rnd = random.Random(3)
+    alphabet = "abcXYZ09#~-_ éü日本\U0001f600"
+    texts = ["", "a", "spaseq#0", "spaseq#1"] + [
+        "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(1, 20))) for _ in range(300)]
+    df = spark.createDataFrame([(t,) for t in texts], "t string")
+    got = {r.t: r.h for r in df.select("t", F.hash("t").alias("h")).collect()}
+    assert {t: spark_hash(t) for t in texts} == got
+
+
+def test_buckets_of_a_partitioned_query_run_in_distinct_shuffle_partitions(spark, tmp_path):
+    # "spaseq#0" and "spaseq#1" hash to the same partition of 2 (and of 3 with #1 and #3 ...):
+    # unsalted, one task ran every bucket and local[2] was no faster than local[1].
+    from pyspark.sql import functions as F
+
+    from rsep.spark.parse import events_from_records
+
+    data = stock_stream(tmp_path / "stocks.jsonl", 200, fmt="jsonl")
+    for n in (2, 3, 4):
+        s = spark.newSession()
+        s.conf.set("spark.sql.shuffle.partitions", str(n))
+        pipe = SparkPipeline(s, [(PARTITIONED, "spaseq.rq")],
+                             streams=[("http://example.org/stocks", str(data))],
+                             time_unit_ms=60_000)
+        qp = pipe.config.queries[0]
+        assert qp.buckets == n and all(k.startswith(f"spaseq#{b}") for b, k in enumerate(qp.keys))
+        ev = events_from_records(pipe.file_records(streaming=False), pipe.config)
+        placed = (ev.repartition(n, "key").select("key", F.spark_partition_id().alias("p"))
+                  .distinct().collect())
+        where = {r.key: r.p for r in placed}
+        assert sorted(where) == sorted(qp.keys)
+        assert sorted(where.values()) == list(range(n))

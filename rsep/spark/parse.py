@@ -135,7 +135,7 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
         names = [f.strip().split(" ")[0] for f in EVENTS_SCHEMA.split(",")]
         graphs = cfg.background()
         routers = [Router(qp, graphs) for qp in cfg.queries]
-        keys = [f"{qp.name}#{b}" for qp in cfg.queries for b in range(qp.buckets)]
+        keys = [qp.key(b) for qp in cfg.queries for b in range(qp.buckets)]
         rank = {s: i for i, s in enumerate(cfg.streams)}
         first_key = keys[0]
         trace = os.environ.get("RSEP_SPARK_TRACE")
@@ -188,7 +188,7 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
                         for b in router.buckets(e):
                             if nt is None:
                                 nt = _nt(e.triples)
-                            add(f"{qp.name}#{b}", "e", stream, rank[stream], origin, pos,
+                            add(qp.key(b), "e", stream, rank[stream], origin, pos,
                                 e.graph, e.start, e.end, e.kind.value, nt, line)
             for stream, (lo, hi, kind) in span.items():
                 for k in keys:

@@ -16,7 +16,7 @@ import pyoxigraph as ox
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.runtime.engine import Engine, Limits, Output
 from rsep.spark.parse import END_OF_INPUT, events_from_records
-from rsep.spark.plan import QueryPlan, partitioning
+from rsep.spark.plan import QueryPlan, key_labels, partitioning
 from rsep.spark.state import OUTPUT_SCHEMA, EngineProcessor, PipelineConfig, output_of
 from rsep.stream.files import TimeConfig
 
@@ -42,7 +42,8 @@ class SparkPipeline:
                  buckets: int | None = None, allow_dereference: bool = False) -> None:
         self.spark = spark
         self.streams = list(streams)
-        buckets = buckets or int(spark.conf.get("spark.sql.shuffle.partitions"))
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        buckets = buckets or partitions
         # The driver registers every query once: errors surface before any job starts,
         # and names are resolved as the CLI resolves them.
         eng = Engine(time_unit_ms=time_unit_ms, limits=limits,
@@ -64,6 +65,10 @@ class SparkPipeline:
             qp.partitioning = partitioning(parsed)
             qp.buckets = buckets if qp.partitioning.key else 1
             plans.append(qp)
+        labels = iter(key_labels([(qp.name, b) for qp in plans for b in range(qp.buckets)],
+                                 partitions))
+        for qp in plans:
+            qp.keys = tuple(next(labels) for _ in range(qp.buckets))
         self.engine = eng  # for the caller's checks (streams read, names)
         nt = {iri: ox.serialize(ts, format=ox.RdfFormat.N_TRIPLES).decode()
               for iri, ts in eng.graphs.items()}

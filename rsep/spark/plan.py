@@ -3,6 +3,8 @@
 The stateful stage is keyed by ``query#bucket``; an event goes to the buckets of its
 partition-key values (a hash of the values modulo the number of buckets), and each
 bucket runs the in-process engine over the events of all the key values it holds.
+A key's label may carry a salt (``query#bucket~salt``) chosen so that the keys are
+spread evenly over Spark's shuffle partitions (``key_labels``).
 A query is split only when the union of the buckets' outputs is provably the
 unpartitioned run's output; otherwise it runs on one key, and ``rsep explain`` says
 why (docs/semantics.md, "Spark").
@@ -55,6 +57,67 @@ def bucket_of(values: tuple[str, ...], buckets: int) -> int:
     return zlib.crc32("\x1f".join(values).encode()) % buckets
 
 
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix_k1(k1: int) -> int:
+    return (_rotl((k1 * 0xCC9E2D51) & _M32, 15) * 0x1B873593) & _M32
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & _M32
+
+
+def spark_hash(text: str, seed: int = 42) -> int:
+    """Spark SQL's ``hash(text)`` (Murmur3Hash of a UTF-8 string, seed 42), the hash its
+    HashPartitioning takes modulo the shuffle partitions. Spark's string variant
+    (``hashUnsafeBytes``) mixes the trailing bytes one by one, as signed bytes, unlike
+    the reference Murmur3; tests compare it with Spark's own function."""
+    data = text.encode("utf-8")
+    n = len(data)
+    aligned = n - n % 4
+    h1 = seed
+    for i in range(0, aligned, 4):
+        h1 = _mix_h1(h1, _mix_k1(int.from_bytes(data[i:i + 4], "little")))
+    for i in range(aligned, n):
+        b = data[i] - 256 if data[i] > 127 else data[i]
+        h1 = _mix_h1(h1, _mix_k1(b & _M32))
+    h1 ^= n
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def shuffle_partition(label: str, partitions: int) -> int:
+    """The shuffle partition (and so the task) of a state key: pmod(hash(key), n)."""
+    return spark_hash(label) % partitions  # Python's % of a negative number is pmod
+
+
+def key_labels(keys: list[tuple[str, int]], partitions: int) -> list[str]:
+    """A state-key label per (query, bucket), the keys spread round-robin over the shuffle
+    partitions. The plain label ``query#bucket`` lands where its hash puts it, and two
+    buckets often collide (``spaseq#0`` and ``spaseq#1`` share partition 1 of 2), leaving
+    one task doing all the work; so a label gets the smallest salt ``~s`` that puts it in
+    its partition. Deterministic: a restart from a checkpoint finds the same keys."""
+    out = []
+    for i, (name, bucket) in enumerate(keys):
+        want = i % partitions
+        label = f"{name}#{bucket}"
+        salt = 0
+        while shuffle_partition(label, partitions) != want:
+            salt += 1
+            label = f"{name}#{bucket}~{salt}"
+        out.append(label)
+    return out
+
+
 @dataclass
 class QueryPlan:
     """One registered query, as shipped to the executors (text, not parsed objects)."""
@@ -69,6 +132,10 @@ class QueryPlan:
     streams: tuple[str, ...] = ()
     partitioning: Partitioning = field(default_factory=lambda: Partitioning(SINGLE, ""))
     buckets: int = 1
+    keys: tuple[str, ...] = ()  # the state-key label of each bucket (key_labels)
+
+    def key(self, bucket: int) -> str:
+        return self.keys[bucket] if self.keys else f"{self.name}#{bucket}"
 
     def parse(self) -> Any:
         from rsep.lang import QueryError, parse_query

@@ -146,19 +146,25 @@ class GPMEvaluator:
             c = self.compiled.get(gpm.name)
             if c is not None:
                 # The common case (one mapping each side), without intermediate sets.
-                for a in x:
-                    d = dict(a)
-                for b in local:
-                    get = d.get
-                    for k, v in b:
-                        w = get(k)
-                        if w is None:
-                            d[k] = v
-                        elif w != v:
-                            return _NONE
+                (a,) = x
+                (b,) = local
+                if not a and not c.stateful:
+                    return local  # a run's first event: nothing to join, nothing to test
+                d = dict(a)
+                get = d.get
+                added = False
+                for k, v in b:
+                    w = get(k)
+                    if w is None:
+                        d[k] = v
+                        added = True
+                    elif w != v:
+                        return _NONE
                 try:
                     if c.stateful and not c.holds(d):
                         return _NONE
+                    if not added:
+                        return x
                     return frozenset((tuple(sorted(d.items())),))
                 except Fallback:
                     pass

@@ -800,10 +800,16 @@ class NFAEngine:
         if not self.options.shared_runs:
             return om
         keep = self._future[state]
-        return frozenset(tuple(kv for kv in mu if kv[0] in keep) for mu in om)
+        if len(om) == 1:
+            for mu in om:
+                kept = tuple([kv for kv in mu if kv[0] in keep])
+            # Unchanged mappings keep their set: its hash is cached for the run-class key.
+            return om if len(kept) == len(mu) else frozenset((kept,))
+        return frozenset(tuple([kv for kv in mu if kv[0] in keep]) for mu in om)
 
     def _successor(self, r: Run, om: Omega, steps: list[LStep], t: int) -> Run:
-        arr = Arrival(t, r if r.arrivals else None, tuple(sorted(steps, key=lambda s: s[:2])))
+        arr = Arrival(t, r if r.arrivals else None,
+                      tuple(steps) if len(steps) == 1 else tuple(sorted(steps, key=lambda s: s[:2])))
         return Run(0, r.state, om, [arr], t, r.window, r.op, r.iterations, r.standalone)
 
     def _enter(self, r: Run, i: int, override: Strategy | None, matches: list[Match],

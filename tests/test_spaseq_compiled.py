@@ -73,3 +73,32 @@ def test_compiled_gpm_equals_pyoxigraph(rnd):
         got.append((ev.local(gpm, U), ev.match(gpm, U, xs), ev.match(gpm, U, UNIT)))
         ev.end()
     assert got[0] == got[1], text + "\n" + ttl
+
+
+@settings(max_examples=300, deadline=None)
+@given(rnd=st.randoms(use_true_random=False))
+def test_planned_bgp_matcher_equals_generic(rnd):
+    """The planned BGP matcher (bound positions fixed per pattern) gives the generic one's
+    solutions, in the same order, for random shapes with repeated and constant terms."""
+    from rsep.cep.compiled import Indexed, _match_shape, _match_shape_generic
+
+    nodes = [ox.NamedNode(EX + n) for n in "abcd"]
+    preds = [ox.NamedNode(EX + p) for p in "pq"]
+    lits = [ox.Literal(str(i), datatype=ox.NamedNode(XSD + "integer")) for i in range(3)]
+    triples = list(dict.fromkeys(
+        (rnd.choice(nodes), rnd.choice(preds), rnd.choice(nodes + lits))
+        for _ in range(rnd.randint(0, 8))))
+    ev = Indexed(triples)
+    nv = rnd.randint(1, 4)
+    shape = []
+    for _ in range(rnd.randint(1, 3)):
+        shape.append((rnd.choice([*range(nv), nodes[0]]),
+                      rnd.choice([*range(nv), *preds]),
+                      rnd.choice([*range(nv), nodes[1], lits[0]])))
+    used = sorted({x for tp in shape for x in tp if type(x) is int})
+    # variables numbered by first occurrence, as CompiledGPM numbers them
+    ren = {v: i for i, v in enumerate(dict.fromkeys(x for tp in shape for x in tp
+                                                    if type(x) is int))}
+    shape = tuple(tuple(ren[x] if type(x) is int else x for x in tp) for tp in shape)
+    assert len(ren) == len(used)
+    assert _match_shape(shape, ev) == _match_shape_generic(shape, ev)

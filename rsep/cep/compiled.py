@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from operator import itemgetter
 
 import pyoxigraph as ox
 
@@ -32,6 +33,7 @@ _INTEGER = ox.NamedNode(XSD + "integer")
 _DECIMAL = ox.NamedNode(XSD + "decimal")
 _DOUBLE = ox.NamedNode(XSD + "double")
 _LANG = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
+_LITERAL = ox.Literal
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 _I64 = 2 ** 63
 _INT_RE = re.compile(r"[+-]?[0-9]+\Z")
@@ -64,14 +66,14 @@ class Canon:
     def term(self, t: object) -> object:
         if type(t) is not ox.Literal:
             return t
-        dt = t.datatype
-        if dt == _STRING or dt == _LANG:
-            return t
         got = self._cache.get(t)
         if got is not None:
             return got
+        dt = t.datatype
         v = t.value
-        if dt == _INTEGER and _INT_CANON.match(v) or dt == _DECIMAL and _DEC_CANON.match(v):
+        if dt == _STRING or dt == _LANG:
+            got = t
+        elif dt == _INTEGER and _INT_CANON.match(v) or dt == _DECIMAL and _DEC_CANON.match(v):
             got = t
         else:
             self._store.add(ox.Quad(self._s, self._s, t, self._g))
@@ -83,9 +85,17 @@ class Canon:
         return got
 
     def triples(self, triples: tuple[ox.Triple, ...]) -> list[tuple[object, object, object]]:
-        c = self.term
+        # Inlined cache hit: this runs for every triple of every event.
+        cache = self._cache
+        out = []
+        for t in triples:
+            o = t.object
+            if type(o) is _LITERAL:
+                got = cache.get(o)
+                o = got if got is not None else self.term(o)
+            out.append((t.subject, t.predicate, o))
         # the set semantics of a graph: canonical forms can make two triples one
-        return list(dict.fromkeys((t.subject, t.predicate, c(t.object)) for t in triples))
+        return list(dict.fromkeys(out))
 
 
 # ---------------------------------------------------------------- tokens
@@ -523,6 +533,9 @@ class CompiledGPM:
         self.names = tuple(names)
         self.perm = sorted(range(len(names)), key=lambda i: names[i])
         self.sorted_names = tuple(names[i] for i in self.perm)
+        # The values in sorted-name order in one C call (a 1-tuple for one variable).
+        perm = self.perm
+        self._pick = itemgetter(*perm) if len(perm) > 1 else lambda v, i=perm[0]: (v[i],)
 
     def match(self, ev: Indexed) -> list[Mapping]:
         """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
@@ -539,8 +552,8 @@ class CompiledGPM:
                 if all(f(mu) is True for f in self.local_filters):
                     out.append(tuple(sorted(mu.items())))
             return out
-        perm, sn = self.perm, self.sorted_names
-        return [tuple(zip(sn, [vals[i] for i in perm], strict=True)) for vals in sols]
+        sn, pick = self.sorted_names, self._pick
+        return [tuple(zip(sn, pick(vals), strict=True)) for vals in sols]
 
     def holds(self, mu: Mapping | dict) -> bool:
         d = mu if isinstance(mu, dict) else dict(mu)
@@ -578,8 +591,70 @@ class Indexed:
         self.shapes: dict[tuple, list[tuple]] = {}
 
 
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(shape: tuple) -> tuple:
+    """Per triple pattern: (constant predicate | None, constant positions, positions whose
+    variable an earlier position bound, positions that bind a variable). Which variables
+    are bound before a pattern is fixed by the order alone (a BGP has no OPTIONAL)."""
+    nvars = 1 + max((x for tp in shape for x in tp if type(x) is int), default=-1)
+    bound: set[int] = set()
+    steps = []
+    for tp in shape:
+        consts, checks, binds = [], [], []
+        for pos, x in enumerate(tp):
+            if type(x) is not int:
+                consts.append((pos, x))
+            elif x in bound:
+                checks.append((pos, x))
+            else:
+                bound.add(x)
+                binds.append((pos, x))
+        p = tp[1] if type(tp[1]) is not int else None
+        steps.append((p, tuple(c for c in consts if c[0] != 1 or p is None),
+                      tuple(checks), tuple(binds)))
+    return nvars, tuple(steps)
+
+
 def _match_shape(shape: tuple, ev: Indexed) -> list[tuple]:
     """Solutions of a numbered BGP as tuples of values (index = variable number)."""
+    plan = _PLANS.get(shape)
+    if plan is None:
+        plan = _PLANS[shape] = _plan(shape)
+    nvars, steps = plan
+    sols: list[list] = [[None] * nvars]
+    by_pred = ev.by_pred
+    for p, consts, checks, binds in steps:
+        cands = ev.triples if p is None else by_pred.get(p)
+        if not cands:
+            return []
+        nxt = []
+        for mu in sols:
+            for tr in cands:
+                for pos, c in consts:
+                    if tr[pos] != c:
+                        break
+                else:
+                    if binds:
+                        new = mu.copy()
+                        for pos, x in binds:
+                            new[x] = tr[pos]
+                    else:
+                        new = mu
+                    for pos, x in checks:
+                        if new[x] != tr[pos]:
+                            break
+                    else:
+                        nxt.append(new)
+        if not nxt:
+            return []
+        sols = nxt
+    return [tuple(mu) for mu in sols]
+
+
+def _match_shape_generic(shape: tuple, ev: Indexed) -> list[tuple]:
+    """The unplanned matcher: the reference for :func:`_match_shape` in the tests."""
     nvars = 1 + max((x for tp in shape for x in tp if type(x) is int), default=-1)
     sols: list[list] = [[None] * nvars]
     for tp in shape:

@@ -66,7 +66,7 @@ from rsep.algebra.spaseq import (
     drop,
 )
 from rsep.cep.compiled import Fallback, _value
-from rsep.cep.events import Match, SEvent, steps_of
+from rsep.cep.events import Match, SEvent
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.partition import common_variables
 
@@ -353,6 +353,7 @@ class NFAEngine:
         self._starts = self._closure_from_start()
         q = nfa.query
         self._leaves = {lf.key: lf for lf in q.seq.leaves()}
+        self._leaf_gpm = {lf.key: lf.gpm for lf in q.seq.leaves()}
         self._kleene_leaf = {a.leaf.key: a for a in q.seq.atoms if a.kind is AtomKind.KLEENE}
         self._by_stream: dict[str, list[Leaf]] = {}
         for lf in q.seq.leaves():
@@ -858,15 +859,20 @@ class NFAEngine:
         """A path's mappings, rebuilt step by step as the run computed them."""
         omega: Omega = UNIT
         trail = []
-        for t, key, local in path:
-            leaf = self._leaves[key]
-            k = self._kleene_leaf.get(key)
-            x = drop(omega, k.local_vars) if k is not None else omega
-            omega = self.gpm.extend(leaf.gpm, x, local)
+        gpms = self._leaf_gpm
+        kleene = self._kleene_leaf
+        extend = self.gpm.extend
+        for step in path:
+            t, key, local = step
+            if kleene and (k := kleene.get(key)) is not None:
+                omega = drop(omega, k.local_vars)
+            omega = extend(gpms[key], omega, local)
             if not omega:
                 return None
             trail.append((t, key, omega))
-        return Match(time, omega, steps_of((t, k) for t, k, _ in path), tuple(trail))
+        steps = [(t, k) for t, k, _ in path]
+        steps.sort()
+        return Match(time, omega, tuple(steps), tuple(trail))
 
 
 class SpaseqCutWarning(RuntimeWarning):

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
-from rsep.cep.events import Match, merge_events
+from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible
+from rsep.cep.events import Match, SEvent, merge_events
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
 from rsep.lang.errors import QueryError
@@ -96,6 +96,10 @@ class SpaseqRuntime:
         self.kind: TimeKind | None = None
         self._pending: dict[int, list[Event]] = {}
         self._leaves = {lf.key: lf for lf in query.seq.leaves()}
+        self._leaf_names = {lf.key: (lf.gpm.name, lf.stream) for lf in query.seq.leaves()}
+        self._keep = frozenset(self.variables)
+        # bindings keep the selection's order; a row's own order is the same when sorted
+        self._sorted_vars = list(self.variables) == sorted(self.variables)
         self._kleene = [(a.leaf.key, a.leaf.gpm.name, a.local_vars & set(self.variables))
                         for a in query.seq.atoms if a.kind is AtomKind.KLEENE]
 
@@ -132,9 +136,17 @@ class SpaseqRuntime:
             return []
         assert self.machine is not None, "bind() comes first"
         try:
-            matches = self.machine.process(tau, merge_events(events))
+            if len(events) == 1:
+                # one input event is one SPASEQ event (merge_events for a single event)
+                e = events[0]
+                sevs = [SEvent(e.stream, e.time, tuple(dict.fromkeys(e.triples)), (e.graph,))]
+            else:
+                sevs = merge_events(events)
+            matches = self.machine.process(tau, sevs)
         except NFALimitError as e:
             raise EngineError(f"query {self.name}: {e}") from None
+        if not matches:
+            return []
         outs: list[Output] = []
         seen: set[tuple] = set()
         for m in matches:
@@ -142,12 +154,19 @@ class SpaseqRuntime:
         return outs
 
     def _outputs(self, m: Match, seen: set[tuple]) -> list[Output]:
-        events = tuple((self._leaves[k].gpm.name, self._leaves[k].stream, t) for t, k in m.steps)
+        named = self._leaf_names
+        events = tuple((*named[k], t) for t, k in m.steps)
         out: list[Output] = []
-        rows = sorted(project(m.omega, self.variables), key=lambda r: [(k, str(v)) for k, v in r])
+        keep = self._keep
+        rows = frozenset(tuple([kv for kv in mu if kv[0] in keep]) for mu in m.omega)
+        if len(rows) > 1:
+            rows = sorted(rows, key=lambda r: [(k, str(v)) for k, v in r])
+        variables = self.variables
         for row in rows:
-            d = dict(row)
-            bindings = {k: str(d[k]) for k in self.variables if k in d}
+            # a row is sorted by variable and holds only selected ones: no lookup needed
+            # when the selection is in that order too
+            bindings = {k: str(v) for k, v in row} if self._sorted_vars else \
+                {k: str(d[k]) for d in (dict(row),) for k in variables if k in d}
             if self.query.distinct:
                 key = (m.time, tuple(sorted(bindings.items())))
                 if key in seen:
@@ -155,7 +174,8 @@ class SpaseqRuntime:
                 seen.add(key)
             out.append(MatchOutput(self.name, m.time, self.kind, bindings=bindings,
                                    variables=self.variables, start=m.first, events=events,
-                                   iterations=self._iterations(m, row) or None))
+                                   iterations=(self._iterations(m, row) or None)
+                                   if self._kleene else None))
         return out
 
     def _iterations(self, m: Match, row: tuple) -> dict[str, list[list[dict[str, str]]]]:

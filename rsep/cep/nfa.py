@@ -374,6 +374,16 @@ class NFAEngine:
                     if rng is not None:
                         self._range[lf.key] = rng
         self._future = self._future_variables()
+        # Per state: (stream, GPM, leaf key) when it waits for one plain GPM (no Kleene+,
+        # ?, ! or &/|): the common case, stepped without the general operators' dispatch.
+        self._plain: list[tuple[str, GPM, int] | None] = [
+            (st.atom.leaf.stream, st.atom.leaf.gpm, st.atom.leaf.key)
+            if st.atom is not None and st.atom.kind is AtomKind.BOP
+            and isinstance(st.atom.body, Leaf) else None
+            for st in nfa.states]
+        # The streams each start state's GPMs read (an instant without them starts nothing).
+        self._start_streams = {i: frozenset(lf.stream for lf in nfa.states[i].atom.body.leaves())
+                               for i in self._starts}
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -699,9 +709,7 @@ class NFAEngine:
         if k is None:
             return
         for i in self._starts:
-            atom = self.nfa.states[i].atom
-            assert atom is not None
-            if not any(lf.stream in evs for lf in atom.body.leaves()):
+            if self._start_streams[i].isdisjoint(evs):
                 continue
             virtual = Run(0, i, UNIT, [], t, k, Strategy.ANY, standalone=True)
             before = len(matches)
@@ -719,6 +727,22 @@ class NFAEngine:
               matches: list[Match]) -> tuple[bool, list[Run]]:
         """Whether r takes an event of this instant, and the runs it then becomes (completed
         matches go to ``matches`` instead)."""
+        plain = self._plain[r.state]
+        if plain is not None:
+            # _leaf, _successor and _enter for one plain GPM, inlined
+            stream, g, key = plain
+            if stream not in evs:
+                return False, []
+            gpm = self.gpm
+            local = gpm.local(g, stream)
+            if not local:
+                return False, []
+            om = gpm.extend(g, r.omega, local)
+            if not om:
+                return False, []
+            arr = Arrival(t, r if r.arrivals else None, ((t, key, local),))
+            succ = Run(0, r.state, om, [arr], t, r.window, r.op, r.iterations, r.standalone)
+            return True, self._enter(succ, r.state + 1, None, matches)
         st = self.nfa.states[r.state]
         atom = st.atom
         assert atom is not None
@@ -825,6 +849,8 @@ class NFAEngine:
         op = st.op_in if override is None else Strategy.weaker(override, st.op_in)
         r.omega = self._project(r.omega, i)
         r.state, r.op, r.iterations, r.negs, r.standalone = i, op, 0, negs, False
+        if atom.kind is AtomKind.BOP:
+            return [r]
         if atom.kind is AtomKind.NEGATION:
             # The forbidden GPM joins the mappings the run has now (Appendix B: no B between).
             return self._enter(r, i + 1, op, matches, negs + ((atom.leaf, r.omega),))

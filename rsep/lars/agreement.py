@@ -238,11 +238,38 @@ def check_star3(q: RSPQuery, d: Stream, t1: int, t2: int, push_windows: list[Win
     return Condition("(***)", False, "; ".join(parts))
 
 
+SAME_WINDOWS = "same snapshot at t2 (one window function)"
+
+
+def check_same_windows(q: RSPQuery, d: Stream, t2: int, push_windows: list[Window],
+                       pull_windows: list[Window]) -> Condition:
+    """Theorem 4 reads both programs with Table 1's one window function, so at t2 the push
+    side (Def. 4's I_t2 term) and the pull side see one snapshot. The engines' windows
+    differ at the boundary (CQELS (t'-L, t'], C-SPARQL [t'-L, t')), and where that changes
+    the snapshot at t2 the theorem says nothing, even with (***) holding."""
+    push = snapshot(d, q.S, push_windows, t2)
+    pull = snapshot(d, q.S, pull_windows, t2)
+    if push == pull:
+        return Condition(SAME_WINDOWS, True)
+    parts = []
+    if pull - push:
+        a = sorted(pull - push)[0]
+        parts.append(f"at {t2} the pull (C-SPARQL) windows hold {len(pull - push)} atom(s) the "
+                     f"push (CQELS) windows do not, e.g. {' '.join(a.args)}")
+    if push - pull:
+        a = sorted(push - pull)[0]
+        parts.append(f"at {t2} the push (CQELS) windows hold {len(push - pull)} atom(s) the "
+                     f"pull (C-SPARQL) windows do not, e.g. {' '.join(a.args)}")
+    return Condition(SAME_WINDOWS, False, "; ".join(parts))
+
+
 def theorem4(q: RSPQuery, d: Stream, static: Iterable[tuple], t1: int, t2: int,
              push_windows: list[Window], pull_windows: list[Window], units: Any) -> list[Condition]:
-    """The conditions of Theorem 4 (with (*) and (**) of Theorem 3) on (t1, t2]."""
+    """The conditions of Theorem 4 (with (*) and (**) of Theorem 3) on (t1, t2], and the
+    premise that both sides read one window function (checked at t2)."""
     return [check_no_minus(q), check_range_windows(q, units), check_star(q, static),
-            check_star2(q, d), check_star3(q, d, t1, t2, push_windows, pull_windows)]
+            check_star2(q, d), check_star3(q, d, t1, t2, push_windows, pull_windows),
+            check_same_windows(q, d, t2, push_windows, pull_windows)]
 
 
 def cautious_indices(q: RSPQuery) -> frozenset[int]:

@@ -108,6 +108,10 @@ class Strategy(Enum):
     NEXT = ";"  # skip-till-next (Def. 11)
     ANY = ":"  # skip-till-any (Def. 10)
 
+    # Members are singletons compared by identity; Enum's own __hash__ hashes the name in
+    # Python code, and the NFA hashes a strategy with every run it indexes.
+    __hash__ = object.__hash__
+
     @property
     def rank(self) -> int:
         return {Strategy.STRICT: 0, Strategy.NEXT: 1, Strategy.ANY: 2}[self]

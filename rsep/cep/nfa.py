@@ -374,6 +374,20 @@ class NFAEngine:
                     if rng is not None:
                         self._range[lf.key] = rng
         self._future = self._future_variables()
+        # _touched's per-leaf constants, by stream.
+        self._touch_info: dict[str, list[tuple]] = {
+            st: [(lf.gpm, lf.key, self._conj.get(lf.key), (lf.key, ANY), self._range.get(lf.key),
+                  self.pvar is not None and self.pvar in lf.gpm.required_variables)
+                 for lf in lfs]
+            for st, lfs in self._by_stream.items()}
+        # _index_keys's per-state constants: (variables a Kleene+ drops | None, per leaf
+        # (key, partitioned by pvar, pushed range)); None for x_f and negations.
+        self._ikey_info: list[tuple | None] = [
+            None if st.atom is None or st.atom.kind is AtomKind.NEGATION else (
+                st.atom.local_vars if st.atom.kind is AtomKind.KLEENE else None,
+                tuple((lf.key, self.pvar is not None and self.pvar in lf.gpm.required_variables,
+                       self._range.get(lf.key)) for lf in st.atom.body.leaves()))
+            for st in nfa.states]
         # Per state: (stream, GPM, leaf key) when it waits for one plain GPM (no Kleene+,
         # ?, ! or &/|): the common case, stepped without the general operators' dispatch.
         self._plain: list[tuple[str, GPM, int] | None] = [
@@ -416,15 +430,14 @@ class NFAEngine:
         waits for and the negated GPMs it carries; and, where a GPM's stateful FILTER
         starts with ``?event_var OP ?run_var`` over numbers, (leaf key, value, number)
         entries of the range index instead."""
-        st = self.nfa.states[r.state]
-        atom = st.atom
+        info = self._ikey_info[r.state]
         keys: list[tuple] = []
-        if atom is not None and atom.kind is not AtomKind.NEGATION:
-            x = drop(r.omega, atom.local_vars) if atom.kind is AtomKind.KLEENE else r.omega
+        if info is not None:
+            dropped, leaves = info
+            x = drop(r.omega, dropped) if dropped is not None else r.omega
             pv = self.pvar
-            for lf in atom.body.leaves():
-                bound = pv is not None and pv in lf.gpm.required_variables and bool(x)
-                rng = self._range.get(lf.key)
+            for key, keyed, rng in leaves:
+                bound = keyed and bool(x)
                 if rng is not None and x:
                     entries = []
                     for mu in x:
@@ -432,7 +445,7 @@ class NFAEngine:
                         y = _number(_get(mu, rng[2]))
                         if v is None or y is None:
                             break
-                        entries.append(("R", lf.key, v, y))
+                        entries.append(("R", key, v, y))
                     else:
                         keys.extend(entries)
                         continue
@@ -446,18 +459,19 @@ class NFAEngine:
                             break
                         vals.add(v)
                 if vals is None:
-                    keys.append((lf.key, ANY))
+                    keys.append((key, ANY))
                 else:
-                    keys.extend((lf.key, v) for v in vals)
+                    keys.extend((key, v) for v in vals)
         keys.extend((leaf.key, ANY) for leaf, _ in r.negs)
         return tuple(keys)
 
     def _add(self, r: Run) -> None:
         assert r.id and r.id not in self.runs
         if self.options.shared_runs:
+            negs = r.negs
             ckey = (r.state, r.omega, r.window, r.op, r.last if r.op is Strategy.STRICT else None,
                     r.iterations > 0, r.standalone,
-                    tuple((lf.key, om) for lf, om in r.negs))
+                    tuple([(lf.key, om) for lf, om in negs]) if negs else ())
             into = self.classes.get(ckey)
             if into is not None:
                 self.runs[into].arrivals.extend(r.arrivals)
@@ -467,18 +481,20 @@ class NFAEngine:
             self.classes[ckey] = r.id
             r.ckey = ckey
         self.runs[r.id] = r
-        r.keys = self._index_keys(r)
-        for k in r.keys:
+        r.keys = keys = self._index_keys(r)
+        per_leaf = self._per_leaf
+        rid = r.id
+        for k in keys:
             if k[0] == "R":
-                insort(self.ranges.setdefault((k[1], k[2]), []), (k[3], r.id))
-                self._per_leaf[k[1]] = self._per_leaf.get(k[1], 0) + 1
+                insort(self.ranges.setdefault((k[1], k[2]), []), (k[3], rid))
+                per_leaf[k[1]] = per_leaf.get(k[1], 0) + 1
                 continue
             got = self.index.get(k)
             if got is None:
-                self.index[k] = {r.id}
+                self.index[k] = {rid}
             else:
-                got.add(r.id)
-            self._per_leaf[k[0]] = self._per_leaf.get(k[0], 0) + 1
+                got.add(rid)
+            per_leaf[k[0]] = per_leaf.get(k[0], 0) + 1
         self.by_window.setdefault(r.window, set()).add(r.id)
         if r.op is Strategy.STRICT:
             self.strict.add(r.id)
@@ -556,24 +572,23 @@ class NFAEngine:
             return set(self.runs)
         touched: set[int] = set()
         index = self.index
+        ranges = self.ranges
         pv = self.pvar
         lazy = self.options.lazy_conjunction
+        per_leaf = self._per_leaf
+        local_of = self.gpm.local
         for s in evs:
-            for lf in self._by_stream.get(s, ()):
-                conj = self._conj.get(lf.key)
+            for g, key, conj, anyk, rng, keyed in self._touch_info.get(s, ()):
                 if conj is not None and lazy and not conj <= evs.keys():
                     continue
-                if not self._per_leaf.get(lf.key):
+                if not per_leaf.get(key):
                     continue
-                anyk = (lf.key, ANY)
-                rng = self._range.get(lf.key)
-                keyed = pv is not None and pv in lf.gpm.required_variables
                 if not keyed and rng is None:
                     got = index.get(anyk)
                     if got:
                         touched |= got
                     continue
-                local = self.gpm.local(lf.gpm, s)
+                local = local_of(g, s)
                 if not local:
                     continue
                 got = index.get(anyk)
@@ -582,14 +597,14 @@ class NFAEngine:
                 for mu in local:
                     v = _get(mu, pv) if keyed else ANY
                     if keyed:
-                        got = index.get((lf.key, v))
+                        got = index.get((key, v))
                         if got:
                             touched |= got
                     if rng is not None:
-                        lst = self.ranges.get((lf.key, v))
+                        lst = ranges.get((key, v))
                         if lst:
-                            touched.update(rid for _, rid in _select(lst, rng[1],
-                                                                     _number(_get(mu, rng[0]))))
+                            touched.update([rid for _, rid in _select(lst, rng[1],
+                                                                      _number(_get(mu, rng[0])))])
         return touched
 
     def _process(self, t: int, evs: dict[str, SEvent]) -> list[Match]:

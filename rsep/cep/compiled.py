@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from operator import itemgetter
 
 import pyoxigraph as ox
 
@@ -533,15 +532,21 @@ class CompiledGPM:
         self.names = tuple(names)
         self.perm = sorted(range(len(names)), key=lambda i: names[i])
         self.sorted_names = tuple(names[i] for i in self.perm)
-        # The values in sorted-name order in one C call (a 1-tuple for one variable).
-        perm = self.perm
-        self._pick = itemgetter(*perm) if len(perm) > 1 else lambda v, i=perm[0]: (v[i],)
+        # A solution's mapping built by one generated expression: a generic loop (zip,
+        # sorting) costs several times more and runs per GPM and event.
+        body = ", ".join(f"(_n{k}, v[{i}])" for k, i in enumerate(self.perm))
+        env = {f"_n{k}": n for k, n in enumerate(self.sorted_names)}
+        # Only indices are spliced into the source; the names come in through env.
+        self._build = eval(f"lambda v: ({body},)" if body else "lambda v: ()", env)
+        # Events cache a shape's solutions under a small integer: a tuple of terms is
+        # re-hashed at every lookup.
+        self.shape_id = _SHAPE_IDS.setdefault(self.shape, len(_SHAPE_IDS))
 
     def match(self, ev: Indexed) -> list[Mapping]:
         """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
-        sols = ev.shapes.get(self.shape)
+        sols = ev.shapes.get(self.shape_id)
         if sols is None:
-            sols = ev.shapes[self.shape] = _match_shape(self.shape, ev)
+            sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
         if not sols:
             return []
         if self.local_filters:
@@ -552,8 +557,8 @@ class CompiledGPM:
                 if all(f(mu) is True for f in self.local_filters):
                     out.append(tuple(sorted(mu.items())))
             return out
-        sn, pick = self.sorted_names, self._pick
-        return [tuple(zip(sn, pick(vals), strict=True)) for vals in sols]
+        build = self._build
+        return [build(vals) for vals in sols]
 
     def holds(self, mu: Mapping | dict) -> bool:
         d = mu if isinstance(mu, dict) else dict(mu)
@@ -588,10 +593,11 @@ class Indexed:
                 self.by_pred[tr[1]] = [tr]
             else:
                 got.append(tr)
-        self.shapes: dict[tuple, list[tuple]] = {}
+        self.shapes: dict[int, list[tuple]] = {}
 
 
 _PLANS: dict[tuple, tuple] = {}
+_SHAPE_IDS: dict[tuple, int] = {}
 
 
 def _plan(shape: tuple) -> tuple:

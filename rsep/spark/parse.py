@@ -132,7 +132,7 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
 
         from rsep.spark.plan import Router
 
-        names = [f.strip().split(" ")[0] for f in EVENTS_SCHEMA.split(",")]
+        schema = _arrow_schema()
         graphs = cfg.background()
         routers = [Router(qp, graphs) for qp in cfg.queries]
         keys = [qp.key(b) for qp in cfg.queries for b in range(qp.buckets)]
@@ -140,17 +140,11 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
         first_key = keys[0]
         trace = os.environ.get("RSEP_SPARK_TRACE")
         for batch in batches:
-            t0 = time.perf_counter()
-            cols: dict[str, list] = {n: [] for n in names}
-
-            def add(key: str, rtype: str, stream: str = "", rk: int = 0, origin: str = "",
-                    pos: int = 0, graph: str = "", start: int = 0, end: int = 0,
-                    tkind: str = "", nt: str = "", line: int = 0, record: str = "",
-                    cols: dict = cols) -> None:
-                for n, v in zip(names, (key, rtype, stream, rk, origin, pos, graph, start, end,
-                                        tkind, nt, line, record), strict=True):
-                    cols[n].append(v)
-
+            t0, c0 = time.time(), time.process_time()
+            # Whole rows appended as tuples and transposed once at the end: one call per
+            # row instead of one per column (this loop is per event).
+            out: list[tuple] = []
+            add = out.append
             d = batch.to_pydict()
             fmts = d.get("format") or [None] * batch.num_rows
             span: dict[str, list] = {}
@@ -159,7 +153,7 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
                 origin = origin or ""
                 if stream == END_OF_INPUT:
                     for k in keys:
-                        add(k, "x")
+                        add((k, "x", "", 0, "", 0, "", 0, 0, "", "", 0, ""))
                     continue
                 text = text or ""
                 try:
@@ -173,32 +167,40 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
                         text[:200])] if any(isinstance(it, Event) for it in items) else [])
                 for pos, it in enumerate(items):
                     if isinstance(it, Rejected):
-                        add(first_key, "r", stream, record=json.dumps({
+                        add((first_key, "r", stream, 0, "", 0, "", 0, 0, "", "", 0, json.dumps({
                             "stream": it.stream, "file": it.origin, "line": it.line,
                             "column": it.column, "reason": it.reason, "record": it.text,
-                            **it.extra}))
+                            **it.extra})))
                         continue
                     e = it
-                    sp = span.setdefault(stream, [e.time, e.time, e.kind.value])
-                    sp[0] = min(sp[0], e.time)
-                    sp[1] = max(sp[1], e.time)
+                    et, kind = e.time, e.kind.value
+                    sp = span.get(stream)
+                    if sp is None:
+                        span[stream] = [et, et, kind]
+                    elif et < sp[0]:
+                        sp[0] = et
+                    elif et > sp[1]:
+                        sp[1] = et
                     line = int(e.origin.rsplit(":", 1)[1] or 0)
                     nt = None
                     for qp, router in zip(cfg.queries, routers, strict=True):
                         for b in router.buckets(e):
                             if nt is None:
                                 nt = _nt(e.triples)
-                            add(qp.key(b), "e", stream, rank[stream], origin, pos,
-                                e.graph, e.start, e.end, e.kind.value, nt, line)
+                            add((qp.key(b), "e", stream, rank[stream], origin, pos,
+                                 e.graph, e.start, e.end, kind, nt, line, ""))
             for stream, (lo, hi, kind) in span.items():
                 for k in keys:
-                    add(k, "t", stream, rank[stream], start=lo, end=hi, tkind=kind)
+                    add((k, "t", stream, rank[stream], "", 0, "", lo, hi, kind, "", 0, ""))
             if trace:
-                with open(trace, "a") as f:
-                    f.write(f"parse {batch.num_rows} texts -> {len(cols['key'])} rows "
-                            f"{time.perf_counter() - t0:.3f} s\n")
-            if cols["key"]:
-                yield pa.RecordBatch.from_pydict(cols, schema=_arrow_schema())
+                from rsep.spark.state import trace as write_trace
+
+                write_trace(trace, stage="parse", texts=batch.num_rows, rows=len(out),
+                            start=t0, end=time.time(), cpu=time.process_time() - c0)
+            if out:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(c, type=f.type) for c, f in zip(zip(*out, strict=True), schema, strict=True)],
+                    schema=schema)
 
     return run
 

@@ -86,6 +86,8 @@ def run_ep(queries: list[str], events: list[Event], policy: str | None = None,
         kind = j.get("bindings", j.get("triple"))
         if isinstance(kind, dict):
             kind = tuple(sorted((k, short(v)) for k, v in kind.items()))
+        # unrestricted: a complex event is output when it ends, so its interval is [from, time]
+        assert policy not in (None, "unrestricted") or j["to"] == j["time"]
         rows.append((o.query, back(j["time"]) if isinstance(j["time"], str) else j["time"],
                      back(j["from"]) if isinstance(j["from"], str) else j["from"], kind))
     return rows

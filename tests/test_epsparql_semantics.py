@@ -257,3 +257,40 @@ def test_cli_runs_epsparql_with_a_policy(tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines == ['{"time": 6, "from": 2, "to": 6, "bindings": {"x": "<http://example.org/a1>", '
                      '"y": "<http://example.org/b1>", "z": "<http://example.org/c1>"}}']
+
+
+def test_generated_hierarchy_subclass_query_matches_the_closure():
+    """The background benchmark's 003 Test 2 stand-in, small: ``?x a :Tracheobionta`` gives
+    exactly the stream subjects whose class reaches :Tracheobionta by rdfs:subClassOf."""
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("epsparql_background",
+                                                  ROOT / "benchmarks" / "epsparql_background.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    kb, under, outside = bench.hierarchy(3000)
+    parent = {str(t.subject): str(t.object) for t in kb}
+    top = f"<{bench.EX}Tracheobionta>"
+
+    def reaches(c):
+        while c in parent:
+            c = parent[c]
+            if c == top:
+                return True
+        return False
+
+    rnd = random.Random(3)
+    events, want = [], []
+    for i in range(300):
+        c = rnd.choice(under if i % 2 else outside)
+        events.append(ev(S, i, f"<{bench.EX}x{i}> a <{bench.EX}C{c}> ."))
+        if reaches(f"<{bench.EX}C{c}>"):
+            want.append((i, i, f"<{bench.EX}x{i}>"))
+    assert len(under) == 1500 and len(want) == 150
+    eng = Engine()
+    eng.add_graph("http://example.org/kb", kb)
+    eng.register(parse_epsparql(bench.QUERY))
+    got = sorted((o.time, o.start, o.bindings["x"]) for o in eng.run(events))
+    assert got == want

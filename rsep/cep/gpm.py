@@ -173,6 +173,28 @@ class GPMEvaluator:
             return joined
         return frozenset(self._filter(gpm, list(joined)))
 
+    def rejoin(self, gpm: GPM, x: Omega, local: Omega) -> Omega:
+        """:meth:`extend` along a path a run has already taken, rebuilding its full mappings.
+        With one mapping on each side the stateful FILTERs are not tested again: that one
+        pair passed them when the run took the step, on the same values (a run keeps every
+        variable a later FILTER or join reads). With more, the run only knew that some pair
+        passed, so they are tested."""
+        if len(x) == 1 and len(local) == 1:
+            (a,) = x
+            (b,) = local
+            if not a:
+                return local
+            d = dict(a)
+            get = d.get
+            for k, v in b:
+                w = get(k)
+                if w is None:
+                    d[k] = v
+                elif w != v:
+                    return _NONE
+            return frozenset((tuple(sorted(d.items())),))
+        return self.extend(gpm, x, local)
+
     def prefetch(self, gpm: GPM, stream: str, xs: Iterable[Omega]) -> None:
         """Evaluate the stateful FILTERs for every run about to be matched, in one query."""
         if not gpm.stateful_filters or gpm.name in self.compiled:

@@ -900,14 +900,48 @@ class NFAEngine:
         """A path's mappings, rebuilt step by step as the run computed them."""
         omega: Omega = UNIT
         trail = []
-        gpms = self._leaf_gpm
         kleene = self._kleene_leaf
-        extend = self.gpm.extend
+        if kleene:
+            gpms = self._leaf_gpm
+            extend = self.gpm.extend
+            for step in path:
+                t, key, local = step
+                k = kleene.get(key)
+                x = drop(omega, k.local_vars) if k is not None else omega
+                omega = extend(gpms[key], x, local)
+                if not omega:
+                    return None
+                trail.append((t, key, omega))
+            steps = [(t, k) for t, k, _ in path]
+            steps.sort()
+            return Match(time, omega, tuple(steps), tuple(trail))
+        # Without Kleene+ (whose iterations drop variables) a path is rebuilt by rejoin;
+        # while every step has one mapping, by one dict carried along the path.
+        d: dict = {}
         for step in path:
             t, key, local = step
-            if kleene and (k := kleene.get(key)) is not None:
-                omega = drop(omega, k.local_vars)
-            omega = extend(gpms[key], omega, local)
+            if len(local) != 1:
+                break
+            (b,) = local
+            for k, v in b:
+                w = d.get(k)
+                if w is None:
+                    d[k] = v
+                elif w != v:
+                    return None
+            omega = frozenset((tuple(sorted(d.items())),))
+            trail.append((t, key, omega))
+        else:
+            steps = [(t, k) for t, k, _ in path]
+            steps.sort()
+            return Match(time, omega, tuple(steps), tuple(trail))
+        omega = UNIT
+        trail = []
+        gpms = self._leaf_gpm
+        rejoin = self.gpm.rejoin
+        for step in path:
+            t, key, local = step
+            omega = rejoin(gpms[key], omega, local)
             if not omega:
                 return None
             trail.append((t, key, omega))

@@ -80,9 +80,10 @@ class GPMEvaluator:
         return node
 
     def end(self) -> None:
-        for node in self._events.values():
-            self.store.remove_graph(node)
-        self._events.clear()
+        if self._events:
+            for node in self._events.values():
+                self.store.remove_graph(node)
+            self._events.clear()
         self._pending.clear()
         self._canon.clear()
         if self._local:

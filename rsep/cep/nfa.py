@@ -554,7 +554,11 @@ class NFAEngine:
 
     def process(self, t: int, events: list[SEvent]) -> list[Match]:
         """PROCESSEVENT (Algorithm 2) for every event of the instant t."""
-        evs = {e.stream: e for e in events}
+        if len(events) == 1:
+            e = events[0]
+            evs = {e.stream: e}
+        else:
+            evs = {e.stream: e for e in events}
         self.gpm.begin(events)
         try:
             return self._process(t, evs)

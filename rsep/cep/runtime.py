@@ -126,6 +126,12 @@ class SpaseqRuntime:
 
     def next_tick(self, bound: int) -> int | None:
         after = self.last_tick
+        pending = self._pending
+        if len(pending) <= 1:
+            # the usual case, asked several times per event: one instant waiting, or none
+            for t in pending:
+                return t if (after is None or t > after) and t < bound else None
+            return None
         cands = [t for t in self._pending if (after is None or t > after) and t < bound]
         return min(cands) if cands else None
 

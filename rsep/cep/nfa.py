@@ -619,6 +619,7 @@ class NFAEngine:
         born: list[Run] = []
         # Strict runs cannot wait past this instant: they take an event now or die.
         dying = dict.fromkeys(self.strict, "contiguity")
+        tracing = self.trace is not None
         touched = self._touched(evs)
         self.stats.runs_touched += len(touched)
         if touched and len(touched) > 1:
@@ -638,14 +639,16 @@ class NFAEngine:
                 continue  # an instant passed without it: contiguity is already broken
             before = len(matches)
             took, successors = self._step(r, t, evs, matches)
-            for m in matches[before:]:
-                self._log("match", rid, m.steps)
+            if tracing:
+                for m in matches[before:]:
+                    self._log("match", rid, m.steps)
             killed = bool(r.negs) and self._forbidden(r, evs)
             keep = not killed and (r.op is Strategy.ANY or (r.op is Strategy.NEXT and not took))
             if keep:
-                for s in successors:
-                    self._clone_log(r, s)
-                born.extend(successors)
+                if successors:
+                    for s in successors:
+                        self._clone_log(r, s)
+                    born.extend(successors)
                 continue
             dying[rid] = "negation" if killed else ("done" if took else "contiguity")
             if successors:
@@ -653,7 +656,9 @@ class NFAEngine:
                 heir = successors[0]
                 del dying[rid]
                 self._remove(rid)
-                if heir.state == r.state:
+                if not tracing:
+                    pass
+                elif heir.state == r.state:
                     self._log("stay", rid, self.nfa.states[r.state].name, t)
                 else:
                     self._log("move", rid, self.nfa.states[r.state].name,
@@ -712,7 +717,8 @@ class NFAEngine:
 
     def _clone_log(self, parent: Run, child: Run) -> None:
         child.id = self._new_id()
-        self._log("clone", parent.id, child.id, self.nfa.states[child.state].name)
+        if self.trace is not None:
+            self._log("clone", parent.id, child.id, self.nfa.states[child.state].name)
 
     def _expire(self, t: int) -> None:
         if self.window is None:
@@ -733,6 +739,12 @@ class NFAEngine:
             virtual = Run(0, i, UNIT, [], t, k, Strategy.ANY, standalone=True)
             before = len(matches)
             _, successors = self._step(virtual, t, evs, matches)
+            if self.trace is None:
+                for s in successors:
+                    self._next_id += 1
+                    s.id = self._next_id
+                born.extend(successors)
+                continue
             for m in matches[before:]:
                 self._log("match", 0, m.steps)
             for s in successors:

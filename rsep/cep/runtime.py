@@ -143,9 +143,11 @@ class SpaseqRuntime:
         assert self.machine is not None, "bind() comes first"
         try:
             if len(events) == 1:
-                # one input event is one SPASEQ event (merge_events for a single event)
+                # One input event is one SPASEQ event. Its triples are not de-duplicated here
+                # (hashing each costs more than the rest of this): both matchers read them
+                # as a set (the store, Canon.triples).
                 e = events[0]
-                sevs = [SEvent(e.stream, e.time, tuple(dict.fromkeys(e.triples)), (e.graph,))]
+                sevs = [SEvent(e.stream, e.time, e.triples, (e.graph,))]
             else:
                 sevs = merge_events(events)
             matches = self.machine.process(tau, sevs)

@@ -939,6 +939,12 @@ class NFAEngine:
             if len(local) != 1:
                 break
             (b,) = local
+            if not d:
+                # the first step's mappings are the event's own (b is sorted already)
+                d.update(b)
+                trail.append((t, key, local))
+                omega = local
+                continue
             for k, v in b:
                 w = d.get(k)
                 if w is None:

@@ -94,12 +94,39 @@ def inprocess(query: str, d: Path) -> dict:
 
     whole = d.parent / "whole.jsonl"
     whole.write_text("".join(p.read_text() for p in sorted(d.glob("part-*"))))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     eng = Engine(time_unit_ms=60_000)
     eng.register(QUERIES[query])
     n = sum(1 for _ in eng.run(merge_streams([JsonlStreamFile(whole, STREAM)], DeadLetter())))
-    dt = time.perf_counter() - t0
-    return {"events": eng.events, "results": n, "seconds": dt, "events_per_s": eng.events / dt}
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"events": eng.events, "results": n, "seconds": dt, "events_per_s": eng.events / dt,
+            "cpu_seconds": round(cpu, 2), "events_per_cpu_s": round(eng.events / cpu)}
+
+
+def tree_cpu(root: int | None = None) -> float:
+    """CPU seconds of this process and its descendants (the JVM, Spark's Python workers),
+    reaped children included: a measure that load from other processes barely moves."""
+    root = root or os.getpid()
+    kids: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(name)] = fields
+            kids.setdefault(int(fields[1]), []).append(int(name))
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(kids.get(pid, []))
+        f = stats.get(pid)
+        if f:
+            total += sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+    return total / tick
 
 
 def read_trace(path: str | None, t0: float, t1: float) -> list[dict]:
@@ -188,11 +215,13 @@ class SparkBench:
 
         progress: list[dict] = []
         w0 = time.time()
+        c0 = tree_cpu()
         t0 = time.perf_counter()
         run_files(pipe, on_batch, checkpoint=tempfile.mkdtemp(prefix="ck-", dir=self.tmp),
                   max_files_per_trigger=files_per_batch, trigger_seconds=trigger,
                   on_query=lambda q: progress.extend(q.recentProgress))
         dt = time.perf_counter() - t0
+        cpu = tree_cpu() - c0
         events = sum(1 for p in d.glob("part-*") for line in p.open() if line.strip())
         b = breakdown(read_trace(self.trace, w0, time.time()), dt)
         # Spark's own per-micro-batch accounting (ms, summed over the run's batches).
@@ -201,6 +230,7 @@ class SparkBench:
         b["state_commit"] = round(sum(o.get("commitTimeMs", 0) for p in progress
                                       for o in p.get("stateOperators", [])) / 1000, 2)
         return {"events": events, "results": n, "seconds": dt, "events_per_s": events / dt,
+                "cpu_seconds": round(cpu, 2), "events_per_cpu_s": round(events / cpu),
                 "batches": len(progress),
                 "batch_seconds_median": statistics.median(durations) if durations else None,
                 "breakdown": b}
@@ -292,7 +322,8 @@ def run_cases(args: argparse.Namespace) -> None:
                                          c.get("trigger")) for _ in range(c["repeat"])]
         if "events_per_s" in runs[0]:
             med = sorted(runs, key=lambda x: x["events_per_s"])[len(runs) // 2]
-            r = dict(med, runs=[round(x["events_per_s"]) for x in runs])
+            r = dict(med, runs=[round(x["events_per_s"]) for x in runs],
+                     runs_per_cpu_s=[x["events_per_cpu_s"] for x in runs])
         else:
             r = runs[0]
         load = os.getloadavg()

@@ -95,7 +95,8 @@ class _StageProgress:
                 if info is not None:
                     parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
             if parts:
-                print(f"\r{', '.join(parts)}, {time.monotonic() - t0:.0f} s", end="",
+                # \x1b[K: a shorter line must not leave the end of the longer one behind
+                print(f"\r{', '.join(parts)}, {time.monotonic() - t0:.0f} s\x1b[K", end="",
                       file=self.out, flush=True)
 
     def stop(self) -> None:
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                     loc = f"{d['file']}:{d['line']}" + (f":{d['column']}" if d["column"] else "")
                     print(f"rejected: {loc}: {d['reason']}", file=sys.stderr)
             if tty:
-                print(f"\rbatch {batch_id}: {sink.count} results, "
+                print(f"\r\x1b[Kbatch {batch_id}: {sink.count} results, "
                       f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
 
         ticker = _StageProgress(spark, sys.stderr) if tty and args.batch else None

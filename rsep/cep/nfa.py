@@ -928,9 +928,7 @@ class NFAEngine:
                 if not omega:
                     return None
                 trail.append((t, key, omega))
-            steps = [(t, k) for t, k, _ in path]
-            steps.sort()
-            return Match(time, omega, tuple(steps), tuple(trail))
+            return _match(time, omega, path, trail)
         # Without Kleene+ (whose iterations drop variables) a path is rebuilt by rejoin;
         # while every step has one mapping, by one dict carried along the path.
         d: dict = {}
@@ -954,9 +952,7 @@ class NFAEngine:
             omega = frozenset((tuple(sorted(d.items())),))
             trail.append((t, key, omega))
         else:
-            steps = [(t, k) for t, k, _ in path]
-            steps.sort()
-            return Match(time, omega, tuple(steps), tuple(trail))
+            return _match(time, omega, path, trail)
         omega = UNIT
         trail = []
         gpms = self._leaf_gpm
@@ -967,9 +963,11 @@ class NFAEngine:
             if not omega:
                 return None
             trail.append((t, key, omega))
-        steps = [(t, k) for t, k, _ in path]
-        steps.sort()
-        return Match(time, omega, tuple(steps), tuple(trail))
+        return _match(time, omega, path, trail)
+
+
+def _match(time: int, omega: Omega, path: tuple[LStep, ...], trail: list) -> Match:
+    return Match(time, omega, tuple(sorted((t, k) for t, k, _ in path)), tuple(trail))
 
 
 class SpaseqCutWarning(RuntimeWarning):

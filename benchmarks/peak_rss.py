@@ -41,7 +41,7 @@ def tree_rss(root: int) -> int:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * page
         except (OSError, IndexError, ValueError):
-            pass
+            continue  # the process ended between listing and reading: it holds nothing now
     return total
 
 

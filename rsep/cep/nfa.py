@@ -656,13 +656,12 @@ class NFAEngine:
                 heir = successors[0]
                 del dying[rid]
                 self._remove(rid)
-                if not tracing:
-                    pass
-                elif heir.state == r.state:
-                    self._log("stay", rid, self.nfa.states[r.state].name, t)
-                else:
-                    self._log("move", rid, self.nfa.states[r.state].name,
-                              self.nfa.states[heir.state].name, t)
+                if tracing:
+                    if heir.state == r.state:
+                        self._log("stay", rid, self.nfa.states[r.state].name, t)
+                    else:
+                        self._log("move", rid, self.nfa.states[r.state].name,
+                                  self.nfa.states[heir.state].name, t)
                 heir.id = rid
                 for s in successors[1:]:
                     self._clone_log(r, s)
@@ -739,18 +738,15 @@ class NFAEngine:
             virtual = Run(0, i, UNIT, [], t, k, Strategy.ANY, standalone=True)
             before = len(matches)
             _, successors = self._step(virtual, t, evs, matches)
-            if self.trace is None:
-                for s in successors:
-                    self._next_id += 1
-                    s.id = self._next_id
-                born.extend(successors)
-                continue
-            for m in matches[before:]:
-                self._log("match", 0, m.steps)
+            tracing = self.trace is not None
+            if tracing:
+                for m in matches[before:]:
+                    self._log("match", 0, m.steps)
             for s in successors:
                 s.id = self._new_id()
-                self._log("new", s.id, self.nfa.states[s.state].name, t)
-                born.append(s)
+                if tracing:
+                    self._log("new", s.id, self.nfa.states[s.state].name, t)
+            born.extend(successors)
 
     # ------------------------------------------------------------ operators
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible
+from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
 from rsep.cep.events import Match, SEvent, merge_events
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
@@ -165,8 +165,7 @@ class SpaseqRuntime:
         named = self._leaf_names
         events = tuple((*named[k], t) for t, k in m.steps)
         out: list[Output] = []
-        keep = self._keep
-        rows = frozenset(tuple([kv for kv in mu if kv[0] in keep]) for mu in m.omega)
+        rows = project(m.omega, self._keep)
         if len(rows) > 1:
             rows = sorted(rows, key=lambda r: [(k, str(v)) for k, v in r])
         variables = self.variables

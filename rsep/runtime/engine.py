@@ -189,8 +189,9 @@ class QueryRuntime:
         # Window-close reports over time windows are the one case where the next
         # evaluation instant is known on arrival (the next slide), so the store can
         # follow each arrival and an evaluation only has to run the query.
-        self._stage = bool(self.windows) and (rp.window_close and not (rp.content_change or rp.on_arrival or rp.at)
-                       and rp.periodic is None and not self.query.matches
+        self._stage = (bool(self.windows) and rp.window_close and rp.periodic is None
+                       and not (rp.content_change or rp.on_arrival or rp.at)
+                       and not self.query.matches
                        and all(bw.window.kind is WindowKind.TIME for bw in self.windows))
         if self.report.periodic is not None:
             try:

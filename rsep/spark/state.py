@@ -169,10 +169,10 @@ class EngineProcessor(StatefulProcessor):
         pass
 
 
-_EVENT_COLS = ("time", "rank", "origin", "pos", "stream", "graph", "start", "end", "tkind", "nt")
 # An input event row as a tuple: the EVENT_STATE columns (time = end), then the line.
 _EVENT_IN = ("end", "rank", "origin", "pos", "stream", "graph", "start", "end", "tkind", "nt",
              "line")
+_ORIGIN, _STREAM, _GRAPH, _END, _TKIND, _LINE = 2, 4, 5, 7, 8, 10
 
 
 class _Batch:
@@ -226,13 +226,12 @@ class _Batch:
                 self.events += len(evs)
                 cols = [evs[c].tolist() for c in _EVENT_IN]
                 for e in zip(*cols, strict=True):
-                    # (end, rank, origin, pos, stream, graph, start, end, tkind, nt, line)
-                    time, stream, tkind = e[0], e[4], e[8]
+                    time, stream, tkind = e[0], e[_STREAM], e[_TKIND]
                     bound = before.get(stream)
                     if closed or (bound is not None and time < bound - lateness):
                         self._late(e, bound if bound is not None else time, closed)
                     elif gkind is not None and tkind != gkind:
-                        self._reject(e, f"<{e[5]}> has a {tkind} timestamp but other "
+                        self._reject(e, f"<{e[_GRAPH]}> has a {tkind} timestamp but other "
                                      f"streams use {gkind} ones")
                     else:
                         new.append(e[:10])
@@ -318,18 +317,18 @@ class _Batch:
                              json.dumps(d, ensure_ascii=False), pickle.dumps(o)))
 
     def _reject(self, e: tuple, reason: str) -> None:
-        self.out.append(("r", self.key, self.qp.name, e[7], 0, json.dumps({
-            "stream": e[4], "file": e[2], "line": e[10], "column": 0,
-            "reason": reason, "record": e[5]}), None))
+        self.out.append(("r", self.key, self.qp.name, e[_END], 0, json.dumps({
+            "stream": e[_STREAM], "file": e[_ORIGIN], "line": e[_LINE], "column": 0,
+            "reason": reason, "record": e[_GRAPH]}), None))
 
     def _late(self, e: tuple, bound: int, closed: bool) -> None:
         from rsep.stream.time import format_time
 
-        kind = TimeKind(e[8])
+        kind = TimeKind(e[_TKIND])
         if closed:
-            reason = f"<{e[5]}> arrived after the end of the input"
+            reason = f"<{e[_GRAPH]}> arrived after the end of the input"
         else:
-            reason = (f"timestamp {format_time(e[7], kind)} of <{e[5]}> is late: the "
+            reason = (f"timestamp {format_time(e[_END], kind)} of <{e[_GRAPH]}> is late: the "
                       f"stream is already at {format_time(bound, kind)}"
                       + (f" (allowed lateness {self.cfg.allowed_lateness})"
                          if self.cfg.allowed_lateness else

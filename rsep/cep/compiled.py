@@ -93,8 +93,9 @@ class Canon:
                 got = cache.get(o)
                 o = got if got is not None else self.term(o)
             out.append((t.subject, t.predicate, o))
-        # the set semantics of a graph: canonical forms can make two triples one
-        return list(dict.fromkeys(out))
+        # Not de-duplicated (hashing every term costs more than matching): a repeated
+        # triple only repeats solutions, which the set of local mappings collapses.
+        return out
 
 
 # ---------------------------------------------------------------- tokens

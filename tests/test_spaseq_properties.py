@@ -9,7 +9,9 @@ for the same GPM occurrences, same mappings.
 
 from __future__ import annotations
 
+import os
 import random
+import warnings
 
 import pytest
 from conftest import EX, ev
@@ -17,9 +19,10 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from rsep import Engine, QueryError
+from rsep.cep.chain import ChainEngine, chain_eligible
 from rsep.cep.events import merge_events
 from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import NFAEngine, NFAOptions, compile_query
+from rsep.cep.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
 from rsep.cep.spaseq_reference import ReferenceEvaluator
 from rsep.lang.spaseq import parse_spaseq
 
@@ -151,3 +154,74 @@ def test_engine_outputs_are_definition_16(rnd):
             for t, om in ref.answers(t0, within) for mu in om}
     assert got == want
     assert len(outs) == sum(len(m.rows(q.variables)) for m in ref.evaluate(t0, within))
+
+
+def chain_sequence(rnd: random.Random) -> str:
+    """Plain GPMs under ``,`` and ``;``: the queries rsep.cep.chain runs. From A, B, D, G
+    only, ?x is common (a partition); E's FILTER on A's ?a is a pushed range."""
+    names = "ABDG" if rnd.random() < 0.5 else "AABBCDEFG"
+    parts = [rnd.choice(names) for _ in range(rnd.randint(1, 4))]
+    ops = [rnd.choice([",", ";"]) for _ in parts[1:]]
+    return parts[0] + "".join(f"{o} {a}" for o, a in zip(ops, parts[1:], strict=True))
+
+
+def chain_matches(q, events, t0: int, window: int | None, options: NFAOptions) -> tuple[list, object]:
+    gpm = GPMEvaluator(q.gpms.values(), {})
+    nfa = compile_query(q)
+    assert chain_eligible(nfa, gpm, options, None)
+    eng = ChainEngine(nfa, gpm, t0=t0, window=window, options=options)
+    sev = merge_events(events, set(STREAMS.values()))
+    out = []
+    for t in sorted({e.time for e in sev}):
+        out.extend(eng.process(t, [e for e in sev if e.time == t]))
+    return out, eng.stats
+
+
+@pytest.mark.parametrize("options", ["", "no-partition-index", "no-predicate-pushing"])
+@settings(max_examples=int(os.environ.get("RSEP_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(rnd=st.randoms(use_true_random=False))
+def test_chain_equals_reference_and_nfa(options, rnd):
+    """The chain engine finds the reference's matches, and the general engine's, mappings
+    and all; with a small max-runs both drop the same runs."""
+    within = rnd.choice([None, 3, 5, 8])
+    try:
+        q = parse_spaseq(query_text(chain_sequence(rnd), within))
+    except QueryError:
+        reject()
+    events = streamset(rnd)
+    t0 = rnd.randint(0, 2)
+    opts = NFAOptions.parse(options)
+    got, _ = chain_matches(q, events, t0, within, opts)
+    assert len({m.key for m in got}) == len(got), "a match was reported twice"
+    expected = {m.key for m in ReferenceEvaluator(q, events).evaluate(t0, within)}
+    assert {m.key for m in got} == expected
+    assert {m.key for m in got} == {m.key for m in nfa_matches(q, events, t0, within, opts)}
+    # the safety net: the oldest runs go, in both engines alike (no shared runs in the NFA)
+    small = NFAOptions.parse(options + ",no-shared-runs,max-runs=2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpaseqCutWarning)
+        cut, cstats = chain_matches(q, events, t0, within, small)
+        eng = NFAEngine(compile_query(q), GPMEvaluator(q.gpms.values(), {}), t0=t0,
+                        window=within, options=small)
+        sev = merge_events(events, set(STREAMS.values()))
+        ref = []
+        for t in sorted({e.time for e in sev}):
+            ref.extend(eng.process(t, [e for e in sev if e.time == t]))
+    assert {m.key for m in cut} == {m.key for m in ref}
+    assert cstats.runs_cut == eng.stats.runs_cut
+
+
+def test_chain_runs_the_chain_queries_only():
+    """Kleene+, &, |, ?, ! or skip-till-any, a trace or a match limit: the general engine."""
+    def runs_on_chain(seq: str, options: str = "", trace: list | None = None) -> bool:
+        q = parse_spaseq(query_text(seq, None))
+        return chain_eligible(compile_query(q), GPMEvaluator(q.gpms.values(), {}),
+                              NFAOptions.parse(options), trace)
+
+    assert runs_on_chain("A; B, D") and runs_on_chain("A")
+    assert not any(runs_on_chain(s) for s in ["A: B", "A; B+", "A; (B & D)", "A; (B | D)",
+                                              "A; B?; D", "A; B!; D"])
+    assert not runs_on_chain("A; B", "no-chain")
+    assert not runs_on_chain("A; B", "max-matches=3")
+    assert not runs_on_chain("A; B", trace=[])

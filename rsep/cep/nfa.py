@@ -201,7 +201,10 @@ class NFAOptions:
     to the variables later GPMs read) are one run whose history is a DAG; matches are
     enumerated from it when output, at most ``max_matches`` per match group (a run reaching
     x_f at one instant), the rest counted in ``Stats.matches_cut``. ``max_runs`` bounds live
-    runs: beyond it the oldest are dropped and counted in ``Stats.runs_cut``.
+    runs: beyond it the oldest are dropped and counted in ``Stats.runs_cut``. ``chain``: a
+    sequence of plain GPMs under ``,`` and ``;`` runs on rsep.cep.chain's per-partition run
+    buckets instead of this engine (then only ``partition_index`` and ``predicate_pushing``
+    apply to it).
     """
 
     stream_index: bool = True
@@ -211,11 +214,12 @@ class NFAOptions:
     lazy_conjunction: bool = True
     compiled_gpm: bool = True
     shared_runs: bool = True
+    chain: bool = True
     max_runs: int = 1_000_000
     max_matches: int | None = None
 
     SWITCHES = ("stream_index", "partition_index", "window_pushing", "predicate_pushing",
-                "lazy_conjunction", "compiled_gpm", "shared_runs")
+                "lazy_conjunction", "compiled_gpm", "shared_runs", "chain")
 
     @classmethod
     def all_off(cls, **kw: Any) -> NFAOptions:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
+from rsep.cep.chain import ChainEngine, chain_eligible
 from rsep.cep.events import Match, SEvent, merge_events
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
@@ -92,7 +93,7 @@ class SpaseqRuntime:
         self.options = engine_options(query)
         self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs,
                                 compiled=self.options.compiled_gpm)
-        self.machine: NFAEngine | None = None
+        self.machine: NFAEngine | ChainEngine | None = None
         self.kind: TimeKind | None = None
         self._pending: dict[int, list[Event]] = {}
         self._leaves = {lf.key: lf for lf in query.seq.leaves()}
@@ -112,8 +113,13 @@ class SpaseqRuntime:
             except TimeError as e:
                 raise EngineError(f"query {self.name}: {e}") from None
         t0 = self.query.issued_at if self.query.issued_at is not None else start
-        self.machine = NFAEngine(self.nfa, self.gpm, t0=t0, window=window,
-                                 trace=self.query.options.get("trace"), options=self.options)
+        trace = self.query.options.get("trace")
+        if chain_eligible(self.nfa, self.gpm, self.options, trace):
+            self.machine = ChainEngine(self.nfa, self.gpm, t0=t0, window=window,
+                                       options=self.options)
+        else:
+            self.machine = NFAEngine(self.nfa, self.gpm, t0=t0, window=window, trace=trace,
+                                     options=self.options)
 
     @property
     def stats(self) -> Stats | None:
@@ -155,6 +161,9 @@ class SpaseqRuntime:
             raise EngineError(f"query {self.name}: {e}") from None
         if not matches:
             return []
+        if len(matches) > 1:
+            # one order whatever the engine or its options: by the events matched
+            matches.sort(key=_steps)
         outs: list[Output] = []
         seen: set[tuple] = set()
         for m in matches:
@@ -200,3 +209,7 @@ class SpaseqRuntime:
             if its:
                 out[name] = its
         return out
+
+
+def _steps(m: Match) -> tuple:
+    return m.steps

@@ -102,3 +102,42 @@ def test_planned_bgp_matcher_equals_generic(rnd):
     shape = tuple(tuple(ren[x] if type(x) is int else x for x in tp) for tp in shape)
     assert len(ren) == len(used)
     assert _match_shape(shape, ev) == _match_shape_generic(shape, ev)
+
+
+NESTED = [
+    "?e :a ?a ; :r [ :c ?c ] FILTER({f})",
+    "[ :a ?a ; :r ?x ] . ?x :c ?c ; :b ?b FILTER({f})",
+    "?e :r [ :c ?c ; :b ?b ], [ :b ?a ] FILTER({f})",
+    "[] :a ?a . ?e :r [] ; :a ?b FILTER({f})",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(rnd=st.randoms(use_true_random=False))
+def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
+    """``[ p o ; ... ]`` in a GPM (SRBench's observation shape) is matched in Python with
+    pyoxigraph's solutions: the blank node joins like a variable and is bound in none."""
+    pattern = rnd.choice(NESTED)
+    f = expr(rnd)
+    for var in ("?b", "?c"):
+        if var not in pattern:
+            f = f.replace(var, "?a")  # a variable the pattern binds
+    pattern = pattern.format(f=f)
+    text = (f"PREFIX : <{EX}> PREFIX xsd: <{XSD}> SELECT * FROM STREAM S <{U}> WHERE {{ "
+            f"SEQ (A) DEFINE GPM A ON S {{ {pattern} }} }}")
+    q = parse_spaseq(text)
+    gpm = q.gpms["A"]
+    assert compile_gpm(gpm, Canon()) is not None, text
+    v = lambda: rnd.choice(VALUES)  # noqa: E731
+    ttl = (f":e :a {v()}, {v()} ; :r [ :c {v()} ; :b {v()} ], [ :c {v()} ; :b {v()} ] . "
+           f":f :a {v()} .")
+    prefixes = f"@prefix : <{EX}> . @prefix xsd: <{XSD}> .\n"
+    triples = tuple(qd.triple for qd in ox.parse(prefixes + ttl, format=ox.RdfFormat.TURTLE))
+    event = SEvent(U, 1, triples)
+    got = []
+    for compiled in (True, False):
+        ev = GPMEvaluator([gpm], {}, compiled=compiled)
+        ev.begin([event])
+        got.append(ev.local(gpm, U))
+        ev.end()
+    assert got[0] == got[1], text + "\n" + ttl

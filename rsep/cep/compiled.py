@@ -108,7 +108,7 @@ _TOKEN = re.compile(r"""
   | (?P<lang>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*)
   | (?P<var>[?$]\w+)
   | (?P<num>[0-9]+\.[0-9]*[eE][+-]?[0-9]+|[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+(?:[eE][+-]?[0-9]+)?)
-  | (?P<op>\^\^|&&|\|\||!=|<=|>=|[{}().;,=<>!+*/-])
+  | (?P<op>\^\^|&&|\|\||!=|<=|>=|[{}\[\]().;,=<>!+*/-])
   | (?P<pname>(?:[A-Za-z][\w.-]*)?:(?:[\w-](?:[\w.-]*[\w-])?)?)
   | (?P<word>[A-Za-z_]+)
 """, re.VERBOSE)
@@ -155,6 +155,7 @@ class _Parser:
         self.i = 0
         self.prefixes = prefixes
         self.canon = canon
+        self.blanks = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -230,28 +231,50 @@ class _Parser:
                 if self.at("."):
                     self.take()
                 continue
-            if tok[0] == "word" and tok[1] != "a" or tok[1] in ("{", "["):
+            if tok[0] == "word" and tok[1] != "a" or tok[1] == "{":
                 raise NotCompiled(f"{tok[1]} in a GPM")
-            s = self.term()
-            while True:
-                p = self.term()
-                while True:
-                    o = self.term()
-                    triples.append((s, p, o))
-                    if not self.at(","):
-                        break
-                    self.take()
-                if not self.at(";"):
-                    break
-                self.take()
-                if self.at(".") or self.at("}"):
-                    break
+            if tok[1] == "[":
+                s = self.anonymous(triples)
+                if self.at(".") or self.at("}"):  # [ p o ] . on its own
+                    if self.at("."):
+                        self.take()
+                    continue
+            else:
+                s = self.term()
+            self.properties(s, triples)
             if self.at("."):
                 self.take()
         self.take("}")
         if self.peek() is not None:
             raise NotCompiled("text after the group")
         return triples, filters
+
+    def properties(self, s: object, triples: list) -> None:
+        """``p o, o ; p o ...`` of subject s."""
+        while True:
+            p = self.term()
+            while True:
+                o = self.anonymous(triples) if self.at("[") else self.term()
+                triples.append((s, p, o))
+                if not self.at(","):
+                    break
+                self.take()
+            if not self.at(";"):
+                break
+            self.take()
+            if self.at(".") or self.at("}") or self.at("]"):
+                break
+
+    def anonymous(self, triples: list) -> tuple[str, str]:
+        """``[ p o ; ... ]``: a blank node, matched as a variable that no mapping shows
+        (its name, with a colon, is no SPARQL variable's)."""
+        self.take("[")
+        self.blanks += 1
+        b = ("var", f"_:b{self.blanks}")
+        if not self.at("]"):
+            self.properties(b, triples)
+        self.take("]")
+        return b
 
     # ---------------------------------------------------------------- FILTER expressions
 
@@ -531,7 +554,9 @@ class CompiledGPM:
             shape.append(tuple(pos))
         self.shape = tuple(shape)
         self.names = tuple(names)
-        self.perm = sorted(range(len(names)), key=lambda i: names[i])
+        # blank nodes ([ ... ]) are matched like variables but bound in no mapping
+        self.perm = sorted((i for i, n in enumerate(names) if not n.startswith("_:")),
+                           key=lambda i: names[i])
         self.sorted_names = tuple(names[i] for i in self.perm)
         # A solution's mapping built by one generated expression: a generic loop (zip,
         # sorting) costs several times more and runs per GPM and event.
@@ -556,7 +581,7 @@ class CompiledGPM:
             for vals in sols:
                 mu = dict(zip(names, vals, strict=True))
                 if all(f(mu) is True for f in self.local_filters):
-                    out.append(tuple(sorted(mu.items())))
+                    out.append(tuple(sorted(kv for kv in mu.items() if not kv[0].startswith("_:"))))
             return out
         build = self._build
         return [build(vals) for vals in sols]

@@ -50,6 +50,10 @@ def test_explain_spaseq_prints_the_automaton(capsys):
     assert main(["explain", q1]) == 0
     out = capsys.readouterr().out
     assert out.startswith("SEQ (A; B+, C)") and "x0 (initial)  waits for A" in out
+    assert "\nengine: NFA_scep (Algorithms 1-9)\n" in out  # B+ needs the general engine
+    assert main(["explain", str(ROOT / "docs" / "examples" / "spaseq.rq")]) == 0
+    assert "\nengine: chain (plain GPMs under , and ;: each run is one path)\n" \
+        in capsys.readouterr().out
     assert main(["explain", q1, "--format", "dot"]) == 0
     assert capsys.readouterr().out.startswith("digraph")
     assert main(["explain", q1, "--lars"]) == 2

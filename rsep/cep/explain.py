@@ -36,6 +36,17 @@ def _target(nfa: NFA, e: Edge) -> str:
     return "(run deleted)" if e.dst is None else nfa.states[e.dst].name
 
 
+def _engine(nfa: NFA) -> str:
+    from rsep.cep.chain import chain_eligible
+    from rsep.cep.gpm import GPMEvaluator
+    from rsep.cep.runtime import engine_options
+
+    q = nfa.query
+    if chain_eligible(nfa, GPMEvaluator(q.gpms.values(), {}), engine_options(q), None):
+        return "chain (plain GPMs under , and ;: each run is one path)"
+    return "NFA_scep (Algorithms 1-9)"
+
+
 def to_text(q: SpaseqQuery | NFA) -> str:
     """States, edges with their predicates (U, op, P), stream names and the GPMs."""
     nfa = _nfa(q)
@@ -47,6 +58,7 @@ def to_text(q: SpaseqQuery | NFA) -> str:
         lines.append("run index by value of: " + " ".join("?" + v for v in nfa.partition_key))
     key, why = partition_key(query)
     lines.append(f"partition key: ?{key} ({why})" if key else f"partition key: none ({why})")
+    lines.append("engine: " + _engine(nfa))
     for st in nfa.states:
         head = f"{st.name} ({st.kind})"
         if st.atom is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -116,10 +117,14 @@ def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     series = defaultdict(list)
     for r in rows:
-        series[(r["comparison"], r["peer"], r["what"][:40])].append(r)
+        # a description names the swept value ("SEQ of 3 GPMs"): one series for all values
+        what = re.sub(rf"\b{re.escape(str(r['value']))}\b", "n", r["what"])
+        series[(r["comparison"], r["peer"], what[:40])].append(r)
     categorical = not all(_num(r["value"]) is not None for r in rows)
     cats = list(dict.fromkeys(str(r["value"]) for r in rows))
     for (_, peer, what), rs in series.items():
+        if not categorical:
+            rs = sorted(rs, key=lambda r: float(r["value"]))
         xs = [cats.index(str(r["value"])) if categorical else float(r["value"]) for r in rs]
         ys = [float(r["events_per_s"]) for r in rs]
         name = peer if len({k[2] for k in series}) == 1 else f"{peer}: {what.split(',')[0][:28]}"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pyoxigraph as ox
 import pytest
 
+from rsep.stream import files
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig, iter_records
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
@@ -255,3 +257,73 @@ def test_nquads_lone_cr_line_ends_count_as_lines(tmp_path):
     items = list(StreamFile(p, "http://s", chunk_size=300))
     assert [i.start for i in items if isinstance(i, Event)] == list(range(40))
     assert [(i.line, i.column) for i in items if isinstance(i, Rejected)] == [(81, 27)]
+
+
+def shaped_events(n, malformed=True):
+    """Events of the common shape (one integer time triple, then the graph); one in 25 is
+    something the bulk assembly must leave to the run-by-run path."""
+    out = [HEAD]
+    for i in range(n):
+        t, g = f":g{i} prov:generatedAtTime {i} .\n", f":g{i} {{ :a :p \"v{i}\" . :a :q :b{i % 7} . }}\n"
+        odd = (i // 25) % 8 * 2 + 3 if i % 25 == 12 else 0
+        if odd == 3:
+            out.append(g + t)  # time after its graph
+        elif odd == 5:
+            out.append(f':g{i} prov:generatedAtTime "2024-01-01T00:00:0{i % 10}Z"^^xsd:dateTime .\n' + g)
+        elif odd == 7:
+            out.append(t + g + f":g{i - 1} {{ :a :p :again . }}\n")  # a graph seen before
+        elif odd == 9:
+            out.append(t + g.replace(":a :p", "_:x :p"))  # a blank node
+        elif odd == 11:
+            out.append(g)  # no time
+        elif odd == 13:
+            out.append(t + g.replace(" {", "\n{"))  # the name above its brace
+        elif odd == 15:
+            out.append(f":g{i} prov:startedAtTime {i} .\n:g{i} prov:endedAtTime {i + 2} .\n" + g)
+        elif odd == 17 and malformed:
+            out.append(t + f':g{i} {{ :a :p "v{i}" . :a :q . }}\n')
+        else:
+            out.append(t + g)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("chunk_size", [100, 2000, 1 << 16])
+@pytest.mark.parametrize("max_pending", [2, 10_000])
+def test_bulk_assembly_agrees_with_run_by_run(tmp_path, monkeypatch, chunk_size, max_pending):
+    trig = tmp_path / "s.trig"
+    trig.write_text(shaped_events(400))
+    nq = tmp_path / "s.nq"
+    quads = [f"{q} .\n" for q in ox.parse(shaped_events(400, malformed=False), format=ox.RdfFormat.TRIG)]
+    quads.insert(1000, "<http://example.org/a> <http://example.org/p> .\n")
+    # times of graphs that never come
+    waiting = "".join(f'<http://example.org/x{i}> <http://www.w3.org/ns/prov#generatedAtTime> "{i}"'
+                      "^^<http://www.w3.org/2001/XMLSchema#integer> .\n" for i in range(3))
+    nq.write_text(waiting + "".join(quads))
+    points = files._Assembly.points
+    used = []
+    monkeypatch.setattr(files._Assembly, "points", lambda self, *a: used.append(points(self, *a)) or used[-1])
+    for p in (trig, nq):
+        bulk = summary(StreamFile(p, "http://s", chunk_size=chunk_size, max_pending=max_pending))
+        with monkeypatch.context() as m:
+            m.setattr(files._Assembly, "points", lambda self, *a: False)
+            assert summary(StreamFile(p, "http://s", chunk_size=chunk_size, max_pending=max_pending)) == bulk
+        assert any(i[0] == "Rejected" for i in bulk)
+    assert True in used or chunk_size == 1 << 16  # the bulk path ran (not on a whole file with odd events)
+
+
+def test_bulk_assembly_leaves_an_overflow_to_the_runs(tmp_path, monkeypatch):
+    # Lines of 150 characters and chunks of 1500 make each chunk 11 lines: the first ends
+    # with the time of a graph that never comes, beyond max_pending once the next chunk's
+    # first graph is read; its rejection comes there, as the run-by-run path gives it.
+    time = '<http://e/{}> <http://www.w3.org/ns/prov#generatedAtTime> "{}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    lines = []
+    for i in range(30):
+        lines += [time.format(f"g{i}", i), f"<http://e/a> <http://e/p> <http://e/b{i}> <http://e/g{i}>"]
+        if i == 4:
+            lines.append(time.format("never", 4))
+    p = tmp_path / "s.nq"
+    p.write_text("".join(f"{q:<148}.\n" for q in lines))
+    bulk = summary(StreamFile(p, "http://s", chunk_size=1500, max_pending=1))
+    assert [k for k, i in enumerate(bulk) if i[0] == "Rejected"] == [5] and "never" in bulk[5][4]
+    monkeypatch.setattr(files._Assembly, "points", lambda self, *a: False)
+    assert summary(StreamFile(p, "http://s", chunk_size=1500, max_pending=1)) == bulk

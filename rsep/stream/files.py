@@ -19,8 +19,8 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import groupby
-from operator import attrgetter, lt
+from itertools import accumulate, groupby, repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -211,12 +211,21 @@ def _clean_error(err: SyntaxError) -> str:
 
 _GRAPH = attrgetter("graph_name")
 _TRIPLE = attrgetter("triple")
+_SUBJECT = attrgetter("subject")
+_PREDICATE = attrgetter("predicate")
+_OBJECT = attrgetter("object")
+_DATATYPE = attrgetter("datatype")
+_VALUE = attrgetter("value")
+_FIRST = itemgetter(0)
+_ITEMS = itemgetter(1)
 _DEFAULT = ox.DefaultGraph
 _LITERAL = ox.Literal
 _NAMED = ox.NamedNode
 _ABSTRACT = TimeKind.ABSTRACT
 _BLANK = ox.BlankNode
 _XSD_INTEGER = XSD + "integer"
+_NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line before its "{"
+_BLANK_LABEL = re.compile("_:")  # the regex engine finds it faster than str's "in"
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
 # Whitespace, comments and directives before a default-graph statement.
@@ -264,6 +273,7 @@ class _Assembly:
         for role, preds in (("end", sf.time.end), ("start", sf.time.start), ("point", sf.time.point)):
             roles.update(dict.fromkeys(preds, role))
         self.roles = roles
+        self.point_predicates = frozenset(p for p, r in roles.items() if r == "point")
         self.in_graph = sf.time.in_graph
         self.opened: dict[str, _Open] = {}
         self.orphans: dict[str, int] = {}
@@ -271,6 +281,74 @@ class _Assembly:
         self.out: list[Event | Rejected] = []
         self.events = 0
         self.bnodes = True  # False when the text being assembled cannot hold blank nodes
+
+    def points(self, groups: list[tuple[object, list]], lines: list[int]) -> bool:
+        """Assemble a chunk of the common shape in bulk; False (and nothing done) for any other.
+
+        The shape: runs alternate between one default-graph quad ``<g> <point predicate>
+        "n"^^xsd:integer`` and the triples of that graph ``<g>``, a graph not seen before,
+        without blank nodes. ``lines`` holds the line of each graph run. The checks and
+        conversions map over the whole chunk at once instead of stepping through it run
+        by run; the result is what ``runs`` would make of it.
+        """
+        if self.bnodes or self.in_graph or len(groups) % 2 or not groups:
+            return False
+        graphs, items = zip(*groups, strict=True)
+        nodes = graphs[1::2]
+        if set(map(type, graphs[::2])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
+            return False
+        times = items[::2]
+        if set(map(len, times)) != {1}:
+            return False
+        # Each time triple is about the graph that follows it, with a point predicate ...
+        quads = list(map(_FIRST, times))
+        if tuple(map(_SUBJECT, quads)) != nodes \
+                or not self.point_predicates.issuperset(map(_VALUE, map(_PREDICATE, quads))):
+            return False
+        # ... and an xsd:integer in ASCII digits (what runs reads without timestamp_from_literal).
+        objects = list(map(_OBJECT, quads))
+        if set(map(type, objects)) != {_LITERAL} \
+                or set(map(_VALUE, map(_DATATYPE, objects))) != {_XSD_INTEGER}:
+            return False
+        lexicals = list(map(_VALUE, objects))
+        digits = "".join(lexicals)
+        if not (all(lexicals) and digits.isascii() and digits.isdigit()):
+            return False
+        # Only new graphs: none repeats, none has a time or content waiting.
+        names = list(map(_VALUE, nodes))
+        opened = self.opened
+        cur = self.current
+        if len(set(names)) != len(names) or not opened.keys().isdisjoint(names):
+            return False
+        # The event left open by the chunk before must be one runs finishes without finish().
+        if cur is not None and (cur.point is None or cur.time_error is not None or cur.bnodes
+                                or opened.get(cur.name) is not cur):
+            return False
+        # runs checks for overflow after each graph run, when the open events are the ones
+        # before the chunk (less the current one, finished) plus the graph just read.
+        if len(opened) - (cur is not None) + 1 > self.max_pending:
+            return False
+        stream = self.stream
+        out = self.out
+        if cur is not None:
+            del opened[cur.name]
+            self.events += 1
+            point = cur.point
+            out.append(Event(stream, cur.name, point[0], point[0], cur.triples, point[1], 0,
+                             f"{self.origin}:{cur.line}"))
+        # Each graph's event is complete when the next graph starts; the last one stays open.
+        ints = list(map(int, lexicals))
+        triples = items[1::2]
+        last = len(names) - 1
+        origin = self.origin
+        origins = [f"{origin}:{n}" for n in lines[:last]]
+        out += map(Event, repeat(stream, last), names, ints, ints, triples, repeat(_ABSTRACT, last),
+                   repeat(0, last), origins)
+        self.events += last
+        o = opened[names[last]] = _Open(names[last], lines[last], triples[last])
+        o.point = (ints[last], _ABSTRACT)
+        self.current = o
+        return True
 
     def runs(self, groups: list[tuple[object, list]], lines: list[int], step: bool = False) -> None:
         """Assemble parsed quads grouped into runs of one graph, with the line of each run.
@@ -552,8 +630,9 @@ class StreamFile:
                     continue  # no graph block ends in the buffer yet: read on
                 if cut and self._fast:
                     chunk = buf if cut == len(buf) else buf[:cut]
-                    if self._fast_trig(chunk, line, asm):
-                        line += chunk.count("\n")
+                    after = self._fast_trig(chunk, line, asm)
+                    if after is not None:
+                        line = after
                         buf = buf[cut:]
                         yield True
                         if eof:
@@ -569,8 +648,9 @@ class StreamFile:
                     # One record larger than 64 chunks: refuse instead of buffering forever.
                     raise ValueError(f"{self.path}:{line}: a single record exceeds {64 * size} bytes")
 
-    def _fast_trig(self, chunk: str, line: int, asm: _Assembly) -> bool:
-        """Parse and assemble a chunk in one call; False (and nothing done) if it cannot be."""
+    def _fast_trig(self, chunk: str, line: int, asm: _Assembly) -> int | None:
+        """Parse and assemble a chunk in one call: the line after it, or None (and nothing
+        done) if it cannot be."""
         header = self._prefix_text
         parser = ox.parse(header + "\n" + chunk if header else chunk, format=ox.RdfFormat.TRIG,
                           base_iri=self._base)
@@ -579,41 +659,27 @@ class StreamFile:
             groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
                       for g, grp in groupby(parser, _GRAPH)]
         except SyntaxError:
-            return False
+            return None
         # Locate every graph block by its braces, to give each event its line. A
         # brace inside a string or comment, an unnamed block, or two adjacent
         # blocks of one graph make the counts differ: then the records decide.
-        opens = [m.start() for m in _LBRACE.finditer(chunk)]
-        closes = [m.start() for m in _RBRACE.finditer(chunk)]
-        nb = len(opens)
-        if nb != len(closes) or nb != sum(g.__class__ is not _DEFAULT for g, _ in groups):
-            return False
-        if nb and not (all(map(lt, opens, closes)) and all(map(lt, closes, opens[1:]))):
-            return False
+        parts = chunk.split("{")
+        nb = len(parts) - 1
+        if nb != sum(g.__class__ is not _DEFAULT for g, _ in groups):
+            return None
+        # The braces alternate {}{}...: no "}" before the first "{", one after each.
+        closes = list(map(str.count, parts, repeat("}")))
+        if closes[0] or closes.count(1) != nb:
+            return None
         self._update_prefixes(parser)
-        asm.bnodes = "_:" in chunk or "[" in chunk or "(" in chunk
-        lines = []
-        count = chunk.count
-        k = 0
-        pos = 0
-        for g, _ in groups:
-            if g.__class__ is _DEFAULT:
-                # Default-graph statements are located where the first of them starts.
-                s = closes[k - 1] + 1 if k else 0
-                if chunk.startswith("\n", s) and chunk[s + 1:s + 2] not in _NOT_NAME:
-                    s += 1
-                else:
-                    s = _SKIP.match(chunk, s).end()
-            else:
-                s = opens[k] - 1
-                k += 1
-                while chunk[s] in " \t\r\n":
-                    s -= 1  # back to the graph name, which may be on an earlier line
-            line += count("\n", pos, s)
-            pos = s
-            lines.append(line)
-        asm.runs(groups, lines)
-        return True
+        asm.bnodes = "[" in chunk or "(" in chunk or _BLANK_LABEL.search(chunk) is not None
+        # The line of each "{" and, last, the line after the chunk.
+        lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
+        # With each graph name on the line of its "{", those are the lines of the graph runs.
+        if _NAME_ABOVE_BRACE.search(chunk) is None and asm.points(groups, lines[1:-1]):
+            return lines[-1]
+        asm.runs(groups, _trig_lines(chunk, line, groups))
+        return lines[-1]
 
     def _nquads(self, asm: _Assembly) -> Iterator[bool]:
         size = self.chunk_size
@@ -621,8 +687,9 @@ class StreamFile:
             line = 1
             while chunk := f.read(size):
                 chunk += f.readline()
-                if self._fast and self._fast_nquads(chunk, line, asm):
-                    line += chunk.count("\n")
+                newlines = chunk.count("\n")
+                if self._fast and self._fast_nquads(chunk, line, newlines, asm):
+                    line += newlines
                 else:
                     records = []
                     i = line
@@ -635,7 +702,7 @@ class StreamFile:
                     line = i + 1
                 yield True
 
-    def _fast_nquads(self, chunk: str, line: int, asm: _Assembly) -> bool:
+    def _fast_nquads(self, chunk: str, line: int, newlines: int, asm: _Assembly) -> bool:
         if "\r" in chunk and chunk.count("\r") != chunk.count("\r\n"):
             return False  # lone CR line ends: let the line reader count them
         try:
@@ -643,21 +710,26 @@ class StreamFile:
                       for g, grp in groupby(ox.parse(chunk, format=ox.RdfFormat.N_QUADS), _GRAPH)]
         except SyntaxError:
             return False
-        total = sum(len(qs) for _, qs in groups)
-        rows: list[int] | None = None
-        if total != chunk.count("\n") + (not chunk.endswith("\n")):
-            rows = _content_lines(chunk)  # blank or comment lines
-            if len(rows) != total:
-                return False
-        asm.bnodes = "_:" in chunk
+        # Where each run starts if the chunk holds one quad a line, and, last, the line after it.
+        lines = list(accumulate(map(len, map(_ITEMS, groups)), initial=line))
+        total = lines[-1] - line
+        if total == newlines + (not chunk.endswith("\n")):
+            asm.bnodes = _BLANK_LABEL.search(chunk) is not None
+            # A chunk may start inside an event and end with a time triple: those runs
+            # go one by one, the runs in between in bulk where they have its shape.
+            i = 1 if groups and groups[0][0].__class__ is not _DEFAULT else 0
+            j = len(groups) - (len(groups) - i) % 2
+            asm.runs(groups[:i], lines[:i], step=True)
+            if not asm.points(groups[i:j], lines[i + 1:j:2]):
+                asm.runs(groups[i:j], lines[i:j], step=True)
+            asm.runs(groups[j:], lines[j:-1], step=True)
+            return True
+        rows = _content_lines(chunk)  # blank or comment lines
+        if len(rows) != total:
+            return False
+        asm.bnodes = _BLANK_LABEL.search(chunk) is not None
         lines = []
         i = 0
-        if rows is None:
-            for _, qs in groups:
-                lines.append(line + i)
-                i += len(qs)
-            asm.runs(groups, lines, step=True)
-            return True
         # Blank or comment lines in between: every default-graph quad gets its own line.
         split: list[tuple[object, list]] = []
         for g, qs in groups:
@@ -773,10 +845,39 @@ class StreamFile:
 def _trig_cut(buf: str, any_statement: bool) -> int:
     """Where to end a chunk: after the last line that closes a graph block, else
     (when ``any_statement``) after the last line that ends a statement."""
-    i = max(buf.rfind("}\n"), buf.rfind("}\r\n"))
+    i = buf.rfind("}\n")
+    if "\r" in buf:  # (looking for "}\r\n" where there is none would scan the whole buffer)
+        i = max(i, buf.rfind("}\r\n"))
     if i < 0 and any_statement:
         i = buf.rfind(".\n")
     return buf.find("\n", i) + 1 if i >= 0 else 0
+
+
+def _trig_lines(chunk: str, line: int, groups: list[tuple[object, list]]) -> list[int]:
+    """The line of each run of a chunk whose graph blocks are one per named run."""
+    opens = [m.start() for m in _LBRACE.finditer(chunk)]
+    closes = [m.start() for m in _RBRACE.finditer(chunk)]
+    lines = []
+    count = chunk.count
+    k = 0
+    pos = 0
+    for g, _ in groups:
+        if g.__class__ is _DEFAULT:
+            # Default-graph statements are located where the first of them starts.
+            s = closes[k - 1] + 1 if k else 0
+            if chunk.startswith("\n", s) and chunk[s + 1:s + 2] not in _NOT_NAME:
+                s += 1
+            else:
+                s = _SKIP.match(chunk, s).end()
+        else:
+            s = opens[k] - 1
+            k += 1
+            while chunk[s] in " \t\r\n":
+                s -= 1  # back to the graph name, which may be on an earlier line
+        line += count("\n", pos, s)
+        pos = s
+        lines.append(line)
+    return lines
 
 
 _BLOCK_NAME = re.compile(r"\s*(?:GRAPH\s+)?<([^>]*)>\s*\{", re.I)

@@ -15,6 +15,7 @@ from rsep.lars.translate import (
     Translation,
     background,
     data_stream_of,
+    query_input,
     solutions,
     window_operator,
 )
@@ -64,7 +65,7 @@ def test_lars_translations_match_the_engine(template, a, b, raw):
     q = from_query(parse_query(text))
     events = _events(raw)
     graphs = _graphs()
-    d = data_stream_of(events, 0, UNTIL)
+    d = data_stream_of(query_input(events, q), 0, UNTIL)  # s2 events are no input of s1-only Qs
     bg = background(q, graphs)
     q_cs, q_cq = cs(q), cq(q)
 

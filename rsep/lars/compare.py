@@ -37,6 +37,7 @@ from rsep.lars.translate import (
     Translation,
     background,
     data_stream_of,
+    query_input,
     solutions,
     tau1,
     tau2,
@@ -288,7 +289,7 @@ def compare(cq_: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.T
     inc = _engine_runs(push_i, events, graphs, time_unit_ms, until)
     rstream = _engine_runs(push_r, events, graphs, time_unit_ms, until)
 
-    d = data_stream_of(events, 0, until)
+    d = data_stream_of(query_input(events, q), 0, until)
     b = background(q, graphs)
     push_windows = [window_operator(_with(s.window, Boundary.RIGHT_CLOSED), units, "engine")
                     for s in q_cq.S]

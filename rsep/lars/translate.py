@@ -416,6 +416,13 @@ def data_stream_of(events: Iterable[Any], lo: int = 0, hi: int | None = None) ->
     return Stream(lo, top, {t: frozenset(a) for t, a in v.items()})
 
 
+def query_input(events: Iterable[Any], q: RSPQuery) -> list[Any]:
+    """The events of the streams q reads: D for q. An event of another stream is no input
+    of q (CQELS is not triggered by it), so it is no time point of ttp / prev either."""
+    streams = {s.stream for s in q.S}
+    return [e for e in events if e.stream in streams]
+
+
 def solutions(atoms: Iterable[Atom], q: RSPQuery, pred: str = "ans_1") -> set[tuple]:
     """ans_1 atoms as solution mappings: sorted (var, term) pairs without nulls."""
     names = sorted(q.result_vars)
@@ -427,4 +434,4 @@ def solutions(atoms: Iterable[Atom], q: RSPQuery, pred: str = "ans_1") -> set[tu
 
 
 __all__ = ["window_operator", "push", "pull", "trigger", "tau1", "tau2", "tau", "background",
-           "data_stream_of", "solutions", "TP"]
+           "data_stream_of", "query_input", "solutions", "TP"]

@@ -19,7 +19,6 @@ reference evaluator equal.
 
 from __future__ import annotations
 
-import warnings
 from bisect import bisect_left, bisect_right, insort
 from typing import Any
 
@@ -29,11 +28,11 @@ from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import (
     NFA,
     NFAOptions,
-    SpaseqCutWarning,
     Stats,
     _get,
     _number,
     range_filter,
+    warn_cut,
 )
 
 # A bucket's runs whose pushed FILTER cannot be looked up by value, and the others as
@@ -281,10 +280,7 @@ class ChainEngine:
         doomed = set(sorted(r.id for _, _, r in self._runs())[:n])
         self._drop(doomed)
         if not self.stats.runs_cut:
-            warnings.warn(SpaseqCutWarning(
-                f"SPASEQ: more than {self.options.max_runs} partial matches alive at {t}; "
-                "the oldest are dropped and their matches lost (raise max-runs, or shorten "
-                "the window)"), stacklevel=2)
+            warn_cut(self.options.max_runs, t)
         self.stats.runs_cut += n
 
 

@@ -693,10 +693,7 @@ class NFAEngine:
             self._remove(rid)
             self._log("cut", rid, t)
         if not self.stats.runs_cut:
-            warnings.warn(SpaseqCutWarning(
-                f"SPASEQ: more than {self.options.max_runs} partial matches alive at {t}; "
-                "the oldest are dropped and their matches lost (raise max-runs, or shorten "
-                "the window)"), stacklevel=2)
+            warn_cut(self.options.max_runs, t)
         self.stats.runs_cut += n
 
     def _prefetch(self, touched: set[int], evs: dict[str, SEvent]) -> None:
@@ -972,6 +969,12 @@ def _match(time: int, omega: Omega, path: tuple[LStep, ...], trail: list) -> Mat
 
 class SpaseqCutWarning(RuntimeWarning):
     """Live partial matches were dropped at the engine's bound: some matches are missing."""
+
+
+def warn_cut(max_runs: int, t: int) -> None:
+    warnings.warn(SpaseqCutWarning(
+        f"SPASEQ: more than {max_runs} partial matches alive at {t}; the oldest are dropped "
+        "and their matches lost (raise max-runs, or shorten the window)"), stacklevel=3)
 
 
 class _Any:

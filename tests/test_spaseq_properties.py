@@ -100,6 +100,11 @@ def nfa_matches(q, events, t0: int, window: int | None,
     eng = NFAEngine(compile_query(q), GPMEvaluator(q.gpms.values(), {},
                                                    compiled=options.compiled_gpm),
                     t0=t0, window=window, options=options)
+    return instants(eng, events)
+
+
+def instants(eng, events) -> list:
+    """The matches of an engine fed the events one instant at a time."""
     sev = merge_events(events, set(STREAMS.values()))
     out = []
     for t in sorted({e.time for e in sev}):
@@ -170,11 +175,7 @@ def chain_matches(q, events, t0: int, window: int | None, options: NFAOptions) -
     nfa = compile_query(q)
     assert chain_eligible(nfa, gpm, options, None)
     eng = ChainEngine(nfa, gpm, t0=t0, window=window, options=options)
-    sev = merge_events(events, set(STREAMS.values()))
-    out = []
-    for t in sorted({e.time for e in sev}):
-        out.extend(eng.process(t, [e for e in sev if e.time == t]))
-    return out, eng.stats
+    return instants(eng, events), eng.stats
 
 
 @pytest.mark.parametrize("options", ["", "no-partition-index", "no-predicate-pushing"])
@@ -204,10 +205,7 @@ def test_chain_equals_reference_and_nfa(options, rnd):
         cut, cstats = chain_matches(q, events, t0, within, small)
         eng = NFAEngine(compile_query(q), GPMEvaluator(q.gpms.values(), {}), t0=t0,
                         window=within, options=small)
-        sev = merge_events(events, set(STREAMS.values()))
-        ref = []
-        for t in sorted({e.time for e in sev}):
-            ref.extend(eng.process(t, [e for e in sev if e.time == t]))
+        ref = instants(eng, events)
     assert {m.key for m in cut} == {m.key for m in ref}
     assert cstats.runs_cut == eng.stats.runs_cut
 

@@ -70,14 +70,12 @@ class ChainEngine:
 
     def __init__(self, nfa: NFA, gpm: GPMEvaluator, *, t0: int = 0, window: int | None = None,
                  options: NFAOptions | None = None) -> None:
-        self.nfa = nfa
         self.gpm = gpm
         self.t0 = t0
         self.window = window
         self.options = opts = options or NFAOptions()
         gpm.shared = True
         self.stats = Stats()
-        self.prev: int | None = None
         q = nfa.query
         atoms = q.seq.atoms
         self.n = len(atoms)
@@ -106,7 +104,6 @@ class ChainEngine:
             return self._process(t, evs)
         finally:
             gpm.end()
-            self.prev = t
 
     def _process(self, t: int, evs: dict[str, SEvent]) -> list[Match]:
         stats = self.stats
@@ -243,8 +240,8 @@ class ChainEngine:
             insort(b[_RANGED], (y, r.id, r))
         self.live += 1
 
-    def _runs(self) -> list[tuple[int, Any, _Run]]:
-        return [(i, v, r) for i, buckets in enumerate(self.buckets) for v, b in buckets.items()
+    def _runs(self) -> list[_Run]:
+        return [r for buckets in self.buckets for b in buckets.values()
                 for r in [*b[_PLAIN], *(e[2] for e in b[_RANGED])]]
 
     def _drop(self, doomed: set[int]) -> int:
@@ -271,13 +268,13 @@ class ChainEngine:
             return
         self._oldest = last + 1
         if self.live:
-            doomed = {r.id for _, _, r in self._runs() if r.window <= last}
+            doomed = {r.id for r in self._runs() if r.window <= last}
             if doomed:
                 self.stats.runs_expired += self._drop(doomed)
 
     def _cut(self, n: int, t: int) -> None:
         """The safety net, as NFAEngine's: drop the n oldest runs and say so."""
-        doomed = set(sorted(r.id for _, _, r in self._runs())[:n])
+        doomed = set(sorted(r.id for r in self._runs())[:n])
         self._drop(doomed)
         if not self.stats.runs_cut:
             warn_cut(self.options.max_runs, t)

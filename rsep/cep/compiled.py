@@ -581,7 +581,7 @@ class CompiledGPM:
             for vals in sols:
                 mu = dict(zip(names, vals, strict=True))
                 if all(f(mu) is True for f in self.local_filters):
-                    out.append(tuple(sorted(kv for kv in mu.items() if not kv[0].startswith("_:"))))
+                    out.append(self._build(vals))
             return out
         build = self._build
         return [build(vals) for vals in sols]

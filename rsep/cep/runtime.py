@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
@@ -22,6 +23,8 @@ from rsep.lang.errors import QueryError
 from rsep.runtime.engine import EngineError, Output
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
+
+_STEPS = attrgetter("steps")
 
 if TYPE_CHECKING:
     from rsep.runtime.engine import Engine
@@ -163,7 +166,7 @@ class SpaseqRuntime:
             return []
         if len(matches) > 1:
             # one order whatever the engine or its options: by the events matched
-            matches.sort(key=_steps)
+            matches.sort(key=_STEPS)
         outs: list[Output] = []
         seen: set[tuple] = set()
         for m in matches:
@@ -209,7 +212,3 @@ class SpaseqRuntime:
             if its:
                 out[name] = its
         return out
-
-
-def _steps(m: Match) -> tuple:
-    return m.steps

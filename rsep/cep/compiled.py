@@ -608,7 +608,7 @@ def _filter_of(text: str, prefixes: dict[str, str], canon: Canon) -> Callable[[d
 class Indexed:
     """An event's canonical triples by predicate, and the BGP shapes matched on it so far."""
 
-    __slots__ = ("triples", "by_pred", "shapes")
+    __slots__ = ("triples", "by_pred", "shapes", "by_term")
 
     def __init__(self, triples: list[tuple[object, object, object]]) -> None:
         self.triples = triples
@@ -620,6 +620,20 @@ class Indexed:
             else:
                 got.append(tr)
         self.shapes: dict[int, list[tuple]] = {}
+        # (predicate, position) -> term at that position -> triples, built on first use
+        self.by_term: dict[tuple[object, int], dict[object, list]] = {}
+
+    def index(self, p: object, pos: int, cands: list) -> dict[object, list]:
+        idx = self.by_term.get((p, pos))
+        if idx is None:
+            idx = self.by_term[(p, pos)] = {}
+            for tr in cands:
+                got = idx.get(tr[pos])
+                if got is None:
+                    idx[tr[pos]] = [tr]
+                else:
+                    got.append(tr)
+        return idx
 
 
 _PLANS: dict[tuple, tuple] = {}
@@ -628,12 +642,14 @@ _SHAPE_IDS: dict[tuple, int] = {}
 
 def _plan(shape: tuple) -> tuple:
     """Per triple pattern: (constant predicate | None, constant positions, positions whose
-    variable an earlier position bound, positions that bind a variable). Which variables
-    are bound before a pattern is fixed by the order alone (a BGP has no OPTIONAL)."""
+    variable an earlier position bound, positions that bind a variable, the (position,
+    variable) to look the triples up by). Which variables are bound before a pattern is
+    fixed by the order alone (a BGP has no OPTIONAL)."""
     nvars = 1 + max((x for tp in shape for x in tp if type(x) is int), default=-1)
     bound: set[int] = set()
     steps = []
     for tp in shape:
+        before = set(bound)
         consts, checks, binds = [], [], []
         for pos, x in enumerate(tp):
             if type(x) is not int:
@@ -644,9 +660,16 @@ def _plan(shape: tuple) -> tuple:
                 bound.add(x)
                 binds.append((pos, x))
         p = tp[1] if type(tp[1]) is not int else None
+        # a subject (else object) of a constant predicate bound by an earlier pattern
+        key = next((c for c in checks if c[0] != 1 and c[1] in before), None) \
+            if p is not None else None
         steps.append((p, tuple(c for c in consts if c[0] != 1 or p is None),
-                      tuple(checks), tuple(binds)))
+                      tuple(checks), tuple(binds), key))
     return nvars, tuple(steps)
+
+
+# Below this many candidates a scan beats building an index: stream events are small.
+INDEX_MIN = 16
 
 
 def _match_shape(shape: tuple, ev: Indexed) -> list[tuple]:
@@ -657,13 +680,17 @@ def _match_shape(shape: tuple, ev: Indexed) -> list[tuple]:
     nvars, steps = plan
     sols: list[list] = [[None] * nvars]
     by_pred = ev.by_pred
-    for p, consts, checks, binds in steps:
+    for p, consts, checks, binds, key in steps:
         cands = ev.triples if p is None else by_pred.get(p)
         if not cands:
             return []
         nxt = []
+        # Joining on a bound term by scanning is quadratic in the event's size (SRBench's
+        # events hold thousands of triples): look the term up instead.
+        idx = ev.index(p, key[0], cands) if key is not None and len(cands) >= INDEX_MIN \
+            else None
         for mu in sols:
-            for tr in cands:
+            for tr in cands if idx is None else idx.get(mu[key[1]], ()):
                 for pos, c in consts:
                     if tr[pos] != c:
                         break

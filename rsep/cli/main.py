@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-dereference", action="store_true",
                    help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress or rejection messages")
+    r.add_argument("--stage-times", action="store_true",
+                   help="print on stderr where the run's time went: parse, match, state, "
+                   "output, engine (costs a few per cent)")
     from rsep.spark.cli import add_options
 
     add_options(r)
@@ -166,10 +170,19 @@ def run(args: argparse.Namespace) -> int:
     for f in files:
         if not f.path.is_file():
             raise EngineError(f"stream file not found: {f.path}")
-    events = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
+    events: Iterable[Any] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())
+    clock = None
+    if args.stage_times:
+        from rsep.runtime.stages import StageClock
+
+        clock = StageClock()
+        clock.instrument(engine)
+        events = clock.iterate("parse", events)
+        sink.write = clock.timed("output", sink.write)  # type: ignore[method-assign]
+    t0 = time.perf_counter()
     try:
         for o in engine.run(events, until=_until(args.until)):
             sink.write(o)
@@ -180,6 +193,11 @@ def run(args: argparse.Namespace) -> int:
         dead.close()
         if args.output:
             out.close()
+    if clock is not None:
+        from rsep.runtime.stages import table
+
+        sys.stdout.flush()
+        print(table(clock.report(time.perf_counter() - t0), engine.events), file=sys.stderr)
     if dead.count:
         if not args.quiet:
             print(f"rsep: {dead.count} input record(s) rejected"

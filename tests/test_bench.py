@@ -186,6 +186,11 @@ def test_bench_runs_rsep_and_its_reference_and_reports_a_missing_peer(tmp_path, 
     assert rows["reference"]["agreement"].startswith("agree (")
     assert rows["core"]["status"] == "not installed: run benchmarks/peers/setup_core.sh"
     assert float(rows["rsep"]["events_per_s"]) > 0
+    # a separate stage-timed run, scaled to the median run
+    stages = dict(kv.split("=") for kv in rows["rsep"]["stages"].split(";"))
+    assert list(stages) == ["parse", "match", "state", "output", "engine"]
+    assert float(stages["parse"]) > 0 and float(stages["match"]) > 0
+    assert abs(sum(map(float, stages.values())) - float(rows["rsep"]["run_s_median"])) < 0.01
     text = "\n".join(report.table(list(rows.values())).splitlines()[2:])
     assert "| stock-core | core | 400 | - |" in text
     assert "not installed: run benchmarks/peers/setup_core.sh |" in text
@@ -206,3 +211,39 @@ def test_events_read_back_in_time_order_across_streams(tmp_path):
     files = [StreamFile(s.trig, s.iri) for s in g.streams.values()]
     times = [e.start for e in merge_streams(files, DeadLetter(None))]
     assert times == list(range(90))
+
+
+def test_stream_cut_into_spark_files_keeps_every_event_whole(tmp_path):
+    """The Spark sweep's files: events in order, a time triple with its graph, the
+    prefixes in every file."""
+    from rsep.bench.workers.rsep_worker import _cut
+
+    g = w.generate("sensors", tmp_path / "g", 250, seed=3)
+    s = g.streams["sensors"]
+    out = tmp_path / "parts"
+    out.mkdir()
+    _cut(s.trig, str(out), 100)
+    parts = sorted(out.iterdir())
+    assert [p.name for p in parts] == ["part-000000.trig", "part-000001.trig",
+                                       "part-000002.trig"]
+
+    def read(path: str) -> list:
+        dead = DeadLetter(None)
+        evs = [(e.graph, e.start, sorted(map(str, e.triples)))
+               for e in merge_streams([StreamFile(path, s.iri)], dead)]
+        assert dead.count == 0
+        return evs
+
+    cut = [read(str(p)) for p in parts]
+    assert [len(c) for c in cut] == [100, 100, 50]
+    assert [x for c in cut for x in c] == read(s.trig)
+
+
+def test_spark_sweep_runs_one_query_in_process_and_on_each_master(tmp_path):
+    cs = runner.cases("sweep-spark", 300)
+    assert [c.master for c in cs] == ["in-process", "local[1]", "local[2]"]
+    assert all(c.param == "spark_cores" and c.value == c.master for c in cs)
+    g = w.generate("stock", tmp_path, 300, seed=42, **cs[0].options)
+    texts = {c.build(g, "rsep")["query"] for c in cs}
+    assert texts == {queries.spaseq_bands(3, runner.WINDOW, "next")}
+    assert parse_query(texts.pop()) is not None

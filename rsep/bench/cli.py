@@ -15,9 +15,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("workload", choices=NAMES, metavar="WORKLOAD",
                    help="a comparison, a sweep, or all: " + ", ".join(NAMES))
     b.add_argument("--size", type=int, help="events per workload (default: per comparison, "
-                   "10^5 for the peer comparisons, 2*10^4 for sweeps)")
+                   "10^5 for the peer comparisons and sweep-spark, 2*10^4 for the other sweeps)")
     b.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="rsep's engine (spark: `rsep run --engine spark`)")
+                   help="rsep's engine (spark: the Spark pipeline on local[2], replaying the "
+                   "stream as a batch job, as `rsep run --engine spark --batch`)")
     b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,naive")
     b.add_argument("--runs", type=int, default=3, help="runs per engine; the median is reported")
     b.add_argument("--out", default="benchmarks/results/peers", help="output folder")

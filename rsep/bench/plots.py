@@ -36,6 +36,9 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
         sel = [r for r in ok if r["param"] == param]
         if sel:
             written.append(_sweep(sel, label, logx, out / f"{name}.png"))
+    sel = [r for r in ok if r["param"] == "spark_cores"]
+    if sel:
+        written.append(_spark(sel, out / "sweep-spark.png"))
     return written
 
 
@@ -80,7 +83,7 @@ def _breakdown(rows: list[dict], path: Path) -> Path:
 
     labels = [f"{r['comparison']}\n{r['peer']}" for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.4))
-    hatches = ("//", "..", "xx")
+    hatches = ("//", "..", "xx", "\\\\", "++")
     seen: set[str] = set()
     for i, r in enumerate(rows):
         start, steady = float(r["startup_s"] or 0), float(r["run_s_median"] or 0)
@@ -89,11 +92,13 @@ def _breakdown(rows: list[dict], path: Path) -> Path:
         seen.add(lab)
         bottom = start
         stages = [kv.split("=") for kv in r.get("stages", "").split(";") if "=" in kv]
-        stages = [(k, float(v)) for k, v in stages if k != "job_100_events_s"]
+        # a warm-up job (Flink, Spark) is part of start-up, not of the stream
+        stages = [(k, float(v)) for k, v in stages if not k.startswith("job_")]
         rest = steady - sum(v for _, v in stages) if stages else steady
         for j, (k, v) in enumerate(stages):
             ax.bar(i, v, bottom=bottom, color=COLORS.get(r["peer"], "#444444"),
-                   hatch=hatches[j % 3], edgecolor="white", label=None if k in seen else k)
+                   hatch=hatches[j % len(hatches)], edgecolor="white",
+                   label=None if k in seen else k)
             seen.add(k)
             bottom += v
         if rest > 0:
@@ -139,6 +144,35 @@ def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
     ax.set_ylabel("events/s, steady state (log)")
     ax.set_title(f"Throughput vs {label.split(' (')[0]}")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _spark(rows: list[dict], path: Path) -> Path:
+    """Throughput in this process and on Spark local[k]; speed-up over local[1]."""
+    import matplotlib.pyplot as plt
+
+    rows = sorted(rows, key=lambda r: (r["value"] != "in-process", str(r["value"])))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    one = next((float(r["events_per_s"]) for r in rows if r["value"] == "local[1]"), None)
+    for i, r in enumerate(rows):
+        ev = float(r["events"])
+        med, lo, hi = (float(r[k]) for k in ("run_s_median", "run_s_min", "run_s_max"))
+        y = ev / med
+        ax.bar(i, y, 0.6, yerr=[[y - ev / hi], [ev / lo - y]], capsize=3,
+               color="#1b7837" if r["value"] == "in-process" else "#5aae61")
+        note = f"{y:,.0f}"
+        if one and str(r["value"]).startswith("local["):
+            note += f"\n{y / one:.2f}x local[1]"
+        ax.text(i, y, note, ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([str(r["value"]) for r in rows])
+    ax.set_ylabel("events/s, steady state")
+    ax.set_xlabel("rsep in this process, and on the Spark pipeline with k local cores")
+    ax.set_title("Speed-up vs Spark parallelism (median of runs, bars: min-max)")
+    ax.margins(y=0.2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -33,6 +33,7 @@ class Case:
     value: object = ""
     window: int | None = None
     caps: dict[str, int] = field(default_factory=dict)  # peer -> largest size it is run on
+    master: str = ""  # rsep on the Spark pipeline with this master ("in-process": not)
 
 
 def _streams(g: workloads.Generated) -> list[list[str]]:
@@ -122,6 +123,26 @@ def sensors_case(size: int, range_: int = 1667, step: int = 500, comparison: str
                 range_ if param else "", None, {"rspjs": 4_000})
 
 
+SPARK_MASTERS = ("in-process", "local[1]", "local[2]")
+SPARK_PER_FILE = 2000
+
+
+def spark_case(size: int, master: str) -> Case:
+    """The partitioned SPASEQ query (runs keyed by ?company) in this process and on the
+    Spark pipeline: the speed-up from one to two local cores, and per-core throughput."""
+    base = bands_case(size, 3, WINDOW, "next", "sweep-spark", "spark_cores", ("rsep",))
+    how = ("in this process (rsep run)" if master == "in-process" else
+           f"on Spark {master}: rsep.spark's batch replay (rsep run --engine spark --batch) of "
+           f"{SPARK_PER_FILE}-event files, parsed in parallel, runs keyed by ?company in "
+           f"{master[6:-1]} state partition(s); start-up is the session and a job over the "
+           "first file")
+    base.what = (f"SEQ of 3 GPMs joined on ?company (10 companies), skip-till-next, WITHIN "
+                 f"{WINDOW}, {how}; same matches as in-process")
+    base.value = master
+    base.master = master
+    return base
+
+
 def appendix_case(name: str, size: int, kb: int | None = None, param: str = "") -> Case:
     """002 Appendix A queries on their workloads, rsep and its reference evaluator."""
     w = 100
@@ -157,7 +178,7 @@ def coupons_case(size: int) -> Case:
 
 COMPARISONS = ("stock-vshape", "stock-core", "sensors-window")
 APPENDIX = ("smartgrid-q1", "credit-q2", "stock-q3", "traffic-q5", "vessels-q6")
-SWEEPS = ("sweep-window", "sweep-length", "sweep-strategy", "sweep-kb")
+SWEEPS = ("sweep-window", "sweep-length", "sweep-strategy", "sweep-kb", "sweep-spark")
 NAMES = (*COMPARISONS, *APPENDIX, "coupons-cqels", *SWEEPS, "all")
 
 
@@ -190,6 +211,8 @@ def cases(name: str, size: int | None) -> list[Case]:
                 for s in ("strict", "next", "any")]
     if name == "sweep-kb":
         return [appendix_case("smartgrid-q1", small, kb, "kb_triples") for kb in (10_000, 100_000)]
+    if name == "sweep-spark":
+        return [spark_case(size or 100_000, m) for m in SPARK_MASTERS]
     raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(NAMES)}")
 
 
@@ -245,8 +268,10 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         for k in range(1 if peer == "reference" else runs):
             spec = case.build(g, peer)
             spec["matches"] = str(matches)
-            if peer == "rsep" and engine == "spark":
+            if peer == "rsep" and (engine == "spark" or case.master.startswith("local")):
                 spec["engine"] = "spark"
+                spec["master"] = case.master or "local[2]"
+                spec["per_file"] = SPARK_PER_FILE
             log(f"  {tag} {peer} size {size} run {k + 1}")
             r = peers.run(p, spec, out / "runs" / tag / peer)
             if not r.ok:
@@ -256,7 +281,20 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
             results.append(r)
         else:
             outputs[(peer, size)] = matches
-            rows.append(_row(case, peer, engine, g, results, "ok", matches))
+            row = _row(case, peer, engine, g, results, "ok", matches)
+            if peer == "rsep" and spec.get("engine") != "spark":
+                _stage_run(case, g, row, statistics.median(r.run_s for r in results),
+                           out / "runs" / tag / "rsep-stages", log)
+            rows.append(row)
+    if case.master.startswith("local") and rows and rows[0]["status"] == "ok":
+        # the Spark pipeline's matches against the same query run in this process
+        here = out / "runs" / f"{case.comparison}-in-process" / "rsep" / "matches.jsonl"
+        if here.is_file():
+            res = agree.compare_matches(agree.read_jsonl(here),
+                                        agree.read_jsonl(outputs[("rsep", rows[0]["size"])]),
+                                        case.window)
+            rows[0]["agreement"] = "vs in-process: " + res.text()
+            log(f"    spark vs in-process: {res.text()}")
     # agreement with rsep at the same size (rsep is run once more at a capped peer's size)
     for row in rows:
         if row["peer"] == "rsep" or row["status"] != "ok":
@@ -275,10 +313,6 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
             outputs[("rsep", size)] = m
         a = agree.read_jsonl(outputs[("rsep", size)])
         b = agree.read_jsonl(outputs[(row["peer"], size)])
-        if case.kind == "cep" and engine == "spark":
-            row["agreement"] = ("not checked: rsep run --engine spark prints each match's start "
-                                "and time, not its events")
-            continue
         if case.kind == "cep":
             res = agree.compare_matches(a, b, case.window)
         else:
@@ -289,11 +323,28 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
     return rows
 
 
+def _stage_run(case: Case, g: workloads.Generated, row: dict, median_s: float, workdir: Path,
+               log: Callable[[str], None]) -> None:
+    """One more run of rsep with every stage timed (parse, match, state, output, engine).
+    Timing costs a few per cent, so this run is not among the measured ones: its stages
+    are scaled to the median run's time."""
+    spec = case.build(g, "rsep")
+    spec["matches"] = str(workdir / "matches.jsonl")
+    spec["stage_times"] = True
+    log(f"  {row['comparison']} rsep stage times")
+    r = peers.run(peers.PEERS["rsep"], spec, workdir)
+    if not r.ok or not r.stages or not r.run_s:
+        log(f"    stage times: {r.error or 'none reported'}")
+        return
+    k = median_s / r.run_s
+    row["stages"] = ";".join(f"{s}={v * k:.3f}" for s, v in r.stages.items())
+
+
 def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: list,
          status: str, matches: Path | None) -> dict:
     row = {f: "" for f in FIELDS}
     row.update(comparison=case.comparison, param=case.param, value=case.value, peer=peer,
-               engine=engine if peer == "rsep" else "", workload=case.workload, size=g.size,
+               engine=(case.master or engine) if peer == "rsep" else "", workload=case.workload, size=g.size,
                events=g.events, triples=g.triples, runs=len(results), status=status,
                what=case.what)
     if results:
@@ -329,12 +380,6 @@ def main(name: str, size: int | None, engine: str, peer_list: str | None, runs: 
         if unknown:
             raise ValueError(f"unknown peer(s) {', '.join(unknown)}; known: "
                              f"{', '.join(peers.PEERS)}")
-    if engine == "spark":
-        from rsep.cli.main import build_parser
-
-        run_p = build_parser()._subparsers._group_actions[0].choices["run"]
-        if not any("--engine" in a.option_strings for a in run_p._actions):
-            raise ValueError("--engine spark: this rsep has no `rsep run --engine spark` yet")
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     m = machine()

@@ -247,3 +247,22 @@ def test_spark_sweep_runs_one_query_in_process_and_on_each_master(tmp_path):
     texts = {c.build(g, "rsep")["query"] for c in cs}
     assert texts == {queries.spaseq_bands(3, runner.WINDOW, "next")}
     assert parse_query(texts.pop()) is not None
+
+
+def test_report_measures_the_spark_targets_and_the_stages():
+    def row(value, eps, **kw):
+        r = {f: "" for f in runner.FIELDS}
+        r.update(comparison="sweep-spark", param="spark_cores", value=value, peer="rsep",
+                 status="ok", events="1000", events_per_s=str(eps), **kw)
+        return r
+
+    rows = [row("in-process", 40000, stages="parse=0.01;match=0.02;state=0.005;output=0.001;"
+                "engine=0.004"),
+            row("local[1]", 10000), row("local[2]", 18000)]
+    t = report.targets(rows)
+    assert ("| Spark pipeline, partitioned query: local[1] -> local[2] >= 1.7x | "
+            "10,000 -> 18,000 = 1.80x | - | yes |") in t
+    assert ("| Spark pipeline per core within 2x of the single process | 40,000 vs 9,000 per "
+            "core = 4.44x | - | no |") in t
+    assert report.stages(rows).splitlines()[2] == \
+        "| sweep-spark spark_cores=in-process | 10.0 | 20.0 | 5.0 | 1.0 | 4.0 | 40.0 |"

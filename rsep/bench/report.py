@@ -89,6 +89,41 @@ def targets(rows: list[dict]) -> str:
     else:
         lines.append("| windowed RSP-QL: rsep p99 latency per evaluation < 10 ms | not measured "
                      "| - | - |")
+    spark = {r["value"]: float(r["events_per_s"]) for r in rows
+             if r["param"] == "spark_cores" and r["status"] == "ok" and r.get("events_per_s")}
+    one, two, here = spark.get("local[1]"), spark.get("local[2]"), spark.get("in-process")
+    if one and two:
+        lines.append(f"| Spark pipeline, partitioned query: local[1] -> local[2] >= 1.7x | "
+                     f"{one:,.0f} -> {two:,.0f} = {two / one:.2f}x | - | "
+                     f"{'yes' if two >= 1.7 * one else 'no'} |")
+    else:
+        lines.append("| Spark pipeline, partitioned query: local[1] -> local[2] >= 1.7x | "
+                     "not measured | - | - |")
+    if two and here:
+        per = here / (two / 2)
+        lines.append(f"| Spark pipeline per core within 2x of the single process | "
+                     f"{here:,.0f} vs {two / 2:,.0f} per core = {per:.2f}x | - | "
+                     f"{'yes' if per <= 2 else 'no'} |")
+    else:
+        lines.append("| Spark pipeline per core within 2x of the single process | not measured "
+                     "| - | - |")
+    return "\n".join(lines)
+
+
+def stages(rows: list[dict]) -> str:
+    """rsep's time per event and stage (a separate stage-timed run, scaled to the median)."""
+    names = ("parse", "match", "state", "output", "engine")
+    lines = ["| benchmark | " + " | ".join(f"{n} us/event" for n in names) + " | total |",
+             "|" + "---|" * (len(names) + 2)]
+    for r in rows:
+        if r["peer"] != "rsep" or r["status"] != "ok" or "parse=" not in r.get("stages", ""):
+            continue
+        st = {k: float(v) for k, v in (kv.split("=") for kv in r["stages"].split(";"))}
+        ev = float(r["events"])
+        name = r["comparison"] + (f" {r['param']}={r['value']}" if r["param"] else "")
+        cells = [f"{st.get(n, 0.0) / ev * 1e6:.1f}" for n in names]
+        lines.append(f"| {name} | " + " | ".join(cells) +
+                     f" | {sum(st.values()) / ev * 1e6:.1f} |")
     return "\n".join(lines)
 
 
@@ -105,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = _rows(folder)
     print("### What each benchmark compares\n\n" + whats(rows) + "\n")
     print("### Measurements\n\n" + table(rows) + "\n")
+    print("### Where rsep's time goes (us per event)\n\n" + stages(rows) + "\n")
     print("### Targets (issue #8)\n\n" + targets(rows))
     return 0
 

@@ -357,7 +357,9 @@ def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: li
                    triples_per_s=round(g.triples / med, 1) if med else "",
                    peak_rss_mb=round(max(r.peak_rss_mb for r in results), 1))
         cpu = statistics.median(r.cpu_s for r in results)
-        if cpu > 0:
+        # Spark's Python workers come and go inside the JVM's tree: sampling misses them
+        spark = peer == "rsep" and (engine == "spark" or case.master.startswith("local"))
+        if cpu > 0 and not spark:
             row.update(cpu_s_median=round(cpu, 3), events_per_cpu_s=round(g.events / cpu, 1))
         lat = [r.latency_ms for r in results if r.latency_ms]
         if lat:

@@ -266,3 +266,16 @@ def test_report_measures_the_spark_targets_and_the_stages():
             "core = 4.44x | - | no |") in t
     assert report.stages(rows).splitlines()[2] == \
         "| sweep-spark spark_cores=in-process | 10.0 | 20.0 | 5.0 | 1.0 | 4.0 | 40.0 |"
+
+
+def test_citybench_join_agrees_with_the_naive_baseline(tmp_path, monkeypatch):
+    """Two windowed streams joined through the background KB: rsep's rows per window are
+    the naive baseline's (a snapshot per window in pyoxigraph)."""
+    monkeypatch.chdir(tmp_path)
+    logs: list[str] = []
+    assert runner.main("citybench-join", 600, "local", None, 1, "o", plots=False,
+                       log=logs.append) == 0
+    with open(tmp_path / "o" / "measurements.csv", encoding="utf-8", newline="") as f:
+        rows = {r["peer"]: r for r in csv.DictReader(f)}
+    assert rows["naive"]["agreement"] == "agree (30 windows)"
+    assert rows["rsep"]["outputs"] == rows["naive"]["outputs"]

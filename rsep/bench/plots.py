@@ -28,6 +28,9 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
     if head:
         written.append(_throughput(head, out / "peers-throughput.png"))
         written.append(_breakdown(head, out / "time-breakdown.png"))
+    timed = [r for r in ok if r["peer"] == "rsep" and "parse=" in r.get("stages", "")]
+    if timed:
+        written.append(_stages(timed, out / "rsep-stages.png"))
     titles = {"window_events": ("sweep-window", "window size (events; 6 triples each)", True),
               "pattern_length": ("sweep-length", "pattern length (GPMs)", False),
               "strategy": ("sweep-strategy", "selection strategy", False),
@@ -77,39 +80,62 @@ def _throughput(rows: list[dict], path: Path) -> Path:
 
 
 def _breakdown(rows: list[dict], path: Path) -> Path:
-    """Start-up, then the steady state split into the stages a worker reports (e.g. the
-    naive baseline's store building vs querying, the reference's reading vs evaluating)."""
+    """Start-up against the steady state, per engine and comparison."""
     import matplotlib.pyplot as plt
 
     labels = [f"{r['comparison']}\n{r['peer']}" for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.4))
-    hatches = ("//", "..", "xx", "\\\\", "++")
     seen: set[str] = set()
     for i, r in enumerate(rows):
         start, steady = float(r["startup_s"] or 0), float(r["run_s_median"] or 0)
-        lab = "start-up (process, imports, JVM, compile)"
+        lab = "start-up (process, imports, JVM, compile, warm-up job)"
         ax.bar(i, start, color="#bababa", label=None if lab in seen else lab)
         seen.add(lab)
-        bottom = start
-        stages = [kv.split("=") for kv in r.get("stages", "").split(";") if "=" in kv]
-        # a warm-up job (Flink, Spark) is part of start-up, not of the stream
-        stages = [(k, float(v)) for k, v in stages if not k.startswith("job_")]
-        rest = steady - sum(v for _, v in stages) if stages else steady
-        for j, (k, v) in enumerate(stages):
-            ax.bar(i, v, bottom=bottom, color=COLORS.get(r["peer"], "#444444"),
-                   hatch=hatches[j % len(hatches)], edgecolor="white",
-                   label=None if k in seen else k)
-            seen.add(k)
-            bottom += v
-        if rest > 0:
-            ax.bar(i, rest, bottom=bottom, color=COLORS.get(r["peer"], "#444444"))
+        ax.bar(i, steady, bottom=start, color=COLORS.get(r["peer"], "#444444"),
+               label=None if r["peer"] in seen else f"{r['peer']}: the stream")
+        seen.add(r["peer"])
         ax.text(i, start + steady, f"{start:.1f} + {steady:.1f} s", ha="center", va="bottom",
                 fontsize=7)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("seconds (medians)")
-    ax.set_title("Where the time goes: start-up, then the stream (colour: engine)")
+    ax.set_title("Start-up, then the stream, per engine")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+STAGE_COLORS = {"parse": "#2166ac", "match": "#1b7837", "state": "#e08214",
+                "output": "#762a83", "engine": "#bababa"}
+
+
+def _stages(rows: list[dict], path: Path) -> Path:
+    """rsep's microseconds per event, split by stage, one bar per benchmark."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
+    for i, r in enumerate(rows):
+        st = dict(kv.split("=") for kv in r["stages"].split(";"))
+        ev = float(r["events"])
+        left = 0.0
+        for k, color in STAGE_COLORS.items():
+            v = float(st.get(k, 0)) / ev * 1e6
+            ax.barh(i, v, left=left, color=color, label=k if i == 0 else None)
+            if v > 3:
+                ax.text(left + v / 2, i, f"{v:.0f}", ha="center", va="center", fontsize=7,
+                        color="white")
+            left += v
+        ax.text(left, i, f" {left:.0f} us", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r["comparison"] + (f" {r['value']}" if r["param"] else "")
+                        for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("microseconds per event (a stage-timed run, scaled to the median run)")
+    ax.set_title("Where rsep's time goes: parse, match, state, output, engine loop")
+    ax.legend(fontsize=7, ncols=5, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    ax.margins(x=0.12)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

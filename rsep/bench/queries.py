@@ -122,6 +122,43 @@ def sparql_sensors(threshold: float = 100.0) -> str:
         threshold=threshold) + "}\n" + SENSOR_TAIL)
 
 
+CITY_PREFIXES = f"""PREFIX ssn: <{w.SSN}>
+PREFIX sao: <{w.SAO}>
+PREFIX ct: <{w.CT}>
+"""
+CITY_SELECT = ("SELECT ?road (COUNT(*) AS ?pairs) (MIN(?speed) AS ?slowest) "
+               "(MAX(?count) AS ?busiest)\n")
+CITY_SPEED = ("?o1 ssn:observedProperty ct:AverageSpeed ; ssn:observedBy ?s1 ; "
+              "sao:hasValue ?speed .")
+CITY_COUNT = ("?o2 ssn:observedProperty ct:VehicleCount ; ssn:observedBy ?s2 ; "
+              "sao:hasValue ?count .")
+CITY_KB = "?s1 ct:onRoad ?road . ?s2 ct:onRoad ?road . FILTER (?speed < {slow})"
+CITY_TAIL = "GROUP BY ?road\n"
+
+
+def rspql_citybench(range_: int, step: int, slow: int = 30) -> str:
+    """CityBench-style (its Q1/Q5 shape): two windowed traffic streams joined through the
+    sensors' roads in the background KB; per road the slow-speed/vehicle-count pairs."""
+    return (CITY_PREFIXES + "REGISTER RSTREAM <http://example.org/bench/out> AS\n"
+            + CITY_SELECT + f"FROM <{w.CITY_KB}>\n"
+            + f"FROM NAMED WINDOW <http://example.org/bench/w1> ON <{w.CITY_SPEED}> "
+              f"[RANGE {range_} STEP {step}]\n"
+            + f"FROM NAMED WINDOW <http://example.org/bench/w2> ON <{w.CITY_COUNT}> "
+              f"[RANGE {range_} STEP {step}]\n"
+            + "WHERE {\n  WINDOW <http://example.org/bench/w1> { " + CITY_SPEED + " }\n"
+            + "  WINDOW <http://example.org/bench/w2> { " + CITY_COUNT + " }\n  "
+            + CITY_KB.format(slow=slow) + "\n}\n" + CITY_TAIL)
+
+
+def sparql_citybench(slow: int = 30) -> str:
+    """The naive baseline's query: the windows as named graphs w1, w2 of a fresh store,
+    the KB in its default graph."""
+    return (CITY_PREFIXES + CITY_SELECT + "WHERE {\n"
+            + "  GRAPH <http://example.org/bench/w1> { " + CITY_SPEED + " }\n"
+            + "  GRAPH <http://example.org/bench/w2> { " + CITY_COUNT + " }\n  "
+            + CITY_KB.format(slow=slow) + "\n}\n" + CITY_TAIL)
+
+
 # ------------------------------------------------------------ 002 Appendix A, as run by rsep
 
 def spaseq_query1(window: int) -> str:

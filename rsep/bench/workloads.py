@@ -317,6 +317,46 @@ def traffic(directory: Path, size: int, seed: int, segments: int = 10) -> Genera
     return g
 
 
+# ------------------------------------------------------------------ CityBench (RSP joins)
+
+CT = "http://www.insight-centre.org/citytraffic#"
+CITY = "http://example.org/citybench/"
+CITY_SPEED = CITY + "AarhusTrafficData/speed"
+CITY_COUNT = CITY + "AarhusTrafficData/count"
+CITY_KB = CITY + "sensors"
+
+
+def citybench(directory: Path, size: int, seed: int, sensors: int = 20, roads: int = 5,
+              kb: int = 10_000) -> Generated:
+    """CityBench-style (Aarhus traffic) RSP workload: two streams of SSN observations,
+    average speed and vehicle count (``size`` events in all, one per stream and time
+    unit), each made by one of ``sensors`` road-segment sensors; a KB placing each sensor
+    on one of ``roads`` roads (what the streams are joined on), grown to ``kb`` triples."""
+    g = Generated("citybench", size, seed, {"sensors": sensors, "roads": roads, "kb": kb})
+    rng = random.Random(seed)
+    cols = ["t", "obs", "sensor", "value"]
+    ws = [(_writer(g, directory, "speed", CITY_SPEED, cols), CT + "AverageSpeed", 120),
+          (_writer(g, directory, "count", CITY_COUNT, cols), CT + "VehicleCount", 40)]
+    for i in range(size):
+        t = i // 2
+        w, prop, top = ws[i % 2]
+        obs, sensor, v = f"{CITY}obs{i}", f"{CITY}sensor{rng.randrange(sensors)}", rng.randrange(top)
+        w.event(t, [(obs, SSN + "observedProperty", f"<{prop}>"),
+                    (obs, SSN + "observedBy", f"<{sensor}>"), (obs, SAO + "hasValue", v)],
+                [t, obs, sensor, v])
+    for w, _, _ in ws:
+        w.close()
+
+    def facts() -> Iterator[tuple[str, str, object]]:
+        for k in range(sensors):
+            yield (f"{CITY}sensor{k}", CT + "onRoad", f"<{CITY}road{k % roads}>")
+        yield from _padding(rng, CITY, max(0, kb - sensors))
+
+    _write_kb(g, directory, CITY_KB, "sensors", facts())
+    g.save(directory)
+    return g
+
+
 # ------------------------------------------------------------------ vessels (UC 2)
 
 def vessels(directory: Path, size: int, seed: int, boats: int = 40, kb: int = 10_000) -> Generated:
@@ -441,7 +481,7 @@ def coupons(directory: Path, size: int, seed: int, shops: int = 200, users: int 
 
 GENERATORS: dict[str, Callable[..., Generated]] = {
     "stock": stock, "credit": credit, "smartgrid": smartgrid, "traffic": traffic,
-    "vessels": vessels, "sensors": sensors, "coupons": coupons,
+    "vessels": vessels, "sensors": sensors, "coupons": coupons, "citybench": citybench,
 }
 
 

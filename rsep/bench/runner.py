@@ -415,10 +415,12 @@ def main(name: str, size: int | None, engine: str, peer_list: str | None, runs: 
         rows.extend(run_case(case, outdir, runs, engine, wanted, log))
     path = outdir / "measurements.csv"
     # rows of other benchmarks already in the folder stay: one table for several commands
-    done = {r["comparison"] for r in rows}
+    # (sweep-kb's rows share smartgrid-q1's comparison name, not its parameter)
+    done = {(r["comparison"], r["param"]) for r in rows}
     if path.is_file():
         with open(path, encoding="utf-8", newline="") as f:
-            old = [r for r in csv.DictReader(f) if r.get("comparison") not in done]
+            old = [r for r in csv.DictReader(f)
+                   if (r.get("comparison"), r.get("param", "")) not in done]
         rows = [{k: r.get(k, "") for k in FIELDS} for r in old] + rows
     with open(path, "w", encoding="utf-8", newline="") as f:
         wr = csv.DictWriter(f, FIELDS)

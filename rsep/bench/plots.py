@@ -17,6 +17,24 @@ def _num(v: object) -> float | None:
         return None
 
 
+def _median_bar(ax, x: float, r: dict, width: float, **kw) -> float:
+    """A bar at the median run's events/s, its error bar spanning the fastest and slowest."""
+    ev = float(r["events"])
+    med, lo, hi = (float(r[k]) for k in ("run_s_median", "run_s_min", "run_s_max"))
+    y = ev / med
+    ax.bar(x, y, width, yerr=[[y - ev / hi], [ev / lo - y]], **kw)
+    return y
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_all(rows: list[dict], out: Path) -> list[Path]:
     import matplotlib
 
@@ -58,13 +76,9 @@ def _throughput(rows: list[dict], path: Path) -> Path:
     for i, c in enumerate(comps):
         present = list(by[c])
         for j, p in enumerate(present):
-            r = by[c][p]
-            ev = float(r["events"])
-            med, lo, hi = (float(r[k]) for k in ("run_s_median", "run_s_min", "run_s_max"))
-            y = ev / med
             x = i + (j - (len(present) - 1) / 2) * width
-            ax.bar(x, y, width, yerr=[[y - ev / hi], [ev / lo - y]], capsize=2,
-                   color=COLORS.get(p), label=None if p in labelled else p)
+            y = _median_bar(ax, x, by[c][p], width, capsize=2, color=COLORS.get(p),
+                            label=None if p in labelled else p)
             labelled.add(p)
             ax.text(x, y, f"{y:,.0f}", ha="center", va="bottom", fontsize=7)
     ax.set_yscale("log")
@@ -73,10 +87,7 @@ def _throughput(rows: list[dict], path: Path) -> Path:
     ax.set_ylabel("events/s, steady state (log)")
     ax.set_title("Throughput per engine (median of runs, bars: min-max)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _breakdown(rows: list[dict], path: Path) -> Path:
@@ -101,10 +112,7 @@ def _breakdown(rows: list[dict], path: Path) -> Path:
     ax.set_ylabel("seconds (medians)")
     ax.set_title("Start-up, then the stream, per engine")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 STAGE_COLORS = {"parse": "#2166ac", "match": "#1b7837", "state": "#e08214",
@@ -136,10 +144,7 @@ def _stages(rows: list[dict], path: Path) -> Path:
     ax.set_title("Where rsep's time goes: parse, match, state, output, engine loop")
     ax.legend(fontsize=7, ncols=5, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     ax.margins(x=0.12)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
@@ -170,10 +175,7 @@ def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
     ax.set_ylabel("events/s, steady state (log)")
     ax.set_title(f"Throughput vs {label.split(' (')[0]}")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _spark(rows: list[dict], path: Path) -> Path:
@@ -184,11 +186,8 @@ def _spark(rows: list[dict], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     one = next((float(r["events_per_s"]) for r in rows if r["value"] == "local[1]"), None)
     for i, r in enumerate(rows):
-        ev = float(r["events"])
-        med, lo, hi = (float(r[k]) for k in ("run_s_median", "run_s_min", "run_s_max"))
-        y = ev / med
-        ax.bar(i, y, 0.6, yerr=[[y - ev / hi], [ev / lo - y]], capsize=3,
-               color="#1b7837" if r["value"] == "in-process" else "#5aae61")
+        y = _median_bar(ax, i, r, 0.6, capsize=3,
+                        color="#1b7837" if r["value"] == "in-process" else "#5aae61")
         note = f"{y:,.0f}"
         if one and str(r["value"]).startswith("local["):
             note += f"\n{y / one:.2f}x local[1]"
@@ -199,7 +198,4 @@ def _spark(rows: list[dict], path: Path) -> Path:
     ax.set_xlabel("rsep in this process, and on the Spark pipeline with k local cores")
     ax.set_title("Speed-up vs Spark parallelism (median of runs, bars: min-max)")
     ax.margins(y=0.2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

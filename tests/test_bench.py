@@ -262,8 +262,8 @@ def test_report_measures_the_spark_targets_and_the_stages():
     t = report.targets(rows)
     assert ("| Spark pipeline, partitioned query: local[1] -> local[2] >= 1.7x | "
             "10,000 -> 18,000 = 1.80x | - | yes |") in t
-    assert ("| Spark pipeline per core within 2x of the single process | 40,000 vs 9,000 per "
-            "core = 4.44x | - | no |") in t
+    assert ("| Spark pipeline per core within 2x of the single process | local[2]: 40,000 vs "
+            "9,000 per core = 4.44x; local[1]: 40,000 vs 10,000 = 4.00x | - | no / no |") in t
     assert report.stages(rows).splitlines()[2] == \
         "| sweep-spark spark_cores=in-process | 10.0 | 20.0 | 5.0 | 1.0 | 4.0 | 40.0 |"
 

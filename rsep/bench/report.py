@@ -99,11 +99,12 @@ def targets(rows: list[dict]) -> str:
     else:
         lines.append("| Spark pipeline, partitioned query: local[1] -> local[2] >= 1.7x | "
                      "not measured | - | - |")
-    if two and here:
-        per = here / (two / 2)
+    if two and here and one:
+        per2, per1 = here / (two / 2), here / one
         lines.append(f"| Spark pipeline per core within 2x of the single process | "
-                     f"{here:,.0f} vs {two / 2:,.0f} per core = {per:.2f}x | - | "
-                     f"{'yes' if per <= 2 else 'no'} |")
+                     f"local[2]: {here:,.0f} vs {two / 2:,.0f} per core = {per2:.2f}x; "
+                     f"local[1]: {here:,.0f} vs {one:,.0f} = {per1:.2f}x | - | "
+                     f"{'yes' if per2 <= 2 else 'no'} / {'yes' if per1 <= 2 else 'no'} |")
     else:
         lines.append("| Spark pipeline per core within 2x of the single process | not measured "
                      "| - | - |")

@@ -170,6 +170,10 @@ def run(peer: Peer, spec: dict, workdir: Path, timeout: float = 1800) -> RunResu
     peak_mb = max(peak, int(r.get("self_peak_rss_kb") or 0)) / 1024
     # steady-state CPU: the tree's total at the end less its total when the worker was ready
     at_ready = max((c for t, c in cpu if t <= r["ready"]), default=0.0)
-    steady_cpu = (cpu[-1][1] - at_ready) if cpu else 0.0
+    end = r.get("steady_end")
+    at_end = cpu[-1][1] if cpu else 0.0
+    if end is not None:  # the worker went on after the timed part (CORE's latency run)
+        at_end = max((c for t, c in cpu if t <= end), default=at_end)
+    steady_cpu = (at_end - at_ready) if cpu else 0.0
     return RunResult(True, "", r["ready"] - start, r["run_s"], wall, r["events"], peak_mb,
                      steady_cpu, r.get("latency_ms"), r.get("stages"), r.get("note", ""))

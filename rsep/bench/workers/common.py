@@ -26,8 +26,10 @@ def percentiles(ms: list[float]) -> dict | None:
 
 
 def finish(spec: dict, ready: float, run_s: float, events: int, *, latencies: list[float] | None = None,
-           stages: dict | None = None, note: str = "") -> None:
-    out = {"ready": ready, "run_s": run_s, "events": events,
+           stages: dict | None = None, note: str = "", steady_end: float | None = None) -> None:
+    """``steady_end``: when the timed part ended, if the worker did more after it (the
+    steady state's CPU time is taken between ``ready`` and it)."""
+    out = {"ready": ready, "run_s": run_s, "events": events, "steady_end": steady_end,
            "latency_ms": percentiles(latencies or []),
            "self_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
            "stages": stages or {}, "note": note, "finished": time.time()}

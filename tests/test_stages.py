@@ -71,3 +71,10 @@ def test_spaseq_stage_times_over_srbench(capsys):
     assert len([json.loads(x) for x in got.out.splitlines()]) == 4
     t = _table(got.err)
     assert t["match"] > 0 and t["state"] > 0 and t["parse"] > 0
+
+
+def test_stage_times_refused_on_spark(capsys):
+    args = ["run", str(SPASEQ), "--stream", f"http://example.org/srbench={SRBENCH}",
+            "--engine", "spark", "--stage-times"]
+    assert main(args) == 1
+    assert "--stage-times times the in-process engine" in capsys.readouterr().err

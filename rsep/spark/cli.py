@@ -111,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
+    if getattr(args, "stage_times", False):
+        raise EngineError("--stage-times times the in-process engine; a Spark job's stages "
+                          "are in Spark's own metrics (see docs/benchmarks.md, Spark pipeline)")
     for _, path in args.stream:
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")

@@ -232,7 +232,7 @@ def cases(name: str, size: int | None) -> list[Case]:
         return [bands_case(small, 3, 1000, s, "sweep-strategy", "strategy", ("rsep",))
                 for s in ("strict", "next", "any")]
     if name == "sweep-kb":
-        return [appendix_case("smartgrid-q1", small, kb, "kb_triples") for kb in (10_000, 100_000)]
+        return [appendix_case("smartgrid-q1", small, kb, "kb_triples") for kb in (10_000, 100_000, 1_000_000)]
     if name == "sweep-spark":
         return [spark_case(size or 100_000, m) for m in SPARK_MASTERS]
     raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(NAMES)}")

@@ -6,6 +6,9 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from rsep.bench.report import stage_seconds
+from rsep.runtime.stages import REPORTED
+
 COLORS = {"rsep": "#1b7837", "reference": "#7fbf7b", "core": "#762a83", "flink": "#e08214",
           "rspjs": "#2166ac", "naive": "#878787"}
 
@@ -46,7 +49,7 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
     if head:
         written.append(_throughput(head, out / "peers-throughput.png"))
         written.append(_breakdown(head, out / "time-breakdown.png"))
-    timed = [r for r in ok if r["peer"] == "rsep" and "parse=" in r.get("stages", "")]
+    timed = [r for r in ok if stage_seconds(r) is not None]
     if timed:
         written.append(_stages(timed, out / "rsep-stages.png"))
     titles = {"window_events": ("sweep-window", "window size (events; 6 triples each)", True),
@@ -115,8 +118,8 @@ def _breakdown(rows: list[dict], path: Path) -> Path:
     return _save(fig, path)
 
 
-STAGE_COLORS = {"parse": "#2166ac", "match": "#1b7837", "state": "#e08214",
-                "output": "#762a83", "engine": "#bababa"}
+STAGE_COLORS = dict(zip(REPORTED, ("#2166ac", "#1b7837", "#e08214", "#762a83", "#bababa"),
+                        strict=True))
 
 
 def _stages(rows: list[dict], path: Path) -> Path:
@@ -125,11 +128,11 @@ def _stages(rows: list[dict], path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
     for i, r in enumerate(rows):
-        st = dict(kv.split("=") for kv in r["stages"].split(";"))
+        st = stage_seconds(r) or {}
         ev = float(r["events"])
         left = 0.0
         for k, color in STAGE_COLORS.items():
-            v = float(st.get(k, 0)) / ev * 1e6
+            v = st.get(k, 0.0) / ev * 1e6
             ax.barh(i, v, left=left, color=color, label=k if i == 0 else None)
             if v > 3:
                 ax.text(left + v / 2, i, f"{v:.0f}", ha="center", va="center", fontsize=7,

@@ -111,15 +111,23 @@ def targets(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def stage_seconds(row: dict) -> dict[str, float] | None:
+    """An rsep row's seconds per stage (rsep.runtime.stages), or None if it has none."""
+    st = {k: float(v) for k, v in (kv.split("=") for kv in row.get("stages", "").split(";")
+                                   if "=" in kv)}
+    return st if row["peer"] == "rsep" and row["status"] == "ok" and "parse" in st else None
+
+
 def stages(rows: list[dict]) -> str:
     """rsep's time per event and stage (a separate stage-timed run, scaled to the median)."""
-    names = ("parse", "match", "state", "output", "engine")
+    from rsep.runtime.stages import REPORTED as names
+
     lines = ["| benchmark | " + " | ".join(f"{n} us/event" for n in names) + " | total |",
              "|" + "---|" * (len(names) + 2)]
     for r in rows:
-        if r["peer"] != "rsep" or r["status"] != "ok" or "parse=" not in r.get("stages", ""):
+        st = stage_seconds(r)
+        if st is None:
             continue
-        st = {k: float(v) for k, v in (kv.split("=") for kv in r["stages"].split(";"))}
         ev = float(r["events"])
         name = r["comparison"] + (f" {r['param']}={r['value']}" if r["param"] else "")
         cells = [f"{st.get(n, 0.0) / ev * 1e6:.1f}" for n in names]

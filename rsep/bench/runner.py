@@ -36,6 +36,11 @@ class Case:
     master: str = ""  # rsep on the Spark pipeline with this master ("in-process": not)
 
 
+def _on_spark(case: Case, peer: str, engine: str) -> bool:
+    """Whether this peer's runs are rsep on the Spark pipeline."""
+    return peer == "rsep" and (engine == "spark" or case.master.startswith("local"))
+
+
 def _streams(g: workloads.Generated) -> list[list[str]]:
     return [[s.iri, s.trig] for s in g.streams.values()]
 
@@ -290,7 +295,7 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         for k in range(1 if peer == "reference" else runs):
             spec = case.build(g, peer)
             spec["matches"] = str(matches)
-            if peer == "rsep" and (engine == "spark" or case.master.startswith("local")):
+            if _on_spark(case, peer, engine):
                 spec["engine"] = "spark"
                 spec["master"] = case.master or "local[2]"
                 spec["per_file"] = SPARK_PER_FILE
@@ -304,7 +309,7 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         else:
             outputs[(peer, size)] = matches
             row = _row(case, peer, engine, g, results, "ok", matches)
-            if peer == "rsep" and spec.get("engine") != "spark":
+            if peer == "rsep" and not _on_spark(case, peer, engine):
                 _stage_run(case, g, row, statistics.median(r.run_s for r in results),
                            out / "runs" / tag / "rsep-stages", log)
             rows.append(row)
@@ -380,8 +385,7 @@ def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: li
                    peak_rss_mb=round(max(r.peak_rss_mb for r in results), 1))
         cpu = statistics.median(r.cpu_s for r in results)
         # Spark's Python workers come and go inside the JVM's tree: sampling misses them
-        spark = peer == "rsep" and (engine == "spark" or case.master.startswith("local"))
-        if cpu > 0 and not spark:
+        if cpu > 0 and not _on_spark(case, peer, engine):
             row.update(cpu_s_median=round(cpu, 3), events_per_cpu_s=round(g.events / cpu, 1))
         lat = [r.latency_ms for r in results if r.latency_ms]
         if lat:

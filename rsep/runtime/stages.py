@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 STAGES = ("parse", "match", "state", "output")
+REPORTED = (*STAGES, "engine")  # what report() gives: the stages and the rest of the run
 
 T = TypeVar("T")
 

@@ -31,25 +31,18 @@ def main() -> int:
     server = pycer.PyOfflineServer()
     server.declare_stream(spec["declare"])
     server.add_query(spec["query"])
-    columns = spec["columns"]  # (name, type) in the declared order
-    kinds = {"int": pycer.PyIntValue, "string": pycer.PyStringValue, "double": pycer.PyDoubleValue}
-    conv = {"int": int, "string": str, "double": float}
     ready = time.time()
     t0 = time.perf_counter()
     n = 0
-    with open(spec["csv"], encoding="utf-8", newline="") as f:
-        rd = csv.reader(f)
-        header = next(rd)
-        idx = [(header.index(c), kinds[k], conv[k]) for c, k in columns]
-        batch = []
-        for row in rd:
-            batch.append(pycer.PyEvent(0, [mk(cv(row[i])) for i, mk, cv in idx]))
-            n += 1
-            if len(batch) >= 10_000:
-                server.send_events(batch)
-                batch = []
-        if batch:
+    batch = []
+    for ev in pycer_events(pycer, spec):
+        batch.append(ev)
+        n += 1
+        if len(batch) >= 10_000:
             server.send_events(batch)
+            batch = []
+    if batch:
+        server.send_events(batch)
     text = server.get_output()
     run_s = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -71,6 +64,18 @@ def main() -> int:
            note=f"latency: online server fed at {rate} events/s; {online} complex events "
                 f"online, {count} offline")
     return 0
+
+
+def pycer_events(pycer, spec: dict):
+    """The CSV's rows as pycer events, attributes in the declared order (``columns``)."""
+    kinds = {"int": pycer.PyIntValue, "string": pycer.PyStringValue, "double": pycer.PyDoubleValue}
+    conv = {"int": int, "string": str, "double": float}
+    with open(spec["csv"], encoding="utf-8", newline="") as f:
+        rd = csv.reader(f)
+        header = next(rd)
+        idx = [(header.index(c), kinds[k], conv[k]) for c, k in spec["columns"]]
+        for row in rd:
+            yield pycer.PyEvent(0, [mk(cv(row[i])) for i, mk, cv in idx])
 
 
 def _free_ports(k: int) -> list[int]:
@@ -99,19 +104,12 @@ def online_latencies(spec: dict, rate: int) -> tuple[list[float], int]:
         got.extend((now, ce.end) for ce in found)
 
     client.subscribe_to_complex_event(on_match, client.add_query(spec["query"]))
-    kinds = {"int": pycer.PyIntValue, "string": pycer.PyStringValue, "double": pycer.PyDoubleValue}
-    conv = {"int": int, "string": str, "double": float}
     time.sleep(0.5)  # the subscription's socket connects
     sent: list[float] = []
-    with open(spec["csv"], encoding="utf-8", newline="") as f, \
-            pycer.PyStreamer("tcp://localhost", listener) as streamer:
-        rd = csv.reader(f)
-        header = next(rd)
-        idx = [(header.index(c), kinds[k], conv[k]) for c, k in spec["columns"]]
-        # made as they are sent: the peak memory stays the timed run's
-        events = (pycer.PyEvent(0, [mk(cv(row[i])) for i, mk, cv in idx]) for row in rd)
+    with pycer.PyStreamer("tcp://localhost", listener) as streamer:
         t0 = time.perf_counter()
-        for i, ev in enumerate(events):
+        # made as they are sent: the peak memory stays the timed run's
+        for i, ev in enumerate(pycer_events(pycer, spec)):
             # sleeping, not spinning: the callbacks need the GIL
             wait = t0 + i / rate - time.perf_counter()
             if wait > 0.0005:

@@ -75,9 +75,7 @@ def main() -> int:
                 seen_time = o.time
             windows[o.time].append(o.bindings)
         written += time.perf_counter() - now
-    for t in sorted(windows):
-        out.write(json.dumps({"window": t, "rows": windows[t]}) + "\n")
-    out.close()
+    _write_windows(out, windows)
     run_s = time.perf_counter() - t0
     if clock is not None:
         clock.seconds["parse"] += read[0]
@@ -103,10 +101,11 @@ def spark(spec, out) -> int:
     per_file = int(spec.get("per_file", 2000))
     with tempfile.TemporaryDirectory() as d:
         streams = []
+        events = 0
         for iri, path in spec["streams"]:
             sd = os.path.join(d, str(len(streams)))
             os.makedirs(sd)
-            _cut(path, sd, per_file)
+            events += _cut(path, sd, per_file)
             streams.append((iri, sd))
         spark = get_session(spec["master"], conf={"spark.driver.memory": "4g"})
         try:
@@ -132,19 +131,22 @@ def spark(spec, out) -> int:
             out.write(json.dumps({"events": [t for _, _, t in o.events]}) + "\n")
         else:
             windows[o.time].append(o.bindings)
-    for t in sorted(windows):
-        out.write(json.dumps({"window": t, "rows": windows[t]}) + "\n")
-    out.close()
-    events = sum(1 for _, path in spec["streams"] for line in open(path, encoding="utf-8")
-                 if "generatedAtTime" in line)
+    _write_windows(out, windows)
     finish(spec, ready, run_s, events, stages={"job_first_file_s": warm_s},
            note=f"Spark {spec['master']} batch replay of {per_file}-event files")
     return 0
 
 
-def _cut(path: str, directory: str, per_file: int) -> None:
+def _write_windows(out, windows: dict) -> None:
+    """Per-window result rows, in window order; closes ``out``."""
+    for t in sorted(windows):
+        out.write(json.dumps({"window": t, "rows": windows[t]}) + "\n")
+    out.close()
+
+
+def _cut(path: str, directory: str, per_file: int) -> int:
     """A generated stream (one line per time triple, one per graph) as files of
-    ``per_file`` events, each with the stream's prefixes."""
+    ``per_file`` events, each with the stream's prefixes; the number of events."""
     head: list[str] = []
     part, n, body = 0, 0, []
 
@@ -166,6 +168,7 @@ def _cut(path: str, directory: str, per_file: int) -> None:
             body.append(line)
     if body:
         flush()
+    return n
 
 
 def reference(spec, files, dead, out) -> int:

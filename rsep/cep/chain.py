@@ -22,16 +22,17 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from typing import Any
 
-from rsep.algebra.spaseq import UNIT, AtomKind, Leaf, Omega, Strategy
+from rsep.algebra.spaseq import AtomKind, Leaf, Strategy
+from rsep.cep.compiled import CompiledGPM
 from rsep.cep.events import Match, SEvent
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import (
     NFA,
     NFAOptions,
     Stats,
-    _get,
     _number,
     range_filter,
+    range_is_whole,
     warn_cut,
 )
 
@@ -56,17 +57,50 @@ def chain_eligible(nfa: NFA, gpm: GPMEvaluator, options: NFAOptions,
 
 
 class _Run:
-    __slots__ = ("id", "omega", "trail", "window")
+    """A partial match: its mappings (one dict each, usually one), the (time, leaf key) of
+    the events it took, in time order, and the window it started in."""
 
-    def __init__(self, rid: int, omega: Omega, trail: tuple, window: int) -> None:
+    __slots__ = ("id", "envs", "steps", "window")
+
+    def __init__(self, rid: int, envs: list[dict], steps: tuple, window: int) -> None:
         self.id = rid
-        self.omega = omega
-        self.trail = trail  # ((time, leaf key, mappings after the step), ...)
+        self.envs = envs
+        self.steps = steps
         self.window = window
 
 
+class _State:
+    """What taking an event at state x_i needs, fixed when the query compiles: a chain's
+    runs at x_i have bound exactly the variables of the GPMs before it, so the join with
+    an event's solution is a few position-to-variable comparisons, not a mapping merge."""
+
+    __slots__ = ("stream", "gpm", "key", "strict", "rng", "shared", "new", "stateful",
+                 "pidx", "ridx", "names", "exact", "index", "slot")
+
+    def __init__(self, index: int, leaf: Leaf, compiled: CompiledGPM, before: set[str],
+                 strict: bool, rng: tuple[str, str, str] | None, pvar: str | None) -> None:
+        self.index = index
+        self.stream = leaf.stream
+        self.gpm = leaf.gpm
+        self.key = leaf.key
+        self.strict = strict
+        self.names = names = compiled.bound
+        self.shared = tuple((i, n) for i, n in enumerate(names) if n in before)
+        self.new = tuple((i, n) for i, n in enumerate(names) if n not in before)
+        self.stateful = bool(compiled.stateful)
+        self.pidx = names.index(pvar) if pvar is not None else None
+        # the pushed range (event variable, op, run variable), with the event side's position
+        self.rng = rng if rng is not None and rng[0] in names else None
+        self.ridx = names.index(rng[0]) if self.rng is not None else None
+        self.exact = self.rng is not None and range_is_whole(leaf.gpm)
+        self.slot = 0  # which of the instant's row lists is this state's (see ChainEngine)
+
+
 class ChainEngine:
-    """Runs a chain NFA over instants pushed in time order (the NFAEngine interface)."""
+    """Runs a chain NFA over instants pushed in time order (the NFAEngine interface).
+
+    Matches carry no trail: it serves Kleene+ iterations and traces, which a chain never has.
+    """
 
     def __init__(self, nfa: NFA, gpm: GPMEvaluator, *, t0: int = 0, window: int | None = None,
                  options: NFAOptions | None = None) -> None:
@@ -80,14 +114,21 @@ class ChainEngine:
         atoms = q.seq.atoms
         self.n = len(atoms)
         self.pvar = nfa.partition_key[0] if nfa.partition_key and opts.partition_index else None
-        # Per state x_i: (stream, GPM, leaf key, strict, pushed range | None).
-        self._state: list[tuple[str, Any, int, bool, tuple[str, str, str] | None]] = []
+        self._state: list[_State] = []
+        before: set[str] = set()
         for i, a in enumerate(atoms):
             lf = a.leaf
+            c = gpm.compiled[lf.gpm.name]
             rng = range_filter(lf.gpm) if opts.predicate_pushing else None
-            self._state.append((lf.stream, lf.gpm, lf.key,
-                                i > 0 and q.seq.ops[i - 1] is Strategy.STRICT, rng))
-        self._strict = [i for i in range(1, self.n) if self._state[i][3]]
+            strict = i > 0 and q.seq.ops[i - 1] is Strategy.STRICT
+            self._state.append(_State(i, lf, c, before, strict, rng, self.pvar))
+            before |= set(c.bound)
+        # States whose GPMs give the same rows on every event share one row list per instant.
+        slots: dict[object, int] = {}
+        for i, st in enumerate(self._state):
+            rk = gpm.compiled[st.gpm.name].row_key
+            st.slot = slots.setdefault((st.stream, rk) if rk is not None else i, len(slots))
+        self._slots = len(slots)
         # Per state x_i (i >= 1): partition value -> [plain runs, ranged runs].
         self.buckets: list[dict[Any, list[list]]] = [{} for _ in range(self.n)]
         self.live = 0
@@ -97,7 +138,8 @@ class ChainEngine:
     # ------------------------------------------------------------ one instant
 
     def process(self, t: int, events: list[SEvent]) -> list[Match]:
-        evs = {e.stream: e for e in events}
+        evs = {events[0].stream: events[0]} if len(events) == 1 else \
+            {e.stream: e for e in events}
         gpm = self.gpm
         gpm.begin(events)
         try:
@@ -110,134 +152,214 @@ class ChainEngine:
         if self.window is not None:
             self._expire(t)
         matches: list[Match] = []
-        born: list[tuple[int, _Run]] = []
-        gpm = self.gpm
-        local_of = gpm.local
-        extend = gpm.extend
-        pvar = self.pvar
+        rows: list = [None] * self._slots
         n = self.n
         for i in range(n - 1, 0, -1):
-            stream, g, key, strict, rng = self._state[i]
-            if stream not in evs:
-                continue
-            buckets = self.buckets[i]
-            if not buckets:
-                continue
-            local = local_of(g, stream)
-            if not local:
-                continue
-            for bkey, group in _groups(local, pvar):
-                bk = buckets.get(bkey)
-                if bk is None:
-                    continue
-                plain, ranged = bk
-                lo, hi = 0, len(ranged)
-                if ranged and rng is not None and group is not None and len(group) == 1:
-                    lo, hi = _bounds(ranged, rng[1], _number(_get(group[0], rng[0])))
-                if lo < hi:
-                    cands = [e[2] for e in ranged[lo:hi]]
-                    if plain:
-                        cands = plain + cands
-                elif plain:
-                    cands = plain
-                else:
-                    continue
-                stats.runs_touched += len(cands)
-                took = None
-                for r in cands:
-                    om = extend(g, r.omega, local)
-                    if not om:
-                        continue
-                    trail = (*r.trail, (t, key, om))
-                    if took is None:
-                        took = {r.id}
-                    else:
-                        took.add(r.id)
-                    if i + 1 == n:
-                        matches.append(_match(t, om, trail))
-                        stats.runs_deleted += 1
-                    else:
-                        # SETACTIVESTATE: the run goes on, one state further
-                        born.append((i + 1, _Run(r.id, om, trail, r.window)))
-                if took:
-                    self.live -= len(took)
-                    if plain:
-                        bk[_PLAIN] = plain = [r for r in plain if r.id not in took]
-                    if lo < hi:
-                        if len(took) == len(cands) or all(e[1] in took for e in ranged[lo:hi]):
-                            del ranged[lo:hi]
-                        else:
-                            ranged[lo:hi] = [e for e in ranged[lo:hi] if e[1] not in took]
-                    if not plain and not ranged:
-                        del buckets[bkey]
-        # Strict contiguity: a run that took no event of this instant is over.
-        for i in self._strict:
-            buckets = self.buckets[i]
-            if buckets:
-                left = sum(len(b[_PLAIN]) + len(b[_RANGED]) for b in buckets.values())
+            st = self._state[i]
+            if st.stream in evs and self.buckets[i]:
+                got = rows[st.slot]
+                if got is None:
+                    got = rows[st.slot] = self.gpm.rows(st.gpm, st.stream)
+                if got:
+                    self._step(i, st, t, got, matches)
+            if st.strict and self.buckets[i]:
+                # Strict contiguity: a run at x_i that took no event of this instant is
+                # over; cleared before x_(i-1)'s runs move in.
+                left = sum(len(b[_PLAIN]) + len(b[_RANGED]) for b in self.buckets[i].values())
                 stats.runs_deleted += left
                 self.live -= left
                 self.buckets[i] = {}
-        self._start(t, evs, born, matches)
-        for i, r in born:
-            self._add(i, r)
-        stats.runs_created += len(born)
+        self._start(t, evs, matches, rows)
         live = self.live
         if live > stats.max_live:
             stats.max_live = live
         if live > self.options.max_runs:
             self._cut(live - self.options.max_runs, t)
         stats.matches += len(matches)
+        gpm = self.gpm
         stats.gpm_evaluations = gpm.evaluations + gpm.compiled_evaluations
         stats.gpm_fallbacks = gpm.fallbacks
         return matches
 
-    def _start(self, t: int, evs: dict[str, SEvent], born: list, matches: list[Match]) -> None:
+    def _step(self, i: int, st: _State, t: int, rows: list[tuple], matches: list[Match]) -> None:
+        """The instant's event meets the runs at x_i it can reach (Algorithm 2's loop body)."""
+        buckets = self.buckets[i]
+        rng = st.rng
+        last = i + 1 == self.n
+        extend = self._extend
+        stats = self.stats
+        for bkey, group in _groups(rows, st.pidx, _MIXED in buckets):
+            bk = buckets.get(bkey)
+            if bk is None:
+                continue
+            plain, ranged = bk
+            lo, hi = 0, len(ranged)
+            # Runs found by value pass a whole-FILTER range without testing it again.
+            sure = False
+            if ranged and rng is not None and len(group) == 1:
+                ev = _number(group[0][st.ridx])
+                lo, hi = _bounds(ranged, rng[1], ev)
+                sure = st.exact and ev is not None
+            took = 0
+            if plain:
+                stats.runs_touched += len(plain)
+                stay = []
+                for r in plain:
+                    envs = extend(st, r.envs, group, True)
+                    if envs:
+                        took += 1
+                        self._took(r, envs, t, st, last, matches)
+                    else:
+                        stay.append(r)
+                bk[_PLAIN] = plain = stay
+            if lo < hi:
+                stats.runs_touched += hi - lo
+                stay = []
+                test = not sure
+                if len(group) == 1 and not (test and st.stateful):
+                    # The common case, _extend inlined: one solution, no FILTER to test.
+                    vals = group[0]
+                    shared = st.shared
+                    new = st.new
+                    for e in ranged[lo:hi]:
+                        r = e[2]
+                        envs = r.envs
+                        if len(envs) == 1:
+                            env = envs[0]
+                            for pos, var in shared:
+                                if env[var] != vals[pos]:
+                                    envs = None
+                                    break
+                            else:
+                                d = env.copy()
+                                for pos, var in new:
+                                    d[var] = vals[pos]
+                                envs = [d]
+                        else:
+                            envs = extend(st, envs, group, False)
+                        if envs:
+                            took += 1
+                            self._took(r, envs, t, st, last, matches)
+                        else:
+                            stay.append(e)
+                else:
+                    for e in ranged[lo:hi]:
+                        r = e[2]
+                        envs = extend(st, r.envs, group, test)
+                        if envs:
+                            took += 1
+                            self._took(r, envs, t, st, last, matches)
+                        else:
+                            stay.append(e)
+                ranged[lo:hi] = stay
+            if took:
+                self.live -= took
+                if not plain and not ranged:
+                    del buckets[bkey]
+
+    def _took(self, r: _Run, envs: list[dict], t: int, st: _State, last: bool,
+              matches: list[Match]) -> None:
+        steps = (*r.steps, (t, st.key))
+        if last:
+            if len(envs) == 1:
+                om = frozenset((tuple(sorted(envs[0].items())),))
+            else:
+                om = frozenset(tuple(sorted(d.items())) for d in envs)
+            # a run's steps are in time order already: it takes one event per instant
+            matches.append(Match(t, om, steps))
+            self.stats.runs_deleted += 1
+        else:
+            # SETACTIVESTATE: the run goes on, one state further. States are visited from
+            # the last down, so x_(i+1) has had its turn: the run cannot move twice.
+            r.envs = envs
+            r.steps = steps
+            self._add(st.index + 1, r)
+
+    def _extend(self, st: _State, envs: list[dict], rows: list[tuple],
+                test: bool = True) -> list[dict]:
+        """The run's mappings joined with the event's solutions, the stateful FILTERs applied
+        (Def. 11's join of Omega_x with [[P]]_G)."""
+        shared = st.shared
+        new = st.new
+        if len(envs) == 1 and len(rows) == 1:
+            env = envs[0]
+            vals = rows[0]
+            for pos, var in shared:
+                if env[var] != vals[pos]:
+                    return []
+            d = env.copy()
+            for pos, var in new:
+                d[var] = vals[pos]
+            if test and st.stateful and not self.gpm.holds(st.gpm, d):
+                return []
+            return [d]
+        out = []
+        for env in envs:
+            for vals in rows:
+                for pos, var in shared:
+                    if env[var] != vals[pos]:
+                        break
+                else:
+                    d = env.copy()
+                    for pos, var in new:
+                        d[var] = vals[pos]
+                    if test and st.stateful and not self.gpm.holds(st.gpm, d):
+                        continue
+                    out.append(d)
+        return out
+
+    def _start(self, t: int, evs: dict[str, SEvent], matches: list[Match], cache: list) -> None:
         """Algorithm 2 lines 17-22: the instant's events start runs at x_0."""
         if t < self.t0:
             return
-        stream, g, key, _, _ = self._state[0]
-        if stream not in evs:
+        st = self._state[0]
+        if st.stream not in evs:
             return
-        local = self.gpm.local(g, stream)
-        if not local:
+        rows = cache[st.slot]
+        if rows is None:
+            rows = self.gpm.rows(st.gpm, st.stream)
+        if not rows:
             return
-        om = self.gpm.extend(g, UNIT, local)
-        if not om:
-            return
-        trail = ((t, key, om),)
+        if len(rows) == 1 and not st.stateful:
+            envs = [dict(zip(st.names, rows[0], strict=True))]
+        else:
+            envs = self._extend(st, [{}], rows)
+            if not envs:
+                return
+        steps = ((t, st.key),)
         if self.n == 1:
-            matches.append(_match(t, om, trail))
+            matches.append(_match(t, envs, steps))
             return
         self._next_id += 1
         k = 0 if self.window is None else (t - self.t0) // self.window
-        born.append((1, _Run(self._next_id, om, trail, k)))
+        self._add(1, _Run(self._next_id, envs, steps, k))
+        self.stats.runs_created += 1
 
     def _add(self, i: int, r: _Run) -> None:
         pvar = self.pvar
-        om = r.omega
+        envs = r.envs
+        one = len(envs) == 1
         if pvar is None:
             v: Any = None
-        elif len(om) == 1:
-            for mu in om:
-                v = _get(mu, pvar)
+        elif one:
+            v = envs[0][pvar]
         else:
-            vals = {_get(mu, pvar) for mu in om}
+            vals = {env[pvar] for env in envs}
             v = vals.pop() if len(vals) == 1 else _MIXED
-        if v is None and pvar is not None:
-            v = _MIXED
-        b = self.buckets[i].get(v)
+        buckets = self.buckets[i]
+        b = buckets.get(v)
         if b is None:
-            b = self.buckets[i][v] = [[], []]
-        rng = self._state[i][4]
-        y = None
-        if rng is not None and len(om) == 1:
-            for mu in om:
-                y = _number(_get(mu, rng[2]))
+            b = buckets[v] = [[], []]
+        rng = self._state[i].rng
+        y = _number(envs[0].get(rng[2])) if one and rng is not None else None
         if y is None:
             b[_PLAIN].append(r)
         else:
-            insort(b[_RANGED], (y, r.id, r))
+            ranged = b[_RANGED]
+            if not ranged or ranged[-1][0] < y:
+                ranged.append((y, r.id, r))  # ids grow: (y, id) sorts last
+            else:
+                insort(ranged, (y, r.id, r))
         self.live += 1
 
     def _runs(self) -> list[_Run]:
@@ -281,19 +403,19 @@ class ChainEngine:
         self.stats.runs_cut += n
 
 
-def _groups(local: Omega, pvar: str | None) -> list[tuple[Any, Any]]:
-    """The buckets an event's mappings can reach, each with the mappings of its partition
-    value (None for the mixed bucket, which any of them may extend)."""
-    if pvar is None:
-        return [(None, list(local))]
-    if len(local) == 1:
-        for mu in local:
-            return [(_get(mu, pvar), (mu,)), (_MIXED, None)]
-    out: dict[Any, Any] = {}
-    for mu in local:
-        out.setdefault(_get(mu, pvar), []).append(mu)
-    out[_MIXED] = None
-    return list(out.items())
+def _groups(rows: list[tuple], pidx: int | None, mixed: bool) -> Any:
+    """The buckets an event's solutions can reach, each with the solutions that can extend
+    its runs: per partition value its own, for the mixed bucket (if it has runs) all."""
+    if pidx is None:
+        return ((None, rows),)
+    if len(rows) == 1:
+        return ((rows[0][pidx], rows), (_MIXED, rows)) if mixed else ((rows[0][pidx], rows),)
+    out: dict[Any, list[tuple]] = {}
+    for vals in rows:
+        out.setdefault(vals[pidx], []).append(vals)
+    if mixed:
+        out[_MIXED] = rows
+    return out.items()
 
 
 _TOP = float("inf")
@@ -314,5 +436,8 @@ def _bounds(lst: list[tuple], op: str, ev: Any) -> tuple[int, int]:
     return bisect_left(lst, (ev,)), bisect_right(lst, (ev, _TOP))
 
 
-def _match(t: int, omega: Omega, trail: tuple) -> Match:
-    return Match(t, omega, tuple(sorted((s[0], s[1]) for s in trail)), trail)
+def _match(t: int, envs: list[dict], steps: tuple) -> Match:
+    # a run's steps are in time order already: it takes one event per instant
+    if len(envs) == 1:
+        return Match(t, frozenset((tuple(sorted(envs[0].items())),)), steps)
+    return Match(t, frozenset(tuple(sorted(d.items())) for d in envs), steps)

@@ -83,6 +83,29 @@ class Canon:
         self._cache[t] = got
         return got
 
+    def indexed(self, triples: tuple[ox.Triple, ...], preds: frozenset | None = None) -> Indexed:
+        """``Indexed(self.triples(triples))`` in one pass: this runs for every event. With
+        ``preds`` (when every pattern's predicate is one of them), only those triples."""
+        cache = self._cache
+        out = []
+        by_pred: dict[object, list] = {}
+        for t in triples:
+            p = t.predicate
+            if preds is not None and p not in preds:
+                continue
+            o = t.object
+            if type(o) is _LITERAL:
+                got = cache.get(o)
+                o = got if got is not None else self.term(o)
+            tr = (t.subject, p, o)
+            out.append(tr)
+            got = by_pred.get(p)
+            if got is None:
+                by_pred[p] = [tr]
+            else:
+                got.append(tr)
+        return Indexed(out, by_pred)
+
     def triples(self, triples: tuple[ox.Triple, ...]) -> list[tuple[object, object, object]]:
         # Inlined cache hit: this runs for every triple of every event.
         cache = self._cache
@@ -558,6 +581,11 @@ class CompiledGPM:
         self.perm = sorted((i for i, n in enumerate(names) if not n.startswith("_:")),
                            key=lambda i: names[i])
         self.sorted_names = tuple(names[i] for i in self.perm)
+        # What values() returns: the bound variables in order of first occurrence.
+        keep = [i for i, n in enumerate(names) if not n.startswith("_:")]
+        self.bound = tuple(names[i] for i in keep)
+        self._project = None if len(keep) == len(names) else \
+            eval(f"lambda v: ({''.join(f'v[{i}], ' for i in keep)})")
         # A solution's mapping built by one generated expression: a generic loop (zip,
         # sorting) costs several times more and runs per GPM and event.
         body = ", ".join(f"(_n{k}, v[{i}])" for k, i in enumerate(self.perm))
@@ -567,6 +595,9 @@ class CompiledGPM:
         # Events cache a shape's solutions under a small integer: a tuple of terms is
         # re-hashed at every lookup.
         self.shape_id = _SHAPE_IDS.setdefault(self.shape, len(_SHAPE_IDS))
+        # Two GPMs with the same row_key have the same values() on every event (Queries 3
+        # and 4's A, B, C ...): their rows are computed once per event.
+        self.row_key = None if self.local_filters else (self.shape_id, tuple(keep))
 
     def match(self, ev: Indexed) -> list[Mapping]:
         """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
@@ -585,6 +616,25 @@ class CompiledGPM:
             return out
         build = self._build
         return [build(vals) for vals in sols]
+
+    def values(self, ev: Indexed) -> list[tuple]:
+        """The solutions as tuples of :attr:`bound` values (local FILTERs applied), distinct.
+        Raises Fallback when a local FILTER cannot be decided here."""
+        sols = ev.shapes.get(self.shape_id)
+        if sols is None:
+            sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
+        if not sols:
+            return []
+        if self.local_filters:
+            names = self.names
+            fs = self.local_filters
+            sols = [vals for vals in sols
+                    if all(f(mu) is True for mu in (dict(zip(names, vals, strict=True)),)
+                           for f in fs)]
+        if self._project is not None:
+            # blank nodes are bound in no mapping: solutions that differ only there are one
+            sols = list(dict.fromkeys(map(self._project, sols)))
+        return sols
 
     def holds(self, mu: Mapping | dict) -> bool:
         d = mu if isinstance(mu, dict) else dict(mu)
@@ -610,15 +660,19 @@ class Indexed:
 
     __slots__ = ("triples", "by_pred", "shapes", "by_term")
 
-    def __init__(self, triples: list[tuple[object, object, object]]) -> None:
+    def __init__(self, triples: list[tuple[object, object, object]],
+                 by_pred: dict[object, list[tuple[object, object, object]]] | None = None
+                 ) -> None:
         self.triples = triples
-        self.by_pred: dict[object, list[tuple[object, object, object]]] = {}
-        for tr in triples:
-            got = self.by_pred.get(tr[1])
-            if got is None:
-                self.by_pred[tr[1]] = [tr]
-            else:
-                got.append(tr)
+        if by_pred is None:
+            by_pred = {}
+            for tr in triples:
+                got = by_pred.get(tr[1])
+                if got is None:
+                    by_pred[tr[1]] = [tr]
+                else:
+                    got.append(tr)
+        self.by_pred = by_pred
         self.shapes: dict[int, list[tuple]] = {}
         # (predicate, position) -> term at that position -> triples, built on first use
         self.by_term: dict[tuple[object, int], dict[object, list]] = {}

@@ -50,10 +50,16 @@ class GPMEvaluator:
                 if c is not None:
                     self.compiled[g.name] = c
         self.shared = shared
+        # The predicates the compiled patterns name, when none is a variable: an event's
+        # other triples can match nothing, so they are not indexed.
+        preds = {tp[1] for c in self.compiled.values() for tp in c.shape}
+        self._preds = frozenset(preds) if preds and all(type(p) is not int for p in preds) \
+            else None
         self._pending: dict[str, SEvent] = {}  # the instant's events, not yet in the store
         self._canon: dict[str, Indexed] = {}
         self._events: dict[str, ox.NamedNode] = {}
         self._local: dict[tuple[str, str], Omega] = {}
+        self._rows: dict[tuple[str, str], list[tuple]] = {}
         self._holds: dict[tuple[str, Mapping], bool] = {}
         self._n = 0
         self.evaluations = 0  # pattern evaluations by pyoxigraph (one per GPM and event at most)
@@ -88,6 +94,8 @@ class GPMEvaluator:
         self._canon.clear()
         if self._local:
             self._local.clear()
+        if self._rows:
+            self._rows.clear()
         if self._holds:
             self._holds.clear()
 
@@ -111,7 +119,7 @@ class GPMEvaluator:
                 return frozenset()
             indexed = self._canon.get(stream)
             if indexed is None:
-                indexed = self._canon[stream] = Indexed(self.canon.triples(e.triples))
+                indexed = self._canon[stream] = self.canon.indexed(e.triples, self._preds)
             try:
                 sols = c.match(indexed)
                 self.compiled_evaluations += 1
@@ -130,6 +138,40 @@ class GPMEvaluator:
         names = [v.value for v in res.variables]
         return frozenset(mapping({n: t for n in names if (t := sol[n]) is not None})
                          for sol in res)
+
+    def rows(self, gpm: GPM, stream: str) -> list[tuple]:
+        """:meth:`local` for a compiled GPM as tuples of its ``bound`` variables' values (no
+        mappings built): what the chain engine joins."""
+        key = (gpm.name, stream)
+        got = self._rows.get(key)
+        if got is not None:
+            return got
+        c = self.compiled[gpm.name]
+        e = self._pending.get(stream)
+        if e is None:
+            got = []
+        else:
+            indexed = self._canon.get(stream)
+            if indexed is None:
+                indexed = self._canon[stream] = self.canon.indexed(e.triples, self._preds)
+            try:
+                got = c.values(indexed)
+                self.compiled_evaluations += 1
+            except Fallback:
+                self.fallbacks += 1
+                names = c.bound
+                got = [tuple(d.get(n) for n in names)
+                       for d in map(dict, self.local(gpm, stream))]
+        self._rows[key] = got
+        return got
+
+    def holds(self, gpm: GPM, d: dict) -> bool:
+        """The stateful FILTERs of a compiled GPM on one merged mapping."""
+        try:
+            return self.compiled[gpm.name].holds(d)
+        except Fallback:
+            self.fallbacks += 1
+            return bool(self._filter_ox(gpm, [mapping(d)]))
 
     def match(self, gpm: GPM, stream: str, x: Omega) -> Omega:
         """The run's mappings X joined with the event's, the stateful FILTERs applied."""

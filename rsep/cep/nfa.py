@@ -1012,15 +1012,38 @@ def range_filter(g: GPM) -> tuple[str, str, str] | None:
     return None
 
 
+def range_is_whole(g: GPM) -> bool:
+    """Whether :func:`range_filter`'s comparison is all of g's stateful FILTERs: then a run
+    found by its value (both numbers) passes them, and they need not be tested again."""
+    if len(g.stateful_filters) != 1:
+        return False
+    text = g.stateful_filters[0].strip()
+    if "||" in text or "&&" in text or text.count("(") != text.count(")"):
+        return False
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    return _CMP.match(text) is not None
+
+
+_NUMBERS: dict[object, Any] = {}
+
+
 def _number(t: object) -> Any:
     """An integer or decimal literal's value (exact, comparable across both), else None."""
     if type(t) is not ox.Literal:
         return None
+    got = _NUMBERS.get(t, _NUMBERS)  # the dict itself marks "not cached" (None is a value)
+    if got is not _NUMBERS:
+        return got
     try:
         k, v = _value(t)
+        got = v if k in ("n", "d") else None
     except Fallback:
-        return None
-    return v if k in ("n", "d") else None
+        got = None
+    if len(_NUMBERS) > 100_000:  # distinct values of a long stream: stay bounded
+        _NUMBERS.clear()
+    _NUMBERS[t] = got
+    return got
 
 
 _TOP = float("inf")

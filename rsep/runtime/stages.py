@@ -73,7 +73,7 @@ class StageClock:
     def _query(self, rt: Any) -> None:
         # SPASEQ: the automaton (NFA or chain engine) exists once bind() has run
         if hasattr(rt, "gpm") and hasattr(rt, "machine"):
-            self.wrap(rt.gpm, "match", "begin", "local", "end", "prefetch")
+            self.wrap(rt.gpm, "match", "begin", "local", "rows", "holds", "end", "prefetch")
             bind = rt.bind
 
             def bound(*a: Any, **k: Any) -> None:

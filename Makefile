@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# The compiled hot path (rsep/_native.py lists it): rebuilt when a listed source changes.
+NATIVE := rsep/_native.json
+NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/')
+
 .PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml
@@ -13,17 +17,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(NATIVE): $(STAMP) $(NATIVE_SRC)
+	$(BIN)/python -m rsep.native build
+
+demo: $(STAMP) $(NATIVE)
 	$(BIN)/rsep run examples/srbench-hot.rq \
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
 
-test: $(STAMP)
+test: $(STAMP) $(NATIVE)
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/python -m pytest
+	# the same engines as pure Python (no compiler): the SPASEQ equivalence properties again
+	RSEP_PURE=1 $(BIN)/python -m pytest tests/test_spaseq_properties.py tests/test_native.py
 
-bench: $(STAMP)
+bench: $(STAMP) $(NATIVE)
 	$(BIN)/python benchmarks/window_throughput.py
 
 clean:
+	test ! -x $(BIN)/python || $(BIN)/python -m rsep.native clean
 	rm -rf $(VENV) build *.egg-info

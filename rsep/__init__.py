@@ -2,6 +2,10 @@
 
 __version__ = "0.1.0"
 
+from rsep import _native  # noqa: E402
+
+_native.install()  # before the first compiled module loads: never a stale build
+
 from rsep.algebra.policy import R2S, ReportPolicy  # noqa: E402
 from rsep.lang import QueryError, parse_query  # noqa: E402
 from rsep.runtime.engine import Engine, EngineError, Limits, Output  # noqa: E402

@@ -1,0 +1,51 @@
+"""The compiled build (rsep.native) is only ever loaded when built from the current source."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from rsep import _native
+from rsep._native import MODULES, _Guard, digest, source
+
+
+def test_a_module_loads_compiled_only_when_its_build_matches_the_source():
+    name = "rsep.cep.chain"
+    fresh = _Guard({name: digest(source(name))}, pure=False)
+    assert fresh.find_spec(name) is None  # the normal finders take the extension module
+    stale = _Guard({name: "0" * 64}, pure=False)
+    with pytest.warns(UserWarning, match="rsep.cep.chain runs as pure Python"):
+        spec = stale.find_spec(name)
+    assert spec is not None and spec.origin == str(source(name))
+    assert stale.stale == [name]
+    # RSEP_PURE=1, or never built: the source, without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for guard in (_Guard({name: digest(source(name))}, pure=True), _Guard({}, pure=False)):
+            spec = guard.find_spec(name)
+            assert spec is not None and spec.origin == str(source(name))
+    assert _Guard({}, pure=False).find_spec("rsep.cli.main") is None  # not one of MODULES
+
+
+def test_every_listed_module_exists():
+    assert all(source(m).is_file() for m in MODULES)
+
+
+def test_pure_mode_loads_every_module_from_source():
+    env = dict(os.environ, RSEP_PURE="1")
+    out = subprocess.run([sys.executable, "-m", "rsep.native", "status"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("compiled: none\n")
+    assert f"pure Python: {', '.join(MODULES)}" in out
+
+
+def test_status_says_which_build_runs():
+    out = subprocess.run([sys.executable, "-m", "rsep.native", "status"],
+                         capture_output=True, text=True, check=True).stdout
+    built = _native.MANIFEST.is_file()
+    # where `make` has built it, every module is compiled (and current: see the guard)
+    assert out.startswith("compiled: rsep.") == built

@@ -44,7 +44,8 @@ def test_pure_mode_loads_every_module_from_source():
 
 
 def test_status_says_which_build_runs():
-    out = subprocess.run([sys.executable, "-m", "rsep.native", "status"],
+    env = {k: v for k, v in os.environ.items() if k != "RSEP_PURE"}
+    out = subprocess.run([sys.executable, "-m", "rsep.native", "status"], env=env,
                          capture_output=True, text=True, check=True).stdout
     built = _native.MANIFEST.is_file()
     # where `make` has built it, every module is compiled (and current: see the guard)

@@ -109,7 +109,7 @@ class ChainEngine:
         self.window = window
         self.options = opts = options or NFAOptions()
         gpm.shared = True
-        self.stats = Stats()
+        self._stats = Stats()
         q = nfa.query
         atoms = q.seq.atoms
         self.n = len(atoms)
@@ -148,7 +148,7 @@ class ChainEngine:
             gpm.end()
 
     def _process(self, t: int, evs: dict[str, SEvent]) -> list[Match]:
-        stats = self.stats
+        stats = self._stats
         if self.window is not None:
             self._expire(t)
         matches: list[Match] = []
@@ -176,10 +176,16 @@ class ChainEngine:
         if live > self.options.max_runs:
             self._cut(live - self.options.max_runs, t)
         stats.matches += len(matches)
-        gpm = self.gpm
-        stats.gpm_evaluations = gpm.evaluations + gpm.compiled_evaluations
-        stats.gpm_fallbacks = gpm.fallbacks
         return matches
+
+    @property
+    def stats(self) -> Stats:
+        """Runs and matches so far; the GPM counters read off the evaluator when asked."""
+        st = self._stats
+        gpm = self.gpm
+        st.gpm_evaluations = gpm.evaluations + gpm.compiled_evaluations
+        st.gpm_fallbacks = gpm.fallbacks
+        return st
 
     def _step(self, i: int, st: _State, t: int, rows: list[tuple], matches: list[Match]) -> None:
         """The instant's event meets the runs at x_i it can reach (Algorithm 2's loop body)."""
@@ -187,7 +193,7 @@ class ChainEngine:
         rng = st.rng
         last = i + 1 == self.n
         extend = self._extend
-        stats = self.stats
+        stats = self._stats
         for bkey, group in _groups(rows, st.pidx, _MIXED in buckets):
             bk = buckets.get(bkey)
             if bk is None:
@@ -267,7 +273,7 @@ class ChainEngine:
                 om = frozenset(tuple(sorted(d.items())) for d in envs)
             # a run's steps are in time order already: it takes one event per instant
             matches.append(Match(t, om, steps))
-            self.stats.runs_deleted += 1
+            self._stats.runs_deleted += 1
         else:
             # SETACTIVESTATE: the run goes on, one state further. States are visited from
             # the last down, so x_(i+1) has had its turn: the run cannot move twice.
@@ -333,7 +339,7 @@ class ChainEngine:
         self._next_id += 1
         k = 0 if self.window is None else (t - self.t0) // self.window
         self._add(1, _Run(self._next_id, envs, steps, k))
-        self.stats.runs_created += 1
+        self._stats.runs_created += 1
 
     def _add(self, i: int, r: _Run) -> None:
         pvar = self.pvar
@@ -392,15 +398,15 @@ class ChainEngine:
         if self.live:
             doomed = {r.id for r in self._runs() if r.window <= last}
             if doomed:
-                self.stats.runs_expired += self._drop(doomed)
+                self._stats.runs_expired += self._drop(doomed)
 
     def _cut(self, n: int, t: int) -> None:
         """The safety net, as NFAEngine's: drop the n oldest runs and say so."""
         doomed = set(sorted(r.id for r in self._runs())[:n])
         self._drop(doomed)
-        if not self.stats.runs_cut:
+        if not self._stats.runs_cut:
             warn_cut(self.options.max_runs, t)
-        self.stats.runs_cut += n
+        self._stats.runs_cut += n
 
 
 def _groups(rows: list[tuple], pidx: int | None, mixed: bool) -> Any:

@@ -675,9 +675,11 @@ class Indexed:
         self.by_pred = by_pred
         self.shapes: dict[int, list[tuple]] = {}
         # (predicate, position) -> term at that position -> triples, built on first use
-        self.by_term: dict[tuple[object, int], dict[object, list]] = {}
+        self.by_term: dict[tuple[object, int], dict[object, list]] | None = None  # on first use
 
     def index(self, p: object, pos: int, cands: list) -> dict[object, list]:
+        if self.by_term is None:
+            self.by_term = {}
         idx = self.by_term.get((p, pos))
         if idx is None:
             idx = self.by_term[(p, pos)] = {}

@@ -98,11 +98,11 @@ def timed_run(text: str, events, n_events: int, budget: float, options: str) -> 
             for e in block:
                 yield e
                 n += 1
-                state["n"] = n
                 if n % seg == 0:
                     now = time.process_time()
                     marks.append((now - last) / seg * 1e6)
                     last = now
+            state["n"] = n
             if time.process_time() - c0 > budget:
                 raise Budget
 
@@ -193,6 +193,10 @@ def main() -> int:
                                 tps = [x["n"] / x["cpu"] * TRIPLES_PER_EVENT for x in runs]
                                 label += f" (median of {len(runs)}: {min(tps):,.0f}-{max(tps):,.0f})"
                             print(row(label, r, window), flush=True)
+                            if len(runs) > 1:
+                                print("runs, triples/s: " + ", ".join(
+                                    f"{x['n'] / x['cpu'] * TRIPLES_PER_EVENT:,.0f}"
+                                    for x in runs), flush=True)
                     if a.reference:
                         reference(text, parsed[: a.reference], window, strategy, length, kl)
     return 0

@@ -192,7 +192,6 @@ class ChainEngine:
         buckets = self.buckets[i]
         rng = st.rng
         last = i + 1 == self.n
-        extend = self._extend
         stats = self._stats
         for bkey, group in _groups(rows, st.pidx, _MIXED in buckets):
             bk = buckets.get(bkey)
@@ -209,59 +208,33 @@ class ChainEngine:
             took = 0
             if plain:
                 stats.runs_touched += len(plain)
-                stay = []
-                for r in plain:
-                    envs = extend(st, r.envs, group, True)
-                    if envs:
-                        took += 1
-                        self._took(r, envs, t, st, last, matches)
-                    else:
-                        stay.append(r)
-                bk[_PLAIN] = plain = stay
+                took, bk[_PLAIN] = self._meet(plain, False, st, group, True, t, last, matches)
+                plain = bk[_PLAIN]
             if lo < hi:
                 stats.runs_touched += hi - lo
-                stay = []
-                test = not sure
-                if len(group) == 1 and not (test and st.stateful):
-                    # The common case, _extend inlined: one solution, no FILTER to test.
-                    vals = group[0]
-                    shared = st.shared
-                    new = st.new
-                    for e in ranged[lo:hi]:
-                        r = e[2]
-                        envs = r.envs
-                        if len(envs) == 1:
-                            env = envs[0]
-                            for pos, var in shared:
-                                if env[var] != vals[pos]:
-                                    envs = None
-                                    break
-                            else:
-                                d = env.copy()
-                                for pos, var in new:
-                                    d[var] = vals[pos]
-                                envs = [d]
-                        else:
-                            envs = extend(st, envs, group, False)
-                        if envs:
-                            took += 1
-                            self._took(r, envs, t, st, last, matches)
-                        else:
-                            stay.append(e)
-                else:
-                    for e in ranged[lo:hi]:
-                        r = e[2]
-                        envs = extend(st, r.envs, group, test)
-                        if envs:
-                            took += 1
-                            self._took(r, envs, t, st, last, matches)
-                        else:
-                            stay.append(e)
-                ranged[lo:hi] = stay
+                n, ranged[lo:hi] = self._meet(ranged[lo:hi], True, st, group, not sure, t, last,
+                                              matches)
+                took += n
             if took:
                 self.live -= took
                 if not plain and not ranged:
                     del buckets[bkey]
+
+    def _meet(self, items: list, ranged: bool, st: _State, group: list[tuple], test: bool,
+              t: int, last: bool, matches: list[Match]) -> tuple[int, list]:
+        """Runs (or ranged entries) meet the event: how many took it, and those that stay."""
+        took = 0
+        stay = []
+        extend = self._extend
+        for it in items:
+            r = it[2] if ranged else it
+            envs = extend(st, r.envs, group, test)
+            if envs:
+                took += 1
+                self._took(r, envs, t, st, last, matches)
+            else:
+                stay.append(it)
+        return took, stay
 
     def _took(self, r: _Run, envs: list[dict], t: int, st: _State, last: bool,
               matches: list[Match]) -> None:

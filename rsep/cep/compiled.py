@@ -599,39 +599,30 @@ class CompiledGPM:
         # and 4's A, B, C ...): their rows are computed once per event.
         self.row_key = None if self.local_filters else (self.shape_id, tuple(keep))
 
-    def match(self, ev: Indexed) -> list[Mapping]:
-        """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
+    def _solutions(self, ev: Indexed) -> list[tuple]:
+        """The BGP's solutions as value tuples (index = variable number), local FILTERs
+        applied; the shape's part cached on the event for every GPM of that shape."""
         sols = ev.shapes.get(self.shape_id)
         if sols is None:
             sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
-        if not sols:
-            return []
-        if self.local_filters:
-            names = self.names
-            out = []
-            for vals in sols:
-                mu = dict(zip(names, vals, strict=True))
-                if all(f(mu) is True for f in self.local_filters):
-                    out.append(self._build(vals))
-            return out
-        build = self._build
-        return [build(vals) for vals in sols]
-
-    def values(self, ev: Indexed) -> list[tuple]:
-        """The solutions as tuples of :attr:`bound` values (local FILTERs applied), distinct.
-        Raises Fallback when a local FILTER cannot be decided here."""
-        sols = ev.shapes.get(self.shape_id)
-        if sols is None:
-            sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
-        if not sols:
-            return []
-        if self.local_filters:
+        if sols and self.local_filters:
             names = self.names
             fs = self.local_filters
             sols = [vals for vals in sols
                     if all(f(mu) is True for mu in (dict(zip(names, vals, strict=True)),)
                            for f in fs)]
-        if self._project is not None:
+        return sols
+
+    def match(self, ev: Indexed) -> list[Mapping]:
+        """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
+        build = self._build
+        return [build(vals) for vals in self._solutions(ev)]
+
+    def values(self, ev: Indexed) -> list[tuple]:
+        """The solutions as tuples of :attr:`bound` values (local FILTERs applied), distinct.
+        Raises Fallback when a local FILTER cannot be decided here."""
+        sols = self._solutions(ev)
+        if sols and self._project is not None:
             # blank nodes are bound in no mapping: solutions that differ only there are one
             sols = list(dict.fromkeys(map(self._project, sols)))
         return sols

@@ -111,15 +111,22 @@ class GPMEvaluator:
                 self._local[key] = got
         return got
 
+    def _indexed(self, stream: str) -> Indexed | None:
+        """The instant's event of ``stream`` as canonical triples by predicate (once)."""
+        got = self._canon.get(stream)
+        if got is None:
+            e = self._pending.get(stream)
+            if e is None:
+                return None
+            got = self._canon[stream] = self.canon.indexed(e.triples, self._preds)
+        return got
+
     def _evaluate(self, gpm: GPM, stream: str) -> Omega:
         c = self.compiled.get(gpm.name)
         if c is not None:
-            e = self._pending.get(stream)
-            if e is None:
-                return frozenset()
-            indexed = self._canon.get(stream)
+            indexed = self._indexed(stream)
             if indexed is None:
-                indexed = self._canon[stream] = self.canon.indexed(e.triples, self._preds)
+                return frozenset()
             try:
                 sols = c.match(indexed)
                 self.compiled_evaluations += 1
@@ -147,13 +154,10 @@ class GPMEvaluator:
         if got is not None:
             return got
         c = self.compiled[gpm.name]
-        e = self._pending.get(stream)
-        if e is None:
+        indexed = self._indexed(stream)
+        if indexed is None:
             got = []
         else:
-            indexed = self._canon.get(stream)
-            if indexed is None:
-                indexed = self._canon[stream] = self.canon.indexed(e.triples, self._preds)
             try:
                 got = c.values(indexed)
                 self.compiled_evaluations += 1

@@ -64,6 +64,12 @@ class DeadLetter:
             self._file.close()
 
 
+def _mixed(e: Event, kind: TimeKind, others: str) -> Rejected:
+    return Rejected(e.stream, e.origin, 0, 0,
+                    f"<{e.graph}> has a {e.kind.value} timestamp but {others} {kind.value} ones",
+                    e.graph)
+
+
 def _late(e: Event, bound: int, lateness: int) -> Rejected:
     return Rejected(
         e.stream, e.origin.rsplit(":", 1)[0], int(e.origin.rsplit(":", 1)[1] or 0), 0,
@@ -94,9 +100,7 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
             continue
         e = it
         if last_kind is not None and e.kind is not last_kind:
-            reject(Rejected(e.stream, e.origin, 0, 0,
-                            f"<{e.graph}> has a {e.kind.value} timestamp but the stream's "
-                            f"earlier events have {last_kind.value} ones", e.graph))
+            reject(_mixed(e, last_kind, "the stream's earlier events have"))
             continue
         last_kind = e.kind
         if lateness <= 0:
@@ -136,9 +140,7 @@ def _one_in_order(items: Iterable[Event | Rejected],
         if kind is None:
             kind = e.kind
         elif e.kind is not kind:
-            reject(Rejected(e.stream, e.origin, 0, 0,
-                            f"<{e.graph}> has a {e.kind.value} timestamp but the stream's "
-                            f"earlier events have {kind.value} ones", e.graph))
+            reject(_mixed(e, kind, "the stream's earlier events have"))
             continue
         t = e.end  # e.time
         if last_out is not None and t < last_out:
@@ -177,9 +179,7 @@ def _merged(streams: list[Iterable[Event | Rejected]], reject: Callable[[Rejecte
         if kind is None:
             kind = e.kind
         elif e.kind is not kind:
-            reject(Rejected(e.stream, e.origin, 0, 0,
-                            f"<{e.graph}> has a {e.kind.value} timestamp but other streams use "
-                            f"{kind.value} ones", e.graph))
+            reject(_mixed(e, kind, "other streams use"))
             continue
         seq += 1
         e.seq = seq

@@ -75,7 +75,7 @@ class _State:
     an event's solution is a few position-to-variable comparisons, not a mapping merge."""
 
     __slots__ = ("stream", "gpm", "key", "strict", "rng", "shared", "new", "stateful",
-                 "pidx", "ridx", "names", "exact", "index", "slot")
+                 "pidx", "ridx", "exact", "index", "slot")
 
     def __init__(self, index: int, leaf: Leaf, compiled: CompiledGPM, before: set[str],
                  strict: bool, rng: tuple[str, str, str] | None, pvar: str | None) -> None:
@@ -84,7 +84,7 @@ class _State:
         self.gpm = leaf.gpm
         self.key = leaf.key
         self.strict = strict
-        self.names = names = compiled.bound
+        names = compiled.bound
         self.shared = tuple((i, n) for i, n in enumerate(names) if n in before)
         self.new = tuple((i, n) for i, n in enumerate(names) if n not in before)
         self.stateful = bool(compiled.stateful)
@@ -116,18 +116,19 @@ class ChainEngine:
         self.pvar = nfa.partition_key[0] if nfa.partition_key and opts.partition_index else None
         self._state: list[_State] = []
         before: set[str] = set()
+        slots: dict[object, int] = {}
         for i, a in enumerate(atoms):
             lf = a.leaf
             c = gpm.compiled[lf.gpm.name]
             rng = range_filter(lf.gpm) if opts.predicate_pushing else None
             strict = i > 0 and q.seq.ops[i - 1] is Strategy.STRICT
-            self._state.append(_State(i, lf, c, before, strict, rng, self.pvar))
+            st = _State(i, lf, c, before, strict, rng, self.pvar)
+            # States whose GPMs give the same rows on every event share one row list per
+            # instant.
+            key = (lf.stream, c.row_key) if c.row_key is not None else i
+            st.slot = slots.setdefault(key, len(slots))
+            self._state.append(st)
             before |= set(c.bound)
-        # States whose GPMs give the same rows on every event share one row list per instant.
-        slots: dict[object, int] = {}
-        for i, st in enumerate(self._state):
-            rk = gpm.compiled[st.gpm.name].row_key
-            st.slot = slots.setdefault((st.stream, rk) if rk is not None else i, len(slots))
         self._slots = len(slots)
         # Per state x_i (i >= 1): partition value -> [plain runs, ranged runs].
         self.buckets: list[dict[Any, list[list]]] = [{} for _ in range(self.n)]
@@ -138,8 +139,7 @@ class ChainEngine:
     # ------------------------------------------------------------ one instant
 
     def process(self, t: int, events: list[SEvent]) -> list[Match]:
-        evs = {events[0].stream: events[0]} if len(events) == 1 else \
-            {e.stream: e for e in events}
+        evs = {e.stream: e for e in events}
         gpm = self.gpm
         gpm.begin(events)
         try:
@@ -157,9 +157,7 @@ class ChainEngine:
         for i in range(n - 1, 0, -1):
             st = self._state[i]
             if st.stream in evs and self.buckets[i]:
-                got = rows[st.slot]
-                if got is None:
-                    got = rows[st.slot] = self.gpm.rows(st.gpm, st.stream)
+                got = self._rows(st, rows)
                 if got:
                     self._step(i, st, t, got, matches)
             if st.strict and self.buckets[i]:
@@ -177,6 +175,13 @@ class ChainEngine:
             self._cut(live - self.options.max_runs, t)
         stats.matches += len(matches)
         return matches
+
+    def _rows(self, st: _State, cache: list) -> list[tuple]:
+        """The instant's solutions of x_i's GPM, once per slot (states of one shape share)."""
+        got = cache[st.slot]
+        if got is None:
+            got = cache[st.slot] = self.gpm.rows(st.gpm, st.stream)
+        return got
 
     @property
     def stats(self) -> Stats:
@@ -240,12 +245,7 @@ class ChainEngine:
               matches: list[Match]) -> None:
         steps = (*r.steps, (t, st.key))
         if last:
-            if len(envs) == 1:
-                om = frozenset((tuple(sorted(envs[0].items())),))
-            else:
-                om = frozenset(tuple(sorted(d.items())) for d in envs)
-            # a run's steps are in time order already: it takes one event per instant
-            matches.append(Match(t, om, steps))
+            matches.append(_match(t, envs, steps))
             self._stats.runs_deleted += 1
         else:
             # SETACTIVESTATE: the run goes on, one state further. States are visited from
@@ -260,18 +260,6 @@ class ChainEngine:
         (Def. 11's join of Omega_x with [[P]]_G)."""
         shared = st.shared
         new = st.new
-        if len(envs) == 1 and len(rows) == 1:
-            env = envs[0]
-            vals = rows[0]
-            for pos, var in shared:
-                if env[var] != vals[pos]:
-                    return []
-            d = env.copy()
-            for pos, var in new:
-                d[var] = vals[pos]
-            if test and st.stateful and not self.gpm.holds(st.gpm, d):
-                return []
-            return [d]
         out = []
         for env in envs:
             for vals in rows:
@@ -294,17 +282,9 @@ class ChainEngine:
         st = self._state[0]
         if st.stream not in evs:
             return
-        rows = cache[st.slot]
-        if rows is None:
-            rows = self.gpm.rows(st.gpm, st.stream)
-        if not rows:
+        envs = self._extend(st, [{}], self._rows(st, cache))
+        if not envs:
             return
-        if len(rows) == 1 and not st.stateful:
-            envs = [dict(zip(st.names, rows[0], strict=True))]
-        else:
-            envs = self._extend(st, [{}], rows)
-            if not envs:
-                return
         steps = ((t, st.key),)
         if self.n == 1:
             matches.append(_match(t, envs, steps))
@@ -417,6 +397,4 @@ def _bounds(lst: list[tuple], op: str, ev: Any) -> tuple[int, int]:
 
 def _match(t: int, envs: list[dict], steps: tuple) -> Match:
     # a run's steps are in time order already: it takes one event per instant
-    if len(envs) == 1:
-        return Match(t, frozenset((tuple(sorted(envs[0].items())),)), steps)
     return Match(t, frozenset(tuple(sorted(d.items())) for d in envs), steps)

@@ -84,8 +84,10 @@ class Canon:
         return got
 
     def indexed(self, triples: tuple[ox.Triple, ...], preds: frozenset | None = None) -> Indexed:
-        """``Indexed(self.triples(triples))`` in one pass: this runs for every event. With
-        ``preds`` (when every pattern's predicate is one of them), only those triples."""
+        """An event's triples with canonical literals, indexed by predicate: this runs for
+        every event. With ``preds`` (when every pattern's predicate is one of them), only
+        those triples. Not de-duplicated (hashing every term costs more than matching): a
+        repeated triple only repeats solutions, which the matchers read as a set."""
         cache = self._cache
         out = []
         by_pred: dict[object, list] = {}
@@ -105,20 +107,6 @@ class Canon:
             else:
                 got.append(tr)
         return Indexed(out, by_pred)
-
-    def triples(self, triples: tuple[ox.Triple, ...]) -> list[tuple[object, object, object]]:
-        # Inlined cache hit: this runs for every triple of every event.
-        cache = self._cache
-        out = []
-        for t in triples:
-            o = t.object
-            if type(o) is _LITERAL:
-                got = cache.get(o)
-                o = got if got is not None else self.term(o)
-            out.append((t.subject, t.predicate, o))
-        # Not de-duplicated (hashing every term costs more than matching): a repeated
-        # triple only repeats solutions, which the set of local mappings collapses.
-        return out
 
 
 # ---------------------------------------------------------------- tokens
@@ -578,11 +566,10 @@ class CompiledGPM:
         self.shape = tuple(shape)
         self.names = tuple(names)
         # blank nodes ([ ... ]) are matched like variables but bound in no mapping
-        self.perm = sorted((i for i, n in enumerate(names) if not n.startswith("_:")),
-                           key=lambda i: names[i])
+        keep = [i for i, n in enumerate(names) if not n.startswith("_:")]
+        self.perm = sorted(keep, key=lambda i: names[i])
         self.sorted_names = tuple(names[i] for i in self.perm)
         # What values() returns: the bound variables in order of first occurrence.
-        keep = [i for i, n in enumerate(names) if not n.startswith("_:")]
         self.bound = tuple(names[i] for i in keep)
         self._project = None if len(keep) == len(names) else \
             eval(f"lambda v: ({''.join(f'v[{i}], ' for i in keep)})")
@@ -666,7 +653,7 @@ class Indexed:
         self.by_pred = by_pred
         self.shapes: dict[int, list[tuple]] = {}
         # (predicate, position) -> term at that position -> triples, built on first use
-        self.by_term: dict[tuple[object, int], dict[object, list]] | None = None  # on first use
+        self.by_term: dict[tuple[object, int], dict[object, list]] | None = None
 
     def index(self, p: object, pos: int, cands: list) -> dict[object, list]:
         if self.by_term is None:

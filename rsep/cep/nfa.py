@@ -996,11 +996,9 @@ def range_filter(g: GPM) -> tuple[str, str, str] | None:
     ``&&`` chain with, a comparison of a variable g binds with one an earlier GPM binds: a
     run can only match events for which that comparison holds."""
     for f in g.stateful_filters:
-        text = f.strip()
-        if "||" in text or text.count("(") != text.count(")"):
+        text = _unwrapped(f)
+        if text is None:
             continue
-        if text.startswith("(") and text.endswith(")"):
-            text = text[1:-1]
         m = _CMP.match(text)
         if m is None or "(" in text[:m.end()].lstrip().lstrip("("):
             continue
@@ -1017,12 +1015,18 @@ def range_is_whole(g: GPM) -> bool:
     found by its value (both numbers) passes them, and they need not be tested again."""
     if len(g.stateful_filters) != 1:
         return False
-    text = g.stateful_filters[0].strip()
-    if "||" in text or "&&" in text or text.count("(") != text.count(")"):
-        return False
+    text = _unwrapped(g.stateful_filters[0])
+    return text is not None and "&&" not in text and _CMP.match(text) is not None
+
+
+def _unwrapped(f: str) -> str | None:
+    """A FILTER's text without its outer parentheses; None if it has ``||`` or unbalanced ones."""
+    text = f.strip()
+    if "||" in text or text.count("(") != text.count(")"):
+        return None
     if text.startswith("(") and text.endswith(")"):
         text = text[1:-1]
-    return _CMP.match(text) is not None
+    return text
 
 
 _NUMBERS: dict[object, Any] = {}

@@ -177,13 +177,9 @@ class SpaseqRuntime:
         named = self._leaf_names
         events = tuple([(*named[k], t) for t, k in m.steps])
         out: list[Output] = []
-        keep = self._keep
-        if len(m.omega) == 1:
-            rows: Any = [tuple([kv for mu in m.omega for kv in mu if kv[0] in keep])]
-        else:
-            rows = project(m.omega, keep)
-            if len(rows) > 1:
-                rows = sorted(rows, key=lambda r: [(k, str(v)) for k, v in r])
+        rows = project(m.omega, self._keep)
+        if len(rows) > 1:
+            rows = sorted(rows, key=lambda r: [(k, str(v)) for k, v in r])
         variables = self.variables
         for row in rows:
             # a row is sorted by variable and holds only selected ones: no lookup needed

@@ -597,29 +597,21 @@ class Engine:
             raise EngineError(f"{e.origin}: <{e.graph}> has a {e.kind.value} timestamp, "
                               f"earlier events had {self.kind.value} ones")
         if self.now is not None:
-            t = e.end  # e.time
-            if t < self.now:
+            if e.time < self.now:
                 raise EngineError(f"{e.origin}: events must come in time order "
-                                  f"({t} after {self.now})")
-            if t > self.now:
-                self._settle(t)
+                                  f"({e.time} after {self.now})")
+            if e.time > self.now:
+                self._settle(e.time)
 
     def _take(self, e: Event) -> None:
         self.events += 1
         e.seq = self.events  # the item's identity for windows and consumption
         for rt in self.queries:
             rt.insert(e)
-        self.now = e.end  # e.time
+        self.now = e.time
 
     def _fire(self, bound: int) -> None:
         """Carry out every evaluation due strictly before ``bound``, in time order."""
-        if len(self.queries) == 1:
-            # one query: its own ticks, in order (the common case, once per event)
-            rt = self.queries[0]
-            while (t := rt.next_tick(bound)) is not None:
-                for o in rt.evaluate(t):
-                    self._emit(rt, o)
-            return
         while True:
             best: tuple[int, int] | None = None
             for i, rt in enumerate(self.queries):

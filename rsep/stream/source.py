@@ -64,23 +64,6 @@ class DeadLetter:
             self._file.close()
 
 
-def _mixed(e: Event, kind: TimeKind, others: str) -> Rejected:
-    return Rejected(e.stream, e.origin, 0, 0,
-                    f"<{e.graph}> has a {e.kind.value} timestamp but {others} {kind.value} ones",
-                    e.graph)
-
-
-def _late(e: Event, bound: int, lateness: int) -> Rejected:
-    return Rejected(
-        e.stream, e.origin.rsplit(":", 1)[0], int(e.origin.rsplit(":", 1)[1] or 0), 0,
-        f"timestamp {format_time(e.time, e.kind)} of <{e.graph}> goes backwards: "
-        f"the stream is already at {format_time(bound, e.kind)}"
-        + (f" (allowed lateness {lateness})" if lateness else
-           " (accept late events with --allowed-lateness)"),
-        e.graph,
-    )
-
-
 def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
              reject: Callable[[Rejected], None]) -> Iterator[Event]:
     """One stream's events in non-decreasing time, applying the ordering policy."""
@@ -92,7 +75,14 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
     lateness = policy.allowed_lateness
 
     def late(e: Event, bound: int) -> Rejected:
-        return _late(e, bound, lateness)
+        return Rejected(
+            e.stream, e.origin.rsplit(":", 1)[0], int(e.origin.rsplit(":", 1)[1] or 0), 0,
+            f"timestamp {format_time(e.time, e.kind)} of <{e.graph}> goes backwards: "
+            f"the stream is already at {format_time(bound, e.kind)}"
+            + (f" (allowed lateness {lateness})" if lateness else
+               " (accept late events with --allowed-lateness)"),
+            e.graph,
+        )
 
     for it in items:
         if isinstance(it, Rejected):
@@ -100,7 +90,9 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
             continue
         e = it
         if last_kind is not None and e.kind is not last_kind:
-            reject(_mixed(e, last_kind, "the stream's earlier events have"))
+            reject(Rejected(e.stream, e.origin, 0, 0,
+                            f"<{e.graph}> has a {e.kind.value} timestamp but the stream's "
+                            f"earlier events have {last_kind.value} ones", e.graph))
             continue
         last_kind = e.kind
         if lateness <= 0:
@@ -125,33 +117,6 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
         yield ev
 
 
-def _one_in_order(items: Iterable[Event | Rejected],
-                  reject: Callable[[Rejected], None]) -> Iterator[Event]:
-    """merge_streams of one stream without allowed lateness: _ordered and the numbering
-    in one loop (one generator less per event)."""
-    last_out: int | None = None
-    kind: TimeKind | None = None
-    seq = 0
-    for it in items:
-        if it.__class__ is Rejected:
-            reject(it)  # type: ignore[arg-type]
-            continue
-        e: Event = it  # type: ignore[assignment]
-        if kind is None:
-            kind = e.kind
-        elif e.kind is not kind:
-            reject(_mixed(e, kind, "the stream's earlier events have"))
-            continue
-        t = e.end  # e.time
-        if last_out is not None and t < last_out:
-            reject(_late(e, last_out, 0))
-            continue
-        last_out = t
-        seq += 1
-        e.seq = seq
-        yield e
-
-
 def merge_streams(
     streams: list[Iterable[Event | Rejected]],
     reject: Callable[[Rejected], None],
@@ -159,13 +124,6 @@ def merge_streams(
 ) -> Iterator[Event]:
     """Merge several streams by time, numbering events in delivery order (``seq``)."""
     policy = policy or OrderingPolicy()
-    if len(streams) == 1 and policy.allowed_lateness <= 0:
-        return _one_in_order(streams[0], reject)
-    return _merged(streams, reject, policy)
-
-
-def _merged(streams: list[Iterable[Event | Rejected]], reject: Callable[[Rejected], None],
-            policy: OrderingPolicy) -> Iterator[Event]:
     if len(streams) == 1:
         merged: Iterable[Event] = _ordered(streams[0], policy, reject)  # nothing to interleave
     else:
@@ -179,7 +137,9 @@ def _merged(streams: list[Iterable[Event | Rejected]], reject: Callable[[Rejecte
         if kind is None:
             kind = e.kind
         elif e.kind is not kind:
-            reject(_mixed(e, kind, "other streams use"))
+            reject(Rejected(e.stream, e.origin, 0, 0,
+                            f"<{e.graph}> has a {e.kind.value} timestamp but other streams use "
+                            f"{kind.value} ones", e.graph))
             continue
         seq += 1
         e.seq = seq

@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 
 # The compiled hot path (rsep/_native.py lists it): rebuilt when a listed source changes.
 NATIVE := rsep/_native.json
-NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/')
+NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/') \
+	$(wildcard rsep/*/*.pxd)
 
 .PHONY: demo test lint bench clean
 

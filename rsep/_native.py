@@ -44,7 +44,13 @@ def source(name: str) -> Path:
 
 
 def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The hash of a module's source: its .py and, where there is one, the .pxd that
+    declares its C types (part of what the build compiled)."""
+    h = hashlib.sha256(path.read_bytes())
+    pxd = path.with_suffix(".pxd")
+    if pxd.is_file():
+        h.update(b"\0pxd\0" + pxd.read_bytes())
+    return h.hexdigest()
 
 
 class _Guard(importlib.abc.MetaPathFinder):

@@ -50,3 +50,15 @@ def test_status_says_which_build_runs():
     built = _native.MANIFEST.is_file()
     # where `make` has built it, every module is compiled (and current: see the guard)
     assert out.startswith("compiled: rsep.") == built
+
+
+def test_the_pxd_declarations_are_part_of_the_source(tmp_path):
+    # chain.pxd types the compiled build's fields and calls: editing it alone makes the
+    # build stale as editing the .py does
+    py = tmp_path / "m.py"
+    py.write_text("x = 1\n")
+    alone = digest(py)
+    (tmp_path / "m.pxd").write_text("cdef class A:\n    cdef public int x\n")
+    with_pxd = digest(py)
+    (tmp_path / "m.pxd").write_text("cdef class A:\n    cdef public long x\n")
+    assert len({alone, with_pxd, digest(py)}) == 3

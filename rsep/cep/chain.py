@@ -230,10 +230,9 @@ class ChainEngine:
         """Runs (or ranged entries) meet the event: how many took it, and those that stay."""
         took = 0
         stay = []
-        extend = self._extend
         for it in items:
             r = it[2] if ranged else it
-            envs = extend(st, r.envs, group, test)
+            envs = self._extend(st, r.envs, group, test)
             if envs:
                 took += 1
                 self._took(r, envs, t, st, last, matches)

@@ -26,6 +26,18 @@ REPORTED = (*STAGES, "engine")  # what report() gives: the stages and the rest o
 T = TypeVar("T")
 
 
+class _Timed:
+    """A SPASEQ machine with its ``process`` timed: a compiled machine's methods cannot be
+    replaced on the object, so the runtime is handed this instead."""
+
+    def __init__(self, machine: Any, process: Callable[..., Any]) -> None:
+        self._machine = machine
+        self.process = process
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._machine, name)
+
+
 class StageClock:
     """Exclusive seconds per stage, from timed callables."""
 
@@ -78,7 +90,7 @@ class StageClock:
 
             def bound(*a: Any, **k: Any) -> None:
                 bind(*a, **k)
-                self.wrap(rt.machine, "state", "process")
+                rt.machine = _Timed(rt.machine, self.timed("state", rt.machine.process))
 
             rt.bind = bound
             self.wrap(rt, "output", "_outputs")

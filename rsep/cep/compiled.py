@@ -593,11 +593,7 @@ class CompiledGPM:
         if sols is None:
             sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
         if sols and self.local_filters:
-            names = self.names
-            fs = self.local_filters
-            sols = [vals for vals in sols
-                    if all(f(mu) is True for mu in (dict(zip(names, vals, strict=True)),)
-                           for f in fs)]
+            sols = _filtered(sols, self.names, self.local_filters)
         return sols
 
     def match(self, ev: Indexed) -> list[Mapping]:
@@ -620,6 +616,11 @@ class CompiledGPM:
             if f(d) is not True:
                 return False
         return True
+
+
+def _filtered(sols: list[tuple], names: tuple[str, ...], fs: list) -> list[tuple]:
+    return [vals for vals in sols
+            if all(f(mu) is True for mu in (dict(zip(names, vals, strict=True)),) for f in fs)]
 
 
 def _filter_of(text: str, prefixes: dict[str, str], canon: Canon) -> Callable[[dict], object]:

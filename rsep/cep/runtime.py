@@ -154,7 +154,7 @@ class SpaseqRuntime:
             if len(events) == 1:
                 # One input event is one SPASEQ event. Its triples are not de-duplicated here
                 # (hashing each costs more than the rest of this): both matchers read them
-                # as a set (the store, Canon.triples).
+                # as a set (the store, Canon.indexed).
                 e = events[0]
                 sevs = [SEvent(e.stream, e.time, e.triples, (e.graph,))]
             else:

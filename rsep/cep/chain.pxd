@@ -16,7 +16,7 @@ cdef class _State:
     cdef public tuple shared, new
 
 cdef class ChainEngine:
-    cdef public object gpm, t0, window, options, pvar, _stats, _oldest
+    cdef public object gpm, t0, window, options, pvar, _stats, _oldest, _mapping
     cdef public Py_ssize_t n, _slots, live, _next_id
     cdef public list _state, buckets
 

@@ -130,6 +130,11 @@ class ChainEngine:
             self._state.append(st)
             before |= set(c.bound)
         self._slots = len(slots)
+        # A run at x_f has bound every variable of the chain: its mappings as sorted
+        # (variable, value) tuples come from one generated expression, not a sort per match.
+        names = sorted(before)
+        body = "".join(f"(_n{k}, d[_n{k}]), " for k in range(len(names)))
+        self._mapping = eval(f"lambda d: ({body})", {f"_n{k}": v for k, v in enumerate(names)})
         # Per state x_i (i >= 1): partition value -> [plain runs, ranged runs].
         self.buckets: list[dict[Any, list[list]]] = [{} for _ in range(self.n)]
         self.live = 0
@@ -242,9 +247,10 @@ class ChainEngine:
 
     def _took(self, r: _Run, envs: list[dict], t: int, st: _State, last: bool,
               matches: list[Match]) -> None:
+        # in time order, as a Match's steps are: a run takes one event per instant
         steps = (*r.steps, (t, st.key))
         if last:
-            matches.append(_match(t, envs, steps))
+            matches.append(Match(t, frozenset(map(self._mapping, envs)), steps))
             self._stats.runs_deleted += 1
         else:
             # SETACTIVESTATE: the run goes on, one state further. States are visited from
@@ -286,7 +292,7 @@ class ChainEngine:
             return
         steps = ((t, st.key),)
         if self.n == 1:
-            matches.append(_match(t, envs, steps))
+            matches.append(Match(t, frozenset(map(self._mapping, envs)), steps))
             return
         self._next_id += 1
         k = 0 if self.window is None else (t - self.t0) // self.window
@@ -393,7 +399,3 @@ def _bounds(lst: list[tuple], op: str, ev: Any) -> tuple[int, int]:
         return bisect_left(lst, (ev,)), len(lst)
     return bisect_left(lst, (ev,)), bisect_right(lst, (ev, _TOP))
 
-
-def _match(t: int, envs: list[dict], steps: tuple) -> Match:
-    # a run's steps are in time order already: it takes one event per instant
-    return Match(t, frozenset(tuple(sorted(d.items())) for d in envs), steps)

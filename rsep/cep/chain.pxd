@@ -36,3 +36,6 @@ cdef class ChainEngine:
     cdef _start(self, object t, dict evs, list matches, list cache)
     @cython.locals(one=bint, envs=list, buckets=dict, b=list, ranged=list)
     cdef _add(self, Py_ssize_t i, _Run r)
+
+cdef object _groups(list rows, object pidx, bint mixed)
+cdef tuple _bounds(list lst, object op, object ev)

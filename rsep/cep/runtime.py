@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible, project
+from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible
 from rsep.cep.chain import ChainEngine, chain_eligible
 from rsep.cep.events import Match, SEvent, merge_events
 from rsep.cep.gpm import GPMEvaluator
@@ -177,9 +177,11 @@ class SpaseqRuntime:
         named = self._leaf_names
         events = tuple([(*named[k], t) for t, k in m.steps])
         out: list[Output] = []
-        rows = project(m.omega, self._keep)
+        keep = self._keep
+        # pi_V(Omega): a list, made a set only when there are several rows to deduplicate
+        rows = [tuple([kv for kv in mu if kv[0] in keep]) for mu in m.omega]
         if len(rows) > 1:
-            rows = sorted(rows, key=lambda r: [(k, str(v)) for k, v in r])
+            rows = sorted(set(rows), key=lambda r: [(k, str(v)) for k, v in r])
         variables = self.variables
         for row in rows:
             # a row is sorted by variable and holds only selected ones: no lookup needed

@@ -24,18 +24,18 @@ cdef class ChainEngine:
     cdef list _process(self, object t, dict evs)
     cdef list _rows(self, _State st, list cache)
     @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, took=Py_ssize_t, n=Py_ssize_t, sure=bint,
-                   last=bint, buckets=dict, plain=list, ranged=list, bk=list)
+                   last=bint, buckets=dict, plain=list, ranged=list, ys=list, bk=list)
     cdef _step(self, Py_ssize_t i, _State st, object t, list rows, list matches)
-    @cython.locals(took=Py_ssize_t, r=_Run, stay=list, envs=list)
-    cdef tuple _meet(self, list items, bint ranged, _State st, list group, bint test, object t,
+    @cython.locals(took=Py_ssize_t, j=Py_ssize_t, r=_Run, stay=list, stay_ys=list, envs=list)
+    cdef tuple _meet(self, list runs, list ys, _State st, list group, bint test, object t,
                      bint last, list matches)
     cdef _took(self, _Run r, list envs, object t, _State st, bint last, list matches)
     @cython.locals(env=dict, d=dict, out=list, shared=tuple, new=tuple, vals=tuple)
     cdef list _extend(self, _State st, list envs, list rows, bint test=*)
     @cython.locals(st=_State, envs=list)
     cdef _start(self, object t, dict evs, list matches, list cache)
-    @cython.locals(one=bint, envs=list, buckets=dict, b=list, ranged=list)
+    @cython.locals(one=bint, envs=list, buckets=dict, b=list, ys=list, k=Py_ssize_t)
     cdef _add(self, Py_ssize_t i, _Run r)
 
 cdef object _groups(list rows, object pidx, bint mixed)
-cdef tuple _bounds(list lst, object op, object ev)
+cdef tuple _bounds(list ys, object op, object ev)

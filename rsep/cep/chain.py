@@ -19,7 +19,7 @@ reference evaluator equal.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 from rsep.algebra.spaseq import AtomKind, Leaf, Strategy
@@ -36,9 +36,9 @@ from rsep.cep.nfa import (
     warn_cut,
 )
 
-# A bucket's runs whose pushed FILTER cannot be looked up by value, and the others as
-# (value, run id, run) sorted by value.
-_PLAIN, _RANGED = 0, 1
+# A bucket's runs whose pushed FILTER cannot be looked up by value; the others sorted by
+# their value, and those values (bisected as plain numbers).
+_PLAIN, _RANGED, _YS = 0, 1, 2
 # The partition value of a run whose mappings disagree on it (any event may extend it).
 _MIXED = object()
 
@@ -135,7 +135,7 @@ class ChainEngine:
         names = sorted(before)
         body = "".join(f"(_n{k}, d[_n{k}]), " for k in range(len(names)))
         self._mapping = eval(f"lambda d: ({body})", {f"_n{k}": v for k, v in enumerate(names)})
-        # Per state x_i (i >= 1): partition value -> [plain runs, ranged runs].
+        # Per state x_i (i >= 1): partition value -> [plain runs, ranged runs, their values].
         self.buckets: list[dict[Any, list[list]]] = [{} for _ in range(self.n)]
         self.live = 0
         self._next_id = 0
@@ -207,43 +207,48 @@ class ChainEngine:
             bk = buckets.get(bkey)
             if bk is None:
                 continue
-            plain, ranged = bk
+            plain, ranged, ys = bk
             lo, hi = 0, len(ranged)
             # Runs found by value pass a whole-FILTER range without testing it again.
             sure = False
             if ranged and rng is not None and len(group) == 1:
                 ev = _number(group[0][st.ridx])
-                lo, hi = _bounds(ranged, rng[1], ev)
+                lo, hi = _bounds(ys, rng[1], ev)
                 sure = st.exact and ev is not None
             took = 0
             if plain:
                 stats.runs_touched += len(plain)
-                took, bk[_PLAIN] = self._meet(plain, False, st, group, True, t, last, matches)
+                took, bk[_PLAIN], _ = self._meet(plain, None, st, group, True, t, last, matches)
                 plain = bk[_PLAIN]
             if lo < hi:
                 stats.runs_touched += hi - lo
-                n, ranged[lo:hi] = self._meet(ranged[lo:hi], True, st, group, not sure, t, last,
-                                              matches)
+                n, ranged[lo:hi], ys[lo:hi] = self._meet(ranged[lo:hi], ys[lo:hi], st, group,
+                                                         not sure, t, last, matches)
                 took += n
             if took:
                 self.live -= took
                 if not plain and not ranged:
                     del buckets[bkey]
 
-    def _meet(self, items: list, ranged: bool, st: _State, group: list[tuple], test: bool,
-              t: int, last: bool, matches: list[Match]) -> tuple[int, list]:
-        """Runs (or ranged entries) meet the event: how many took it, and those that stay."""
+    def _meet(self, runs: list[_Run], ys: list | None, st: _State, group: list[tuple],
+              test: bool, t: int, last: bool, matches: list[Match]
+              ) -> tuple[int, list[_Run], list | None]:
+        """Runs (with their values ``ys``, if ranged) meet the event: how many took it, and
+        those that stay (and their values)."""
         took = 0
         stay = []
-        for it in items:
-            r = it[2] if ranged else it
+        stay_ys = None if ys is None else []
+        for j in range(len(runs)):
+            r = runs[j]
             envs = self._extend(st, r.envs, group, test)
             if envs:
                 took += 1
                 self._took(r, envs, t, st, last, matches)
             else:
-                stay.append(it)
-        return took, stay
+                stay.append(r)
+                if ys is not None:
+                    stay_ys.append(ys[j])
+        return took, stay, stay_ys
 
     def _took(self, r: _Run, envs: list[dict], t: int, st: _State, last: bool,
               matches: list[Match]) -> None:
@@ -313,22 +318,25 @@ class ChainEngine:
         buckets = self.buckets[i]
         b = buckets.get(v)
         if b is None:
-            b = buckets[v] = [[], []]
+            b = buckets[v] = [[], [], []]
         rng = self._state[i].rng
         y = _number(envs[0].get(rng[2])) if one and rng is not None else None
         if y is None:
             b[_PLAIN].append(r)
         else:
-            ranged = b[_RANGED]
-            if not ranged or ranged[-1][0] < y:
-                ranged.append((y, r.id, r))  # ids grow: (y, id) sorts last
+            ys = b[_YS]
+            if not ys or ys[-1] <= y:
+                ys.append(y)
+                b[_RANGED].append(r)
             else:
-                insort(ranged, (y, r.id, r))
+                k = bisect_right(ys, y)
+                ys.insert(k, y)
+                b[_RANGED].insert(k, r)
         self.live += 1
 
     def _runs(self) -> list[_Run]:
         return [r for buckets in self.buckets for b in buckets.values()
-                for r in [*b[_PLAIN], *(e[2] for e in b[_RANGED])]]
+                for r in [*b[_PLAIN], *b[_RANGED]]]
 
     def _drop(self, doomed: set[int]) -> int:
         gone = 0
@@ -337,7 +345,9 @@ class ChainEngine:
                 b = buckets[v]
                 before = len(b[_PLAIN]) + len(b[_RANGED])
                 b[_PLAIN] = [r for r in b[_PLAIN] if r.id not in doomed]
-                b[_RANGED] = [e for e in b[_RANGED] if e[1] not in doomed]
+                kept = [k for k, r in enumerate(b[_RANGED]) if r.id not in doomed]
+                b[_RANGED] = [b[_RANGED][k] for k in kept]
+                b[_YS] = [b[_YS][k] for k in kept]
                 after = len(b[_PLAIN]) + len(b[_RANGED])
                 gone += before - after
                 if not after:
@@ -382,20 +392,17 @@ def _groups(rows: list[tuple], pidx: int | None, mixed: bool) -> Any:
     return out.items()
 
 
-_TOP = float("inf")
-
-
-def _bounds(lst: list[tuple], op: str, ev: Any) -> tuple[int, int]:
-    """The slice of runs (sorted by their value y) for which ``ev op y`` can hold."""
+def _bounds(ys: list, op: str, ev: Any) -> tuple[int, int]:
+    """The slice of runs (sorted by their values ``ys``) for which ``ev op y`` can hold."""
     if ev is None:
-        return 0, len(lst)
+        return 0, len(ys)
     if op == ">":
-        return 0, bisect_left(lst, (ev,))
+        return 0, bisect_left(ys, ev)
     if op == ">=":
-        return 0, bisect_right(lst, (ev, _TOP))
+        return 0, bisect_right(ys, ev)
     if op == "<":
-        return bisect_right(lst, (ev, _TOP)), len(lst)
+        return bisect_right(ys, ev), len(ys)
     if op == "<=":
-        return bisect_left(lst, (ev,)), len(lst)
-    return bisect_left(lst, (ev,)), bisect_right(lst, (ev, _TOP))
+        return bisect_left(ys, ev), len(ys)
+    return bisect_left(ys, ev), bisect_right(ys, ev)
 

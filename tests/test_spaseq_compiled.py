@@ -151,3 +151,12 @@ def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
         got.append(ev.local(gpm, U))
         ev.end()
     assert got[0] == got[1], text + "\n" + ttl
+
+
+@given(st.text(alphabet="-+0123456789٣ .e", max_size=6))
+def test_canonical_integer_test_is_the_lexical_rule(v):
+    import re
+
+    from rsep.cep.compiled import _canonical_int
+
+    assert _canonical_int(v) == (re.fullmatch(r"0|-?[1-9][0-9]*", v) is not None)

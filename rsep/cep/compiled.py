@@ -36,10 +36,15 @@ _LITERAL = ox.Literal
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 _I64 = 2 ** 63
 _INT_RE = re.compile(r"[+-]?[0-9]+\Z")
-_INT_CANON = re.compile(r"(0|-?[1-9][0-9]*)\Z")
 _DEC_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\Z")
 _DEC_CANON = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9]\Z")
 _DBL_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
+
+
+def _canonical_int(v: str) -> bool:
+    """Whether v is an xsd:integer's canonical lexical form, ``(0|-?[1-9][0-9]*)``."""
+    d = v[1:] if v[:1] == "-" else v
+    return d.isascii() and d.isdigit() and (d[0] != "0" or v == "0")
 
 
 class Fallback(Exception):
@@ -69,10 +74,9 @@ class Canon:
         if got is not None:
             return got
         dt = t.datatype
-        v = t.value
-        if dt == _STRING or dt == _LANG:
-            got = t
-        elif dt == _INTEGER and _INT_CANON.match(v) or dt == _DECIMAL and _DEC_CANON.match(v):
+        # integers first: a stream's literals are mostly numbers, and most are new
+        if dt == _INTEGER and _canonical_int(t.value) or dt == _STRING or dt == _LANG \
+                or dt == _DECIMAL and _DEC_CANON.match(t.value):
             got = t
         else:
             self._store.add(ox.Quad(self._s, self._s, t, self._g))

@@ -14,6 +14,9 @@ FORMATS = ("jsonl", "csv", "tsv", "table", "trig")
 _LIT = re.compile(r'^"(.*)"(?:@[A-Za-z0-9\-]+|\^\^<[^>]*>)?$', re.S)
 
 
+# One encoder for every line: json.dumps(..., ensure_ascii=False) builds a new one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
 _PLAIN_TYPES = {
     f"<http://www.w3.org/2001/XMLSchema#{t}>"
     for t in ("integer", "decimal", "double", "float", "boolean", "string", "long", "int")
@@ -73,7 +76,7 @@ class Sink:
         d = o.to_json()
         if self.with_query:
             d = {"query": o.query, **d}
-        self.out.write(json.dumps(d, ensure_ascii=False) + "\n")
+        self.out.write(_ENCODE(d) + "\n")
 
     def _columns(self, o: Output) -> tuple[str, ...]:
         if o.bindings is not None:

@@ -154,9 +154,10 @@ def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
 
 
 @given(st.text(alphabet="-+0123456789٣ .e", max_size=6))
-def test_canonical_integer_test_is_the_lexical_rule(v):
+def test_integer_tests_are_the_lexical_rules(v):
     import re
 
-    from rsep.cep.compiled import _canonical_int
+    from rsep.cep.compiled import _canonical_int, _lexical_int
 
     assert _canonical_int(v) == (re.fullmatch(r"0|-?[1-9][0-9]*", v) is not None)
+    assert _lexical_int(v) == (re.fullmatch(r"[+-]?[0-9]+", v) is not None)

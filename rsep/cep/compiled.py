@@ -35,10 +35,15 @@ _LANG = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
 _LITERAL = ox.Literal
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 _I64 = 2 ** 63
-_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
 _DEC_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\Z")
 _DEC_CANON = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9]\Z")
 _DBL_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
+
+
+def _lexical_int(v: str) -> bool:
+    """Whether v is in xsd:integer's lexical space, ``[+-]?[0-9]+``."""
+    d = v[1:] if v[:1] in ("+", "-") else v
+    return d.isascii() and d.isdigit()
 
 
 def _canonical_int(v: str) -> bool:
@@ -412,10 +417,11 @@ def _value_of(t: object) -> object:
     if type(t) is ox.Literal:
         dt = t.datatype
         v = t.value
+        # integers first: most of a stream's literals, most of them new
+        if dt == _INTEGER and _lexical_int(v):
+            return ("n", int(v))
         if dt == _STRING:
             return ("s", v)
-        if dt == _INTEGER and _INT_RE.match(v):
-            return ("n", int(v))
         if dt == _DECIMAL and _DEC_RE.match(v):
             return ("d", Decimal(v))
         if dt == _DOUBLE and _DBL_RE.match(v):

@@ -123,9 +123,9 @@ class ChainEngine:
             rng = range_filter(lf.gpm) if opts.predicate_pushing else None
             strict = i > 0 and q.seq.ops[i - 1] is Strategy.STRICT
             st = _State(i, lf, c, before, strict, rng, self.pvar)
-            # States whose GPMs give the same rows on every event share one row list per
-            # instant.
-            key = (lf.stream, c.row_key) if c.row_key is not None else i
+            # States whose GPMs give the same rows on every event (one GPM twice, or GPMs of
+            # one shape) share one row list per instant.
+            key = (lf.stream, c.row_key if c.row_key is not None else lf.gpm.name)
             st.slot = slots.setdefault(key, len(slots))
             self._state.append(st)
             before |= set(c.bound)

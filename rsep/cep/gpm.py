@@ -59,7 +59,6 @@ class GPMEvaluator:
         self._canon: dict[str, Indexed] = {}
         self._events: dict[str, ox.NamedNode] = {}
         self._local: dict[tuple[str, str], Omega] = {}
-        self._rows: dict[tuple[str, str], list[tuple]] = {}
         self._holds: dict[tuple[str, Mapping], bool] = {}
         self._n = 0
         self.evaluations = 0  # pattern evaluations by pyoxigraph (one per GPM and event at most)
@@ -94,8 +93,6 @@ class GPMEvaluator:
         self._canon.clear()
         if self._local:
             self._local.clear()
-        if self._rows:
-            self._rows.clear()
         if self._holds:
             self._holds.clear()
 
@@ -148,11 +145,7 @@ class GPMEvaluator:
 
     def rows(self, gpm: GPM, stream: str) -> list[tuple]:
         """:meth:`local` for a compiled GPM as tuples of its ``bound`` variables' values (no
-        mappings built): what the chain engine joins."""
-        key = (gpm.name, stream)
-        got = self._rows.get(key)
-        if got is not None:
-            return got
+        mappings built): what the chain engine joins, asking once per GPM shape and instant."""
         c = self.compiled[gpm.name]
         indexed = self._indexed(stream)
         if indexed is None:
@@ -166,7 +159,6 @@ class GPMEvaluator:
                 names = c.bound
                 got = [tuple(d.get(n) for n in names)
                        for d in map(dict, self.local(gpm, stream))]
-        self._rows[key] = got
         return got
 
     def holds(self, gpm: GPM, d: dict) -> bool:

@@ -30,6 +30,7 @@ cdef class ChainEngine:
     cdef tuple _meet(self, list runs, list ys, _State st, list group, bint test, object t,
                      bint last, list matches)
     cdef _took(self, _Run r, list envs, object t, _State st, bint last, list matches)
+    cdef object _match(self, object t, list envs, tuple steps)
     @cython.locals(env=dict, d=dict, out=list, shared=tuple, new=tuple, vals=tuple)
     cdef list _extend(self, _State st, list envs, list rows, bint test=*)
     @cython.locals(st=_State, envs=list)

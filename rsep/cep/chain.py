@@ -255,7 +255,7 @@ class ChainEngine:
         # in time order, as a Match's steps are: a run takes one event per instant
         steps = (*r.steps, (t, st.key))
         if last:
-            matches.append(Match(t, frozenset(map(self._mapping, envs)), steps))
+            matches.append(self._match(t, envs, steps))
             self._stats.runs_deleted += 1
         else:
             # SETACTIVESTATE: the run goes on, one state further. States are visited from
@@ -263,6 +263,9 @@ class ChainEngine:
             r.envs = envs
             r.steps = steps
             self._add(st.index + 1, r)
+
+    def _match(self, t: int, envs: list[dict], steps: tuple) -> Match:
+        return Match(t, frozenset(map(self._mapping, envs)), steps)
 
     def _extend(self, st: _State, envs: list[dict], rows: list[tuple],
                 test: bool = True) -> list[dict]:
@@ -297,7 +300,7 @@ class ChainEngine:
             return
         steps = ((t, st.key),)
         if self.n == 1:
-            matches.append(Match(t, frozenset(map(self._mapping, envs)), steps))
+            matches.append(self._match(t, envs, steps))
             return
         self._next_id += 1
         k = 0 if self.window is None else (t - self.t0) // self.window

@@ -7,6 +7,7 @@ cdef class Canon:
     cdef public dict _cache
     cdef public object _store, _g, _s
     cpdef object term(self, object t)
+    cdef object _canonical(self, object t)
     @cython.locals(cache=dict, out=list, by_pred=dict, tr=tuple)
     cpdef Indexed indexed(self, object triples, object preds=*)
 

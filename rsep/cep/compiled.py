@@ -76,8 +76,10 @@ class Canon:
         if type(t) is not ox.Literal:
             return t
         got = self._cache.get(t)
-        if got is not None:
-            return got
+        return got if got is not None else self._canonical(t)
+
+    def _canonical(self, t: ox.Literal) -> object:
+        """A literal not in the cache: its canonical form, cached."""
         dt = t.datatype
         # integers first: a stream's literals are mostly numbers, and most are new
         if dt == _INTEGER and _canonical_int(t.value) or dt == _STRING or dt == _LANG \
@@ -107,7 +109,7 @@ class Canon:
             o = t.object
             if type(o) is _LITERAL:
                 got = cache.get(o)
-                o = got if got is not None else self.term(o)
+                o = got if got is not None else self._canonical(o)
             tr = (t.subject, p, o)
             out.append(tr)
             got = by_pred.get(p)

@@ -36,7 +36,9 @@ class ContinuousQuery:
     matches: list[MatchPattern] = field(default_factory=list)  # MATCH patterns, by slot
     # SELECT vars WHERE { MATCH ... } and nothing else: the projection (() for *)
     match_projection: tuple[str, ...] | None = None
-    # Extension functions the query calls that no one implements: they evaluate to an
-    # error (unbound), as SPARQL 1.1 (17.6) says of unknown functions.
+    # Extension functions and aggregates the query calls that neither pyoxigraph nor rsep
+    # implements: parsed (rsep explain and compare read them), refused at registration.
     unknown_functions: tuple[str, ...] = ()
     unknown_aggregates: tuple[str, ...] = ()
+    # each call: (kind "function" | "aggregate", IRI, line, column), in text order
+    unknown_at: tuple[tuple[str, str, int, int], ...] = ()

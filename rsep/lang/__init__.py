@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
+from rsep.algebra.query import ContinuousQuery
 from rsep.lang import cqels, csparql, rspql
-from rsep.lang.common import _extensions, validate_sparql
-from rsep.lang.errors import QueryError
+from rsep.lang.common import extension_calls, validate_sparql
+from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import parse_tree
-from rsep.lang.syntax import DIALECT_NAMES, Syntax
+from rsep.lang.syntax import DIALECT_NAMES, Syntax, start_of
 
 _SPASEQ_MARKER = re.compile(r"\bDEFINE\s+GPM\b", re.I)
 # EP-SPARQL: an operator between group graph patterns, or a time function (003 Sec. 4.1)
@@ -58,9 +58,10 @@ def parse_query(text: str, dialect: str | None = None, *,
     d = syn.detect(dialect)
     q = DIALECTS[d](syn)
     validate_sparql(syn, q.sparql)
-    functions, aggregates = _extensions(syn)
-    q.unknown_functions = tuple(f.value for f in functions if f.value != CSPARQL_TIMESTAMP)
-    q.unknown_aggregates = tuple(a.value for a in aggregates)
+    calls = extension_calls(syn)
+    q.unknown_functions = tuple(dict.fromkeys(iri for k, iri, _ in calls if k == "function"))
+    q.unknown_aggregates = tuple(dict.fromkeys(iri for k, iri, _ in calls if k == "aggregate"))
+    q.unknown_at = tuple((k, iri, *position(text, start_of(node))) for k, iri, node in calls)
     return q
 
 

@@ -62,7 +62,9 @@ _OX_POS = re.compile(r"error at (\d+):(\d+): ?(.*)", re.S)
 
 
 class NoAggregate:
-    """An aggregate no one implements: it ignores its input and yields an error (unbound)."""
+    """A stand-in for an extension aggregate while the query is only checked: pyoxigraph
+    reads ``iri(DISTINCT ...)`` as an aggregate only when one is registered. No query
+    that calls one runs: registration refuses it (see :func:`extension_calls`)."""
 
     def accumulate(self, term: object) -> None:
         return None
@@ -71,22 +73,62 @@ class NoAggregate:
         return None
 
 
-def _extensions(syn: Syntax) -> tuple[dict, dict]:
-    """Stand-ins for the extension functions the query calls, so that validation
-    checks the query and not whether pyoxigraph implements them: an unknown
-    function is no syntax error (SPARQL 1.1, 17.6). Called with DISTINCT, one is
-    read as an aggregate, as oxigraph reads only registered aggregates."""
-    functions: dict = {ox.NamedNode(CSPARQL_TIMESTAMP): lambda *args: None}
-    aggregates: dict = {}
-    for node in syn.tree.iter_subtrees():
+def _stand_in(*args: object) -> None:
+    return None
+
+
+_IMPLEMENTED: dict[str, bool] = {}
+
+
+def pyoxigraph_implements(iri: str) -> bool:
+    """Whether pyoxigraph evaluates a call to the function ``iri`` itself (the XSD
+    constructor functions, GeoSPARQL's, ...), asked of pyoxigraph once per IRI: with no
+    custom function for it, a call to an IRI it does not implement fails as the query is
+    prepared ("The custom function <iri> is not supported"); one it implements is prepared
+    (an argument of the wrong type or count gives an error value or another message)."""
+    known = _IMPLEMENTED.get(iri)
+    if known is None:
+        try:
+            ox.Store().query(f"SELECT (<{iri}>(?x) AS ?y) {{}}")
+            known = True
+        except RuntimeError as e:
+            known = "is not supported" not in str(e)
+        except SyntaxError:
+            known = False
+        _IMPLEMENTED[iri] = known
+    return known
+
+
+def extension_calls(syn: Syntax) -> list[tuple[str, str, Tree]]:
+    """Calls ``iri(...)`` to functions pyoxigraph does not implement, as (kind, IRI,
+    node), kind "function" or "aggregate" (called with DISTINCT: oxigraph reads only
+    registered aggregates, and implements none by IRI), in text order. C-SPARQL's
+    timestamp() is not among them: rsep implements it."""
+    calls = []
+    for node in syn.tree.iter_subtrees_topdown():
         if node.data not in ("iri_or_function", "function_call") or len(node.children) < 2:
             continue
-        iri = ox.NamedNode(syn.iri(node.children[0]))
+        iri = syn.iri(node.children[0])
         args = node.children[1]
         if any(isinstance(c, Token) and c.type == "DISTINCT" for c in args.children):
-            aggregates[iri] = NoAggregate
-        elif iri not in functions:
-            functions[iri] = lambda *args: None
+            calls.append(("aggregate", iri, node))
+        elif iri != CSPARQL_TIMESTAMP and not pyoxigraph_implements(iri):
+            calls.append(("function", iri, node))
+    return sorted(calls, key=lambda c: start_of(c[2]))
+
+
+def _extensions(syn: Syntax) -> tuple[dict, dict]:
+    """Stand-ins for the extension functions and aggregates the query calls, so that
+    validation checks the query and not whether anyone implements them (registration
+    refuses those). Functions pyoxigraph implements get none: a custom function
+    overrides pyoxigraph's own of the same IRI."""
+    functions: dict = {ox.NamedNode(CSPARQL_TIMESTAMP): _stand_in}
+    aggregates: dict = {}
+    for kind, iri, _ in extension_calls(syn):
+        if kind == "aggregate":
+            aggregates[ox.NamedNode(iri)] = NoAggregate
+        else:
+            functions[ox.NamedNode(iri)] = _stand_in
     return functions, aggregates
 
 
@@ -98,6 +140,14 @@ def _services_as_graphs(syn: Syntax) -> list[tuple[int, int, str]]:
         target = next(c for c in node.children if isinstance(c, Tree) and c.data == "var_or_iri")
         edits.append((start_of(node), start_of(target), "GRAPH "))
     return edits
+
+
+def _distinct_of_extension_aggregates(syn: Syntax) -> list[tuple[int, int, str]]:
+    """pyoxigraph 0.5.13 reads ``iri(DISTINCT ...)`` as a syntax error even with an
+    aggregate registered for iri: checked without the DISTINCT (as the aggregate it is)."""
+    return [(c.start_pos, c.end_pos, " " * len(c)) for kind, _, node in extension_calls(syn)
+            if kind == "aggregate" for c in node.children[1].children
+            if isinstance(c, Token) and c.type == "DISTINCT"]
 
 
 def _ox_message(what: str) -> str:
@@ -118,7 +168,7 @@ def validate_sparql(syn: Syntax, sparql: str) -> None:
     exact checks the evaluator will apply. SERVICE patterns are checked as GRAPH
     patterns, never executed.
     """
-    extra = _services_as_graphs(syn)
+    extra = _services_as_graphs(syn) + _distinct_of_extension_aggregates(syn)
     checked = syn.rewritten(extra) if extra else sparql
     functions, aggregates = _extensions(syn)
     try:
@@ -143,7 +193,13 @@ def validate_sparql(syn: Syntax, sparql: str) -> None:
             raise QueryError(f"invalid query: {what}", line, col, syn.source) from None
         raise QueryError(f"invalid query: {msg}", source=syn.source) from None
     except RuntimeError as e:
-        raise QueryError(f"invalid query: {e}", source=syn.source) from None
+        # e.g. "The custom function <xsd:double> requires between 1 and 1 arguments": at its call
+        m = re.match(r"The custom function <([^>]*)>", str(e))
+        calls = [n for n in syn.tree.iter_subtrees_topdown()
+                 if m and n.data in ("iri_or_function", "function_call") and len(n.children) > 1
+                 and syn.iri(n.children[0]) == m.group(1)]
+        line, col = position(syn.text, start_of(calls[0])) if calls else (None, None)
+        raise QueryError(f"invalid query: {e}", line, col, syn.source) from None
     except (OSError, ValueError, TypeError):
         # Evaluation errors on an empty store say nothing about the query's validity.
         pass

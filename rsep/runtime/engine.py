@@ -29,7 +29,6 @@ from rsep.events import semantics
 from rsep.events.incremental import IncrementalMatcher
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
-from rsep.lang.common import NoAggregate
 from rsep.runtime.r2s import R2SOperator
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
@@ -142,9 +141,9 @@ class QueryRuntime:
         self.report: ReportPolicy = self.query.report
         self.streams = set(self.query.dataset.streams)
         self._named: list[ox.NamedNode] = []
-        self._functions = {ox.NamedNode(f): _unknown for f in self.query.unknown_functions}
-        self._functions[ox.NamedNode(CSPARQL_TIMESTAMP)] = self._timestamp
-        self._aggregates = {ox.NamedNode(a): NoAggregate for a in self.query.unknown_aggregates}
+        # rsep's one extension function; every other call is pyoxigraph's own (a custom
+        # function would override its built-in of the same IRI), unknown ones are refused.
+        self._functions = {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
         self._solver = BatchSolver()
         self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
         self._consumed: set[int] = set()
@@ -401,7 +400,7 @@ class QueryRuntime:
         try:
             res = self.store.store.query(
                 sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
-                custom_functions=self._functions, custom_aggregate_functions=self._aggregates)
+                custom_functions=self._functions)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None
         rows: list = []
@@ -446,10 +445,6 @@ class QueryRuntime:
 
     def idle(self) -> bool:
         return all(bw.op.idle for bw in self.windows)
-
-
-def _unknown(*args: object) -> None:
-    return None
 
 
 _BNODE = "urn:rsep:bnode:"
@@ -541,6 +536,10 @@ class Engine:
         if q.service_at is not None:
             line, col = q.service_at
             raise QueryError("SERVICE is refused: a query cannot reach the network", line, col, source)
+        if q.unknown_at:
+            kind, iri, line, col = q.unknown_at[0]
+            raise QueryError(f"unknown {kind} <{iri}>: neither pyoxigraph nor rsep implements it",
+                             line, col, source)
         if not q.dataset.windows:
             raise QueryError("the query reads no stream: declare a window (FROM NAMED WINDOW, "
                              "FROM STREAM, or a STREAM pattern)", source=source)

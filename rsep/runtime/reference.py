@@ -64,7 +64,7 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
         )
         if not due:
             continue
-        if rp.non_empty and not any(contents):
+        if rp.non_empty and not any(tr for c in contents for _, tr in c):
             continue
         last_contents = ident
         sparql = query.sparql

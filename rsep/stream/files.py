@@ -228,6 +228,34 @@ _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line befo
 _BLANK_LABEL = re.compile("_:")  # the regex engine finds it faster than str's "in"
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
+# An empty graph block "<g> { }" (an event with no triples: a heartbeat that advances
+# time) parses to no quad at all: a marker triple put into it before parsing (on the
+# line of its "{": lines stay) keeps the graph's run, and is taken out again.
+_EMPTY_BLOCK = re.compile(r"\{((?:[ \t\r\n]|#[^\n]*\n)*)\}")
+_EMPTY_RECORD = re.compile(r"\{(?:[ \t\r\n]|#[^\n]*\n)*\}\s*\Z")
+_MARK = ox.NamedNode("urn:rsep:empty-graph")
+_MARK_TRIPLE = ox.Triple(_MARK, _MARK, _MARK)
+_MARK_TEXT = "<urn:rsep:empty-graph> <urn:rsep:empty-graph> <urn:rsep:empty-graph> ."
+
+
+def _mark_empty(text: str) -> str:
+    return _EMPTY_BLOCK.sub(lambda m: "{" + _MARK_TEXT + m.group(1) + "}", text)
+
+
+def _unmark(groups: list[tuple[object, list]]) -> list[tuple[object, list]]:
+    """Parsed runs without the marker: an empty graph's run holds no triple, and an
+    empty unnamed block leaves nothing."""
+    out = []
+    for g, items in groups:
+        if g.__class__ is _DEFAULT:
+            items = [q for q in items if q.subject != _MARK]
+            if items:
+                out.append((g, items))
+        else:
+            out.append((g, tuple(t for t in items if t != _MARK_TRIPLE)))
+    return out
+
+
 # Whitespace, comments and directives before a default-graph statement.
 _NOT_NAME = frozenset(" \t\r\n#@PpBb")  # may start whitespace, a comment or a directive
 _SKIP = re.compile(
@@ -281,6 +309,7 @@ class _Assembly:
         self.out: list[Event | Rejected] = []
         self.events = 0
         self.bnodes = True  # False when the text being assembled cannot hold blank nodes
+        self.marked = False  # True once a record's empty graph block holds the marker triple
 
     def points(self, groups: list[tuple[object, list]], lines: list[int]) -> bool:
         """Assemble a chunk of the common shape in bulk; False (and nothing done) for any other.
@@ -493,8 +522,8 @@ class _Assembly:
             cur.complete = True
             self.finish(cur)
         for o in list(self.opened.values()):
-            if not o.triples:
-                # Time metadata about a graph that never came.
+            if not o.complete:
+                # Time metadata about a graph that never came (every graph read is complete here).
                 self.out.append(Rejected(
                     self.stream, self.origin, o.line, 0,
                     f"timestamp given for <{o.name}>, but the file has no graph of that name", o.name,
@@ -527,10 +556,15 @@ class _Assembly:
             qs = list(grp)
             if g.__class__ is _DEFAULT:
                 for k, q in enumerate(qs, i):
+                    if self.marked and q.subject == _MARK:
+                        continue  # an empty unnamed block's marker
                     groups.append((g, [q]))
                     lines.append(quad_lines[k] if quad_lines else line)
             else:
-                groups.append((g, tuple(map(_TRIPLE, qs))))
+                triples = tuple(map(_TRIPLE, qs))
+                if self.marked:
+                    triples = tuple(t for t in triples if t != _MARK_TRIPLE)
+                groups.append((g, triples))
                 lines.append(quad_lines[i] if quad_lines else (graph_lines or {}).get(g.value, line))
             i += len(qs)
         self.runs(groups, lines)
@@ -648,9 +682,9 @@ class StreamFile:
                     # One record larger than 64 chunks: refuse instead of buffering forever.
                     raise ValueError(f"{self.path}:{line}: a single record exceeds {64 * size} bytes")
 
-    def _fast_trig(self, chunk: str, line: int, asm: _Assembly) -> int | None:
+    def _fast_trig(self, chunk: str, line: int, asm: _Assembly, marked: bool = False) -> int | None:
         """Parse and assemble a chunk in one call: the line after it, or None (and nothing
-        done) if it cannot be."""
+        done) if it cannot be. ``marked``: its empty graph blocks hold the marker triple."""
         header = self._prefix_text
         parser = ox.parse(header + "\n" + chunk if header else chunk, format=ox.RdfFormat.TRIG,
                           base_iri=self._base)
@@ -660,12 +694,16 @@ class StreamFile:
                       for g, grp in groupby(parser, _GRAPH)]
         except SyntaxError:
             return None
+        if marked:
+            groups = _unmark(groups)
         # Locate every graph block by its braces, to give each event its line. A
         # brace inside a string or comment, an unnamed block, or two adjacent
         # blocks of one graph make the counts differ: then the records decide.
         parts = chunk.split("{")
         nb = len(parts) - 1
         if nb != sum(g.__class__ is not _DEFAULT for g, _ in groups):
+            if not marked and _EMPTY_BLOCK.search(chunk):
+                return self._fast_trig(_mark_empty(chunk), line, asm, marked=True)
             return None
         # The braces alternate {}{}...: no "}" before the first "{", one after each.
         closes = list(map(str.count, parts, repeat("}")))
@@ -759,6 +797,11 @@ class StreamFile:
                 if rej:
                     asm.out.append(rej)
                 continue
+            if rec.text.endswith("}") and (m := _EMPTY_RECORD.search(rec.text)):
+                if not rec.text[:m.start()].strip():
+                    continue  # an empty unnamed block: nothing at all
+                rec = Record(_mark_empty(rec.text), rec.line, rec.column)
+                asm.marked = True
             batch.append(rec)
             if len(batch) >= self.batch_records:
                 self._run_batch(batch, asm)
@@ -782,6 +825,8 @@ class StreamFile:
         """Assemble a parsed batch of TriG records, each run located at its record."""
         groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
                   for g, grp in groupby(quads, _GRAPH)]
+        if asm.marked:
+            groups = _unmark(groups)
         blocks = [i for i, r in enumerate(batch) if r.text.rstrip().endswith("}")]
         if len(blocks) != sum(g.__class__ is not _DEFAULT for g, _ in groups):
             asm.quads(quads, batch[0].line, graph_lines=_block_lines(batch))

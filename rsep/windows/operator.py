@@ -88,6 +88,11 @@ class WindowOperator:
                 if self.track_items:
                     self._changes.append((True, e, triples[excess:]))
                 self._ntriples -= excess
+        # An event with no triples before the last n triples is out, as the triples before them.
+        while self._items and not self._items[0][1] and self._ntriples >= w.count:
+            e, _ = self._items.popleft()
+            if self.track_items:
+                self._changes.append((False, e, ()))
 
     # ---------------------------------------------------------------- time
 
@@ -164,9 +169,10 @@ class WindowOperator:
 
     @property
     def empty(self) -> bool:
+        """No triple inside: events with no triples (heartbeats) leave the content empty."""
         if self.w.kind is WindowKind.COUNT:
-            return not self._items
-        return not self._live
+            return not self._ntriples
+        return not self._live_triples
 
     @property
     def idle(self) -> bool:

@@ -287,6 +287,9 @@ class SpaseqQuery:
     # Def. 16's issue time t; None: the engine's start (its first event time)
     issued_at: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # SELECT (expr AS ?v): (v, expression text, its variables), in order; read with prologue
+    expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    prologue: str = ""
 
     @property
     def variables(self) -> tuple[str, ...]:

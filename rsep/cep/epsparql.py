@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from rsep.algebra.events import Selection
+from rsep.cep.epsparql_data import OccurrenceData, item_of
 from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
 from rsep.cep.epsparql_policy import PolicyState
 from rsep.events.semantics import precedes
@@ -75,6 +76,14 @@ class Expr:
     @property
     def timed(self) -> bool:
         return bool(re.search(r"\?__[dse]\b", self.text))
+
+    @property
+    def reads(self) -> bool:
+        """It holds EXISTS / NOT EXISTS: its value depends on the data, not only on mu."""
+        return bool(_EXISTS.search(self.text))
+
+
+_EXISTS = re.compile(r"\bEXISTS\s*\{", re.I)
 
 
 class Node:
@@ -141,6 +150,41 @@ class EqLeftJoin(Binary):
     """P1 EQUALSOPTIONAL P2: P1, with P2 over the same interval when there is one."""
 
 
+class Minus(Binary):
+    """P1 MINUS P2: the P1 solutions with no compatible P2 solution that shares a variable
+    with it and ends no later (LeftJoin's time condition)."""
+
+
+@dataclass(eq=False)
+class Path(Node):
+    """A triple pattern whose predicate is a property path (with what its object nests):
+    evaluated by pyoxigraph inside one stream item, whose interval its solutions carry."""
+
+    text: str
+    names: tuple[str, ...]
+    prologue: str = ""
+
+
+@dataclass(eq=False)
+class OrderBy(Node):
+    """ORDER BY: the solutions detected at one instant, in the order of the conditions."""
+
+    arg: Node
+    keys: Expr  # the order conditions, as written
+
+    @property
+    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+        return (self.arg,)
+
+
+@dataclass(eq=False)
+class Values(Node):
+    """VALUES (inline or trailing): timeless solutions, like the empty group's."""
+
+    names: tuple[str, ...]
+    rows: tuple[Mu, ...]
+
+
 @dataclass(eq=False)
 class Filter(Node):
     cond: Expr
@@ -189,6 +233,11 @@ def variables(n: Node) -> list[str]:
                 for t in tp:
                     if isinstance(t, Var):
                         add(t.name)
+        elif isinstance(x, (Path, Values)):
+            for v in x.names:
+                add(v)
+        elif isinstance(x, Minus):
+            walk(x.left)
         elif isinstance(x, Project):
             if x.items is None:
                 walk(x.arg)
@@ -273,6 +322,9 @@ class ExprEvaluator:
         self.store = ox.Store()
         self.calls = 0
         self._fns: dict[tuple[int, TimeKind | None], tuple[Expr, Fn | None]] = {}
+        # EXISTS: the store, default graphs (the visible items) and named graphs (the
+        # background) for a solution ending at the given time
+        self.scope: Callable[[float], tuple[ox.Store, list[Any], list[Any]]] | None = None
 
     def _time(self, t: float) -> str:
         if t in (INF, -INF):
@@ -327,30 +379,54 @@ class ExprEvaluator:
         """mu(sigma_{ta,tw}(F)) for each (solution, ta, tw): its effective boolean value."""
         if not rows:
             return []
-        f = self._compiled(e)
+        f = None if e.reads else self._compiled(e)
         if f is not None:
             try:
                 return self._fast(f, e.variables, rows)
             except Fallback:
                 pass
-        vs, _ = self._values(e, rows)
-        q = f"{e.prologue}SELECT ?__i WHERE {{ {vs} FILTER ({e.text}) }}"
-        self.calls += 1
-        ok = {int(r["__i"].value) for r in self.store.query(q)}  # type: ignore[union-attr,index]
+        ok = {i for i, _ in self._run(e, rows, f"SELECT ?__i WHERE {{ {{}} FILTER ({e.text}) }}")}
         return [i in ok for i in range(len(rows))]
 
     def value(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> list[str | None]:
         if not rows:
             return []
-        vs, _ = self._values(e, rows)
-        q = f"{e.prologue}SELECT ?__i ?__r WHERE {{ {vs} BIND (({e.text}) AS ?__r) }}"
-        self.calls += 1
         out: list[str | None] = [None] * len(rows)
-        for r in self.store.query(q):  # type: ignore[union-attr]
+        for i, r in self._run(e, rows, f"SELECT ?__i ?__r WHERE {{ {{}} BIND (({e.text}) AS ?__r) }}"):
             v = r["__r"]  # type: ignore[index]
             if v is not None:
-                out[int(r["__i"].value)] = _unskolem(str(v))  # type: ignore[index]
+                out[i] = _unskolem(str(v))
         return out
+
+    def _run(self, e: Expr, rows: list[tuple[Solution, float, float]], body: str) -> list[tuple[int, Any]]:
+        """Run ``body`` (its ``{}`` standing for the VALUES block of the rows) once per batch:
+        one batch, or with EXISTS one per end time, over the data visible then."""
+        groups: dict[float, list[int]] = {}
+        if e.reads and self.scope is not None:
+            for i, (_, _, tw) in enumerate(rows):
+                groups.setdefault(tw, []).append(i)
+        else:
+            groups[INF] = list(range(len(rows)))
+        out = []
+        for tw, idx in groups.items():
+            vs, _ = self._values(e, [rows[i] for i in idx])
+            q = e.prologue + body.replace("{}", vs, 1)
+            self.calls += 1
+            if e.reads and self.scope is not None:
+                store, default, named = self.scope(tw)
+                res = store.query(q, default_graph=default, named_graphs=named)
+            else:
+                res = self.store.query(q)
+            out.extend((idx[int(r["__i"].value)], r) for r in res)  # type: ignore[union-attr,index]
+        return out
+
+    def order(self, e: Expr, sols: list[Solution]) -> list[Solution]:
+        """The solutions sorted as ORDER BY sorts them (pyoxigraph orders the rows)."""
+        if len(sols) < 2:
+            return sols
+        rows = [(s, s.ta, s.tw) for s in sols]
+        got = self._run(e, rows, f"SELECT ?__i WHERE {{ {{}} }} ORDER BY {e.text}")
+        return [sols[i] for i, _ in got]
 
     def filter(self, e: Expr | None, sols: list[Solution]) -> list[Solution]:
         if e is None or not sols:
@@ -583,6 +659,28 @@ class World:
     lo_strict: bool = False
     # results of evaluate(n, hi, subst) while the above stay fixed (one instant's evaluation)
     memo: dict[tuple, list[Solution]] | None = None
+    data: OccurrenceData | None = None  # the items as named graphs, for paths and EXISTS
+
+    def needs_data(self) -> OccurrenceData:
+        if self.data is None:
+            self.data = OccurrenceData()
+            for oc in self.occ.all:
+                self.data.add(oc.s, oc.p, oc.o, oc.ta, oc.tw, oc.item)
+            self.exprs.scope = self.scope
+        return self.data
+
+    def visible(self, ta: float, item: int) -> bool:
+        return item not in self.consumed and (ta > self.lo if self.lo_strict else ta >= self.lo)
+
+    def scope(self, t: float) -> tuple[ox.Store, list[Any], list[Any]]:
+        """What EXISTS sees for a solution ending at t: the visible items that ended by t
+        (as OPTIONAL's operand, 003's LeftJoin), and the background graphs."""
+        d = self.needs_data()
+        items = [g for i, (ta, tw, g) in d.items.items() if tw <= t and self.visible(ta, i)]
+        for iri in getattr(self.background, "graphs", {}):
+            if iri not in d.background:
+                d.load_background(iri, ((o.s, o.p, o.o) for o in self.background.get(iri).all))
+        return d.store, items, list(d.background.values())
 
 
 def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
@@ -630,10 +728,17 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
         return match_bgp(n.patterns, [_live(w, hi)] * len(n.patterns), given)
     if isinstance(n, Background):
         return match_bgp(n.patterns, [_bg(w, n.iri)] * len(n.patterns))
+    if isinstance(n, Values):
+        return [Solution(row, INF, -INF) for row in n.rows]
+    if isinstance(n, Path):
+        d = w.needs_data()
+        return _path(n, d, [i for i, (ta, tw, _) in d.items.items() if tw <= hi and w.visible(ta, i)])
     if isinstance(n, Filter):
         return ex.filter(n.cond, evaluate(n.arg, w, sel, hi, subst))
     if isinstance(n, Extend):
         return _extend(n, evaluate(n.arg, w, sel, hi), ex)
+    if isinstance(n, OrderBy):
+        return ex.order(n.keys, evaluate(n.arg, w, sel, hi, subst))
     if isinstance(n, Project):
         return _project(n, evaluate(n.arg, w, sel, hi), ex)
     assert isinstance(n, Binary)
@@ -653,7 +758,11 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
     if isinstance(n, LeftJoin):
         a = evaluate(n.left, w, sel, hi, subst)
         b = evaluate(n.right, w, sel, hi)
-        return _left(a, b, n.cond, ex, lambda x, y: y.tw <= x.tw)
+        return _left(a, b, n.cond, ex, _no_later)
+    if isinstance(n, Minus):
+        a = evaluate(n.left, w, sel, hi, subst)
+        b = evaluate(n.right, w, sel, hi)
+        return [x for x in a if not any(_removes(x, y) for y in b)]
     if isinstance(n, EqLeftJoin):
         a = evaluate(n.left, w, sel, hi, subst)
         b = evaluate(n.right, w, sel, hi)
@@ -663,6 +772,35 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
         b = evaluate(n.right, w, sel, hi, subst)
         return _left(b, a, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True)
     raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
+
+
+def _no_later(x: Solution, y: Solution) -> bool:
+    """LeftJoin's time condition: the optional part ends no later than the mandatory one
+    (any part, when the mandatory one is timeless: it is never output alone)."""
+    return y.tw <= x.tw or x.tw == -INF
+
+
+def _removes(x: Solution, y: Solution) -> bool:
+    """MINUS: y removes x when compatible, sharing a variable, ending no later."""
+    if not _no_later(x, y) or not compatible(x.mu, y.mu):
+        return False
+    names = {k for k, _ in x.mu}
+    return any(k in names for k, _ in y.mu)
+
+
+def _path(n: Path, d: OccurrenceData, items: Iterable[int]) -> list[Solution]:
+    """The path's solutions inside each of the given items, with the item's interval."""
+    graphs = [d.graph(i) for i in items]
+    if not graphs:
+        return []
+    q = f"{n.prologue}SELECT * WHERE {{ GRAPH ?__g {{ {n.text} }} }}"
+    out = []
+    for r in d.store.query(q, named_graphs=graphs):  # type: ignore[union-attr]
+        item = item_of(r["__g"])  # type: ignore[index]
+        ta, tw, _ = d.items[item]
+        mu = tuple(sorted((v, str(t)) for v in n.names if (t := r[v]) is not None))  # type: ignore[index]
+        out.append(Solution(mu, ta, tw, frozenset((item,))))
+    return out
 
 
 def _left(mand: list[Solution], opt: list[Solution] | None, cond: Expr | None, ex: ExprEvaluator,
@@ -870,7 +1008,7 @@ def horizons(root: Node, kind: TimeKind | None) -> dict[int, float]:
         out[id(n)] = max(out.get(id(n), -INF), h)
         if isinstance(n, Filter):
             walk(n.arg, min(h, bound(n.cond, kind)))
-        elif isinstance(n, (LeftJoin, EqLeftJoin)):
+        elif isinstance(n, (LeftJoin, EqLeftJoin, Minus)):
             walk(n.left, h)
             walk(n.right, INF)
         elif isinstance(n, SeqRightJoin):
@@ -886,15 +1024,15 @@ def horizons(root: Node, kind: TimeKind | None) -> dict[int, float]:
 
 def _timed(n: Node) -> bool:
     """Every solution of n has a finite interval (it reads the stream)."""
-    if isinstance(n, BGP):
+    if isinstance(n, (BGP, Path)):
         return True
-    if isinstance(n, (Unit, Background)):
+    if isinstance(n, (Unit, Background, Values)):
         return False
-    if isinstance(n, (Filter, Extend, Project)):
+    if isinstance(n, (Filter, Extend, Project, OrderBy)):
         return _timed(n.kids[0])
     if isinstance(n, Union):
         return _timed(n.left) and _timed(n.right)
-    if isinstance(n, (LeftJoin, EqLeftJoin)):
+    if isinstance(n, (LeftJoin, EqLeftJoin, Minus)):
         return _timed(n.left)
     if isinstance(n, SeqRightJoin):
         return _timed(n.right)
@@ -924,7 +1062,8 @@ def push_filters(root: Node) -> Node:
             return rebuild(n.arg, pending + exprs)
         if isinstance(n, Binary) and not isinstance(n, Union):
             mand = {Join: ("left", "right"), SeqJoin: ("left", "right"), EqJoin: ("left", "right"),
-                    LeftJoin: ("left",), EqLeftJoin: ("left",), SeqRightJoin: ("right",)}[type(n)]
+                    LeftJoin: ("left",), EqLeftJoin: ("left",), SeqRightJoin: ("right",),
+                    Minus: ("left",)}[type(n)]
             down: dict[str, list[Expr]] = {"left": [], "right": []}
             stay: list[Expr] = []
             for c in pending:
@@ -1005,7 +1144,7 @@ def certain(n: Node) -> frozenset[str]:
     if isinstance(n, (BGP, Background)):
         return frozenset(t.name for tp in n.patterns for t in tp
                          if isinstance(t, Var) and not t.name.startswith("_b"))
-    if isinstance(n, (Filter, Extend)):
+    if isinstance(n, (Filter, Extend, OrderBy)):
         return certain(n.kids[0])
     if isinstance(n, Project):
         inner = certain(n.arg)
@@ -1014,11 +1153,32 @@ def certain(n: Node) -> frozenset[str]:
         return certain(n.left) & certain(n.right)
     if isinstance(n, (Join, SeqJoin, EqJoin)):
         return certain(n.left) | certain(n.right)
-    if isinstance(n, (LeftJoin, EqLeftJoin)):
+    if isinstance(n, (LeftJoin, EqLeftJoin, Minus)):
         return certain(n.left)
     if isinstance(n, SeqRightJoin):
         return certain(n.right)
+    if isinstance(n, Path):
+        return frozenset(n.names)
+    if isinstance(n, Values):
+        return frozenset(v for v in n.names if all(any(k == v for k, _ in r) for r in n.rows))
     return frozenset()
+
+
+def static(n: Node) -> bool:
+    """n reads no stream: its solutions are timeless and never change."""
+    if isinstance(n, (Unit, Background, Values)):
+        return True
+    if isinstance(n, (BGP, Path)):
+        return False
+    return all(static(k) for k in n.kids)
+
+
+def reads_history(n: Node) -> bool:
+    """n holds an EXISTS, which sees every visible occurrence that ended by then."""
+    return any(isinstance(x, (Filter, Extend)) and (x.cond if isinstance(x, Filter) else x.expr).reads
+               or isinstance(x, Project) and any(e is not None and e.reads for _, e in x.items or ())
+               or isinstance(x, Binary) and x.cond is not None and x.cond.reads
+               for x in _nodes(n))
 
 
 def _tw(s: Solution) -> float:
@@ -1096,6 +1256,7 @@ class Delta:
         self.done: dict[int, Keyed] = {}  # only the operands of binary operators read theirs
         self._bg: dict[int, Keyed] = {}
         self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
+        self._statics: dict[int, bool] = {}
         for n in _nodes(root):
             if isinstance(n, Binary):
                 k = tuple(sorted(certain(n.left) & certain(n.right)))
@@ -1134,14 +1295,19 @@ class Delta:
         return sum(v.n for v in self.done.values())
 
     def _old(self, n: Node) -> Keyed:
-        if isinstance(n, (Unit, Background)):
+        if self._static(n):
             if id(n) not in self._bg:
                 kd = Keyed(self.done[id(n)].key)
-                kd.add([TIMELESS] if isinstance(n, Unit) else
-                       match_bgp(n.patterns, [_bg(self.w, n.iri)] * len(n.patterns)))
+                kd.add(evaluate(n, self.w))
                 self._bg[id(n)] = kd
             return self._bg[id(n)]
         return self.done[id(n)]
+
+    def _static(self, n: Node) -> bool:
+        got = self._statics.get(id(n))
+        if got is None:
+            got = self._statics[id(n)] = static(n)
+        return got
 
     def _d(self, n: Node) -> list[Solution]:
         k = id(n)
@@ -1151,8 +1317,11 @@ class Delta:
 
     def _delta(self, n: Node) -> list[Solution]:
         tau, ex = self.tau, self.w.exprs
-        if isinstance(n, (Unit, Background)):
+        if self._static(n):
             return []
+        if isinstance(n, Path):
+            d = self.w.needs_data()
+            return _path(n, d, d.by_end.get(tau, ()))
         if isinstance(n, BGP):
             occ = self.w.occ
             fresh = occ.fresh if occ.fresh_tau == tau else []
@@ -1179,6 +1348,8 @@ class Delta:
             return ex.filter(n.cond, self._d(n.arg))
         if isinstance(n, Extend):
             return _extend(n, self._d(n.arg), ex)
+        if isinstance(n, OrderBy):
+            return ex.order(n.keys, self._d(n.arg))
         if isinstance(n, Project):
             return _project(n, self._d(n.arg), ex)
         assert isinstance(n, Binary)
@@ -1220,15 +1391,27 @@ class Delta:
                 out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta, lo_a)
                            if not chk or compatible(x.mu, y.mu))
             return out
-        if isinstance(n, LeftJoin):
+        if isinstance(n, LeftJoin) and self._static(n.left):
+            # a timeless mandatory part is never output alone: only its joins, as they come
+            oa = self._old(n.left)
+            combos = [combine(x, y) for y in db for x in oa.get(oa.of(y)) if compatible(x.mu, y.mu)]
+            if n.cond is not None:
+                combos = [c for c, k in zip(combos, ex.test(n.cond, [(c, c.ta, c.tw) for c in combos]),
+                                            strict=True) if k]
+            return combos
+        if isinstance(n, (LeftJoin, Minus)):
             if not da:
                 return []
             ob = self._old(n.right)
             new_b = {}
             for y in db:
                 new_b.setdefault(ob.of(y), []).append(y)
-            return _left(da, None, n.cond, ex, lambda x, y: y.tw <= x.tw,
-                         cands=lambda x: itertools.chain(ob.get(ob.of(x), lo_b), new_b.get(ob.of(x), ())))
+
+            def cands(x: Solution) -> Iterable[Solution]:
+                return itertools.chain(ob.get(ob.of(x), lo_b), new_b.get(ob.of(x), ()))
+            if isinstance(n, Minus):
+                return [x for x in da if not any(_removes(x, y) for y in cands(x))]
+            return _left(da, None, n.cond, ex, _no_later, cands=cands)
         if isinstance(n, SeqRightJoin):
             if not db:
                 return []
@@ -1253,6 +1436,7 @@ class EpSparqlQuery:
     text: str = ""
     source: str | None = None
     name: str = ""
+    ask: bool = False  # ASK: true at each complex event detected
 
     @property
     def construct(self) -> bool:
@@ -1366,10 +1550,13 @@ class EpContext:
     def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
         """The occurrence and its RDFS consequences; how many were new."""
         n = 0
+        data = self.world.data
         for x in self.schema.entail(s, p, o):
             oc = Occurrence(*x, ta=ta, tw=tw, item=item)
             if self.world.occ.add(oc):
                 n += 1
+                if data is not None:
+                    data.add(*x, ta, tw, item)
                 for rt in self.runtimes:
                     if rt.query.policy is not Selection.UNRESTRICTED:
                         rt.policy_state.note(oc, rt.window[0])
@@ -1433,6 +1620,8 @@ class EpSparqlRuntime:
                                  f"(use --graph {iri}=PATH)", source=query.source)
         self.ctx = EpContext.of(engine)
         self.ctx.runtimes.append(self)
+        if any(isinstance(n, Path) for n in _nodes(query.pattern)) or reads_history(query.pattern):
+            self.ctx.world.needs_data()
         self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
         self.delta = Delta(self.plan, self.ctx.world)
         self.leaf_horizon = INF  # set by bind, once the kind of time is known
@@ -1448,7 +1637,8 @@ class EpSparqlRuntime:
         self.kind = kind
         self.ctx.world.exprs.kind = kind
         hs = horizons(self.plan, kind)
-        self.leaf_horizon = occurrence_horizon(self.plan, hs)
+        # EXISTS sees every earlier occurrence; a path, those of the current instant
+        self.leaf_horizon = INF if reads_history(self.plan) else occurrence_horizon(self.plan, hs)
         self.window = window(self.query.pattern, kind)
         if self.ctx.prune:
             self.delta.hs = hs
@@ -1522,6 +1712,8 @@ class EpSparqlRuntime:
         if self.query.construct:
             return [EpOutput(self.name, tau, self.kind, triple=f"{a} {b} {c}", start=ta, end=tw)
                     for a, b, c in (triples if triples is not None else self.instantiate(s))]
+        if self.query.ask:
+            return [EpOutput(self.name, tau, self.kind, boolean=True, start=ta, end=tw)]
         d = dict(s.mu)
         b = {v: d[v] for v in self.query.select if v in d}
         return [EpOutput(self.name, tau, self.kind, bindings=b, variables=self.query.select, start=ta, end=tw)]

@@ -30,12 +30,26 @@ def partition_variable(root: Node) -> str | None:
     """A variable occurring in every triple pattern of the query, when the pattern has only
     stream BGPs below its top-level SELECT (no GRAPH, empty group, BIND or sub-SELECT, whose
     evaluation does not pass the substitution down)."""
-    from rsep.cep.epsparql import BGP, Background, Extend, Project, Unit, Var, _nodes
+    from rsep.cep.epsparql import (
+        BGP,
+        Background,
+        Extend,
+        Minus,
+        Path,
+        Project,
+        Unit,
+        Values,
+        Var,
+        _nodes,
+        reads_history,
+    )
 
     inner = root.arg if isinstance(root, Project) else root
     common: set[str] | None = None
+    if reads_history(inner):
+        return None
     for n in _nodes(inner):
-        if isinstance(n, (Background, Unit, Extend, Project)):
+        if isinstance(n, (Background, Unit, Extend, Project, Path, Values, Minus)):
             return None
         if isinstance(n, BGP):
             for tp in n.patterns:

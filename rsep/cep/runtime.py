@@ -20,7 +20,7 @@ from rsep.cep.events import Match, SEvent, merge_events
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
 from rsep.lang.errors import QueryError
-from rsep.runtime.engine import EngineError, Output
+from rsep.runtime.engine import EngineError, Output, skolemize, unskolemize
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 
@@ -101,7 +101,10 @@ class SpaseqRuntime:
         self._pending: dict[int, list[Event]] = {}
         self._leaves = {lf.key: lf for lf in query.seq.leaves()}
         self._leaf_names = {lf.key: (lf.gpm.name, lf.stream) for lf in query.seq.leaves()}
-        self._keep = frozenset(self.variables)
+        self._exprs = query.expressions
+        aliases = {v for v, _, _ in self._exprs}
+        # an expression reads its variables from the match, selected or not
+        self._keep = frozenset(self.variables).union(*(vs for _, _, vs in self._exprs)) - aliases
         # bindings keep the selection's order; a row's own order is the same when sorted
         self._sorted_vars = list(self.variables) == sorted(self.variables)
         self._kleene = [(a.leaf.key, a.leaf.gpm.name, a.local_vars & set(self.variables))
@@ -171,7 +174,41 @@ class SpaseqRuntime:
         seen: set[tuple] = set()
         for m in matches:
             outs.extend(self._outputs(m, seen))
+        if self._exprs:
+            outs = self._extend(outs)
         return outs
+
+    def _extend(self, outs: list[MatchOutput]) -> list[MatchOutput]:
+        """SELECT (expr AS ?v): the instant's rows in one VALUES block, the expressions bound
+        in order (a later one may read an earlier one), pyoxigraph evaluating them."""
+        names = sorted(self._keep)
+        rows = [" ".join(skolemize(o.bindings[n]) if n in o.bindings else "UNDEF"  # type: ignore[operator]
+                         for n in [*names]) for o in outs]
+        block = (f"VALUES (?__i {' '.join('?' + n for n in names)}) {{ "
+                 + " ".join(f'("{i}"^^<http://www.w3.org/2001/XMLSchema#integer> {r})'
+                            for i, r in enumerate(rows)) + " }")
+        binds = " ".join(f"BIND (({text}) AS ?{v})" for v, text, _ in self._exprs)
+        q = f"{self.query.prologue}SELECT * WHERE {{ {block} {binds} }}"
+        try:
+            res = self.gpm.store.query(q)
+        except (SyntaxError, RuntimeError, OSError) as e:
+            raise EngineError(f"query {self.name}: SELECT expression failed: {e}") from None
+        values: dict[int, dict[str, str]] = {}
+        for r in res:  # type: ignore[union-attr]
+            values[int(r["__i"].value)] = {v: unskolemize(str(t)) for v, _, _ in self._exprs  # type: ignore[index]
+                                           if (t := r[v]) is not None}  # type: ignore[index]
+        out: list[MatchOutput] = []
+        seen: set[tuple] = set()
+        for i, o in enumerate(outs):
+            b = {**o.bindings, **values.get(i, {})}  # type: ignore[dict-item]
+            o.bindings = {k: b[k] for k in self.variables if k in b}
+            if self.query.distinct:
+                key = (o.time, tuple(sorted(o.bindings.items())))
+                if key in seen:
+                    continue
+                seen.add(key)
+            out.append(o)
+        return out
 
     def _outputs(self, m: Match, seen: set[tuple]) -> list[Output]:
         named = self._leaf_names
@@ -186,9 +223,12 @@ class SpaseqRuntime:
         for row in rows:
             # a row is sorted by variable and holds only selected ones: no lookup needed
             # when the selection is in that order too
-            bindings = {k: str(v) for k, v in row} if self._sorted_vars else \
-                {k: str(d[k]) for d in (dict(row),) for k in variables if k in d}
-            if self.query.distinct:
+            if self._exprs:  # projected once the expressions are bound (_extend)
+                bindings = {k: str(v) for k, v in row}
+            else:
+                bindings = {k: str(v) for k, v in row} if self._sorted_vars else \
+                    {k: str(d[k]) for d in (dict(row),) for k in variables if k in d}
+            if self.query.distinct and not self._exprs:
                 key = (m.time, tuple(sorted(bindings.items())))
                 if key in seen:
                     continue

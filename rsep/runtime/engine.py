@@ -450,8 +450,9 @@ class QueryRuntime:
 _BNODE = "urn:rsep:bnode:"
 
 
-def _term(v: str) -> str:
-    # VALUES cannot hold blank nodes: they travel as IRIs and come back as blank nodes.
+def skolemize(v: str) -> str:
+    """An N-Triples term for a VALUES block: blank nodes travel as IRIs (VALUES cannot
+    hold them) and come back with :func:`unskolemize`."""
     return f"<{_BNODE}{v[2:]}>" if v.startswith("_:") else v
 
 
@@ -465,7 +466,7 @@ def _values(m: MatchPattern, found: list) -> str:
     rows = []
     for em in found:
         d = em.as_dict()
-        vals = [_term(d[n]) if n in d else "UNDEF" for n in names]
+        vals = [skolemize(d[n]) if n in d else "UNDEF" for n in names]
         if m.expose_interval:
             vals += [_time_literal(em.t1), _time_literal(em.t2)]
         rows.append("(" + " ".join(vals) + ")")

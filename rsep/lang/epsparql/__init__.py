@@ -77,7 +77,7 @@ class _Builder(Terms):
     # ------------------------------------------------------------ query
 
     def build(self, tree: Tree):  # -> EpSparqlQuery
-        from rsep.cep.epsparql import EpSparqlQuery, Project, variables
+        from rsep.cep.epsparql import BGP, EpSparqlQuery, Project, variables
 
         prologue, query = tree.children
         for d in prologue.children:
@@ -87,36 +87,106 @@ class _Builder(Terms):
                 self.base = self._iriref(d.children[1])
         form = query.children[0]
         values = query.children[1] if len(query.children) > 1 else None
-        if values is not None and values.children:
-            raise self.error("a trailing VALUES block is not supported in EP-SPARQL", values)
         for n in form.iter_subtrees_topdown():
             if n.data == "dataset_clause":
                 raise self.error("EP-SPARQL queries read the one input stream: FROM is not "
                                  "supported (background graphs are read with GRAPH <iri>)", n)
-        if form.data == "select_query":
-            sel, where, mods = form.children[0], form.children[-2], form.children[-1]
-            self._modifiers(mods)
-            pattern = self.where(where)
-            items, distinct = self.select_items(sel)
+        if form.data in ("select_query", "ask_query"):
+            where, mods = form.children[-2], form.children[-1]
+            order = self._modifiers(mods)
+            pattern = self._trailing(self.where(where), values)
+            self._reads_stream(pattern, where)
+            pattern = self._ordered(pattern, order)
+            if form.data == "ask_query":
+                return EpSparqlQuery(Project(pattern, (), False), (), None, ask=True,
+                                     background=tuple(self.background), text=self.text,
+                                     source=self.source)
+            items, distinct = self.select_items(form.children[0])
             proj = Project(pattern, items, distinct)
             names = tuple(v for v, _ in items) if items is not None else tuple(variables(pattern))
             return EpSparqlQuery(proj, names, None, background=tuple(self.background),
                                  text=self.text, source=self.source)
         inner = form.children[1]
         if inner.data != "construct_construct_template":
-            raise self.error("CONSTRUCT WHERE { ... } (the short form) is not supported: give a "
-                             "template, CONSTRUCT { ... } WHERE { ... }", inner)
+            # CONSTRUCT WHERE { triples }: the template is the pattern (SPARQL 1.1, 16.2.4)
+            body, mods = inner.children[-2], inner.children[-1]
+            self._modifiers(mods)
+            template = tuple(self.triples(body)) if body.data == "triples_template" else ()
+            if not template:
+                raise self.error("CONSTRUCT WHERE { } reads no stream triple", inner)
+            pattern = self._trailing(BGP(template), values)
+            return EpSparqlQuery(pattern, (), template, background=tuple(self.background),
+                                 text=self.text, source=self.source)
         tmpl, where, mods = inner.children[0], inner.children[-2], inner.children[-1]
-        self._modifiers(mods)
-        pattern = self.where(where)
+        order = self._modifiers(mods)
+        pattern = self._ordered(self._trailing(self.where(where), values), order)
+        self._reads_stream(pattern, where)
         template = self.triples(tmpl, allow_literal_subject=True) if tmpl.children else ()
         return EpSparqlQuery(pattern, (), tuple(template), background=tuple(self.background),
                              text=self.text, source=self.source)
 
-    def _modifiers(self, mods: Tree) -> None:
-        if mods.children:
-            raise self.error("GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET are not supported on "
-                             "an event stream (results are output as they are detected)", mods)
+    def _trailing(self, pattern, values: Tree | None):
+        """A trailing VALUES block joins the WHERE pattern (SPARQL 1.1, 18.2.4.3)."""
+        from rsep.cep.epsparql import Join
+
+        if values is None or not values.children:
+            return pattern
+        return Join(pattern, self.values(values))
+
+    def _reads_stream(self, pattern, where: Tree) -> None:
+        from rsep.cep.epsparql import static
+
+        if static(pattern):
+            raise self.error("the WHERE pattern reads no stream triple (only VALUES, BIND or "
+                             "GRAPH <background>), so it can detect no event: EP-SPARQL's "
+                             "solutions are timed by the triples they match", where)
+
+    def values(self, node: Tree):
+        """VALUES rows, read by pyoxigraph (its terms as the occurrences write them)."""
+        from rsep.cep.epsparql import Values
+
+        text = self.text[_start(node):_end(node)]
+        try:
+            res = ox.Store().query(f"{self.prologue}SELECT * WHERE {{ {text} }}")
+        except SyntaxError as e:
+            raise self.error(f"invalid VALUES block: {e}", node) from None
+        names = tuple(v.value for v in res.variables)  # type: ignore[union-attr]
+        rows = tuple(tuple(sorted((n, str(t)) for n in names if (t := r[n]) is not None))
+                     for r in res)  # type: ignore[union-attr]
+        return Values(names, rows)
+
+    def _modifiers(self, mods: Tree):
+        """ORDER BY orders the solutions detected at one instant; the modifiers that need
+        the end of the stream are refused."""
+        from rsep.cep.epsparql import Expr
+
+        order = None
+        for m in mods.children:
+            if not isinstance(m, Tree):
+                continue
+            if m.data != "order_clause":
+                raise self.error("GROUP BY, HAVING, LIMIT and OFFSET need the end of the stream, "
+                                 "which an event stream does not have (results are output as "
+                                 "they are detected): aggregate with CONSTRUCT rules (003 query "
+                                 "(5)), and cut the output downstream", m)
+            conds = [c for c in m.children if isinstance(c, Tree)]
+            text = self.text[_start(conds[0]):_end(conds[-1])]
+            for rx, var in _TIME_FUNCS:
+                text = rx.sub(var, text)
+            order = Expr(text, frozenset(str(t)[1:] for t in _vars(m)), self.prologue)
+            self._check_order(order, m)
+        return order
+
+    def _check_order(self, e, node: Tree) -> None:
+        try:
+            ox.Store().query(f"{e.prologue}SELECT * WHERE {{ }} ORDER BY {e.text}")
+        except SyntaxError as err:
+            raise self.error(f"invalid ORDER BY: {err}", node) from None
+
+    def _ordered(self, pattern, order):
+        from rsep.cep.epsparql import OrderBy
+
+        return pattern if order is None else OrderBy(pattern, order)
 
     def select_items(self, sel: Tree):
         from rsep.cep.epsparql import Expr
@@ -146,8 +216,10 @@ class _Builder(Terms):
         from rsep.cep.epsparql import Expr
 
         for n in node.iter_subtrees():
-            if n.data in ("exists_func", "not_exists_func"):
-                raise self.error("EXISTS is not supported in EP-SPARQL expressions", n)
+            if n.data in ("exists_func", "not_exists_func") and _MARKER_IN.search(
+                    self.text[_start(n):_end(n)]):
+                raise self.error("an EXISTS pattern is plain SPARQL: SEQ, EQUALS, OPTIONALSEQ, "
+                                 "EQUALSOPTIONAL and the time functions are not allowed in it", n)
         text = self.text[_start(node):_end(node)]
         for rx, var in _TIME_FUNCS:
             text = rx.sub(var, text)
@@ -209,16 +281,15 @@ class _Builder(Terms):
         return out
 
     def group(self, node: Tree, skip_filters: bool = False):
-        from rsep.cep.epsparql import BGP, Extend, Filter, Join, LeftJoin, Project, Unit
+        from rsep.cep.epsparql import Extend, Filter, Join, LeftJoin, Minus, Project, Unit
 
         inner = node.children[-1]
         if inner.data == "sub_select":
             sel, where, mods = inner.children[0], inner.children[1], inner.children[2]
-            self._modifiers(mods)
-            if len(inner.children) > 3 and inner.children[3].children:
-                raise self.error("VALUES is not supported in EP-SPARQL", inner.children[3])
+            order = self._modifiers(mods)
             items, distinct = self.select_items(sel)
-            return Project(self.where(where), items, distinct)
+            vals = inner.children[3] if len(inner.children) > 3 else None
+            return Project(self._ordered(self._trailing(self.where(where), vals), order), items, distinct)
         cur = Unit()
         filters = []
 
@@ -229,13 +300,13 @@ class _Builder(Terms):
             if not isinstance(c, Tree):
                 continue
             if c.data == "triples_block":
-                cur = join(cur, BGP(tuple(self.triples(c))))
+                cur = join(cur, self.block(c))
                 continue
             for cc in c.children:
                 if not isinstance(cc, Tree):
                     continue
                 if cc.data == "triples_block":
-                    cur = join(cur, BGP(tuple(self.triples(cc))))
+                    cur = join(cur, self.block(cc))
                     continue
                 g = cc.children[0]
                 kind = g.data
@@ -255,9 +326,12 @@ class _Builder(Terms):
                     cur = join(cur, self._graph(g))
                 elif kind == "service_graph_pattern":
                     raise self.error("SERVICE is refused: a query cannot reach the network", g)
+                elif kind == "minus_graph_pattern":
+                    cur = Minus(cur, self.group(g.children[1]))
+                elif kind == "inline_data":
+                    cur = join(cur, self.values(g))
                 else:
-                    word = {"minus_graph_pattern": "MINUS", "inline_data": "VALUES"}.get(kind, kind)
-                    raise self.error(f"{word} is not supported in EP-SPARQL", g)
+                    raise self.error(f"{kind} is not supported in EP-SPARQL", g)
         if filters:
             cur = Filter(self._and(filters), cur)
         return cur
@@ -299,29 +373,78 @@ class _Builder(Terms):
             self.background.append(iri)
         return Background(iri, tuple(pats))
 
+    def block(self, node: Tree):
+        """A triples block: one BGP of its plain triple patterns, joined with a Path for
+        each property path (with what its object nests), in order."""
+        from rsep.cep.epsparql import BGP, Join, Path
+
+        if not any(_is_path(v, self.text) for v in node.find_data("verb_path")):
+            return BGP(tuple(self.triples(node)))
+        parts: list = []  # BGP patterns and Paths, in order
+        for same in _own(node, "triples_same_subject_path"):
+            subject, plist = same.children[0], same.children[1]
+            if subject.data != "var_or_term":  # [ ... ] as subject: one path pattern in all
+                text = self.text[_start(same):_end(same)]
+                self._check_path(text, node)
+                names = sorted({str(t)[1:] for t in _vars(same)})
+                parts.append(Path(text, tuple(names), self.prologue))
+                continue
+            subj = self.text[_start(subject):_end(subject)]
+            for verb, objs in _properties(plist):
+                text = f"{subj} {self.text[_start(verb):_end(objs)]}"
+                if _is_path(verb, self.text):
+                    for t in verb.scan_values(lambda v: isinstance(v, Token) and v.type == "PNAME_LN"):
+                        self.iri(t)
+                    names = sorted({str(t)[1:] for t in [*_vars(subject), *_vars(verb), *_vars(objs)]})
+                    self._check_path(text, node)
+                    parts.append(Path(text, tuple(names), self.prologue))
+                else:
+                    turtle = (self._with_var_iris(_start(subject), _end(subject), subject) + " "
+                              + self._with_var_iris(_start(verb), _end(objs), plist))
+                    parts.append(BGP(tuple(self._turtle(turtle, node))))
+        cur = parts[0]
+        for p in parts[1:]:
+            if isinstance(cur, BGP) and isinstance(p, BGP):
+                cur = BGP(cur.patterns + p.patterns)
+            elif isinstance(cur, Join) and isinstance(cur.right, BGP) and isinstance(p, BGP):
+                cur = Join(cur.left, BGP(cur.right.patterns + p.patterns))
+            else:
+                cur = Join(cur, p)
+        return cur
+
+    def _check_path(self, text: str, node: Tree) -> None:
+        try:
+            ox.Store().query(f"{self.prologue}SELECT * WHERE {{ {text} }}")
+        except SyntaxError as e:
+            raise self.error(f"invalid triple pattern: {e}", node) from None
+
     def triples(self, node: Tree, allow_literal_subject: bool = False) -> list:
         """Triple patterns of a block: variables become IRIs, the block is parsed as Turtle."""
-        from rsep.cep.epsparql import Var
-
         for t in node.scan_values(lambda v: isinstance(v, Token) and v.type == "PNAME_LN"):
             self.iri(t)  # an undeclared prefix is reported where it is used
-        a, b = _start(node), _end(node)
-        text = self.text[a:b]
         inner = node.children[0] if node.data == "construct_template" and node.children else node
-        toks = sorted(_vars(inner), key=lambda t: t.start_pos, reverse=True)
-        for t in toks:
-            i, j = t.start_pos - a, t.end_pos - a
-            text = text[:i] + f"<{_VAR_IRI}{str(t)[1:]}>" + text[j:]
+        text = self._with_var_iris(_start(node), _end(node), inner)
         if node.data == "construct_template":
             text = text.strip()[1:-1]
+        return self._turtle(text, node)
+
+    def _with_var_iris(self, a: int, b: int, inner: Tree | Token) -> str:
+        """The text from a to b with the variables of ``inner`` written as IRIs (Turtle)."""
+        text = self.text[a:b]
+        for t in sorted(_vars(inner), key=lambda t: t.start_pos, reverse=True):
+            if a <= t.start_pos < b:
+                i, j = t.start_pos - a, t.end_pos - a
+                text = text[:i] + f"<{_VAR_IRI}{str(t)[1:]}>" + text[j:]
+        return text
+
+    def _turtle(self, text: str, node: Tree) -> list:
+        from rsep.cep.epsparql import Var
+
         text = text.rstrip().rstrip(".")
         turtle = self.prologue + text + " .\n"
         try:
             quads = list(ox.parse(turtle, format=ox.RdfFormat.TURTLE))
         except SyntaxError as e:
-            if any(n.data in ("path_alternative", "path_sequence") and len(n.children) > 1
-                   for n in node.iter_subtrees()) or "path" in str(e).lower():
-                raise self.error("property paths are not supported in EP-SPARQL", node) from None
             raise self.error(f"invalid triple pattern: {e}", node) from None
         bnodes: dict[str, str] = {}
 
@@ -336,6 +459,48 @@ class _Builder(Terms):
             return str(x)
 
         return [(term(q.subject), term(q.predicate), term(q.object)) for q in quads]
+
+
+_SIMPLE_VERB = re.compile(r"^(?:<[^>]*>|[A-Za-z_]?[\w.-]*:[\w.\-%:\\]*|a|[?$]\w+)$")
+_MARKER_IN = re.compile(r"\b(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*\{|\bget(DURATION|STARTTIME|ENDTIME)\s*\(",
+                        re.I)
+
+
+def _is_path(verb: Tree, text: str) -> bool:
+    """A verb that is a property path, not one IRI or variable."""
+    return verb.data == "verb_path" and not _SIMPLE_VERB.match(text[_start(verb):_end(verb)].strip())
+
+
+def _properties(plist: Tree) -> list[tuple[Tree, Tree]]:
+    """The (verb, object list) pairs of a property list, in order."""
+    out: list[tuple[Tree, Tree]] = []
+    verb = None
+    for n in plist.iter_subtrees_topdown():
+        if n.data in ("verb_path", "verb_simple", "verb"):
+            verb = n
+        elif n.data in ("object_list_path", "object_list") and verb is not None:
+            out.append((verb, n))
+            verb = None
+    # nested blank-node property lists come after their own verb: keep the outer pairs only
+    outer = []
+    end = -1
+    for v, o in out:
+        if _start(v) >= end:
+            outer.append((v, o))
+            end = _end(o)
+    return outer
+
+
+def _own(node: Tree, data: str) -> list[Tree]:
+    """The subtrees named ``data`` in this chain of triples blocks, not inside one another."""
+    out = []
+    for c in node.children:
+        if isinstance(c, Tree):
+            if c.data == data:
+                out.append(c)
+            else:
+                out.extend(_own(c, data))
+    return out
 
 
 def parse_epsparql(text: str, *, source: str | None = None, policy: str | None = None):

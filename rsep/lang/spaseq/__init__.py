@@ -75,6 +75,7 @@ class _Builder(Terms):
         self.source = source
         self.prefixes: dict[str, str] = {}
         self.base: str | None = None
+        self.expressions: list[tuple[str, str, frozenset[str]]] = []
 
     # ------------------------------------------------------------ terms
 
@@ -138,8 +139,13 @@ class _Builder(Terms):
             if name not in used:
                 raise self.error(f"GPM {name} is defined but not used in SEQ", d.children[2])
         bound = set(seq.variables())
+        aliases = {v for v, _, _ in self.expressions}
         for v, tok in zip(select or (), select_toks, strict=False):
-            if v not in bound:
+            if v in aliases:
+                if v in bound:
+                    raise self.error(f"?{v} is bound by a GPM: (expr AS ?{v}) needs a new "
+                                     "variable (SPARQL 1.1, 18.2.4.4)", tok)
+            elif v not in bound:
                 raise self.error(f"?{v} is selected but no GPM binds it", tok)
         for v in partition:
             for a in seq.atoms:
@@ -151,7 +157,8 @@ class _Builder(Terms):
                                          partition_node)
         return SpaseqQuery(select=select, within=within, streams=streams, gpms=gpms, seq=seq,
                            distinct=distinct, partition_by=partition, text=self.text,
-                           source=self.source)
+                           source=self.source, expressions=tuple(self.expressions),
+                           prologue=self.prologue_text())
 
     def _select(self, node: Tree) -> tuple[tuple[str, ...] | None, bool, list[Token]]:
         distinct = False
@@ -166,15 +173,32 @@ class _Builder(Terms):
                     distinct = True
                 continue
             inner = c.children[0]
-            if inner.data != "var":
-                raise self.error("SPASEQ selects variables only (no expressions)", c)
-            tok = inner.children[0]
+            if inner.data == "var":
+                tok = inner.children[0]
+            else:  # (expr AS ?v): evaluated by pyoxigraph over each match's bindings
+                expr, tok = inner.children[0], inner.children[-1].children[0]
+                if any(n.data == "aggregate" for n in expr.iter_subtrees()):
+                    raise self.error("aggregates need the end of the stream: a SPASEQ query "
+                                     "outputs each match as it is detected", expr)
+                text = self.text[_start(expr):_end(expr)]
+                self._check_expression(text, expr)
+                self.expressions.append((_var_name(tok), text,
+                                         frozenset(_var_name(t) for t in _tokens(expr)
+                                                   if t.type in ("VAR1", "VAR2"))))
             name = _var_name(tok)
             if name in out:
                 raise self.error(f"?{name} is selected twice", tok)
             out.append(name)
             toks.append(tok)
         return (None if star else tuple(out)), distinct, toks
+
+    def _check_expression(self, text: str, node: Tree) -> None:
+        try:
+            ox.Store().query(f"{self.prologue_text()}SELECT ({text} AS ?__v) WHERE {{ }}")
+        except SyntaxError as e:
+            raise self.error(f"invalid expression: {e}", node) from None
+        except (OSError, RuntimeError, ValueError, TypeError):
+            pass
 
     def _within(self, node: Tree) -> Duration:
         n_tok = next(t for t in node.children if isinstance(t, Token) and t.type == "INTEGER")
@@ -208,8 +232,6 @@ class _Builder(Terms):
     def _gpm(self, name: str, sname: str, stream: str, body: Tree, prologue: str,
              name_tok: Token) -> GPM:
         inner = body.children[0]
-        if inner.data == "sub_select":
-            raise self.error(f"GPM {name}: the body must be a graph pattern, not a sub-SELECT", inner)
         background: list[str] = []
         for n in body.iter_subtrees_topdown():
             if n.data == "service_graph_pattern":

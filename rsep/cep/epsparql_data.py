@@ -1,0 +1,80 @@
+"""EP-SPARQL's triple occurrences as a pyoxigraph dataset, for what SPARQL itself evaluates.
+
+Property paths and EXISTS have no counterpart in the occurrence matcher: pyoxigraph
+evaluates them over this dataset, where every stream item (an rsep event, or a triple a
+CONSTRUCT rule derived) is one named graph and every background graph keeps its IRI. A
+query's evaluation names the item graphs it may see (``named_graphs`` for a path, matched
+inside one item; ``default_graph`` as their union for EXISTS), so one store serves every
+instant and policy. Kept only for queries that need it (:meth:`World.needs_data`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+import pyoxigraph as ox
+
+_ITEM = "urn:rsep:epsparql:item:"
+
+
+@functools.lru_cache(maxsize=65536)
+def to_term(t: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
+    """An N-Triples term (as the occurrences hold them) as a pyoxigraph term."""
+    if t.startswith("<"):
+        return ox.NamedNode(t[1:-1])
+    if t.startswith("_:"):
+        return ox.BlankNode(t[2:])
+    q = next(iter(ox.parse(f"<urn:s> <urn:p> {t} .", format=ox.RdfFormat.N_TRIPLES)))
+    return q.object  # type: ignore[return-value]
+
+
+class OccurrenceData:
+    """The items' triples as named graphs, with each item's interval."""
+
+    def __init__(self) -> None:
+        self.store = ox.Store()
+        self.items: dict[int, tuple[float, float, ox.NamedNode]] = {}
+        self.by_end: dict[float, list[int]] = {}
+        self.background: dict[str, ox.NamedNode] = {}
+        self._quads: dict[int, int] = {}
+        self._garbage = 0  # quads removed: pyoxigraph's in-memory store keeps them allocated
+
+    def graph(self, item: int) -> ox.NamedNode:
+        return self.items[item][2]
+
+    def add(self, s: str, p: str, o: str, ta: float, tw: float, item: int) -> None:
+        got = self.items.get(item)
+        if got is None:
+            got = self.items[item] = (ta, tw, ox.NamedNode(f"{_ITEM}{item}"))
+            self.by_end.setdefault(tw, []).append(item)
+        self.store.add(ox.Quad(to_term(s), to_term(p), to_term(o), got[2]))  # type: ignore[arg-type]
+        self._quads[item] = self._quads.get(item, 0) + 1
+
+    def load_background(self, iri: str, triples: Iterable[tuple[str, str, str]]) -> None:
+        if iri in self.background:
+            return
+        node = self.background[iri] = ox.NamedNode(iri)
+        self.store.extend(ox.Quad(to_term(s), to_term(p), to_term(o), node)  # type: ignore[arg-type]
+                          for s, p, o in triples)
+
+    def keep(self, items: set[int]) -> None:
+        """Forget the items not in ``items`` (the occurrence store was pruned)."""
+        gone = [i for i in self.items if i not in items]
+        for i in gone:
+            ta, tw, node = self.items.pop(i)
+            self.store.remove_graph(node)
+            self._garbage += self._quads.pop(i, 0)
+            ends = self.by_end.get(tw)
+            if ends is not None:
+                ends.remove(i)
+                if not ends:
+                    del self.by_end[tw]
+        if self._garbage > max(50_000, sum(self._quads.values())):
+            fresh = ox.Store()
+            fresh.extend(self.store.quads_for_pattern(None, None, None, None))
+            self.store, self._garbage = fresh, 0
+
+
+def item_of(graph: ox.NamedNode) -> int:
+    return int(graph.value[len(_ITEM):])

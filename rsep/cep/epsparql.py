@@ -1447,17 +1447,28 @@ class EpSparqlQuery:
         return self
 
     def runtime(self, engine: Engine, name: str, callback: Callable[[Output], None] | None) -> Any:
+        from rsep.cep.etalis import EtalisPolicy, EtalisRuntime
+
+        if isinstance(self.policy, EtalisPolicy):  # ETALIS's own step-wise consumption
+            return EtalisRuntime(self, engine, name, callback)
         return EpSparqlRuntime(self, engine, name, callback)
 
 
-POLICIES = ("unrestricted", "chronological", "recent")
+POLICIES = ("unrestricted", "chronological", "recent", "etalis-chronological", "etalis-recent")
 
 
-def parse_policy(p: str | Selection) -> Selection:
+def parse_policy(p: Any) -> Any:
+    """A Selection (000's policies), or an :class:`rsep.cep.etalis.EtalisPolicy`."""
+    from rsep.cep import etalis
+
+    if isinstance(p, etalis.EtalisPolicy):
+        return p
     if isinstance(p, Selection):
         if p is Selection.NAIVE:
             raise ValueError("EP-SPARQL has the unrestricted, chronological and recent settings")
         return p
+    if p.lower() in etalis.POLICIES:
+        return etalis.parse(p)
     if p.lower() not in POLICIES:
         raise ValueError(f"unknown EP-SPARQL policy {p!r} (known: {', '.join(POLICIES)})")
     return Selection[p.upper()]

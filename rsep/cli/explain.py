@@ -88,9 +88,12 @@ def _ep_label(n: Any) -> tuple[str, list[str]]:
 
 
 def _ep_text(q: Any) -> str:
+    from rsep.cep.etalis import EtalisPolicy
+
+    policy = q.policy.value if isinstance(q.policy, EtalisPolicy) else q.policy.name.lower()
     lines = [f"query: {q.name or '(unnamed)'}  dialect: epsparql  form: "
              f"{'CONSTRUCT (a rule: its results re-enter the stream)' if q.construct else 'SELECT'}",
-             f"policy: {q.policy.name.lower()}",
+             f"policy: {policy}",
              "background: " + (", ".join(f"<{g}>" for g in q.background) or "(none)")]
     if q.construct:
         lines.append("template:")

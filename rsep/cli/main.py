@@ -60,9 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the query's relation-to-stream operator")
     r.add_argument("--report", help="override the report policy, e.g. window-close,non-empty, "
                    "content-change, on-arrival, periodic:5")
-    r.add_argument("--policy", choices=["unrestricted", "chronological", "recent"],
-                   help="EP-SPARQL: the ETALIS event selection/consumption setting "
-                   "(default unrestricted)")
+    r.add_argument("--policy", choices=["unrestricted", "chronological", "recent",
+                                        "etalis-chronological", "etalis-recent"],
+                   help="EP-SPARQL: event selection and consumption (default unrestricted); "
+                   "chronological / recent are RSEP-QL's (000), etalis-chronological / "
+                   "etalis-recent ETALIS's step-wise ones (docs/semantics.md)")
     r.add_argument("--time-unit", help="length of one abstract time unit (e.g. 1m), so that "
                    "durations with units apply to integer timestamps")
     r.add_argument("--time-predicate", action="append", default=[], metavar="IRI",

@@ -1,0 +1,632 @@
+"""EP-SPARQL as ETALIS runs it: ``--policy etalis-chronological`` / ``etalis-recent``.
+
+rsep's ``chronological`` and ``recent`` are RSEP-QL's Eq. (10) / (11) over the whole
+pattern, with consumption on output (000, Appendix A): the formal reading. ETALIS, the
+engine EP-SPARQL was built on (003 Sec. 5), does something else: it binarises the
+pattern into rules over intermediate events and, at every binary step, as each event
+arrives, selects one waiting goal and consumes it. This module reproduces that, step by
+step, as ETALIS's own source does it (github sspider/etalis, src/): the query is
+translated into an ETALIS rule (:func:`compile_query`, the translation of
+docs/semantics.md), binarised as ``binarizer.P`` does, compiled into the event-driven
+clauses ``compiler.P`` writes (:func:`tr_clauses`), and those clauses are run by
+:class:`Machine` with the goal store of ``storage.P`` and the executor of
+``executor.P``. Comments name the ETALIS predicates each piece stands for.
+
+What ETALIS does that the formal reading does not (each one shown by the recorded
+corpus in tests/data/etalis):
+
+* a sequence step selects the first goal of its store whose waiting pattern the new
+  event matches: chronological stores append goals, recent ones put them first, so the
+  order is the order of arrival, not of the intervals (``etr_insf``);
+* the goal is deleted before the step's tests (``etr_delf`` before ``less``); when a
+  test fails the goal is put back, at the end of the store (chronological) or at its
+  front (recent), which reorders the store, and the next goal is tried;
+* a FILTER is a separate ``where`` rule over the sequence's result: the goal that the
+  sequence consumed stays consumed when the FILTER rejects the combination;
+* a duration bound (``getDURATION() < c``) is the rule's ``event_rule_window``, tested at
+  every step (``check_event_rule_conditions``), after ``less``;
+* only the left event of a step is consumed: an event can complete one sequence and
+  start the next;
+* a new goal replaces the goals of its store made from an event with the same content
+  (``retractall`` in ``etr_insf``);
+* times are (second, counter): every input item is labelled with a counter per distinct
+  time, so simultaneous items are ordered by arrival (``less_datime``); EQUALS asks for
+  identical labels, which the triples of one item share.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rsep.cep.epsparql import (
+    BGP,
+    INF,
+    EpOutput,
+    EqJoin,
+    Expr,
+    ExprEvaluator,
+    Filter,
+    Join,
+    Project,
+    SeqJoin,
+    Solution,
+    TriplePattern,
+    Var,
+    _conjuncts,
+    bound_exact,
+)
+from rsep.stream.time import TimeKind
+
+if TYPE_CHECKING:
+    from rsep.cep.epsparql import EpSparqlQuery, Node
+    from rsep.runtime.engine import Engine, Output
+    from rsep.stream.event import Event
+
+
+class EtalisPolicy(enum.Enum):
+    """ETALIS's event_consumption_policy flag (flags.P), as an rsep policy name."""
+
+    CHRONOLOGICAL = "etalis-chronological"
+    RECENT = "etalis-recent"
+
+    @property
+    def recent(self) -> bool:
+        return self is EtalisPolicy.RECENT
+
+
+POLICIES = tuple(p.value for p in EtalisPolicy)
+
+
+def parse(name: str) -> EtalisPolicy:
+    for p in EtalisPolicy:
+        if p.value == name.lower():
+            return p
+    raise ValueError(f"unknown ETALIS policy {name!r} (known: {', '.join(POLICIES)})")
+
+
+class Unsupported(ValueError):
+    """A query the ETALIS mode cannot run: the message says what and why."""
+
+
+# ---------------------------------------------------------------- the ETALIS rule
+
+
+@dataclass(frozen=True)
+class Atom:
+    """rdf(S, P, O): one triple pattern, an event of the stream."""
+
+    pattern: TriplePattern
+
+
+@dataclass(frozen=True)
+class Op:
+    """L seq R, L equals R, L and R (parser.P's seqf, equalsf, andf)."""
+
+    op: str
+    left: Formula
+    right: Formula
+
+
+@dataclass(frozen=True)
+class Where:
+    """F where C: C holds for F's values (wheref)."""
+
+    arg: Formula
+    conds: tuple[Expr, ...]
+
+
+Formula = Atom | Op | Where
+
+
+@dataclass(frozen=True)
+class Program:
+    """``select_event([V1, ...]) <- Body``, with the rule's window (event_rule_window)
+    given by the duration bounds of the query's outermost FILTER."""
+
+    head: tuple[str, ...]
+    body: Formula
+    bounds: tuple[Expr, ...] = ()
+
+    def window(self, kind: TimeKind | None) -> tuple[float, bool]:
+        """(H, strict): a complex event may last at most H (less than H when strict)."""
+        h, strict = INF, False
+        for e in self.bounds:
+            v, st = bound_exact(e, kind)
+            if v == INF:
+                raise Unsupported(f"the time bound ({e.text.replace('?__d', 'getDURATION()')}) "
+                                  "does not apply to this stream's timestamps")
+            if v < h or (v == h and st):
+                h, strict = v, st
+        return h, strict
+
+
+_TIMED = re.compile(r"\?__[dse]\b")
+
+
+def _is_bound(c: str, prologue: str) -> bool:
+    e = Expr(c, frozenset(), prologue)
+    return any(bound_exact(e, k)[0] < INF for k in (TimeKind.ABSTRACT, TimeKind.DATETIME))
+
+
+def compile_query(q: EpSparqlQuery) -> Program:
+    """The ETALIS rule of an EP-SPARQL SELECT query (docs/semantics.md, "EP-SPARQL as
+    ETALIS runs it"): a triple pattern is an rdf/3 event, several in one group are joined
+    with ``and``; SEQ is ``seq`` and EQUALS ``equals``, left-associative (003 rule (9));
+    a FILTER is ``where`` on its group; the duration bounds among the top-level conjuncts
+    of the outermost FILTER are the rule's window. Anything else has no ETALIS
+    counterpart here and is refused."""
+    if q.construct:
+        raise Unsupported("the ETALIS policies run SELECT queries (a CONSTRUCT rule's "
+                          "triples would have to re-enter ETALIS as events)")
+    root = q.pattern
+    if not isinstance(root, Project) or root.distinct:
+        raise Unsupported("SELECT DISTINCT has no ETALIS counterpart (every detection is an event)")
+    if root.items is not None and any(e is not None for _, e in root.items):
+        raise Unsupported("SELECT expressions (... AS ?v) have no ETALIS counterpart here")
+    n: Node = root.arg
+    bounds: list[Expr] = []
+    conds: list[Expr] = []
+    while isinstance(n, Filter):  # the outermost group's FILTERs: window and conditions
+        for c in _conjuncts(n.cond.text):
+            e = Expr(c, frozenset(v for v in n.cond.variables if re.search(rf"\?{v}\b", c)),
+                     n.cond.prologue)
+            if _is_bound(c, n.cond.prologue):
+                bounds.append(e)
+            elif _TIMED.search(c):
+                raise Unsupported("a time function other than an upper bound on the duration "
+                                  "(getDURATION() < c or <= c, a conjunct of the outermost "
+                                  "FILTER: ETALIS's window) has no ETALIS counterpart here")
+            else:
+                conds.append(e)
+        n = n.arg
+    body = _formula(n)
+    if conds:
+        body = Where(body, tuple(conds))
+    return Program(tuple(q.select), body, tuple(bounds))
+
+
+def _formula(n: Node) -> Formula:
+    if isinstance(n, BGP):
+        atoms: list[Formula] = [Atom(tp) for tp in n.patterns]
+        out = atoms[0]
+        for a in atoms[1:]:
+            out = Op("and", out, a)
+        return out
+    if isinstance(n, SeqJoin):
+        return Op("seq", _formula(n.left), _formula(n.right))
+    if isinstance(n, EqJoin):
+        return Op("equals", _formula(n.left), _formula(n.right))
+    if type(n) is Join:
+        return Op("and", _formula(n.left), _formula(n.right))
+    if isinstance(n, Filter):
+        if _TIMED.search(n.cond.text):
+            raise Unsupported("a time function in a nested FILTER: ETALIS has one window per "
+                              "rule (put the duration bound in the outermost FILTER)")
+        return Where(_formula(n.arg), (n.cond,))
+    what = type(n).__name__
+    names = {"SeqRightJoin": "OPTIONALSEQ", "EqLeftJoin": "EQUALSOPTIONAL", "LeftJoin": "OPTIONAL",
+             "Union": "UNION", "Minus": "MINUS", "Background": "GRAPH", "Unit": "an empty group",
+             "Extend": "BIND", "Project": "a sub-SELECT", "Values": "VALUES", "Path": "a property path"}
+    raise Unsupported(f"{names.get(what, what)} has no counterpart among ETALIS's operators "
+                      "(seq, equals, and, where): use the unrestricted, chronological or "
+                      "recent policy")
+
+
+# ---------------------------------------------------------------- binarisation (binarizer.P)
+
+
+@dataclass(frozen=True)
+class Temp:
+    """temp_e_N: the intermediate event of a binarised sub-formula."""
+
+    n: int
+
+
+HEAD = Temp(0)  # select_event/1
+Ref = Atom | Temp
+
+
+@dataclass(frozen=True)
+class Rule:
+    """eventClause(Label, Head, Body) after binarisation: Body is one operator over atoms
+    and intermediate events (or a single event: ``Head <- temp_e_N``)."""
+
+    head: Temp
+    op: str  # seq, equals, and, where, event
+    left: Ref
+    right: Ref | None = None
+    conds: tuple[Expr, ...] = ()
+
+
+def binarise(p: Program) -> list[Rule]:
+    """binarization/3: every operand that is not an event becomes an intermediate event
+    with a rule of its own, numbered as they are made (left operand first); the rules come
+    out inner first, the rule of the head last. A body that is a sequence of two events is
+    kept as it is; any other body becomes an intermediate event that the head's rule
+    (``Head <- temp_e_N``) passes on."""
+    rules: list[Rule] = []
+    count = [0]
+
+    def formula(f: Formula) -> Ref:  # binarization_formula/5
+        if isinstance(f, Atom):
+            return f
+        left = formula(f.arg if isinstance(f, Where) else f.left)
+        right = None if isinstance(f, Where) else formula(f.right)
+        count[0] += 1
+        t = Temp(count[0])
+        if isinstance(f, Where):
+            rules.append(Rule(t, "where", left, conds=f.conds))
+        else:
+            rules.append(Rule(t, f.op, left, right))
+        return t
+
+    b = p.body
+    if isinstance(b, Op) and b.op == "seq" and isinstance(b.left, Atom) and isinstance(b.right, Atom):
+        rules.append(Rule(HEAD, "seq", b.left, b.right))  # "sequence no sharing"
+    else:
+        rules.append(Rule(HEAD, "event", formula(b)))
+    return rules
+
+
+@dataclass(frozen=True)
+class Clause:
+    """trClause(Label, event(Trigger, [T1, T2]), Body): what happens when Trigger occurs.
+    ``action``: insert (etr_insf of a goal waiting for the other operand), check (find a
+    goal waiting for this event, etr_dbf + etr_delf, and fire the rule's head), guard (and:
+    insert only when no goal waits for this event, not_etr_dbf), where, event."""
+
+    trigger: Ref
+    action: str
+    rule: Rule
+    side: int = 0  # and: which operand the trigger is (0 left, 1 right)
+
+
+def tr_clauses(rules: list[Rule]) -> list[Clause]:
+    """event2tr_transformation/2, in its order: a sequence or equals rule gives its
+    checking clause (on the right operand) before its goal-inserting one (on the left);
+    ``and`` gives insert-left, insert-right, check-left, check-right."""
+    out: list[Clause] = []
+    for r in rules:
+        if r.op in ("seq", "equals"):
+            assert r.right is not None
+            out += [Clause(r.right, "check", r), Clause(r.left, "insert", r)]
+        elif r.op == "and":
+            assert r.right is not None
+            out += [Clause(r.left, "guard", r, 0), Clause(r.right, "guard", r, 1),
+                    Clause(r.left, "check", r, 0), Clause(r.right, "check", r, 1)]
+        else:
+            out.append(Clause(r.left, r.op, r))
+    return out
+
+
+# ---------------------------------------------------------------- execution (executor.P, storage.P)
+
+
+Stamp = tuple[int, int]  # datime: (time, counter); less_datime compares both
+
+
+@dataclass(slots=True)
+class Occurred:
+    """event(E, [T1, T2]): ``content`` is E without variables (what identifies it for
+    etr_insf), ``mu`` its variables' values."""
+
+    ref: Ref
+    content: tuple
+    mu: dict[str, str]
+    t1: Stamp
+    t2: Stamp
+
+
+@dataclass(slots=True)
+class Goal:
+    """etr_db(T2, T1, B, A, C): B occurred at [T1, T2] and waits for the rule's other
+    operand."""
+
+    content: tuple
+    mu: dict[str, str]
+    t1: Stamp
+    t2: Stamp
+
+
+def _match(tp: TriplePattern, triple: tuple[str, str, str]) -> dict[str, str] | None:
+    mu: dict[str, str] = {}
+    for t, v in zip(tp, triple, strict=True):
+        if isinstance(t, Var):
+            w = mu.get(t.name)
+            if w is None:
+                mu[t.name] = v
+            elif w != v:
+                return None
+        elif t != v:
+            return None
+    return mu
+
+
+def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
+    if len(b) < len(a):
+        a, b = b, a
+    return all(b.get(k, v) == v for k, v in a.items())
+
+
+def _vars(r: Ref, rules: dict[Temp, Rule]) -> frozenset[str]:
+    if isinstance(r, Atom):
+        return frozenset(t.name for t in r.pattern if isinstance(t, Var))
+    rule = rules[r]
+    out = _vars(rule.left, rules)
+    return out | _vars(rule.right, rules) if rule.right is not None else out
+
+
+class Store:
+    """One rule's goals waiting for one operand, in the order of the etr_db/5 clauses.
+    Goals are bucketed by the values of the variables both operands bind: a waiting goal
+    can only match an event with the same values, and the order within a bucket is the
+    order of the whole store restricted to it."""
+
+    def __init__(self, shared: tuple[str, ...]) -> None:
+        self.shared = shared
+        self.buckets: dict[tuple, list[Goal]] = {}
+
+    def bucket(self, mu: dict[str, str]) -> list[Goal]:
+        k = tuple(mu.get(v) for v in self.shared)
+        b = self.buckets.get(k)
+        if b is None:
+            b = self.buckets[k] = []
+        return b
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.buckets.values())
+
+    def goals(self) -> Iterator[Goal]:
+        for b in self.buckets.values():
+            yield from b
+
+
+class Machine:
+    """The compiled clauses of one query, run event by event as executor.P runs them."""
+
+    def __init__(self, program: Program, policy: EtalisPolicy,
+                 exprs: ExprEvaluator | None = None) -> None:
+        self.program = program
+        self.policy = policy
+        self.recent = policy.recent
+        self.exprs = exprs or ExprEvaluator()
+        self.rules = binarise(program)
+        self.clauses = tr_clauses(self.rules)
+        by_head = {r.head: r for r in self.rules}
+        self.stores: dict[tuple[int, int], Store] = {}
+        for r in self.rules:
+            if r.right is not None:
+                shared = tuple(sorted(_vars(r.left, by_head) & _vars(r.right, by_head)))
+                for side in (0, 1):  # goals made from the left operand (0) or the right one (1)
+                    self.stores[(id(r), side)] = Store(shared)
+        self.window: tuple[float, bool] = (INF, False)
+        self.counters: dict[int, int] = {}
+        self.fired: list[Occurred] = []
+        self.and_rules = any(r.op == "and" for r in self.rules)
+        self._size = 0
+        self._kept = 0
+
+    # ------------------------------------------------------------ input
+
+    def stamp(self, t: int) -> Stamp:
+        """label_time_stamp / event/2: the counter of time t, incremented."""
+        c = self.counters.get(t, 0) + 1
+        self.counters[t] = c
+        return (t, c)
+
+    def item(self, start: int, end: int, triples: list[tuple[str, str, str]]) -> list[Occurred]:
+        """One stream item: its interval labelled as event/2 labels [datime, datime] (one
+        counter for a point, one per end otherwise), then each triple an rdf/3 event with
+        that label, in order. Returns the complex events detected."""
+        t1 = self.stamp(start)
+        t2 = t1 if end == start else self.stamp(end)
+        self.fired = []
+        for tr in triples:
+            self.event(Occurred(Atom(tr), tr, {}, t1, t2))  # type: ignore[arg-type]
+        if self.window[0] != INF and not self.and_rules:
+            self._forget(end)
+        return self.fired
+
+    # ------------------------------------------------------------ event_trigger
+
+    def event(self, e: Occurred) -> None:
+        """event_trigger(event(E, [T1, T2])): every clause whose trigger unifies with E,
+        found first, then fired in order (fireAllTRFormulas); a failing body leaves
+        nothing but the goals it put back (fire_event/1 always succeeds)."""
+        found: list[tuple[Clause, dict[str, str]]] = []
+        for c in self.clauses:
+            if isinstance(e.ref, Atom):
+                if isinstance(c.trigger, Atom):
+                    mu = _match(c.trigger.pattern, e.content)  # type: ignore[arg-type]
+                    if mu is not None:
+                        found.append((c, mu))
+            elif c.trigger == e.ref:
+                found.append((c, e.mu))
+        if not found and e.ref == HEAD:
+            self.fired.append(e)
+        for c, mu in found:
+            x = Occurred(e.ref, e.content, mu, e.t1, e.t2)
+            getattr(self, "_" + c.action)(c, x)
+
+    def _fire(self, r: Rule, content: tuple, mu: dict[str, str], t1: Stamp, t2: Stamp) -> bool:
+        """check_event_rule_conditions (the window), then event(Head, [T1, T2])."""
+        h, strict = self.window
+        d = t2[0] - t1[0]
+        if d > h or (strict and d >= h):
+            return False
+        self.event(Occurred(r.head, (r.head.n, content), mu, t1, t2))
+        return True
+
+    # ------------------------------------------------------------ the clauses
+
+    def _insert(self, c: Clause, e: Occurred) -> None:
+        """etr_insf(goal(event(I2), event(I1, [T1, T2]), event(Head))): fails if the very
+        goal is stored; otherwise removes the goals made from an event with the same
+        content (retractall) and stores it, first (recent) or last (chronological)."""
+        side = 0 if c.action == "insert" else c.side
+        b = self.stores[(id(c.rule), side)].bucket(e.mu)
+        if any(g.content == e.content and g.t1 == e.t1 and g.t2 == e.t2 for g in b):
+            return
+        b[:] = [g for g in b if g.content != e.content]
+        g = Goal(e.content, e.mu, e.t1, e.t2)
+        if self.recent:
+            b.insert(0, g)
+        else:
+            b.append(g)
+        self._size += 1
+
+    def _guard(self, c: Clause, e: Occurred) -> None:
+        """and: not_etr_dbf(goal(event(this), event(other, _), Head)), then etr_insf."""
+        waiting = self.stores[(id(c.rule), 1 - c.side)].bucket(e.mu)
+        if any(_compatible(g.mu, e.mu) for g in waiting):
+            return
+        self._insert(c, e)
+
+    def _check(self, c: Clause, e: Occurred) -> None:
+        """The checking clause: etr_dbf enumerates the stored goals compatible with this
+        event (the store as it was when it was called); for each, etr_delf deletes it, then
+        the rule's test (seq: less(T2, T3); equals: the same [T1, T2]; and: none) and the
+        window; the first goal that passes fires the head, ending the clause. A goal that
+        fails is put back by backtracking (asserta under recent, assertz under
+        chronological: at the front, or at the end) and the next one is tried."""
+        r = c.rule
+        # seq / equals: the goals the left operand made; and: those of the other operand
+        side = 0 if r.op in ("seq", "equals") else 1 - c.side
+        b = self.stores[(id(r), side)].bucket(e.mu)
+        for g in list(b):
+            if not _compatible(g.mu, e.mu):
+                continue
+            if r.op == "equals" and (g.t1 != e.t1 or g.t2 != e.t2):
+                continue  # the goal's [T1, T2] must unify with the event's
+            del b[next(i for i, x in enumerate(b) if x is g)]  # etr_delf
+            self._size -= 1
+            if r.op == "seq":
+                ok = g.t2 < e.t1  # less(T2, T3)
+                t1, t2 = g.t1, e.t2
+                content = (g.content, e.content)
+            elif r.op == "equals":
+                ok, t1, t2, content = True, e.t1, e.t2, (g.content, e.content)
+            else:  # and: min / max of the two intervals
+                ok = True
+                t1, t2 = min(g.t1, e.t1), max(g.t2, e.t2)
+                content = (g.content, e.content) if c.side == 1 else (e.content, g.content)
+            if ok and self._fire(r, content, {**g.mu, **e.mu}, t1, t2):
+                return
+            if self.recent:  # backtracking into etr_delf puts the goal back
+                b.insert(0, g)
+            else:
+                b.append(g)
+            self._size += 1
+
+    def _where(self, c: Clause, e: Occurred) -> None:
+        """seqf(I1, prolog(C)): the where rule tests its condition on I1's values."""
+        r = c.rule
+        s = Solution(tuple(sorted(e.mu.items())), e.t1[0], e.t2[0])
+        for cond in r.conds:
+            if not self.exprs.test(cond, [(s, s.ta, s.tw)])[0]:
+                return
+        self._fire(r, (e.content,), e.mu, e.t1, e.t2)
+
+    def _event(self, c: Clause, e: Occurred) -> None:
+        """Head <- temp_e_N: the head, with the same interval."""
+        self._fire(c.rule, (e.content,), e.mu, e.t1, e.t2)
+
+    # ------------------------------------------------------------ memory
+
+    def _forget(self, now: int) -> None:
+        """Drop the goals no later event can use: every step that could take one would
+        fail the window (its start is too old), and a goal that cannot be taken changes
+        nothing else for seq and equals rules (ETALIS keeps them, with its garbage
+        collection off). Amortised: done when the stores have doubled."""
+        if self._size < 2 * self._kept + 64:
+            return
+        h, strict = self.window
+        for s in self.stores.values():
+            for k, b in list(s.buckets.items()):
+                b[:] = [g for g in b if not (now - g.t1[0] > h or (strict and now - g.t1[0] >= h))]
+                if not b:
+                    del s.buckets[k]
+        self._size = sum(len(s) for s in self.stores.values())
+        self._kept = self._size
+
+
+# ---------------------------------------------------------------- the engine's runtime
+
+
+class EtalisRuntime:
+    """A registered EP-SPARQL SELECT query under an ETALIS policy, driven by
+    :class:`rsep.runtime.engine.Engine`: each item is taken in at its end, in arrival
+    order, and what it completes is output then."""
+
+    def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
+                 callback: Callable[[Output], None] | None = None) -> None:
+        from rsep.lang.errors import QueryError
+
+        assert isinstance(query.policy, EtalisPolicy)
+        self.query = query
+        self.engine = engine
+        self.name = name
+        self.callback = callback
+        self.streams: set[str] = set()  # EP-SPARQL reads every input event
+        self.last_tick: int | None = None
+        self.kind: TimeKind | None = None
+        try:
+            self.program = compile_query(query)
+        except Unsupported as e:
+            raise QueryError(f"--policy {query.policy.value}: {e}", source=query.source) from None
+        self.machine = Machine(self.program, query.policy)
+        self.pending: dict[int, list[Event]] = {}
+
+    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        from rsep.lang.errors import QueryError
+
+        self.kind = kind
+        self.machine.exprs.kind = kind
+        try:
+            self.machine.window = self.program.window(kind)
+        except Unsupported as e:
+            raise QueryError(f"--policy {self.query.policy.value}: {e}",  # type: ignore[union-attr]
+                             source=self.query.source) from None
+
+    def insert(self, e: Event) -> None:
+        self.pending.setdefault(e.end, []).append(e)
+
+    def next_tick(self, bound: int) -> int | None:
+        c = [t for t in self.pending if (self.last_tick is None or t > self.last_tick) and t < bound]
+        return min(c) if c else None
+
+    def evaluate(self, tau: int) -> list[Output]:
+        self.last_tick = tau
+        out: list[Output] = []
+        for e in self.pending.pop(tau, []):
+            triples = [(str(t.subject), str(t.predicate), str(t.object)) for t in e.triples]
+            for o in self.machine.item(e.start, e.end, triples):
+                b = {v: o.mu[v] for v in self.query.select if v in o.mu}
+                out.append(EpOutput(self.name, tau, self.kind, bindings=b,
+                                    variables=self.query.select, start=o.t1[0], end=o.t2[0]))
+        return out
+
+    def idle(self) -> bool:
+        return not self.pending
+
+
+def run(query: EpSparqlQuery, items: list[tuple[int, int, list[tuple[str, str, str]]]],
+        kind: TimeKind = TimeKind.ABSTRACT) -> list[tuple[int, dict[str, str], Stamp, Stamp]]:
+    """The query over (start, end, triples) items, without an engine: (detection time,
+    values, [T1, T2] as (time, counter) labels) of each complex event, in firing order."""
+    assert isinstance(query.policy, EtalisPolicy)
+    m = Machine(compile_query(query), query.policy, ExprEvaluator(kind))
+    m.window = m.program.window(kind)
+    out = []
+    for start, end, triples in items:
+        for o in m.item(start, end, triples):
+            out.append((end, {v: o.mu[v] for v in query.select if v in o.mu}, o.t1, o.t2))
+    return out
+
+
+__all__ = ["EtalisPolicy", "EtalisRuntime", "Machine", "Program", "compile_query", "binarise",
+           "tr_clauses", "run", "parse", "POLICIES", "Unsupported"]

@@ -1,0 +1,444 @@
+"""Record ETALIS's own outputs on the corpus of EP-SPARQL cases below (recorded.json).
+
+    python tests/data/etalis/record.py [ETALIS_SRC]
+
+ETALIS_SRC is ETALIS's src/ folder (github sspider/etalis; default ../shared/peers/etalis/src
+beside the repository); SWI-Prolog runs it (Debian's swi-prolog-nox, `swipl --traditional`).
+Neither is needed by the tests, which read recorded.json.
+
+Each case is an EP-SPARQL SELECT query and a stream of items (start, end, triples). For
+each policy the query is translated into an ETALIS event rule as rsep's ETALIS mode reads
+it (rsep.cep.etalis.compile_query, rendered by :func:`rules`: docs/semantics.md, "EP-SPARQL
+as ETALIS runs it"), the stream into input/4 facts, and driver.pl runs them under ETALIS's
+event_consumption_policy. recorded.json keeps, per case and policy, the query, the rules
+and the stream ETALIS ran, and every complex event it fired: its values, its interval as
+ETALIS labelled it ([second, counter] at each end) and the item whose arrival fired it
+(the detection time is that item's end).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT))
+
+from rsep.cep.epsparql import Var  # noqa: E402
+from rsep.cep.etalis import Atom, Op, Program, Where, compile_query  # noqa: E402
+from rsep.lang.epsparql import parse_epsparql  # noqa: E402
+from rsep.stream.time import TimeKind  # noqa: E402
+
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+EX = "http://ex.org/"
+PREFIX = f"PREFIX : <{EX}>\n"
+BOTH = ("chronological", "recent")
+
+
+# ---------------------------------------------------------------- the translation's text
+
+
+def term(t: object) -> str:
+    """An RDF term (N-Triples) or variable as a Prolog term: IRIs are quoted atoms of
+    their N-Triples form, integers numbers (as ETALIS's EP-SPARQL compiler reads them)."""
+    if isinstance(t, Var):
+        return "V_" + t.name
+    s = str(t)
+    m = re.fullmatch(rf'"([+-]?\d+)"\^\^<{re.escape(XSD_INTEGER)}>', s)
+    if m:
+        return str(int(m.group(1)))
+    if s.startswith("<") and "'" not in s and "\\" not in s:
+        return f"'{s}'"
+    raise ValueError(f"the recorder renders IRIs and integers only, not {s}")
+
+
+_TOKEN = re.compile(r"\s*(\?\w+|\d+(?:\.\d+)?|\"[^\"]*\"\^\^\S+|&&|\|\||<=|>=|!=|[<>=!+\-*/()])")
+
+
+def condition(text: str, fresh: list[int]) -> str:
+    """A FILTER condition (numbers, variables, + - * /, comparisons, && || !) as a Prolog
+    goal, comparisons written as ETALIS's EP-SPARQL compiler writes them (ep_sparql.P,
+    cep_rule: ``A is X, B is Y, A < B``)."""
+    toks = [m for m in _TOKEN.findall(text)]
+    if "".join(toks).replace(" ", "") != text.replace(" ", ""):
+        raise ValueError(f"cannot render {text!r}")
+    pos = [0]
+
+    def peek() -> str | None:
+        return toks[pos[0]] if pos[0] < len(toks) else None
+
+    def take() -> str:
+        pos[0] += 1
+        return toks[pos[0] - 1]
+
+    def orx() -> str:
+        a = andx()
+        while peek() == "||":
+            take()
+            a = f"({a} ; {andx()})"
+        return a
+
+    def andx() -> str:
+        a = notx()
+        while peek() == "&&":
+            take()
+            a = f"({a}, {notx()})"
+        return a
+
+    def notx() -> str:
+        if peek() == "!":
+            take()
+            return f"\\+ ({notx()})"
+        if peek() == "(" and _is_bool_group():
+            take()
+            g = orx()
+            assert take() == ")"
+            return g
+        return cmp()
+
+    def _is_bool_group() -> bool:
+        depth, i = 0, pos[0]
+        while i < len(toks):
+            t = toks[i]
+            depth += t == "("
+            depth -= t == ")"
+            if depth == 0:
+                return False
+            if depth == 1 and t in ("&&", "||", "<", "<=", ">", ">=", "=", "!="):
+                return True
+            i += 1
+        return False
+
+    def cmp() -> str:
+        a = add()
+        op = take()
+        ops = {"<": "<", "<=": "=<", ">": ">", ">=": ">=", "=": "=:=", "!=": "=\\="}
+        b = add()
+        fresh[0] += 2
+        x, y = f"E{fresh[0] - 1}", f"E{fresh[0]}"
+        return f"({x} is {a}, {y} is {b}, {x} {ops[op]} {y})"
+
+    def add() -> str:
+        a = mul()
+        while peek() in ("+", "-"):
+            a = f"({a} {take()} {mul()})"
+        return a
+
+    def mul() -> str:
+        a = unary()
+        while peek() in ("*", "/"):
+            a = f"({a} {take()} {unary()})"
+        return a
+
+    def unary() -> str:
+        t = take()
+        if t == "(":
+            a = add()
+            assert take() == ")"
+            return a
+        if t == "-":
+            return f"(- {unary()})"
+        if t.startswith("?"):
+            return "V_" + t[1:]
+        if t.startswith('"'):
+            return term(t)
+        return t
+
+    out = orx()
+    if peek() is not None:
+        raise ValueError(f"cannot render {text!r}")
+    return out
+
+
+def formula(f: object) -> str:
+    if isinstance(f, Atom):
+        return "rdf(" + ",".join(term(x) for x in f.pattern) + ")"
+    if isinstance(f, Op):
+        return f"({formula(f.left)} '{f.op}' {formula(f.right)})"
+    assert isinstance(f, Where)
+    fresh = [0]  # the comparisons' Prolog variables, E1, E2, ..., fresh in each where
+    return f"({formula(f.arg)} 'where' ({', '.join(condition(c.text, fresh) for c in f.conds)}))"
+
+
+def rules(p: Program) -> str:
+    """The ETALIS rule: ``select_event([V...]) <- Body``, labelled with its window
+    (event_rule_window, in seconds: ``getDURATION() < c`` is ``=< c - 1`` on integer times)."""
+    head = "select_event([" + ",".join("V_" + v for v in p.head) + "])"
+    rule = f"{head} <- {formula(p.body)}."
+    h, strict = p.window(TimeKind.ABSTRACT)
+    if h != float("inf"):
+        w = int(h) - 1 if strict else int(h)
+        rule = f"q([property(event_rule_window,{w})]) 'rule:' {rule}"
+    return rule + "\n"
+
+
+def facts(stream: list) -> str:
+    out = []
+    for i, (s, e, trs) in enumerate(stream):
+        ts = ", ".join("rdf(" + ",".join(term(x) for x in tr) + ")" for tr in trs)
+        out.append(f"input({i}, {s}, {e}, [{ts}]).")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- the corpus
+
+
+def iri(x: str) -> str:
+    return f"<{EX}{x}>"
+
+
+def num(n: int) -> str:
+    return f'"{n}"^^<{XSD_INTEGER}>'
+
+
+def t(k: str, p: str, v: int | str) -> list[str]:
+    return [iri(k), iri(p), num(v) if isinstance(v, int) else iri(v)]
+
+
+def pt(time: int, *triples: list[str]) -> list:
+    """A point item at ``time``."""
+    return [time, time, list(triples)]
+
+
+def iv(start: int, end: int, *triples: list[str]) -> list:
+    return [start, end, list(triples)]
+
+
+SEQ3 = "SELECT ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} }"
+SEQ2 = "SELECT ?k ?a ?b WHERE { {?k :a ?a} SEQ {?k :b ?b} }"
+
+
+def random_stream(seed: int, n: int, keys: int, preds: str, pairs: float = 0.25,
+                  intervals: float = 0.15) -> list:
+    """n items, times going up by 0-3, on ``keys`` keys; an item holds one triple, or two
+    (with probability ``pairs``, of the same key), and is an interval with probability
+    ``intervals``."""
+    r = random.Random(seed)
+    out, now = [], 0
+    for _ in range(n):
+        now += r.choice((0, 1, 1, 2, 3))
+        k = f"k{r.randrange(keys)}"
+        trs = [t(k, p, r.randrange(50, 100))
+               for p in (r.sample(preds, 2) if r.random() < pairs else [r.choice(preds)])]
+        if r.random() < intervals:
+            out.append(iv(max(0, now - r.randrange(1, 4)), now, *trs))
+        else:
+            out.append(pt(now, *trs))
+    return out
+
+
+CASES: list[dict] = [
+    {"name": "seq3_recent_issue",
+     "note": "issue 21: three-step SEQ, a@1 b@2 b@3 c@4 (formal recent: b@3)",
+     "query": SEQ3, "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1)), pt(2, t("k", "b", 2)), pt(3, t("k", "b", 3)), pt(4, t("k", "c", 4))]},
+    {"name": "duration_window_issue",
+     "note": "issue 21: getDURATION() <= 4, a@0 a@1 b@2 b@3 c@5 (formal chronological: b@2)",
+     "query": "SELECT ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} FILTER (getDURATION() <= 4) }",
+     "policies": BOTH,
+     "stream": [pt(0, t("k", "a", 0)), pt(1, t("k", "a", 1)), pt(2, t("k", "b", 2)),
+                pt(3, t("k", "b", 3)), pt(5, t("k", "c", 5))]},
+    {"name": "filter_rejects_selected_issue",
+     "note": "issue 21: the FILTER rejects the selected goal, which stays consumed (formal: 70 -> 60)",
+     "query": "SELECT ?a ?b WHERE { {?k :a ?a} SEQ {?k :b ?b} FILTER (?b < ?a) }", "policies": BOTH,
+     "stream": [pt(0, t("k", "a", 70)), pt(5, t("k", "a", 80)), pt(10, t("k", "b", 75)),
+                pt(20, t("k", "b", 60))]},
+    {"name": "same_pattern_twice_issue",
+     "note": "issue 21: {?k :p ?a} SEQ {?k :p ?b}: only the left event is consumed",
+     "query": "SELECT ?a ?b WHERE { {?k :p ?a} SEQ {?k :p ?b} }", "policies": BOTH,
+     "stream": [pt(1, t("k", "p", 1)), pt(2, t("k", "p", 2)), pt(3, t("k", "p", 3))]},
+    {"name": "equal_ends_issue",
+     "note": "issue 21: a[1,3] arrives before a[0,3]: selection by arrival",
+     "query": SEQ2, "policies": BOTH,
+     "stream": [iv(1, 3, t("k", "a", 1)), iv(0, 3, t("k", "a", 0)), pt(5, t("k", "b", 5))]},
+    {"name": "lost_at_end_issue",
+     "note": "issue 21 part 1's stream: 80 -> 75 is output at 10",
+     "query": "SELECT ?c ?p1 ?p2 WHERE { {?c :pr ?p1} SEQ {?c :pr ?p2} FILTER (?p2 < ?p1 && getDURATION() < 30) }",
+     "policies": BOTH,
+     "stream": [pt(0, t("c", "pr", 70)), pt(5, t("c", "pr", 80)), pt(10, t("c", "pr", 75))]},
+    {"name": "seq2_consumption",
+     "note": "a a b b: chronological takes the oldest a, recent the newest",
+     "query": SEQ2, "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1)), pt(2, t("k", "a", 2)), pt(3, t("k", "b", 3)), pt(4, t("k", "b", 4)),
+                pt(5, t("k", "a", 5)), pt(6, t("k", "b", 6)), pt(7, t("k", "b", 7))]},
+    {"name": "seq2_same_content",
+     "note": "a new goal replaces one made from an identical triple (retractall in etr_insf)",
+     "query": SEQ2, "policies": BOTH,
+     "stream": [pt(0, t("k", "a", 70)), pt(5, t("k", "a", 70)), pt(7, t("k", "a", 71)),
+                pt(10, t("k", "b", 1)), pt(11, t("k", "b", 2)), pt(12, t("k", "b", 3))]},
+    {"name": "seq3_interleaved",
+     "note": "three steps, each step selecting and consuming as events arrive",
+     "query": SEQ3, "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1)), pt(2, t("k", "a", 2)), pt(3, t("k", "b", 3)), pt(4, t("k", "a", 4)),
+                pt(5, t("k", "b", 5)), pt(6, t("k", "c", 6)), pt(7, t("k", "b", 7)), pt(8, t("k", "c", 8)),
+                pt(9, t("k", "c", 9)), pt(10, t("k", "c", 10))]},
+    {"name": "several_keys",
+     "note": "goals of different keys never meet",
+     "query": "SELECT ?k ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} }", "policies": BOTH,
+     "stream": [pt(1, t("k1", "a", 1)), pt(2, t("k2", "a", 2)), pt(3, t("k1", "a", 3)), pt(4, t("k2", "b", 4)),
+                pt(5, t("k1", "b", 5)), pt(6, t("k1", "b", 6)), pt(7, t("k2", "c", 7)), pt(8, t("k1", "c", 8)),
+                pt(9, t("k2", "a", 9)), pt(10, t("k1", "c", 10)), pt(11, t("k2", "b", 11)), pt(12, t("k2", "c", 12))]},
+    {"name": "simultaneous_items",
+     "note": "items at the same time are ordered by arrival (counters); the triples of one item share a label",
+     "query": SEQ2, "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1)), pt(1, t("k", "b", 1)), pt(2, t("k", "b", 2), t("k", "a", 2)),
+                pt(2, t("k", "a", 3), t("k", "b", 3)), pt(3, t("k", "b", 4))]},
+    {"name": "simultaneous_reorder",
+     "note": "goals failing less() are put back (recent: at the front, reordering the store)",
+     "query": SEQ2, "policies": BOTH,
+     "stream": [pt(3, t("k", "a", 3)), pt(5, t("k", "a", 50), t("k", "a", 51), t("k", "b", 5)),
+                pt(6, t("k", "b", 6)), pt(7, t("k", "b", 7)), pt(8, t("k", "b", 8))]},
+    {"name": "intervals_overlap",
+     "note": "interval events: SEQ needs the left one to end before the right one starts",
+     "query": SEQ2, "policies": BOTH,
+     "stream": [iv(0, 4, t("k", "a", 1)), iv(2, 6, t("k", "b", 2)), iv(3, 6, t("k", "a", 3)),
+                iv(5, 7, t("k", "b", 4)), iv(6, 9, t("k", "b", 5)), pt(10, t("k", "b", 6))]},
+    {"name": "equals_one_item",
+     "note": "EQUALS: triples of one item share their label; separate items never do",
+     "query": "SELECT ?x ?y WHERE { {?k :a ?x} EQUALS {?k :b ?y} }", "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1), t("k", "b", 1)), pt(2, t("k", "a", 2)), pt(2, t("k", "b", 2)),
+                iv(1, 3, t("k", "a", 3), t("k", "b", 3)), pt(4, t("k", "b", 4), t("k", "a", 4)),
+                pt(5, t("k", "a", 5), t("k", "a", 6), t("k", "b", 5))]},
+    {"name": "equals_then_seq",
+     "note": "(A EQUALS B) SEQ C: an intermediate event from EQUALS",
+     "query": "SELECT ?x ?y ?z WHERE { {?k :a ?x} EQUALS {?k :b ?y} SEQ {?k :c ?z} }", "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1), t("k", "b", 1)), pt(2, t("k", "a", 2), t("k", "b", 2)),
+                pt(3, t("k", "c", 3)), pt(4, t("k", "c", 4)), pt(5, t("k", "c", 5))]},
+    {"name": "duration_strict_bound",
+     "note": "getDURATION() < 3 against <= 3 (the window is tested after less, at every step)",
+     "query": "SELECT ?a ?b WHERE { {?k :a ?a} SEQ {?k :b ?b} FILTER (getDURATION() < 3) }", "policies": BOTH,
+     "stream": [pt(0, t("k", "a", 0)), pt(1, t("k", "a", 1)), pt(3, t("k", "b", 3)), pt(4, t("k", "b", 4)),
+                pt(5, t("k", "a", 5)), pt(8, t("k", "b", 8)), pt(9, t("k", "a", 9)), pt(11, t("k", "b", 11))]},
+    {"name": "duration_window_recent_reorder",
+     "note": "recent, three steps, window 4: an intermediate that starts too early is put back",
+     "query": "SELECT ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} FILTER (getDURATION() <= 4) }",
+     "policies": BOTH,
+     "stream": [pt(0, t("k", "a", 0)), pt(1, t("k", "a", 1)), pt(2, t("k", "b", 2)), pt(3, t("k", "b", 3)),
+                pt(5, t("k", "c", 5)), pt(6, t("k", "c", 6)), pt(7, t("k", "c", 7))]},
+    {"name": "stock_query1",
+     "note": "003 query (1): values and duration in one FILTER, several companies",
+     "query": "SELECT ?c ?p1 ?p2 ?p3 WHERE { {?c :price ?p1} SEQ {?c :price ?p2} SEQ {?c :price ?p3} "
+              "FILTER (?p2 < ?p1 * 0.7 && ?p3 > ?p1 * 1.05 && getDURATION() < 30) }",
+     "policies": BOTH,
+     "stream": [pt(0, t("acme", "price", 100)), pt(2, t("beta", "price", 50)), pt(5, t("acme", "price", 60)),
+                pt(8, t("beta", "price", 30)), pt(9, t("acme", "price", 110)), pt(12, t("beta", "price", 56)),
+                pt(15, t("acme", "price", 50)), pt(20, t("acme", "price", 120)), pt(40, t("beta", "price", 20)),
+                pt(45, t("beta", "price", 60)), pt(50, t("acme", "price", 130))]},
+    {"name": "nested_filter",
+     "note": "a FILTER inside the left group: a where rule of its own, before the sequence",
+     "query": "SELECT ?x ?y WHERE { { {?k :a ?x} FILTER (?x > 3) } SEQ {?k :b ?y} }", "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 5)), pt(2, t("k", "a", 2)), pt(3, t("k", "b", 1)), pt(4, t("k", "a", 7)),
+                pt(5, t("k", "a", 1)), pt(6, t("k", "b", 2)), pt(7, t("k", "b", 3))]},
+    {"name": "filter_or_not",
+     "note": "FILTER with || and !",
+     "query": "SELECT ?a ?b WHERE { {?k :a ?a} SEQ {?k :b ?b} FILTER (?b > ?a + 10 || !(?b > 5)) }",
+     "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1)), pt(2, t("k", "b", 4)), pt(3, t("k", "a", 2)), pt(4, t("k", "b", 9)),
+                pt(5, t("k", "a", 3)), pt(6, t("k", "b", 20)), pt(7, t("k", "b", 30))]},
+    {"name": "bgp_and",
+     "note": "two triple patterns in one group: ETALIS's and (classical conjunction)",
+     "query": "SELECT ?x ?y ?z WHERE { {?k :a ?x . ?k :b ?y} SEQ {?k :c ?z} }", "policies": BOTH,
+     "stream": [pt(1, t("k", "a", 1)), pt(2, t("k", "a", 2)), pt(3, t("k", "b", 3)), pt(4, t("k", "c", 4)),
+                pt(5, t("k", "b", 5)), pt(6, t("k", "a", 6), t("k", "b", 6)), pt(7, t("k", "c", 7)),
+                pt(8, t("k", "c", 8))]},
+    {"name": "random_seq3_window",
+     "note": "a generated stream (seed 7): three steps, a value FILTER and a window",
+     "query": "SELECT ?k ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} "
+              "FILTER (?b > ?a && getDURATION() <= 10) }",
+     "policies": BOTH, "stream": random_stream(7, 120, 3, "abc")},
+    {"name": "random_same_pattern",
+     "note": "a generated stream (seed 11): {?k :p ?x} SEQ {?k :p ?y} SEQ {?k :q ?z}, FILTER ?y < ?x",
+     "query": "SELECT ?k ?x ?y ?z WHERE { {?k :p ?x} SEQ {?k :p ?y} SEQ {?k :q ?z} FILTER (?y < ?x) }",
+     "policies": BOTH, "stream": random_stream(11, 80, 2, "ppq")},
+    {"name": "random_seq2_intervals",
+     "note": "a generated stream (seed 3): SEQ over many interval items, two keys",
+     "query": SEQ2, "policies": BOTH, "stream": random_stream(3, 100, 2, "ab", intervals=0.4)},
+    {"name": "random_equals",
+     "note": "a generated stream (seed 5): (A EQUALS B) SEQ C with a window",
+     "query": "SELECT ?k ?x ?y ?z WHERE { {?k :a ?x} EQUALS {?k :b ?y} SEQ {?k :c ?z} FILTER (getDURATION() < 8) }",
+     "policies": BOTH, "stream": random_stream(5, 100, 2, "abc", pairs=0.6)},
+    {"name": "random_bgp_and",
+     "note": "a generated stream (seed 9): a two-pattern group (and) SEQ C with a window",
+     "query": "SELECT ?k ?x ?y ?z WHERE { {?k :a ?x . ?k :b ?y} SEQ {?k :c ?z} FILTER (getDURATION() <= 8) }",
+     "policies": BOTH, "stream": random_stream(9, 100, 2, "abc", pairs=0.3)},
+]
+
+
+# ---------------------------------------------------------------- running ETALIS
+
+
+def nt(v: object) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return num(v)
+    return str(v)
+
+
+def run(src: Path, policy: str, rule_text: str, stream: list, work: Path) -> list[dict]:
+    (work / "rules.event").write_text(rule_text)
+    (work / "stream.pl").write_text(facts(stream))
+    res = subprocess.run(["swipl", "--traditional", "-q", str(HERE / "driver.pl"), "--", str(src),
+                          policy, str(work / "rules.event"), str(work / "stream.pl")],
+                         capture_output=True, text=True, timeout=300, check=True)
+    out = []
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            out.append(d)
+    return out
+
+
+def main() -> None:
+    import tempfile
+
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared/peers/etalis/src"
+    swipl = subprocess.run(["swipl", "--version"], capture_output=True, text=True).stdout.strip()
+    rev = re.search(r"\$Rev: (\d+) \$.*\n.*\n% \$Date: ([^$]*)\$", (src / "etalis.P").read_text())
+    cases = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in CASES:
+            for pol in c["policies"]:
+                q = parse_epsparql(PREFIX + c["query"], policy="etalis-" + pol)
+                prog = compile_query(q)
+                rule_text = rules(prog)
+                got = run(src, pol, rule_text, c["stream"], Path(tmp))
+                outputs = []
+                for d in got:
+                    vals = dict(zip(prog.head, (nt(v) for v in d["values"]), strict=True))
+                    outputs.append({"time": d["time"], "item": d["item"], "triple": d["triple"],
+                                    "bindings": {k: v for k, v in vals.items() if v is not None},
+                                    "from": d["from"], "to": d["to"]})
+                cases.append({"name": c["name"], "policy": pol, "note": c["note"],
+                              "query": PREFIX + c["query"], "rules": rule_text,
+                              "stream": c["stream"], "outputs": outputs})
+                print(f"{c['name']:34} {pol:14} {len(outputs)} complex events", file=sys.stderr)
+    doc = {"etalis": {"source": "github sspider/etalis, src/ (ETALIS "
+                      f"$Rev {rev.group(1) if rev else '?'}, {rev.group(2).strip() if rev else '?'})",
+                      "prolog": swipl, "driver": "tests/data/etalis/driver.pl",
+                      "recorded_by": "tests/data/etalis/record.py"},
+           "cases": cases}
+    (HERE / "recorded.json").write_text(dump(doc))
+
+
+def dump(doc: dict) -> str:
+    """recorded.json: one stream item or complex event a line."""
+    def js(x: object) -> str:
+        return json.dumps(x, ensure_ascii=False)
+
+    parts = []
+    for c in doc["cases"]:
+        head = ",\n   ".join(f"{js(k)}: {js(c[k])}" for k in ("name", "policy", "note", "query", "rules"))
+        stream = ",\n    ".join(js(x) for x in c["stream"])
+        outs = ",\n    ".join(js(x) for x in c["outputs"])
+        parts.append(f"  {{{head},\n   \"stream\": [\n    {stream}],\n   \"outputs\": [\n    {outs}]}}")
+    return f'{{"etalis": {js(doc["etalis"])},\n "cases": [\n' + ",\n".join(parts) + "]}\n"
+
+
+if __name__ == "__main__":
+    main()

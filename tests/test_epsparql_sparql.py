@@ -32,7 +32,8 @@ LITS = ["1", "2", '"x"', "2.0"]
 
 
 def graph(rnd: random.Random) -> list[ox.Triple]:
-    ttl = " ".join(f"{rnd.choice(NODES)} {rnd.choice(PREDS)} {rnd.choice(NODES + LITS)} ."
+    nodes = NODES + ["_:n"]  # a blank node: rows holding one leave VALUES for a graph
+    ttl = " ".join(f"{rnd.choice(nodes)} {rnd.choice(PREDS)} {rnd.choice(nodes + LITS)} ."
                    for _ in range(rnd.randint(0, 9)))
     return [q.triple for q in ox.parse(f"@prefix : <{EX}> .\n{ttl}", format=ox.RdfFormat.TURTLE)]
 
@@ -216,6 +217,13 @@ def test_order_by_orders_one_instant():
 def test_ask_reports_each_complex_event():
     q = P + "ASK { { ?x :p ?y } SEQ { ?u :q ?v } }"
     assert sorted(run(q, STREAM)) == [(3, 1, 3, True), (3, 2, 3, True)]
+
+
+def test_blank_nodes_reach_expressions_as_blank_nodes():
+    data = [ev(1, "_:b :p 1 . :a :p 2 .", 1)]
+    assert run(P + "SELECT ?x WHERE { ?x :p ?y FILTER (isBlank(?x)) }", data) == [(1, 1, 1, (("x", "_:b"),))]
+    assert run(P + "SELECT ?y WHERE { ?x :p ?y FILTER EXISTS { ?x :p 1 } }", data) == [
+        (1, 1, 1, (("y", '"1"^^<http://www.w3.org/2001/XMLSchema#integer'),))]
 
 
 @pytest.mark.parametrize("text, message", [

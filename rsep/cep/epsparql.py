@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from rsep.algebra.events import Selection
-from rsep.cep.epsparql_data import OccurrenceData, item_of
+from rsep.cep.epsparql_data import OccurrenceData, item_of, to_term
 from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
 from rsep.cep.epsparql_policy import PolicyState
 from rsep.events.semantics import precedes
@@ -303,6 +303,8 @@ TIMELESS = Solution((), INF, -INF)
 
 
 _SKOLEM = "urn:rsep:epsparql:bnode:"
+_ROWS = ox.NamedNode("urn:rsep:epsparql:rows")
+_VAR = "urn:rsep:epsparql:var:"
 
 
 def _vterm(v: str) -> str:
@@ -399,8 +401,10 @@ class ExprEvaluator:
         return out
 
     def _run(self, e: Expr, rows: list[tuple[Solution, float, float]], body: str) -> list[tuple[int, Any]]:
-        """Run ``body`` (its ``{}`` standing for the VALUES block of the rows) once per batch:
-        one batch, or with EXISTS one per end time, over the data visible then."""
+        """Run ``body`` (its ``{}`` standing for the rows) once per batch: one batch, or with
+        EXISTS one per end time, over the data visible then. The rows travel in a VALUES
+        block, or, when one holds a blank node (VALUES cannot), as a graph of the store the
+        query runs on, so that isBlank, sameTerm and EXISTS see the blank node itself."""
         groups: dict[float, list[int]] = {}
         if e.reads and self.scope is not None:
             for i, (_, _, tw) in enumerate(rows):
@@ -409,16 +413,42 @@ class ExprEvaluator:
             groups[INF] = list(range(len(rows)))
         out = []
         for tw, idx in groups.items():
-            vs, _ = self._values(e, [rows[i] for i in idx])
-            q = e.prologue + body.replace("{}", vs, 1)
-            self.calls += 1
+            batch = [rows[i] for i in idx]
             if e.reads and self.scope is not None:
                 store, default, named = self.scope(tw)
-                res = store.query(q, default_graph=default, named_graphs=named)
             else:
-                res = self.store.query(q)
-            out.extend((idx[int(r["__i"].value)], r) for r in res)  # type: ignore[union-attr,index]
+                store, default, named = self.store, None, None
+            blank = any(v.startswith("_:") for s, _, _ in batch for k, v in s.mu if k in e.variables)
+            if blank:
+                block = self._row_graph(e, batch, store)
+                named = None if named is None else [*named, _ROWS]
+            else:
+                block, _ = self._values(e, batch)
+            q = e.prologue + body.replace("{}", block, 1)
+            self.calls += 1
+            try:
+                res = store.query(q, default_graph=default, named_graphs=named) \
+                    if default is not None else store.query(q)
+                out.extend((idx[int(r["__i"].value)], r) for r in res)  # type: ignore[union-attr,index]
+            finally:
+                if blank:
+                    store.remove_graph(_ROWS)
         return out
+
+    def _row_graph(self, e: Expr, rows: list[tuple[Solution, float, float]], store: ox.Store) -> str:
+        """The rows as triples of a named graph of ``store``, and the pattern reading them."""
+        names = sorted(v for v in e.variables if not v.startswith("__"))
+        quads = []
+        for i, (s, ta, tw) in enumerate(rows):
+            row = ox.NamedNode(f"{_ROWS.value}:{i}")
+            d = dict(s.mu)
+            vals = [("__i", f'"{i}"^^<{XSD}integer>')] + [(n, d[n]) for n in names if n in d]
+            vals += [("__s", self._time(ta)), ("__e", self._time(tw)), ("__d", self._duration(tw - ta))]
+            quads.extend(ox.Quad(row, ox.NamedNode(_VAR + n), to_term(v), _ROWS)  # type: ignore[arg-type]
+                         for n, v in vals if v != "UNDEF")
+        store.extend(quads)
+        opt = " ".join(f"OPTIONAL {{ ?__row <{_VAR}{n}> ?{n} }}" for n in [*names, "__s", "__e", "__d"])
+        return f"GRAPH <{_ROWS.value}> {{ ?__row <{_VAR}__i> ?__i {opt} }}"
 
     def order(self, e: Expr, sols: list[Solution]) -> list[Solution]:
         """The solutions sorted as ORDER BY sorts them (pyoxigraph orders the rows)."""

@@ -36,6 +36,7 @@ FEATURE_DIALECT = {
     "w_range_triples": "csparql",
     "w_from_to": "rspql",
     "w_rows": "rspql",
+    "w_elements": "rspql",
     "w_landmark": "rspql",
     "w_unbounded": "rspql",
     "event_decl": "rspql",
@@ -59,6 +60,7 @@ FEATURE_TEXT = {
     "w_range_triples": "[RANGE TRIPLES n]",
     "w_from_to": "[FROM NOW-d TO NOW-d]",
     "w_rows": "[ROWS n]",
+    "w_elements": "[ELEMENTS n]",
     "w_landmark": "[LANDMARK t0]",
     "w_unbounded": "[UNBOUNDED]",
     "event_decl": "EVENT ON ... AS",
@@ -68,6 +70,9 @@ FEATURE_TEXT = {
 # The base of relative IRIs when the query declares none (SPARQL leaves it to the
 # application; RFC 2606 reserves .invalid, so it never names anything real).
 DEFAULT_BASE = "http://rsep.invalid/"
+
+# An ISO 8601 duration with years or months (P1Y, P2M, P1Y2M3DT4H): calendar units.
+_CALENDAR = re.compile(r"^P([0-9]+Y)?([0-9]+M)?(?<=[YM])", re.I)
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -204,6 +209,12 @@ class Syntax(Terms):
                 s.features.append(Feature(node.data, node, line, col))
             elif node.data == "service_graph_pattern":
                 s.services.append(node)
+            elif node.data == "select_bare_aggregate":
+                agg = text[start_of(node.children[0]):end_of(node.children[0])]
+                var = text[start_of(node.children[-1]):end_of(node.children[-1])]
+                bare = text[start_of(node):end_of(node)]
+                raise s.error(f"SELECT {bare}: SPARQL needs the parentheses, ({agg} AS {var})",
+                              node)
         return s
 
     def nodes(self, *names: str) -> list[Tree]:
@@ -273,6 +284,11 @@ class Syntax(Terms):
             if isinstance(tok, Tree):  # "PT5S"^^xsd:duration
                 lex = first_token(tok)
                 text = str(lex)[1:-1]
+            if _CALENDAR.match(text):
+                raise self.error(f"duration {text}: years and months have no fixed length, so a "
+                                 "window cannot be measured in them (RSP4J's java.time.Duration "
+                                 "refuses them too); write days, hours, minutes or seconds, "
+                                 "e.g. P30D", node)
             return parse_duration(text)
         except TimeError as e:
             raise self.error(str(e), node) from None
@@ -315,11 +331,16 @@ class Syntax(Terms):
             if b.amount >= a.amount:
                 raise self.error("[FROM NOW-a TO NOW-b] needs a > b", spec_node)
             return WindowSpec(WindowKind.TIME, range=a, step=step, offset=b, boundary=boundary, text=text)
-        if kind in ("w_rows", "w_triples", "w_range_triples"):
+        if kind == "w_elements" and len(ints) > 1 and ints[1] != 1:
+            raise self.error(f"{text}: a count window that reports every {ints[1]} items has no "
+                             "counterpart in rsep's algebra (its count windows slide by one item "
+                             f"and report on every arrival); write [ELEMENTS {ints[0]}]", spec_node)
+        if kind in ("w_rows", "w_elements", "w_triples", "w_range_triples"):
             n = ints[0]
             if n <= 0:
                 raise self.error("a count-based window needs a positive size", spec_node)
-            return WindowSpec(WindowKind.COUNT, count=n, count_triples=kind != "w_rows", text=text)
+            return WindowSpec(WindowKind.COUNT, count=n, count_triples=kind not in ("w_rows", "w_elements"),
+                              text=text)
         if kind == "w_landmark":
             tv = next(c for c in body.children if isinstance(c, Tree) and c.data == "time_value")
             return WindowSpec(WindowKind.LANDMARK, landmark=self.time_value(tv),

@@ -38,6 +38,7 @@ XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 EX = "http://ex.org/"
 PREFIX = f"PREFIX : <{EX}>\n"
 BOTH = ("chronological", "recent")
+NUMBERS: dict[float, str] = {}  # the float literals rendered, by value
 
 
 # ---------------------------------------------------------------- the translation's text
@@ -52,6 +53,12 @@ def term(t: object) -> str:
     m = re.fullmatch(rf'"([+-]?\d+)"\^\^<{re.escape(XSD_INTEGER)}>', s)
     if m:
         return str(int(m.group(1)))
+    m = re.fullmatch(r'"([+-]?\d+(?:\.\d+)?)"\^\^<http://www.w3.org/2001/XMLSchema#(?:decimal|double)>', s)
+    if m:  # a float; NUMBERS maps it back to the literal
+        v = float(m.group(1))
+        if NUMBERS.setdefault(v, s) != s:
+            raise ValueError(f"two literals with the value {v}")
+        return repr(v)
     if s.startswith("<") and "'" not in s and "\\" not in s:
         return f"'{s}'"
     raise ValueError(f"the recorder renders IRIs and integers only, not {s}")
@@ -232,6 +239,29 @@ def random_stream(seed: int, n: int, keys: int, preds: str, pairs: float = 0.25,
     return out
 
 
+def observations(seed: int, n: int, sensors: int) -> list:
+    """SRBench-like items: each holds a few observations of sensors, four triples each
+    (observation, property, sensor, result, value), in a shuffled order, some of another
+    property."""
+    r = random.Random(seed)
+    out = []
+    for i in range(n):
+        trs = []
+        for j in range(r.randrange(1, 4)):
+            o, m, s = f"obs{i}_{j}", f"m{i}_{j}", f"s{r.randrange(sensors)}"
+            prop = "temp" if r.random() < 0.8 else "hum"
+            trs += [t(o, "prop", prop), t(o, "sensor", s), t(o, "result", m), t(m, "value", r.randrange(50, 60))]
+        r.shuffle(trs)
+        out.append(pt(i * 3, *trs))
+    return out
+
+
+OBSERVATIONS = ("SELECT ?s ?before ?after WHERE { "
+                "{ ?o1 :prop :temp ; :sensor ?s ; :result ?r1 . ?r1 :value ?before } SEQ "
+                "{ ?o2 :prop :temp ; :sensor ?s ; :result ?r2 . ?r2 :value ?after } "
+                "FILTER (?after >= ?before + 2 && getDURATION() <= 10) }")
+
+
 CASES: list[dict] = [
     {"name": "seq3_recent_issue",
      "note": "issue 21: three-step SEQ, a@1 b@2 b@3 c@4 (formal recent: b@3)",
@@ -346,6 +376,9 @@ CASES: list[dict] = [
      "stream": [pt(1, t("k", "a", 1)), pt(2, t("k", "a", 2)), pt(3, t("k", "b", 3)), pt(4, t("k", "c", 4)),
                 pt(5, t("k", "b", 5)), pt(6, t("k", "a", 6), t("k", "b", 6)), pt(7, t("k", "c", 7)),
                 pt(8, t("k", "c", 8))]},
+    {"name": "observations_warming",
+     "note": "docs/examples/epsparql.rq's shape (four-triple groups: and), generated observations",
+     "query": OBSERVATIONS, "policies": BOTH, "stream": observations(13, 40, 3)},
     {"name": "random_seq3_window",
      "note": "a generated stream (seed 7): three steps, a value FILTER and a window",
      "query": "SELECT ?k ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} "
@@ -377,6 +410,8 @@ def nt(v: object) -> str | None:
         return None
     if isinstance(v, int):
         return num(v)
+    if isinstance(v, float):
+        return NUMBERS[v]
     return str(v)
 
 

@@ -63,3 +63,12 @@ def test_select_expression_errors_are_located(head, message):
         parse_query(text(head, "{ ?s :temp ?t1 }", "{ ?s :temp ?t2 }"), source="q.rq")
     assert message in str(e.value)
     assert e.value.line == 1 and e.value.column is not None
+
+
+def test_a_blank_node_reaches_an_expression_as_a_blank_node():
+    eng = Engine()
+    eng.register(parse_query(text("SELECT ?s (isBlank(?s) AS ?b) (STR(?v) AS ?sv)", "{ ?s :temp ?v }",
+                                  "{ ?s :unit ?u }")))
+    out = [(o.time, o.bindings) for o in eng.run([ev(U, 1, "_:n :temp 3 ; :unit 4 ."),
+                                                  ev(U, 2, "_:n :unit 5 .")])]
+    assert out == [(2, {"s": "_:n", "b": f'"true"^^<{XSD}boolean>', "sv": '"3"'})]

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from rsep.algebra.events import Selection
-from rsep.cep.epsparql_data import OccurrenceData, item_of, to_term
+from rsep.cep.epsparql_data import OccurrenceData, item_of
 from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
 from rsep.cep.epsparql_policy import PolicyState
 from rsep.events.semantics import precedes
 from rsep.runtime.engine import EngineError, Output
+from rsep.sparql.rows import ROWS, rows_block
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_datetime_ms, format_time
 
@@ -302,19 +303,6 @@ TIMELESS = Solution((), INF, -INF)
 # ---------------------------------------------------------------- expressions (sigma)
 
 
-_SKOLEM = "urn:rsep:epsparql:bnode:"
-_ROWS = ox.NamedNode("urn:rsep:epsparql:rows")
-_VAR = "urn:rsep:epsparql:var:"
-
-
-def _vterm(v: str) -> str:
-    return f"<{_SKOLEM}{v[2:]}>" if v.startswith("_:") else v
-
-
-def _unskolem(v: str) -> str:
-    return "_:" + v[len(_SKOLEM) + 1:-1] if v.startswith("<" + _SKOLEM) else v
-
-
 class ExprEvaluator:
     """Evaluates expressions with pyoxigraph, one query per batch of solutions: the
     solutions travel in VALUES, the time functions as ?__s, ?__e, ?__d."""
@@ -344,17 +332,18 @@ class ExprEvaluator:
             return f'"PT{sec}S"^^<{XSD}dayTimeDuration>'
         return f'"{int(d)}"^^<{XSD}integer>'
 
-    def _values(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> tuple[str, list[str]]:
+    def _rows(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> tuple[list[str], list[dict[str, str]]]:
+        """The expression's variables and, per row, their values with sigma's ?__s ?__e ?__d."""
         names = sorted(v for v in e.variables if not v.startswith("__"))
-        head = ["__i", *names, "__s", "__e", "__d"]
-        lines = []
-        for i, (s, ta, tw) in enumerate(rows):
+        out = []
+        for s, ta, tw in rows:
             d = dict(s.mu)
-            vals = [f'"{i}"^^<{XSD}integer>'] + [_vterm(d[n]) if n in d else "UNDEF" for n in names]
-            vals += [self._time(ta), self._time(tw), self._duration(tw - ta)]
-            lines.append("(" + " ".join(vals) + ")")
-        vs = "VALUES (" + " ".join("?" + h for h in head) + ") { " + " ".join(lines) + " }"
-        return vs, head
+            r = {n: d[n] for n in names if n in d}
+            for n, v in (("__s", self._time(ta)), ("__e", self._time(tw)), ("__d", self._duration(tw - ta))):
+                if v != "UNDEF":
+                    r[n] = v
+            out.append(r)
+        return [*names, "__s", "__e", "__d"], out
 
     def _compiled(self, e: Expr) -> Fn | None:
         c = e.__dict__.get("_fn")
@@ -397,14 +386,12 @@ class ExprEvaluator:
         for i, r in self._run(e, rows, f"SELECT ?__i ?__r WHERE {{ {{}} BIND (({e.text}) AS ?__r) }}"):
             v = r["__r"]  # type: ignore[index]
             if v is not None:
-                out[i] = _unskolem(str(v))
+                out[i] = str(v)
         return out
 
     def _run(self, e: Expr, rows: list[tuple[Solution, float, float]], body: str) -> list[tuple[int, Any]]:
-        """Run ``body`` (its ``{}`` standing for the rows) once per batch: one batch, or with
-        EXISTS one per end time, over the data visible then. The rows travel in a VALUES
-        block, or, when one holds a blank node (VALUES cannot), as a graph of the store the
-        query runs on, so that isBlank, sameTerm and EXISTS see the blank node itself."""
+        """Run ``body`` (its ``{}`` standing for the rows, :func:`rsep.sparql.rows.rows_block`)
+        once per batch: one batch, or with EXISTS one per end time, over the data visible then."""
         groups: dict[float, list[int]] = {}
         if e.reads and self.scope is not None:
             for i, (_, _, tw) in enumerate(rows):
@@ -413,42 +400,17 @@ class ExprEvaluator:
             groups[INF] = list(range(len(rows)))
         out = []
         for tw, idx in groups.items():
-            batch = [rows[i] for i in idx]
+            names, batch = self._rows(e, [rows[i] for i in idx])
             if e.reads and self.scope is not None:
                 store, default, named = self.scope(tw)
+                kw = {"default_graph": default, "named_graphs": [*named, ROWS]}
             else:
-                store, default, named = self.store, None, None
-            blank = any(v.startswith("_:") for s, _, _ in batch for k, v in s.mu if k in e.variables)
-            if blank:
-                block = self._row_graph(e, batch, store)
-                named = None if named is None else [*named, _ROWS]
-            else:
-                block, _ = self._values(e, batch)
-            q = e.prologue + body.replace("{}", block, 1)
+                store, kw = self.store, {}
             self.calls += 1
-            try:
-                res = store.query(q, default_graph=default, named_graphs=named) \
-                    if default is not None else store.query(q)
+            with rows_block(names, batch, store) as block:
+                res = store.query(e.prologue + body.replace("{}", block, 1), **kw)
                 out.extend((idx[int(r["__i"].value)], r) for r in res)  # type: ignore[union-attr,index]
-            finally:
-                if blank:
-                    store.remove_graph(_ROWS)
         return out
-
-    def _row_graph(self, e: Expr, rows: list[tuple[Solution, float, float]], store: ox.Store) -> str:
-        """The rows as triples of a named graph of ``store``, and the pattern reading them."""
-        names = sorted(v for v in e.variables if not v.startswith("__"))
-        quads = []
-        for i, (s, ta, tw) in enumerate(rows):
-            row = ox.NamedNode(f"{_ROWS.value}:{i}")
-            d = dict(s.mu)
-            vals = [("__i", f'"{i}"^^<{XSD}integer>')] + [(n, d[n]) for n in names if n in d]
-            vals += [("__s", self._time(ta)), ("__e", self._time(tw)), ("__d", self._duration(tw - ta))]
-            quads.extend(ox.Quad(row, ox.NamedNode(_VAR + n), to_term(v), _ROWS)  # type: ignore[arg-type]
-                         for n, v in vals if v != "UNDEF")
-        store.extend(quads)
-        opt = " ".join(f"OPTIONAL {{ ?__row <{_VAR}{n}> ?{n} }}" for n in [*names, "__s", "__e", "__d"])
-        return f"GRAPH <{_ROWS.value}> {{ ?__row <{_VAR}__i> ?__i {opt} }}"
 
     def order(self, e: Expr, sols: list[Solution]) -> list[Solution]:
         """The solutions sorted as ORDER BY sorts them (pyoxigraph orders the rows)."""

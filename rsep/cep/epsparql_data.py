@@ -10,23 +10,13 @@ instant and policy. Kept only for queries that need it (:meth:`World.needs_data`
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 
 import pyoxigraph as ox
 
+from rsep.sparql.rows import to_term
+
 _ITEM = "urn:rsep:epsparql:item:"
-
-
-@functools.lru_cache(maxsize=65536)
-def to_term(t: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
-    """An N-Triples term (as the occurrences hold them) as a pyoxigraph term."""
-    if t.startswith("<"):
-        return ox.NamedNode(t[1:-1])
-    if t.startswith("_:"):
-        return ox.BlankNode(t[2:])
-    q = next(iter(ox.parse(f"<urn:s> <urn:p> {t} .", format=ox.RdfFormat.N_TRIPLES)))
-    return q.object  # type: ignore[return-value]
 
 
 class OccurrenceData:

@@ -20,7 +20,8 @@ from rsep.cep.events import Match, SEvent, merge_events
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
 from rsep.lang.errors import QueryError
-from rsep.runtime.engine import EngineError, Output, skolemize, unskolemize
+from rsep.runtime.engine import EngineError, Output
+from rsep.sparql.rows import rows_block
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 
@@ -182,20 +183,16 @@ class SpaseqRuntime:
         """SELECT (expr AS ?v): the instant's rows in one VALUES block, the expressions bound
         in order (a later one may read an earlier one), pyoxigraph evaluating them."""
         names = sorted(self._keep)
-        rows = [" ".join(skolemize(o.bindings[n]) if n in o.bindings else "UNDEF"  # type: ignore[operator]
-                         for n in [*names]) for o in outs]
-        block = (f"VALUES (?__i {' '.join('?' + n for n in names)}) {{ "
-                 + " ".join(f'("{i}"^^<http://www.w3.org/2001/XMLSchema#integer> {r})'
-                            for i, r in enumerate(rows)) + " }")
         binds = " ".join(f"BIND (({text}) AS ?{v})" for v, text, _ in self._exprs)
-        q = f"{self.query.prologue}SELECT * WHERE {{ {block} {binds} }}"
+        store = self.gpm.store
         try:
-            res = self.gpm.store.query(q)
+            with rows_block(names, [o.bindings for o in outs], store) as block:  # type: ignore[misc]
+                res = list(store.query(f"{self.query.prologue}SELECT * WHERE {{ {block} {binds} }}"))
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name}: SELECT expression failed: {e}") from None
         values: dict[int, dict[str, str]] = {}
         for r in res:  # type: ignore[union-attr]
-            values[int(r["__i"].value)] = {v: unskolemize(str(t)) for v, _, _ in self._exprs  # type: ignore[index]
+            values[int(r["__i"].value)] = {v: str(t) for v, _, _ in self._exprs  # type: ignore[index]
                                            if (t := r[v]) is not None}  # type: ignore[index]
         out: list[MatchOutput] = []
         seen: set[tuple] = set()

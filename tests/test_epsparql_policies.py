@@ -147,18 +147,127 @@ def test_policy_state_stays_bounded(policy):
     assert late4 <= 2 * max(early, early4) and late4 <= 1.5 * late
 
 
-def test_a_blocked_candidate_is_output_when_its_blocker_leaves_the_window():
-    """Chronological selects before the FILTER: at 10, 75 takes the earliest price, 70 at
-    0, as ?p1 and the drop test fails; 70 blocks until it leaves the 30-unit window. The
-    first instant after that (31) selects 80 at 5: the complex event [5, 10] is output
-    then, with "time" 31 and "to" 10. Under recent, 75 takes 80 at once."""
-    events = [ev(S, 0, ":c :pr 70 ."), ev(S, 5, ":c :pr 80 ."), ev(S, 10, ":c :pr 75 ."),
-              ev(S, 31, ":d :pr 1 .")]
+# issue 21's stream: nothing arrives after 10
+BLOCKED = [ev(S, 0, ":c :pr 70 ."), ev(S, 5, ":c :pr 80 ."), ev(S, 10, ":c :pr 75 .")]
 
-    def rows(policy):
+
+def late_rows(query, events, policy, until=None):
+    """(time, from, to, p1, p2) of each output."""
+    eng = Engine()
+    eng.register(parse_epsparql(query, policy=policy))
+    return [(o["time"], o["from"], o["to"], short(o["bindings"]["p1"]), short(o["bindings"]["p2"]))
+            for o in (x.to_json() for x in eng.run(events, until=until))]
+
+
+@pytest.mark.parametrize("until", [None, 30, 40])
+def test_a_blocked_candidate_is_output_when_its_blocker_leaves_the_window(until):
+    """Chronological selects before the FILTER: at 10, 75 takes the earliest price, 70 at
+    0, as ?p1 and the drop test fails; 70 blocks until it leaves the 30-unit window, at 30
+    (the window at tau is (tau - 30, tau]). The decision is final then, with no event at
+    30: the complex event [5, 10] is output with "time" 30 and "to" 10, when --until
+    reaches 30 or, without --until, at the end of the input. Under recent, 75 takes 80 at
+    once."""
+    assert late_rows(DROP, BLOCKED, "chronological", until) == [(30, 5, 10, "80", "75")]
+    assert late_rows(DROP, BLOCKED, "recent", until) == [(10, 5, 10, "80", "75")]
+
+
+ISSUE21_TRIG = """@prefix : <http://example.org/> .
+@prefix prov: <http://www.w3.org/ns/prov#> .
+:g1 { :c :pr 70 . } :g1 prov:generatedAtTime 0 .
+:g2 { :c :pr 80 . } :g2 prov:generatedAtTime 5 .
+:g3 { :c :pr 75 . } :g3 prov:generatedAtTime 10 .
+"""
+
+
+@pytest.mark.parametrize("policy, time", [("chronological", 30), ("recent", 10)])
+@pytest.mark.parametrize("until", [["--until", "40"], []])
+def test_cli_outputs_the_deferred_event_with_no_later_event(tmp_path, capsys, policy, time, until):
+    """Issue 21 as reported: `rsep run --dialect epsparql ... --policy chronological
+    --until 40` printed nothing."""
+    from rsep.cli.main import main
+
+    (tmp_path / "q.rq").write_text(DROP)
+    (tmp_path / "s.trig").write_text(ISSUE21_TRIG)
+    assert main(["run", str(tmp_path / "q.rq"), "--dialect", "epsparql", "--stream",
+                 f"{S}={tmp_path / 's.trig'}", "--policy", policy, *until]) == 0
+    xsd = "^^<http://www.w3.org/2001/XMLSchema#integer>"
+    assert capsys.readouterr().out.splitlines() == [
+        f'{{"time": {time}, "from": 5, "to": 10, "bindings": {{"c": "<http://example.org/c>", '
+        f'"p1": "\\"80\\"{xsd}", "p2": "\\"75\\"{xsd}"}}}}']
+
+
+def test_a_decision_past_until_is_not_taken():
+    assert late_rows(DROP, BLOCKED, "chronological", 29) == []
+    assert late_rows(DROP, BLOCKED, "recent", 29) == [(10, 5, 10, "80", "75")]
+
+
+@pytest.mark.parametrize("t", [31, 33, 40, 200])
+def test_a_later_unrelated_event_does_not_move_the_decision(t):
+    """Before issue 21 the result came out only at an event in [30, 35) (at its time), and
+    was lost with one at 40 (80 at 5 had left the window too)."""
+    events = [*BLOCKED, ev(S, t, ":d :pr 1 .")]
+    assert late_rows(DROP, events, "chronological") == [(30, 5, 10, "80", "75")]
+
+
+def test_a_closed_bound_releases_one_unit_later():
+    """getDURATION() <= 30: 70 at 0 is in the window at 30 (a duration of 30 is allowed)
+    and leaves it at 31, the next instant of the timeline."""
+    closed = DROP.replace("getDURATION() < 30", "getDURATION() <= 30")
+    assert late_rows(closed, BLOCKED, "chronological") == [(31, 5, 10, "80", "75")]
+    assert late_rows(closed, BLOCKED, "chronological", 30) == []
+
+
+@pytest.mark.parametrize("until", [None, 10])
+def test_a_consumption_releases_a_blocked_candidate_at_the_next_instant(until):
+    """At 3, 110 (at 2) and 50 (at 3) both select 100 (at 0); 100 -> 110 fails, 100 -> 50 is
+    output and consumes 100. What the query sees changed: at 4, the next instant, 110 takes
+    120 (at 1), with no event at 4."""
+    events = [ev(S, 0, ":c :pr 100 ."), ev(S, 1, ":c :pr 120 ."), ev(S, 2, ":c :pr 110 ."),
+              ev(S, 3, ":c :pr 50 .")]
+    assert late_rows(DROP, events, "chronological", until) == [
+        (3, 0, 3, "100", "50"), (4, 1, 2, "120", "110")]
+    assert late_rows(DROP, events, "chronological", 3) == [(3, 0, 3, "100", "50")]
+
+
+def sparse_stock(n: int, seed: int) -> list:
+    """Prices and downratings of two companies with gaps longer than the windows."""
+    rnd = random.Random(seed)
+    price, out, t = {0: 100, 1: 100}, [], 0
+    for i in range(n):
+        t += rnd.choice([0, 1, 2, 5, 13, 31])
+        c = rnd.randrange(2)
+        if rnd.random() < 0.1:
+            ttl = f":c{c} :downratedby :agency{rnd.randrange(2)} ."
+        else:
+            price[c] = max(1, price[c] + rnd.randint(-12, 12))
+            ttl = f":c{c} :hasStockPrice {price[c]} ."
+        out.append(ev(S, t, ttl, graph=f"{S}/e{i}"))
+    return out
+
+
+@pytest.mark.parametrize("policy", ["chronological", "recent"])
+@pytest.mark.parametrize("query", [SEQ2_30, Q1_30, Q1_OPT, MIXED, UNPARTITIONED])
+def test_deadlines_equal_an_evaluation_at_every_instant(policy, query):
+    """The engine evaluates a chronological / recent query at its events and at the
+    deadlines it announces (an unconsumed occurrence leaves the window; the instant after a
+    consumption): the same outputs as evaluating at every instant of the timeline (an
+    unrelated event at each one), to the end of the input and to --until."""
+    def rows(events, until=None):
         eng = Engine()
-        eng.register(parse_epsparql(DROP, policy=policy))
-        return [(o["time"], o["from"], o["to"], short(o["bindings"]["p1"]), short(o["bindings"]["p2"]))
-                for o in (x.to_json() for x in eng.run(events))]
-    assert rows("chronological") == [(31, 5, 10, "80", "75")]
-    assert rows("recent") == [(10, 5, 10, "80", "75")]
+        eng.register(parse_epsparql(query, policy=policy), name="q")
+        return sorted((o["time"], o["from"], o["to"], tuple(sorted(o["bindings"].items())))
+                      for o in (x.to_json() for x in eng.run(events, until=until)))
+
+    def every_instant(events, upto):
+        ticks = [ev(S, t, ":zz :tick 0 .", graph=f"{S}/tick{t}") for t in range(upto + 1)]
+        return sorted([*events, *ticks], key=lambda e: e.time)
+
+    late = 0
+    for seed in range(6):
+        events = sparse_stock(40, seed)
+        end = events[-1].time
+        got = rows(events)
+        assert got == rows(every_instant(events, end + 100))
+        assert rows(events, end + 7) == rows(every_instant(events, end + 7))
+        late += sum(t > to for t, _, to, _ in got)
+    assert late or policy == "recent" or query is not SEQ2_30

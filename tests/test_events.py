@@ -190,3 +190,40 @@ WHERE {{ ?x :p ?y . ?y :q ?z FILTER (timestamp(?x, :p, ?y) < timestamp(?y, :q, ?
     assert [b for t, b in table(run(naive, figure1, report=ReportPolicy(at=(8,))))] == [{"x": ":a2", "z": ":c2"}]
     assert [b for t, b in table(run(csparql, figure1, until=9)) if t == 9] == [
         {"x": ":a1", "z": ":c1"}, {"x": ":a2", "z": ":c2"}]
+
+
+
+END_OF_INPUT = """PREFIX : <http://example.org/>
+REGISTER {r2s} :out AS
+SELECT ?x ?z ?_from ?_to
+FROM NAMED :S WIN [RANGE 5 STEP 1] AS :w
+EVENT ON :w {{ ?x :p ?y . }} AS E_1
+EVENT ON :w {{ ?y :q ?z . }} AS E_2
+WHERE {{ MATCH {policy} {{ E_1 SEQ E_2 }} }}"""
+
+
+@pytest.mark.parametrize("policy", ["", "CHRONOLOGICAL", "RECENT"])
+@pytest.mark.parametrize("report", ["window-close", "content-change", "on-arrival"])
+def test_match_at_the_end_of_the_input(policy, report):
+    """RSEP-QL defers no decision: each output belongs to an instant of the report policy,
+    and --until runs those after the input. The last event is at 3; the match [1, 3] then
+    leaves R(t): at 6, when :a1 (at 1) leaves the window (1, 6], or, under P^c / P^r, at 4
+    (the next instant, at every STEP), when the output at 3 consumed it; content-change
+    sees only the window's change, at 6; on-arrival (MATCH's default) has no instant after
+    the input. Without --until the run ends with the last event (issue 21: the engine loop
+    loses no evaluation, and the end of the input adds no report instant)."""
+    from rsep.algebra.policy import ReportPolicy
+
+    gone = {"on-arrival": None, "content-change": 6}.get(report, 4 if policy else 6)
+    events = [ev(EX + "S", 1, ":a1 :p :b1 ."), ev(EX + "S", 3, ":b1 :q :c1 .")]
+    rp = ReportPolicy.parse(report)
+    ins = END_OF_INPUT.format(r2s="ISTREAM", policy=policy)
+    dels = END_OF_INPUT.format(r2s="DSTREAM", policy=policy)
+    for until in (None, 10):
+        got = run(ins, events, until=until, report=rp)
+        assert [(o["time"], o["from"], o["to"]) for o in got] == [(3, 1, 3)]
+    row = {"x": ":a1", "z": ":c1"}
+    assert table(run(dels, events, until=10, report=rp)) == ([(gone, "delete", row)] if gone else [])
+    if gone:
+        assert table(run(dels, events, until=gone - 1, report=rp)) == []
+    assert table(run(dels, events, report=rp)) == []

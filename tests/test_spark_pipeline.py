@@ -290,3 +290,58 @@ def test_buckets_of_a_partitioned_query_run_in_distinct_shuffle_partitions(spark
         where = {r.key: r.p for r in placed}
         assert sorted(where) == sorted(qp.keys)
         assert sorted(where.values()) == list(range(n))
+
+
+DROP = """PREFIX : <http://example.org/>
+SELECT ?c ?p1 ?p2 WHERE { { ?c :pr ?p1 } SEQ { ?c :pr ?p2 }
+FILTER (?p2 < ?p1 && getDURATION() < 30) }"""
+ISSUE21 = """@prefix : <http://example.org/> .
+@prefix prov: <http://www.w3.org/ns/prov#> .
+:g1 { :c :pr 70 . } :g1 prov:generatedAtTime 0 .
+:g2 { :c :pr 80 . } :g2 prov:generatedAtTime 5 .
+:g3 { :c :pr 75 . } :g3 prov:generatedAtTime 10 .
+"""
+
+
+def test_a_deferred_epsparql_event_at_the_end_of_the_input(spark, tmp_path):
+    """Issue 21 on Spark: nothing arrives after 10. Chronological's 70 (at 0) blocks 80 ->
+    75 until it leaves the 30-unit window at 30; the stage's engine takes that decision
+    when the end of the input closes it (with --until 40, or without --until), as
+    in-process. Recent outputs it at 10."""
+    data = tmp_path / "s.trig"
+    data.write_text(ISSUE21)
+    streams = [("http://example.org/S", str(data))]
+    for policy, until, time in [("chronological", 40, 30), ("recent", 40, 10),
+                                ("chronological", None, 30)]:
+        got, rejected, _ = on_spark(spark, tmp_path / f"{policy}-{until}", [(DROP, "drop.rq")],
+                                    streams, policy=policy, until=until)
+        assert rejected == []
+        assert [(o["time"], o["from"], o["to"], o["bindings"]["p1"].split('"')[1],
+                 o["bindings"]["p2"].split('"')[1]) for o in got["drop"]] == [
+            (time, 5, 10, "80", "75")], (policy, until)
+
+
+def test_the_frontier_takes_a_deferred_decision_before_the_end(spark, tmp_path):
+    """The release frontier is the stage's watermark: a later file moving it to 33 settles
+    every key's engine to 33, so the decision due at 30 is output in that micro-batch,
+    before the end of the input closes anything."""
+    import os
+
+    d = tmp_path / "stream"
+    d.mkdir()
+    (d / "a.trig").write_text(ISSUE21)
+    (d / "b.trig").write_text(ISSUE21.split(":g1")[0] + ":g9 { :d :pr 1 . } :g9 prov:generatedAtTime 33 .\n")
+    os.utime(d / "a.trig", (1_000_000, 1_000_000))
+    os.utime(d / "b.trig", (2_000_000, 2_000_000))
+    pipe = SparkPipeline(spark, [(DROP, "drop.rq")], streams=[("http://example.org/S", str(d))],
+                         policy="chronological")
+    batches: list[tuple[int, list]] = []
+
+    def on_batch(df, batch_id):
+        batches.append((batch_id, [(o.time, o.to_json()["from"]) for o in collect_outputs(df)]))
+
+    run_files(pipe, on_batch, checkpoint=str(tmp_path / "ck"), max_files_per_trigger=1)
+    outs = [(b, o) for b, os_ in batches for o in os_]
+    assert [o for _, o in outs] == [(30, 5)]
+    # the batch that read b.trig (frontier 33), not the end-of-input marker's
+    assert outs[0][0] == min(b for b, _ in batches) + 1

@@ -98,3 +98,28 @@ def test_explain_shows_epsilon_and_forbidden_edges():
     assert 'x3 -> x4 [label="ε", style=dashed];' in dot
     with pytest.raises(ValueError, match="unknown format"):
         explain(q, "svg")
+
+
+WITHIN_NEG = (f"PREFIX : <{EX}> SELECT ?h ?w WITHIN 10 FROM STREAM S1 <{U1}> FROM STREAM S2 "
+              f"<{U2}> WHERE {{ SEQ (A; N!; C) DEFINE GPM A ON S1 {{ ?h :pow ?p }} "
+              "DEFINE GPM N ON S2 { ?h :alarm ?x } DEFINE GPM C ON S2 { ?h :ok ?w } }")
+
+
+@pytest.mark.parametrize("until", [None, 24, 100])
+def test_nothing_is_deferred_to_the_end_of_the_input(until):
+    """SPASEQ decides each match at its completing event (Def. 16): a negation stands
+    between two GPMs, so the event after it settles it, and a WITHIN window only ends runs.
+    Tumbling windows [1, 11], [11, 21], [21, 31]: H1's match completes at 4 (H2's alarm
+    does not block it), H2's is blocked by its alarm at 13, H3's completes with the last
+    event, at 24, and is output then; H4's run is still open when the input ends and has
+    nothing to wait for but a later event. --until and the end of the input add nothing
+    (issue 21)."""
+    events = [ev(U1, 1, ":H1 :pow :Pw1 ."), ev(U2, 2, ":H2 :alarm 1 ."), ev(U2, 4, ":H1 :ok :W1 ."),
+              ev(U1, 12, ":H2 :pow :Pw2 ."), ev(U2, 13, ":H2 :alarm 2 ."), ev(U2, 15, ":H2 :ok :W2 ."),
+              ev(U1, 21, ":H3 :pow :Pw3 ."), ev(U1, 22, ":H4 :pow :Pw4 ."), ev(U2, 24, ":H3 :ok :W3 .")]
+    eng = Engine()
+    eng.register(parse_query(WITHIN_NEG))
+    got = [(o.time, o.start, o.bindings["h"], o.bindings["w"]) for o in eng.run(events, until=until)]
+    assert got == [(4, 1, f"<{EX}H1>", f"<{EX}W1>"), (24, 21, f"<{EX}H3>", f"<{EX}W3>")]
+    ref = ReferenceEvaluator(parse_query(WITHIN_NEG), events)
+    assert sorted(m.time for m in ref.evaluate(1, 10)) == [4, 24]

@@ -1469,7 +1469,8 @@ def parse_policy(p: Any) -> Any:
 @dataclass(slots=True)
 class EpOutput(Output):
     """A complex event over [``start``, ``end``] (t_alpha, t_omega), output at ``time``:
-    t_omega, or later under chronological / recent when a blocking candidate left."""
+    t_omega, or later under chronological / recent when a blocking candidate was consumed or
+    left the window (at the deadline the query announced)."""
 
     start: int = 0
     end: int | None = None  # None: ``time``
@@ -1537,6 +1538,16 @@ class EpContext:
         for rt in self.runtimes:
             rt.policy_state.keep_items(items)
         self._kept = len(occ)
+
+    def deadline(self) -> int | None:
+        """The first instant after the last one processed at which a chronological / recent
+        query's deferred decision becomes final (:meth:`PolicyState.deadline`): the queries
+        of the context are evaluated then, as at an event."""
+        if self.last is None:
+            return None
+        ds = [d for rt in self.runtimes if rt.query.policy is not Selection.UNRESTRICTED
+              and (d := rt.policy_state.deadline(self.last, rt.window)) is not None]
+        return min(ds) if ds else None
 
     @staticmethod
     def of(engine: Engine) -> EpContext:
@@ -1654,6 +1665,11 @@ class EpSparqlRuntime:
         c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]
         return min(c) if c else None
 
+    def deadline(self) -> int | None:
+        """When a decision deferred by a query of this context becomes final (the engine
+        evaluates there even if no event comes, up to --until or the end of the input)."""
+        return self.ctx.deadline()
+
     def evaluate(self, tau: int) -> list[Output]:
         self._ticks = {t for t in self._ticks if t > tau}
         self.last_tick = tau
@@ -1722,4 +1738,4 @@ class EpSparqlRuntime:
         return [EpOutput(self.name, tau, self.kind, bindings=b, variables=self.query.select, start=ta, end=tw)]
 
     def idle(self) -> bool:
-        return not self._ticks
+        return not self._ticks and self.ctx.deadline() is None

@@ -18,6 +18,7 @@ got an occurrence, lost one out of the window, or had an item consumed are evalu
 from __future__ import annotations
 
 import heapq
+import math
 from typing import TYPE_CHECKING
 
 from rsep.algebra.events import Selection
@@ -80,14 +81,17 @@ class PolicyState:
         self.expiry: list[tuple[float, int, str]] = []  # (start, item, part): leaves the window
         self.item_parts: dict[int, set[str]] = {}
         self.full = False  # True: evaluate everything at every instant (the reference)
+        self.consumed_since = False  # items consumed since the last evaluation
 
     def note(self, oc: Occurrence, window: float) -> None:
-        """A new occurrence: its parts change now, and again when it leaves the window."""
-        for i in self.positions:
-            part = (oc.s, oc.p, oc.o)[i]
+        """A new occurrence: its parts change now, and again when it leaves the window (the
+        whole query's content, "", when unpartitioned)."""
+        parts = [(oc.s, oc.p, oc.o)[i] for i in self.positions]
+        for part in parts:
             self.dirty.add(part)
             self.item_parts.setdefault(oc.item, set()).add(part)
-            if window != float("inf"):
+        if window != float("inf"):
+            for part in parts or ("",):
                 heapq.heappush(self.expiry, (oc.ta, oc.item, part))
 
     def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
@@ -95,12 +99,13 @@ class PolicyState:
 
         h, strict = window
         lo = tau - h
+        while self.expiry and (self.expiry[0][0] <= lo if strict else self.expiry[0][0] < lo):
+            self.dirty.add(heapq.heappop(self.expiry)[2])
+        self.consumed_since = False
         w.lo, w.lo_strict, w.consumed, w.memo = lo, strict, self.consumed, {}
         try:
             if self.var is None or self.full:
                 return evaluate(self.root, w, self.policy, hi=tau)
-            while self.expiry and (self.expiry[0][0] <= lo if strict else self.expiry[0][0] < lo):
-                self.dirty.add(heapq.heappop(self.expiry)[2])
             parts, self.dirty = sorted(self.dirty), set()
             root = self.root
             out: list[Solution] = []
@@ -116,11 +121,37 @@ class PolicyState:
 
     def consume(self, items: frozenset[int]) -> None:
         self.consumed |= items
+        self.consumed_since = True
         for i in items:
             self.dirty |= self.item_parts.get(i, set())
 
+    def deadline(self, after: int, window: tuple[float, bool]) -> int | None:
+        """The first instant after ``after`` (the last one evaluated) at which what the query
+        sees changes with no new event: the next one, when it consumed items since its last
+        evaluation; the one at which an unconsumed occurrence leaves the window (``ta <= tau -
+        h``, or ``<`` for ``<=`` bounds: the first such integer tau). A candidate it selected
+        that failed the FILTER blocks its rivals until then; the decision about them becomes
+        final at that instant, whether or not an event comes. None: nothing pending."""
+        if self.consumed_since:
+            return after + 1
+        h, strict = window
+        ex = self.expiry
+        while ex:
+            ta, item, part = ex[0]
+            if item in self.consumed:
+                heapq.heappop(ex)  # invisible already: its leaving changes nothing
+                continue
+            t = math.ceil(ta + h) if strict else math.floor(ta + h) + 1
+            if t > after:
+                return t
+            self.dirty.add(heapq.heappop(ex)[2])  # left unseen (derived with a past interval)
+        return None
+
     def keep_items(self, items: set[int]) -> None:
-        """Forget what concerns items no longer held."""
+        """Forget what concerns items no longer held (consumed, or out of the window)."""
         self.consumed &= items
         for i in [i for i in self.item_parts if i not in items]:
             del self.item_parts[i]
+        if any(e[1] not in items for e in self.expiry):
+            self.expiry = [e for e in self.expiry if e[1] in items]
+            heapq.heapify(self.expiry)

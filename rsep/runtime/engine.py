@@ -498,6 +498,7 @@ class Engine:
         self.start: int | None = None
         self.events = 0
         self._out: deque[Output] = deque()
+        self._deferring: set[int] = set()  # ids of the runtimes that announce deadlines
 
     # ------------------------------------------------------------ set-up
 
@@ -525,7 +526,8 @@ class Engine:
             # A query kind with a runtime of its own (e.g. an automaton): it must offer
             # runtime(engine, name, callback) returning an object with the members the
             # engine drives: name, streams, last_tick, callback, bind(kind, time_unit_ms,
-            # start), insert(event), next_tick(bound), evaluate(tau) -> list[Output].
+            # start), insert(event), next_tick(bound), evaluate(tau) -> list[Output]; and,
+            # if it defers decisions, deadline() -> int | None (see _when).
             n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
             if any(rt.name == n for rt in self.queries):
                 raise QueryError(f"a query named {n!r} is already registered", source=source)
@@ -533,6 +535,8 @@ class Engine:
             if self.kind is not None:
                 rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
             self.queries.append(rt)
+            if callable(getattr(rt, "deadline", None)):
+                self._deferring.add(id(rt))
             return rt
         if q.service_at is not None:
             line, col = q.service_at
@@ -610,19 +614,33 @@ class Engine:
             rt.insert(e)
         self.now = e.time
 
+    def _when(self, rt: Any, bound: int) -> int | None:
+        """A runtime's next evaluation strictly before ``bound``: its next tick, or the
+        deadline it announces, whichever comes first. A deadline is the instant at which a
+        decision the runtime deferred becomes final (an EP-SPARQL candidate blocked by an
+        older one that leaves the window then): it is evaluated there whatever brings the
+        engine's time past it, an event, ``--until`` or the end of the input (:meth:`close`),
+        or the Spark stage's frontier."""
+        t = rt.next_tick(bound)
+        if self._deferring and id(rt) in self._deferring:
+            d = rt.deadline()
+            if d is not None and d < bound and (t is None or d < t):
+                return d
+        return t
+
     def _fire(self, bound: int) -> None:
         """Carry out every evaluation due strictly before ``bound``, in time order."""
         while True:
-            best: tuple[int, int] | None = None
-            for i, rt in enumerate(self.queries):
-                t = rt.next_tick(bound)
-                if t is not None and (best is None or t < best[0]):
-                    best = (t, i)
+            best: int | None = None
+            for rt in self.queries:
+                t = self._when(rt, bound)
+                if t is not None and (best is None or t < best):
+                    best = t
             if best is None:
                 return
-            t, _ = best
+            t = best
             for rt in self.queries:
-                if rt.next_tick(t + 1) == t:
+                if self._when(rt, t + 1) == t:
                     for o in rt.evaluate(t):
                         self._emit(rt, o)
 
@@ -640,13 +658,32 @@ class Engine:
         self._out.append(o)
 
     def close(self, until: int | None = None) -> None:
-        """The input has ended: finish the evaluations due up to its last time (or ``until``)."""
+        """The input has ended: finish the evaluations due up to its last time, then those
+        up to ``until``; without ``until``, the decisions deferred past the last event are
+        taken at their deadlines (no event can come any more to change them), while the
+        time-driven report policies stop with the input."""
         if self.now is None:
             return
         self._settle(self.now + 1)
-        if until is not None and until > self.now:
-            self._fire(until + 1)
-            self.now = until
+        if until is not None:
+            if until > self.now:
+                self._fire(until + 1)
+                self.now = until
+            return
+        while self._deferring:
+            best: int | None = None
+            for rt in self.queries:
+                if id(rt) in self._deferring:
+                    d = rt.deadline()
+                    if d is not None and (best is None or d < best):
+                        best = d
+            if best is None:
+                return
+            for rt in self.queries:
+                if id(rt) in self._deferring and rt.deadline() == best:
+                    for o in rt.evaluate(best):
+                        self._emit(rt, o)
+            self.now = best
 
     def drain(self) -> Iterator[Output]:
         while self._out:

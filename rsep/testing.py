@@ -338,8 +338,7 @@ def outputs_result(form: str, outputs: Iterable[object]) -> Result:
         if getattr(o, "op", "insert") == "delete":
             continue
         if getattr(o, "bindings", None) is not None:
-            rows.append({v: nt_key(t) for v, t in o.bindings.items()  # type: ignore[attr-defined]
-                         if not v.startswith("_")})
+            rows.append({v: nt_key(t) for v, t in o.bindings.items()})  # type: ignore[attr-defined]
         elif getattr(o, "triple", None) is not None:
             tr = next(iter(ox.parse(o.triple + " .", format=ox.RdfFormat.N_TRIPLES)))  # type: ignore[attr-defined]
             triples.add((term_key(tr.subject), term_key(tr.predicate), term_key(tr.object)))
@@ -392,7 +391,9 @@ _FEATURES = ("aggregate", "group_clause", "having_clause", "order_clause", "limi
              "exists_func", "not_exists_func", "service_graph_pattern", "dataset_clause")
 
 
+@cache
 def shape(text: str) -> Shape:
+    """The query's parts and features (from rsep's own SPARQL 1.1 grammar)."""
     from rsep.lang.parser import parse_tree
 
     tree = parse_tree(text)

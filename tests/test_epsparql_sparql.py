@@ -230,6 +230,7 @@ def test_blank_nodes_reach_expressions_as_blank_nodes():
     ("SELECT (COUNT(*) AS ?n) WHERE { ?x :p ?y }", "aggregates"),
     ("SELECT ?x WHERE { ?x :p ?y } LIMIT 2", "LIMIT"),
     ("SELECT ?x WHERE { VALUES ?x { :a } }", "reads no stream triple"),
+    ("SELECT ?x WHERE { ?x :p ?y FILTER (:nope(?y)) }", "unknown function <http://example.org/nope>"),
 ])
 def test_what_needs_the_end_of_the_stream_is_refused(text, message):
     with pytest.raises(QueryError) as e:

@@ -57,6 +57,7 @@ def test_a_gpm_body_with_a_property_path_and_optional():
     ("SELECT (?t1 + 1 AS ?t2)", "?t2 is bound by a GPM"),
     ("SELECT (COUNT(?t1) AS ?n)", "aggregates need the end of the stream"),
     ("SELECT (?t1 +  AS ?n)", "syntax error"),
+    ("SELECT (:nope(?t1) AS ?n)", "unknown function <http://example.org/nope>"),
 ])
 def test_select_expression_errors_are_located(head, message):
     with pytest.raises(QueryError) as e:

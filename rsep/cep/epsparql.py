@@ -790,7 +790,8 @@ def _path(n: Path, d: OccurrenceData, items: Iterable[int]) -> list[Solution]:
     for r in d.store.query(q, named_graphs=graphs):  # type: ignore[union-attr]
         item = item_of(r["__g"])  # type: ignore[index]
         ta, tw, _ = d.items[item]
-        mu = tuple(sorted((v, str(t)) for v in n.names if (t := r[v]) is not None))  # type: ignore[index]
+        mu = tuple(sorted((v, d.own(item, str(t))) for v in n.names  # type: ignore[index]
+                          if (t := r[v]) is not None))
         out.append(Solution(mu, ta, tw, frozenset((item,))))
     return out
 
@@ -1537,6 +1538,8 @@ class EpContext:
         items = {oc.item for oc in occ.all}
         for rt in self.runtimes:
             rt.policy_state.keep_items(items)
+        if self.world.data is not None:
+            self.world.data.keep(items)
         self._kept = len(occ)
 
     def deadline(self) -> int | None:

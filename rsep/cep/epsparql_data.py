@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import pyoxigraph as ox
 
-from rsep.sparql.rows import to_term
+from rsep.sparql.rows import stored_form, to_term
 
 _ITEM = "urn:rsep:epsparql:item:"
 
@@ -28,6 +28,8 @@ class OccurrenceData:
         self.by_end: dict[float, list[int]] = {}
         self.background: dict[str, ox.NamedNode] = {}
         self._quads: dict[int, int] = {}
+        # per item, the literals the store reads back in another form: their own form
+        self._own: dict[int, dict[str, str]] = {}
         self._garbage = 0  # quads removed: pyoxigraph's in-memory store keeps them allocated
 
     def graph(self, item: int) -> ox.NamedNode:
@@ -40,6 +42,13 @@ class OccurrenceData:
             self.by_end.setdefault(tw, []).append(item)
         self.store.add(ox.Quad(to_term(s), to_term(p), to_term(o), got[2]))  # type: ignore[arg-type]
         self._quads[item] = self._quads.get(item, 0) + 1
+        if o.startswith('"') and (c := stored_form(o)) != o:
+            self._own.setdefault(item, {})[c] = o
+
+    def own(self, item: int, term: str) -> str:
+        """A term the store gave back for this item, in the form the item's triple has it."""
+        forms = self._own.get(item)
+        return forms.get(term, term) if forms else term
 
     def load_background(self, iri: str, triples: Iterable[tuple[str, str, str]]) -> None:
         if iri in self.background:
@@ -55,6 +64,7 @@ class OccurrenceData:
             ta, tw, node = self.items.pop(i)
             self.store.remove_graph(node)
             self._garbage += self._quads.pop(i, 0)
+            self._own.pop(i, None)
             ends = self.by_end.get(tw)
             if ends is not None:
                 ends.remove(i)

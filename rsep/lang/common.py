@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pyoxigraph as ox
 from lark import Token, Tree
@@ -97,6 +98,22 @@ def pyoxigraph_implements(iri: str) -> bool:
             known = False
         _IMPLEMENTED[iri] = known
     return known
+
+
+def refuse_unknown_calls(tree: Tree, iri: Callable[[Tree], str],
+                         error: Callable[[str, Tree], Exception]) -> None:
+    """For the dialects whose runtimes pass pyoxigraph no custom function (SPASEQ,
+    EP-SPARQL): the first call to a function or aggregate no one implements, refused where
+    it stands."""
+    for node in tree.iter_subtrees_topdown():
+        if node.data not in ("iri_or_function", "function_call") or len(node.children) < 2:
+            continue
+        name = iri(node.children[0])
+        args = node.children[1]
+        if any(isinstance(c, Token) and c.type == "DISTINCT" for c in args.children):
+            raise error(f"unknown aggregate <{name}>: neither pyoxigraph nor rsep implements it", node)
+        if not pyoxigraph_implements(name):
+            raise error(f"unknown function <{name}>: neither pyoxigraph nor rsep implements it", node)
 
 
 def extension_calls(syn: Syntax) -> list[tuple[str, str, Tree]]:

@@ -30,6 +30,17 @@ def to_term(t: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
     return q.object  # type: ignore[return-value]
 
 
+@functools.lru_cache(maxsize=65536)
+def stored_form(t: str) -> str:
+    """The N-Triples form a store gives back for the term: pyoxigraph keeps numbers, booleans
+    and dates in canonical form ("2.0"^^xsd:decimal reads back as "2")."""
+    if not t.startswith('"'):
+        return t
+    st = ox.Store()
+    st.add(ox.Quad(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), to_term(t)))
+    return str(next(iter(st)).object)
+
+
 @contextmanager
 def rows_block(names: Sequence[str], rows: Sequence[dict[str, str]],
                store: ox.Store) -> Iterator[str]:

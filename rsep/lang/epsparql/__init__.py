@@ -19,6 +19,7 @@ from importlib.resources import files
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
 
+from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms
@@ -85,6 +86,7 @@ class _Builder(Terms):
                 self.prefixes[str(d.children[1].children[0])[:-1]] = self._iriref(d.children[2])
             elif d.data == "base_decl":
                 self.base = self._iriref(d.children[1])
+        refuse_unknown_calls(tree, self.iri, self.error)
         form = query.children[0]
         values = query.children[1] if len(query.children) > 1 else None
         for n in form.iter_subtrees_topdown():
@@ -142,18 +144,33 @@ class _Builder(Terms):
                              "solutions are timed by the triples they match", where)
 
     def values(self, node: Tree):
-        """VALUES rows, read by pyoxigraph (its terms as the occurrences write them)."""
+        """VALUES rows, each term as written (pyoxigraph checks the block; the terms are read
+        as Turtle, so a number keeps its lexical form, as the stream's triples do)."""
         from rsep.cep.epsparql import Values
 
         text = self.text[_start(node):_end(node)]
         try:
-            res = ox.Store().query(f"{self.prologue}SELECT * WHERE {{ {text} }}")
+            ox.Store().query(f"{self.prologue}SELECT * WHERE {{ {text} }}")
         except SyntaxError as e:
             raise self.error(f"invalid VALUES block: {e}", node) from None
-        names = tuple(v.value for v in res.variables)  # type: ignore[union-attr]
-        rows = tuple(tuple(sorted((n, str(t)) for n in names if (t := r[n]) is not None))
-                     for r in res)  # type: ignore[union-attr]
-        return Values(names, rows)
+        block = next(node.find_pred(lambda t: t.data in ("inline_data_one_var", "inline_data_full")))
+        names = tuple(str(v.children[0])[1:] for v in block.children
+                      if isinstance(v, Tree) and v.data == "var")
+        if block.data == "inline_data_one_var":
+            groups = [[v] for v in block.children if isinstance(v, Tree) and v.data == "data_block_value"]
+        else:
+            groups = [[v for v in g.children if isinstance(v, Tree)] for g in block.children
+                      if isinstance(g, Tree) and g.data == "data_block_value_group"]
+        rows = []
+        for g in groups:
+            row = {}
+            for n, v in zip(names, g, strict=True):
+                if isinstance(v.children[0], Token) and v.children[0].type == "UNDEF":
+                    continue
+                term = self._turtle(f"<urn:s> <urn:p> {self.text[_start(v):_end(v)]}", v)[0][2]
+                row[n] = term
+            rows.append(tuple(sorted(row.items())))
+        return Values(names, tuple(rows))
 
     def _modifiers(self, mods: Tree):
         """ORDER BY orders the solutions detected at one instant; the modifiers that need

@@ -28,6 +28,7 @@ from rsep.algebra.spaseq import (
     SpaseqQuery,
     Strategy,
 )
+from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms
@@ -97,6 +98,7 @@ class _Builder(Terms):
                 self.prefixes[ns] = self._iriref(d.children[2])
             elif d.data == "base_decl":
                 self.base = self._iriref(d.children[1])
+        refuse_unknown_calls(tree, self.iri, self.error)
         select_node, *clauses, where = query.children
         select, distinct, select_toks = self._select(select_node)
         within: Duration | None = None

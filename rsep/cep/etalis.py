@@ -578,16 +578,17 @@ class EtalisRuntime:
             self.program = compile_query(query)
         except Unsupported as e:
             raise QueryError(f"--policy {query.policy.value}: {e}", source=query.source) from None
-        self.machine = Machine(self.program, query.policy)
+        # not ``machine``: the Spark stage reads ``machine.window`` as a SPASEQ automaton's span
+        self.rules_run = Machine(self.program, query.policy)
         self.pending: dict[int, list[Event]] = {}
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         from rsep.lang.errors import QueryError
 
         self.kind = kind
-        self.machine.exprs.kind = kind
+        self.rules_run.exprs.kind = kind
         try:
-            self.machine.window = self.program.window(kind)
+            self.rules_run.window = self.program.window(kind)
         except Unsupported as e:
             raise QueryError(f"--policy {self.query.policy.value}: {e}",  # type: ignore[union-attr]
                              source=self.query.source) from None
@@ -604,7 +605,7 @@ class EtalisRuntime:
         out: list[Output] = []
         for e in self.pending.pop(tau, []):
             triples = [(str(t.subject), str(t.predicate), str(t.object)) for t in e.triples]
-            for o in self.machine.item(e.start, e.end, triples):
+            for o in self.rules_run.item(e.start, e.end, triples):
                 b = {v: o.mu[v] for v in self.query.select if v in o.mu}
                 out.append(EpOutput(self.name, tau, self.kind, bindings=b,
                                     variables=self.query.select, start=o.t1[0], end=o.t2[0]))

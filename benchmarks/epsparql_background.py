@@ -22,7 +22,7 @@ import time
 import pyoxigraph as ox
 
 from rsep import Engine
-from rsep.cep import epsparql as ep
+from rsep.cep import epsparql_runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -81,7 +81,7 @@ def bench(kb: int, n_events: int, eager: bool) -> None:
     eng = Engine()
     eng.add_graph("http://example.org/kb", triples)
     eng.register(query, name="q")  # builds the RDFS schema from the KB
-    ctx = ep.EpContext.of(eng)
+    ctx = epr.EpContext.of(eng)
     load_cpu, load_wall = time.process_time() - c0, time.perf_counter() - t0
     load_mb = rss_mb() - r0
     c1 = time.process_time()

@@ -15,6 +15,7 @@ import pyoxigraph as ox
 
 from rsep import Engine
 from rsep.cep import epsparql as ep
+from rsep.cep import epsparql_runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -49,7 +50,7 @@ class Budget(Exception):
 def bench(policy: str, events: list[Event], budget: float) -> None:
     eng = Engine()
     eng.register(parse_epsparql(Q1, policy=policy), name="q1")
-    ctx = ep.EpContext.of(eng)
+    ctx = epr.EpContext.of(eng)
     seg = max(1, len(events) // 10)
     marks: list[float] = []
     held: list[int] = []  # state at each segment's end: must not grow with the stream

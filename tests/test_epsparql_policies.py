@@ -12,6 +12,8 @@ from test_epsparql_pruning import Q1_30, Q1_OPT, SEQ2_30, stock_stream
 
 from rsep import Engine
 from rsep.cep import epsparql as ep
+from rsep.cep import epsparql_runtime as epr
+from rsep.cep.epsparql_policy import PolicyState
 from rsep.lang.epsparql import parse_epsparql
 
 S = EX + "S"
@@ -27,7 +29,7 @@ def ep_rows(query, events, policy, full=False):
     eng = Engine()
     eng.register(parse_epsparql(query, policy=policy), name="q")
     if full:
-        for rt in ep.EpContext.of(eng).runtimes:
+        for rt in epr.EpContext.of(eng).runtimes:
             rt.policy_state.full = True
     return [(o.time, o.start, tuple(sorted((k, short(v)) for k, v in o.bindings.items())))
             for o in eng.run(events)]
@@ -116,7 +118,7 @@ def test_partitioned_evaluation_equals_the_full_reevaluation(policy, query):
 
 
 def test_partition_variable():
-    pv = ep.PolicyState
+    pv = PolicyState
     assert pv(parse_epsparql(Q1_30).pattern, ep.Selection.RECENT).var == "company"
     assert pv(parse_epsparql(UNPARTITIONED).pattern, ep.Selection.RECENT).var is None
     with_bind = P + "SELECT ?c WHERE { { ?c :pr ?p } SEQ { ?c :pr ?q BIND (?q AS ?r) } }"
@@ -131,7 +133,7 @@ def test_policy_state_stays_bounded(policy):
     for n in (400, 1600):
         eng = Engine()
         eng.register(parse_epsparql(Q1_30, policy=policy), name="q")
-        ctx = ep.EpContext.of(eng)
+        ctx = epr.EpContext.of(eng)
         st = ctx.runtimes[0].policy_state
         held: list[int] = []
         process = ctx.process

@@ -13,6 +13,7 @@ from conftest import EX, ev
 
 from rsep import Engine
 from rsep.cep import epsparql as ep
+from rsep.cep import epsparql_runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 from rsep.stream.time import TimeKind
 
@@ -55,7 +56,7 @@ def run(queries, events, policy=None, prune=True, watch=None):
     eng = Engine()
     for i, q in enumerate(queries):
         eng.register(parse_epsparql(q, policy=policy), name=f"q{i}")
-    ctx = ep.EpContext.of(eng)
+    ctx = epr.EpContext.of(eng)
     ctx.prune = prune
     if watch is not None:
         process = ctx.process

@@ -13,6 +13,7 @@ from conftest import EX, ev, run, short, triples
 from rsep import Engine, QueryError
 from rsep.algebra.events import Selection
 from rsep.cep import epsparql as ep
+from rsep.cep import epsparql_runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 
 P = "PREFIX : <http://example.org/>\n"
@@ -124,7 +125,7 @@ def test_non_terminating_rules_are_reported():
     rule = P + "CONSTRUCT { ?x :n ?m } WHERE { ?x :n ?k BIND (?k + 1 AS ?m) }"
     eng = Engine()
     eng.register(parse_epsparql(rule))
-    with pytest.raises(ep.RuleLoopError, match="do not terminate at time 3"):
+    with pytest.raises(epr.RuleLoopError, match="do not terminate at time 3"):
         list(eng.run([ev(S, 3, ":a :n 0 .")]))
 
 

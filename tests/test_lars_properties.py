@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rsep.lang import parse_query
 from rsep.lars.agreement import Evaluator, ttp
-from rsep.lars.compare import _engine_runs
+from rsep.lars.compare import engine_runs
 from rsep.lars.rsp import continuous, cq, cs, from_query
 from rsep.lars.translate import (
     Translation,
@@ -70,12 +70,12 @@ def test_lars_translations_match_the_engine(template, a, b, raw):
     q_cs, q_cq = cs(q), cq(q)
 
     # C-SPARQL: [t-a, t) windows merged into the default graph, RStream at every close
-    pulled = _engine_runs(continuous(q_cs, "csparql"), events, graphs, None, UNTIL)
+    pulled = engine_runs(continuous(q_cs, "csparql"), events, graphs, None, UNTIL)
     p1 = Translation(q_cs, 1, [window_operator(w.spec, reading="engine")
                                for w in continuous(q_cs, "csparql").dataset.windows]).program()
     e1 = Evaluator(p1, d, bg)
     # CQELS: (t-a, t] windows per stream pattern, IStream on every arrival
-    pushed = _engine_runs(continuous(q_cq, "cqels"), events, graphs, None, UNTIL)
+    pushed = engine_runs(continuous(q_cq, "cqels"), events, graphs, None, UNTIL)
     p2 = Translation(q_cq, 2, [window_operator(w.spec, reading="engine")
                                for w in continuous(q_cq, "cqels").dataset.windows]).program()
     e2 = Evaluator(p2, d, bg)

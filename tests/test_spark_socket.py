@@ -176,7 +176,7 @@ def test_socket_source_in_spark_delivers_the_stream_as_whole_events_across_a_res
 
 
 def test_live_records_dispatches_on_the_url(spark, tmp_path):
-    from rsep.spark.spool import is_live_url, live_records
+    from rsep.spark.live import is_live_url, live_records
 
     df = live_records(spark, SR, "tcp://127.0.0.1:9?format=nquads", spool_dir=tmp_path)
     assert df.isStreaming and df.columns == ["stream", "origin", "text", "arrival", "format"]

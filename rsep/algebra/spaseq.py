@@ -14,15 +14,12 @@ sets of mappings (``Omega``) can be compared and hashed by both evaluators.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rsep.stream.time import Duration
-
-if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine, Output
 
 # ---------------------------------------------------------------- mappings (Def. 5)
 
@@ -302,10 +299,3 @@ class SpaseqQuery:
         for g in self.gpms.values():
             out.extend(b for b in g.background if b not in out)
         return out
-
-    def runtime(self, engine: Engine, name: str,
-                callback: Callable[[Output], None] | None) -> Any:
-        """The object :meth:`rsep.runtime.engine.Engine.register` drives (an NFA_scep runtime)."""
-        from rsep.cep.runtime import SpaseqRuntime
-
-        return SpaseqRuntime(self, engine, name, callback)

@@ -33,228 +33,55 @@ import pyoxigraph as ox
 from rsep.algebra.events import Selection
 from rsep.cep.epsparql_data import OccurrenceData, item_of
 from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
-from rsep.cep.epsparql_policy import PolicyState
 from rsep.events.semantics import precedes
-from rsep.runtime.engine import EngineError, Output
 from rsep.sparql.rows import ROWS, rows_block
-from rsep.stream.event import Event
-from rsep.stream.time import TimeKind, format_datetime_ms, format_time
+from rsep.stream.time import TimeKind, format_datetime_ms
 
 if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine
-
-INF = float("inf")
-RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
-RDFS = "http://www.w3.org/2000/01/rdf-schema#"
-SUBCLASS, SUBPROP = f"<{RDFS}subClassOf>", f"<{RDFS}subPropertyOf>"
-DOMAIN, RANGE = f"<{RDFS}domain>", f"<{RDFS}range>"
-XSD = "http://www.w3.org/2001/XMLSchema#"
-
-Mu = tuple[tuple[str, str], ...]  # sorted (variable, N-Triples term)
-
-
-# ---------------------------------------------------------------- algebra
-
-
-@dataclass(frozen=True, slots=True)
-class Var:
-    name: str
-
-
-Term = Var | str  # a variable or an N-Triples term
-TriplePattern = tuple[Term, Term, Term]
-
-
-@dataclass(frozen=True, eq=False)
-class Expr:
-    """A SPARQL expression (text), getDURATION()/getSTARTTIME()/getENDTIME() replaced by
-    the variables ?__d, ?__s, ?__e (the substitution sigma of Sec. 4.2)."""
-
-    text: str
-    variables: frozenset[str]
-    prologue: str = ""
-
-    @property
-    def timed(self) -> bool:
-        return bool(re.search(r"\?__[dse]\b", self.text))
-
-    @property
-    def reads(self) -> bool:
-        """It holds EXISTS / NOT EXISTS: its value depends on the data, not only on mu."""
-        return bool(_EXISTS.search(self.text))
-
-
-_EXISTS = re.compile(r"\bEXISTS\s*\{", re.I)
-
-
-class Node:
-    """An algebra expression; operands in ``kids``."""
-
-    kids: tuple[Node, ...] = ()
-
-
-@dataclass(eq=False)
-class Unit(Node):
-    """The empty group: the one solution ({}, +inf, -inf), neutral for min/max."""
-
-
-@dataclass(eq=False)
-class BGP(Node):
-    patterns: tuple[TriplePattern, ...]
-
-
-@dataclass(eq=False)
-class Background(Node):
-    """GRAPH <iri> { triples }: matched against a background graph (with its RDFS
-    closure); its solutions are timeless, (+inf, -inf)."""
-
-    iri: str
-    patterns: tuple[TriplePattern, ...]
-
-
-@dataclass(eq=False)
-class Binary(Node):
-    left: Node
-    right: Node
-    cond: Expr | None = None
-
-    @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
-        return (self.left, self.right)
-
-
-class Join(Binary):
-    """P1 AND P2: compatible solutions, interval [min start, max end]."""
-
-
-class Union(Binary):
-    """P1 UNION P2."""
-
-
-class LeftJoin(Binary):
-    """P1 OPTIONAL P2: the optional part joins only if it ends no later than P1."""
-
-
-class SeqJoin(Binary):
-    """P1 SEQ P2: P1 ends before P2 starts (t_omega < t'_alpha)."""
-
-
-class SeqRightJoin(Binary):
-    """P1 OPTIONALSEQ P2: P2, preceded by P1 when there is such a P1."""
-
-
-class EqJoin(Binary):
-    """P1 EQUALS P2: both span the same interval."""
-
-
-class EqLeftJoin(Binary):
-    """P1 EQUALSOPTIONAL P2: P1, with P2 over the same interval when there is one."""
-
-
-class Minus(Binary):
-    """P1 MINUS P2: the P1 solutions with no compatible P2 solution that shares a variable
-    with it and ends no later (LeftJoin's time condition)."""
-
-
-@dataclass(eq=False)
-class Path(Node):
-    """A triple pattern whose predicate is a property path (with what its object nests):
-    evaluated by pyoxigraph inside one stream item, whose interval its solutions carry."""
-
-    text: str
-    names: tuple[str, ...]
-    prologue: str = ""
-
-
-@dataclass(eq=False)
-class OrderBy(Node):
-    """ORDER BY: the solutions detected at one instant, in the order of the conditions."""
-
-    arg: Node
-    keys: Expr  # the order conditions, as written
-
-    @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
-        return (self.arg,)
-
-
-@dataclass(eq=False)
-class Values(Node):
-    """VALUES (inline or trailing): timeless solutions, like the empty group's."""
-
-    names: tuple[str, ...]
-    rows: tuple[Mu, ...]
-
-
-@dataclass(eq=False)
-class Filter(Node):
-    cond: Expr
-    arg: Node
-
-    @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
-        return (self.arg,)
-
-
-@dataclass(eq=False)
-class Extend(Node):
-    arg: Node
-    var: str
-    expr: Expr
-
-    @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
-        return (self.arg,)
-
-
-@dataclass(eq=False)
-class Project(Node):
-    """SELECT (of a sub-query or of the query): variables and (expr AS ?v), in order."""
-
-    arg: Node
-    items: tuple[tuple[str, Expr | None], ...] | None  # None: SELECT *
-    distinct: bool = False
-
-    @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
-        return (self.arg,)
-
-
-def variables(n: Node) -> list[str]:
-    """In-scope variables of a pattern, in order of appearance."""
-    out: list[str] = []
-
-    def add(v: str) -> None:
-        if v not in out and not v.startswith("_b"):
-            out.append(v)
-
-    def walk(x: Node) -> None:
-        if isinstance(x, (BGP, Background)):
-            for tp in x.patterns:
-                for t in tp:
-                    if isinstance(t, Var):
-                        add(t.name)
-        elif isinstance(x, (Path, Values)):
-            for v in x.names:
-                add(v)
-        elif isinstance(x, Minus):
-            walk(x.left)
-        elif isinstance(x, Project):
-            if x.items is None:
-                walk(x.arg)
-            else:
-                for v, _ in x.items:
-                    add(v)
-        elif isinstance(x, Extend):
-            walk(x.arg)
-            add(x.var)
-        else:
-            for k in x.kids:
-                walk(k)
-
-    walk(n)
-    return out
-
+    pass
+
+from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its evaluator
+    BGP,
+    DOMAIN,
+    INF,
+    POLICIES,
+    RANGE,
+    RDF_TYPE,
+    RDFS,
+    SUBCLASS,
+    SUBPROP,
+    XSD,
+    Background,
+    Binary,
+    EpSparqlQuery,
+    EqJoin,
+    EqLeftJoin,
+    EtalisPolicy,
+    Expr,
+    Extend,
+    Filter,
+    Join,
+    LeftJoin,
+    Minus,
+    Mu,
+    Node,
+    OrderBy,
+    Path,
+    Project,
+    SeqJoin,
+    SeqRightJoin,
+    Term,
+    TriplePattern,
+    Union,
+    Unit,
+    Values,
+    Var,
+    nodes,
+    parse_policy,
+    reads_history,
+    static,
+    variables,
+)
 
 # ---------------------------------------------------------------- solutions
 
@@ -732,7 +559,7 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
     if isinstance(n, OrderBy):
         return ex.order(n.keys, evaluate(n.arg, w, sel, hi, subst))
     if isinstance(n, Project):
-        return _project(n, evaluate(n.arg, w, sel, hi), ex)
+        return project(n, evaluate(n.arg, w, sel, hi), ex)
     assert isinstance(n, Binary)
     if isinstance(n, Union):
         return evaluate(n.left, w, sel, hi, subst) + evaluate(n.right, w, sel, hi, subst)
@@ -860,7 +687,7 @@ def _extend(n: Extend, sols: list[Solution], ex: ExprEvaluator) -> list[Solution
     return out
 
 
-def _project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+def project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
     if n.items is None:
         out = sols
     else:
@@ -893,7 +720,7 @@ _BOUND_RX = [re.compile(rf"^{_SPAN}\s*(?P<op><=|<)\s*(?P<v>{_NUM}|{_DUR})$"),
 _DUR_RX = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
 
-def _conjuncts(text: str) -> list[str]:
+def conjuncts(text: str) -> list[str]:
     """The top-level ``&&`` operands of an expression (outer parentheses removed)."""
     text = text.strip()
     while text.startswith("(") and _closing(text, 0) == len(text) - 1:
@@ -917,7 +744,7 @@ def _conjuncts(text: str) -> list[str]:
     out.append(text[start:])
     if len(out) == 1:
         return [out[0].strip()]
-    return [x for part in out for x in _conjuncts(part)]
+    return [x for part in out for x in conjuncts(part)]
 
 
 def _closing(text: str, i: int) -> int:
@@ -963,7 +790,7 @@ def bound_exact(e: Expr, kind: TimeKind | None) -> tuple[float, bool]:
     """(H, strict): every solution satisfying ``e`` has t_omega - t_alpha < H (strict) or
     <= H; (+inf, False) when there is no bound."""
     h, strict = INF, False
-    for c in _conjuncts(e.text):
+    for c in conjuncts(e.text):
         for rx in _BOUND_RX:
             m = rx.match(c)
             if m:
@@ -1051,7 +878,7 @@ def push_filters(root: Node) -> Node:
     def rebuild(n: Node, pending: list[Expr]) -> Node:
         if isinstance(n, Filter):
             exprs = [Expr(c, frozenset(v for v in re.findall(r"[?$](\w+)", c) if not v.startswith("__")),
-                          n.cond.prologue) for c in _conjuncts(n.cond.text)]
+                          n.cond.prologue) for c in conjuncts(n.cond.text)]
             return rebuild(n.arg, pending + exprs)
         if isinstance(n, Binary) and not isinstance(n, Union):
             mand = {Join: ("left", "right"), SeqJoin: ("left", "right"), EqJoin: ("left", "right"),
@@ -1089,12 +916,6 @@ def _wrap(n: Node, conds: list[Expr]) -> Node:
         return n
     text = " && ".join(f"({c.text})" for c in conds) if len(conds) > 1 else conds[0].text
     return Filter(Expr(text, frozenset().union(*(c.variables for c in conds)), conds[0].prologue), n)
-
-
-def _nodes(n: Node) -> Iterable[Node]:
-    yield n
-    for k in n.kids:
-        yield from _nodes(k)
 
 
 def leaf_horizon(root: Node, hs: dict[int, float]) -> float:
@@ -1155,23 +976,6 @@ def certain(n: Node) -> frozenset[str]:
     if isinstance(n, Values):
         return frozenset(v for v in n.names if all(any(k == v for k, _ in r) for r in n.rows))
     return frozenset()
-
-
-def static(n: Node) -> bool:
-    """n reads no stream: its solutions are timeless and never change."""
-    if isinstance(n, (Unit, Background, Values)):
-        return True
-    if isinstance(n, (BGP, Path)):
-        return False
-    return all(static(k) for k in n.kids)
-
-
-def reads_history(n: Node) -> bool:
-    """n holds an EXISTS, which sees every visible occurrence that ended by then."""
-    return any(isinstance(x, (Filter, Extend)) and (x.cond if isinstance(x, Filter) else x.expr).reads
-               or isinstance(x, Project) and any(e is not None and e.reads for _, e in x.items or ())
-               or isinstance(x, Binary) and x.cond is not None and x.cond.reads
-               for x in _nodes(n))
 
 
 def _tw(s: Solution) -> float:
@@ -1250,7 +1054,7 @@ class Delta:
         self._bg: dict[int, Keyed] = {}
         self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
         self._statics: dict[int, bool] = {}
-        for n in _nodes(root):
+        for n in nodes(root):
             if isinstance(n, Binary):
                 k = tuple(sorted(certain(n.left) & certain(n.right)))
                 shared = set(variables(n.left)) & set(variables(n.right))
@@ -1344,7 +1148,7 @@ class Delta:
         if isinstance(n, OrderBy):
             return ex.order(n.keys, self._d(n.arg))
         if isinstance(n, Project):
-            return _project(n, self._d(n.arg), ex)
+            return project(n, self._d(n.arg), ex)
         assert isinstance(n, Binary)
         da, db = self._d(n.left), self._d(n.right)
         if isinstance(n, Union):
@@ -1412,333 +1216,3 @@ class Delta:
             return _left(db, None, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True,
                          cands=lambda x: oa.before(oa.of(x), x.ta, lo_a))
         raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
-
-
-# ---------------------------------------------------------------- queries and runtime
-
-
-@dataclass(eq=False)
-class EpSparqlQuery:
-    """A parsed EP-SPARQL query: SELECT (``template`` None) or CONSTRUCT (a rule)."""
-
-    pattern: Node  # the WHERE pattern, Project included for SELECT
-    select: tuple[str, ...]  # output variables (SELECT)
-    template: tuple[TriplePattern, ...] | None = None
-    policy: Selection = Selection.UNRESTRICTED
-    background: tuple[str, ...] = ()
-    text: str = ""
-    source: str | None = None
-    name: str = ""
-    ask: bool = False  # ASK: true at each complex event detected
-
-    @property
-    def construct(self) -> bool:
-        return self.template is not None
-
-    def with_policy(self, policy: str | Selection) -> EpSparqlQuery:
-        self.policy = parse_policy(policy)
-        return self
-
-    def runtime(self, engine: Engine, name: str, callback: Callable[[Output], None] | None) -> Any:
-        from rsep.cep.etalis import EtalisPolicy, EtalisRuntime
-
-        if isinstance(self.policy, EtalisPolicy):  # ETALIS's own step-wise consumption
-            return EtalisRuntime(self, engine, name, callback)
-        return EpSparqlRuntime(self, engine, name, callback)
-
-
-POLICIES = ("unrestricted", "chronological", "recent", "etalis-chronological", "etalis-recent")
-
-
-def parse_policy(p: Any) -> Any:
-    """A Selection (000's policies), or an :class:`rsep.cep.etalis.EtalisPolicy`."""
-    from rsep.cep import etalis
-
-    if isinstance(p, etalis.EtalisPolicy):
-        return p
-    if isinstance(p, Selection):
-        if p is Selection.NAIVE:
-            raise ValueError("EP-SPARQL has the unrestricted, chronological and recent settings")
-        return p
-    if p.lower() in etalis.POLICIES:
-        return etalis.parse(p)
-    if p.lower() not in POLICIES:
-        raise ValueError(f"unknown EP-SPARQL policy {p!r} (known: {', '.join(POLICIES)})")
-    return Selection[p.upper()]
-
-
-@dataclass(slots=True)
-class EpOutput(Output):
-    """A complex event over [``start``, ``end``] (t_alpha, t_omega), output at ``time``:
-    t_omega, or later under chronological / recent when a blocking candidate was consumed or
-    left the window (at the deadline the query announced)."""
-
-    start: int = 0
-    end: int | None = None  # None: ``time``
-
-    def to_json(self) -> dict:
-        d = Output.to_json(self)
-        end = self.time if self.end is None else self.end
-        out: dict[str, Any] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
-                               "to": format_time(end, self.kind)}
-        out.update(d)
-        return out
-
-
-class RuleLoopError(EngineError):
-    """CONSTRUCT rules that keep deriving new triple occurrences at one instant."""
-
-
-class EpContext:
-    """The EP-SPARQL queries of one engine share one stream and its Q-closure: the
-    occurrences (input and derived), the RDFS schema and background graphs."""
-
-    MAX_ROUNDS = 1000
-    MAX_DERIVED = 1_000_000
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.runtimes: list[EpSparqlRuntime] = []
-        graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
-                  for iri, ts in engine.graphs.items()}
-        self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
-        self.world = World(OccurrenceStore(), Graphs(graphs, self.schema), ExprEvaluator())
-        self.pending: dict[int, dict[int, Event]] = {}  # per end: the events, by item
-        self.last: int | None = None  # the last instant processed (instants come in order)
-        self._derived = 0
-        self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
-        self._kept = 0
-
-    def stored(self) -> int:
-        """Occurrences and partial solutions held: what pruning bounds."""
-        return len(self.world.occ) + sum(rt.delta.stored() for rt in self.runtimes)
-
-    def forget(self, tau: int) -> None:
-        """Drop the occurrences no registered query can use again: an unrestricted query
-        needs an occurrence while it starts within its stream BGPs' horizon before tau; a
-        chronological / recent one while it is unconsumed (by that query) and starts within
-        its window (all unconsumed ones when it has none). Amortised: done once the store
-        has doubled since the last time."""
-        occ = self.world.occ
-        if not self.prune or len(occ) < 2 * self._kept + 64:
-            return
-        h = -INF
-        policies: list[tuple[float, set[int]]] = []
-        for rt in self.runtimes:
-            if rt.query.policy is Selection.UNRESTRICTED:
-                h = max(h, rt.leaf_horizon)
-            else:
-                policies.append((tau - rt.window[0], rt.policy_state.consumed))
-        lo = tau - h
-
-        def keep(oc: Occurrence) -> bool:
-            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c for lo_p, c in policies)
-        if h < INF or policies:
-            occ.prune(keep)
-        items = {oc.item for oc in occ.all}
-        for rt in self.runtimes:
-            rt.policy_state.keep_items(items)
-        if self.world.data is not None:
-            self.world.data.keep(items)
-        self._kept = len(occ)
-
-    def deadline(self) -> int | None:
-        """The first instant after the last one processed at which a chronological / recent
-        query's deferred decision becomes final (:meth:`PolicyState.deadline`): the queries
-        of the context are evaluated then, as at an event."""
-        if self.last is None:
-            return None
-        ds = [d for rt in self.runtimes if rt.query.policy is not Selection.UNRESTRICTED
-              and (d := rt.policy_state.deadline(self.last, rt.window)) is not None]
-        return min(ds) if ds else None
-
-    @staticmethod
-    def of(engine: Engine) -> EpContext:
-        ctx = getattr(engine, "_epsparql", None)
-        if ctx is None:
-            ctx = EpContext(engine)
-            engine._epsparql = ctx  # type: ignore[attr-defined]
-        return ctx
-
-    def insert(self, e: Event) -> None:
-        # every runtime passes each event on: kept once
-        self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
-
-    def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
-        """The occurrence and its RDFS consequences; how many were new."""
-        n = 0
-        data = self.world.data
-        for x in self.schema.entail(s, p, o):
-            oc = Occurrence(*x, ta=ta, tw=tw, item=item)
-            if self.world.occ.add(oc):
-                n += 1
-                if data is not None:
-                    data.add(*x, ta, tw, item)
-                for rt in self.runtimes:
-                    if rt.query.policy is not Selection.UNRESTRICTED:
-                        rt.policy_state.note(oc, rt.window[0])
-        return n
-
-    def process(self, tau: int) -> None:
-        if self.last is not None and tau <= self.last:
-            return
-        self.last = tau
-        for e in self.pending.pop(tau, {}).values():
-            for t in e.triples:
-                self._add(str(t.subject), str(t.predicate), str(t.object), e.start, e.end, e.seq)
-        rules = [rt for rt in self.runtimes if rt.query.construct]
-        seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
-        for rnd in itertools.count():
-            fresh = 0
-            for rt in rules:
-                for s in rt.solutions(tau):
-                    if s.key in seen[id(rt)]:
-                        continue
-                    seen[id(rt)].add(s.key)
-                    trs = rt.instantiate(s)
-                    for tr in trs:
-                        self._derived += 1
-                        fresh += bool(self._add(*tr, ta=int(s.ta), tw=int(s.tw), item=-self._derived))
-                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
-            if not fresh:
-                break
-            if rnd >= self.MAX_ROUNDS or self._derived > self.MAX_DERIVED:
-                names = ", ".join(rt.name for rt in rules)
-                raise RuleLoopError(
-                    f"the CONSTRUCT rules ({names}) do not terminate at time "
-                    f"{format_time(tau, self.world.exprs.kind)}: still deriving new triples after "
-                    f"{rnd + 1} rounds ({self._derived} derived triples)")
-        for rt in self.runtimes:
-            if not rt.query.construct:
-                for s in rt.solutions(tau):
-                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau))
-        for rt in self.runtimes:
-            rt.finish(tau)
-        self.forget(tau)
-
-
-class EpSparqlRuntime:
-    """A registered EP-SPARQL query or rule, driven by :class:`Engine`."""
-
-    def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
-                 callback: Callable[[Output], None] | None = None) -> None:
-        from rsep.lang.errors import QueryError
-
-        self.query = query
-        self.engine = engine
-        self.name = name
-        self.callback = callback
-        self.streams: set[str] = set()  # EP-SPARQL reads one stream: every input event
-        self.last_tick: int | None = None
-        self.kind: TimeKind | None = None
-        for iri in query.background:
-            if iri not in engine.graphs:
-                raise QueryError(f"<{iri}> names no graph supplied to the engine "
-                                 f"(use --graph {iri}=PATH)", source=query.source)
-        self.ctx = EpContext.of(engine)
-        self.ctx.runtimes.append(self)
-        if any(isinstance(n, Path) for n in _nodes(query.pattern)) or reads_history(query.pattern):
-            self.ctx.world.needs_data()
-        self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
-        self.delta = Delta(self.plan, self.ctx.world)
-        self.leaf_horizon = INF  # set by bind, once the kind of time is known
-        self.window: tuple[float, bool] = (INF, False)  # chronological / recent: see :func:`window`
-        self.policy_state = PolicyState(query.pattern, query.policy)  # chronological / recent
-        self.outbox: dict[int, list[Output]] = {}
-        self._ticks: set[int] = set()
-        self._bn = itertools.count(1)
-        self._emitted: set[tuple] = set()
-
-    # engine protocol
-    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
-        self.kind = kind
-        self.ctx.world.exprs.kind = kind
-        hs = horizons(self.plan, kind)
-        # EXISTS sees every earlier occurrence; a path, those of the current instant
-        self.leaf_horizon = INF if reads_history(self.plan) else occurrence_horizon(self.plan, hs)
-        self.window = window(self.query.pattern, kind)
-        if self.ctx.prune:
-            self.delta.hs = hs
-
-    def insert(self, e: Event) -> None:
-        self._ticks.add(e.end)
-        self.ctx.insert(e)
-
-    def next_tick(self, bound: int) -> int | None:
-        c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]
-        return min(c) if c else None
-
-    def deadline(self) -> int | None:
-        """When a decision deferred by a query of this context becomes final (the engine
-        evaluates there even if no event comes, up to --until or the end of the input)."""
-        return self.ctx.deadline()
-
-    def evaluate(self, tau: int) -> list[Output]:
-        self._ticks = {t for t in self._ticks if t > tau}
-        self.last_tick = tau
-        self.ctx.process(tau)
-        return self.outbox.pop(tau, [])
-
-    # evaluation
-    def solutions(self, tau: int) -> list[Solution]:
-        """The query's new solutions at tau (its complex events detected at tau)."""
-        if self.query.policy is Selection.UNRESTRICTED:
-            return [s for s in self.delta.at(tau) if s.tw != -INF]
-        sols = self.policy_state.evaluate(self.ctx.world, tau, self.window)
-        out = []
-        for s in sols:
-            if s.key in self._emitted or s.tw == -INF:
-                continue
-            self._emitted.add(s.key)
-            out.append(s)
-        return out
-
-    def finish(self, tau: int) -> None:
-        if self.query.policy is Selection.UNRESTRICTED:
-            self.delta.commit(tau)
-        elif self.ctx.prune:
-            # every emitted solution consumed its items, so evaluate cannot find it again
-            self._emitted.clear()
-
-    def consume(self, s: Solution) -> None:
-        if self.query.policy is not Selection.UNRESTRICTED:
-            self.policy_state.consume(s.just)
-
-    def instantiate(self, s: Solution) -> list[tuple[str, str, str]]:
-        assert self.query.template is not None
-        mu = dict(s.mu)
-        fresh: dict[str, str] = {}
-        out = []
-        for tp in self.query.template:
-            tr = []
-            for t in tp:
-                if isinstance(t, Var):
-                    if t.name.startswith("_b"):
-                        if t.name not in fresh:
-                            fresh[t.name] = f"_:ep{self.name}x{next(self._bn)}"
-                        tr.append(fresh[t.name])
-                    else:
-                        tr.append(mu.get(t.name))  # type: ignore[arg-type]
-                else:
-                    tr.append(t)
-            s_, p_, o_ = tr
-            # Sec. 4.2: only solutions binding every variable of the triple; no literal subject
-            if None in tr or s_.startswith('"') or not p_.startswith("<"):
-                continue
-            out.append((s_, p_, o_))
-        return out
-
-    def outputs(self, s: Solution, tau: int, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
-        self.consume(s)
-        ta, tw = int(s.ta), int(s.tw)
-        if self.query.construct:
-            return [EpOutput(self.name, tau, self.kind, triple=f"{a} {b} {c}", start=ta, end=tw)
-                    for a, b, c in (triples if triples is not None else self.instantiate(s))]
-        if self.query.ask:
-            return [EpOutput(self.name, tau, self.kind, boolean=True, start=ta, end=tw)]
-        d = dict(s.mu)
-        b = {v: d[v] for v in self.query.select if v in d}
-        return [EpOutput(self.name, tau, self.kind, bindings=b, variables=self.query.select, start=ta, end=tw)]
-
-    def idle(self) -> bool:
-        return not self._ticks and self.ctx.deadline() is None

@@ -19,37 +19,35 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import TYPE_CHECKING
 
+from rsep.algebra.epsparql import (
+    BGP,
+    INF,
+    Background,
+    Extend,
+    Minus,
+    Node,
+    Path,
+    Project,
+    Unit,
+    Values,
+    Var,
+    nodes,
+    reads_history,
+)
 from rsep.algebra.events import Selection
-
-if TYPE_CHECKING:
-    from rsep.cep.epsparql import Node, Occurrence, Solution, World
+from rsep.cep.epsparql import Occurrence, Solution, World, evaluate, project
 
 
 def partition_variable(root: Node) -> str | None:
     """A variable occurring in every triple pattern of the query, when the pattern has only
     stream BGPs below its top-level SELECT (no GRAPH, empty group, BIND or sub-SELECT, whose
     evaluation does not pass the substitution down)."""
-    from rsep.cep.epsparql import (
-        BGP,
-        Background,
-        Extend,
-        Minus,
-        Path,
-        Project,
-        Unit,
-        Values,
-        Var,
-        _nodes,
-        reads_history,
-    )
-
     inner = root.arg if isinstance(root, Project) else root
     common: set[str] | None = None
     if reads_history(inner):
         return None
-    for n in _nodes(inner):
+    for n in nodes(inner):
         if isinstance(n, (Background, Unit, Extend, Project, Path, Values, Minus)):
             return None
         if isinstance(n, BGP):
@@ -69,13 +67,11 @@ class PolicyState:
     need evaluating at the next instant."""
 
     def __init__(self, root: Node, policy: Selection) -> None:
-        from rsep.cep.epsparql import BGP, Var, _nodes
-
         self.root = root
         self.policy = policy
         self.consumed: set[int] = set()
         self.var = partition_variable(root)
-        self.positions = sorted({i for n in _nodes(root) if isinstance(n, BGP) for tp in n.patterns
+        self.positions = sorted({i for n in nodes(root) if isinstance(n, BGP) for tp in n.patterns
                                  for i, t in enumerate(tp) if isinstance(t, Var) and t.name == self.var})
         self.dirty: set[str] = set()
         self.expiry: list[tuple[float, int, str]] = []  # (start, item, part): leaves the window
@@ -95,8 +91,6 @@ class PolicyState:
                 heapq.heappush(self.expiry, (oc.ta, oc.item, part))
 
     def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
-        from rsep.cep.epsparql import INF, Project, _project, evaluate
-
         h, strict = window
         lo = tau - h
         while self.expiry and (self.expiry[0][0] <= lo if strict else self.expiry[0][0] < lo):
@@ -112,7 +106,7 @@ class PolicyState:
             for c in parts:
                 sub = ((self.var, c),)
                 if isinstance(root, Project):
-                    out.extend(_project(root, evaluate(root.arg, w, self.policy, tau, sub), w.exprs))
+                    out.extend(project(root, evaluate(root.arg, w, self.policy, tau, sub), w.exprs))
                 else:
                     out.extend(evaluate(root, w, self.policy, tau, sub))
             return out

@@ -36,16 +36,15 @@ corpus in tests/data/etalis):
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rsep.algebra.epsparql import EtalisPolicy
 from rsep.cep.epsparql import (
     BGP,
     INF,
-    EpOutput,
     EqJoin,
     Expr,
     ExprEvaluator,
@@ -56,36 +55,17 @@ from rsep.cep.epsparql import (
     Solution,
     TriplePattern,
     Var,
-    _conjuncts,
     bound_exact,
+    conjuncts,
 )
+from rsep.cep.epsparql_runtime import EpOutput
 from rsep.stream.time import TimeKind
 
 if TYPE_CHECKING:
-    from rsep.cep.epsparql import EpSparqlQuery, Node
-    from rsep.runtime.engine import Engine, Output
+    from rsep.algebra.epsparql import EpSparqlQuery, Node
+    from rsep.algebra.output import Output
+    from rsep.runtime.engine import Engine
     from rsep.stream.event import Event
-
-
-class EtalisPolicy(enum.Enum):
-    """ETALIS's event_consumption_policy flag (flags.P), as an rsep policy name."""
-
-    CHRONOLOGICAL = "etalis-chronological"
-    RECENT = "etalis-recent"
-
-    @property
-    def recent(self) -> bool:
-        return self is EtalisPolicy.RECENT
-
-
-POLICIES = tuple(p.value for p in EtalisPolicy)
-
-
-def parse(name: str) -> EtalisPolicy:
-    for p in EtalisPolicy:
-        if p.value == name.lower():
-            return p
-    raise ValueError(f"unknown ETALIS policy {name!r} (known: {', '.join(POLICIES)})")
 
 
 class Unsupported(ValueError):
@@ -171,7 +151,7 @@ def compile_query(q: EpSparqlQuery) -> Program:
     bounds: list[Expr] = []
     conds: list[Expr] = []
     while isinstance(n, Filter):  # the outermost group's FILTERs: window and conditions
-        for c in _conjuncts(n.cond.text):
+        for c in conjuncts(n.cond.text):
             e = Expr(c, frozenset(v for v in n.cond.variables if re.search(rf"\?{v}\b", c)),
                      n.cond.prologue)
             if _is_bound(c, n.cond.prologue):
@@ -630,4 +610,4 @@ def run(query: EpSparqlQuery, items: list[tuple[int, int, list[tuple[str, str, s
 
 
 __all__ = ["EtalisPolicy", "EtalisRuntime", "Machine", "Program", "compile_query", "binarise",
-           "tr_clauses", "run", "parse", "POLICIES", "Unsupported"]
+           "tr_clauses", "run", "Unsupported"]

@@ -18,11 +18,11 @@ def explain(q: Any, *, lars: bool = False, fmt: str = "text",
             time_unit_ms: int | None = None) -> str:
     """The explanation of a parsed query as text or Graphviz DOT (``fmt``)."""
     if isinstance(q, ContinuousQuery):
-        from rsep.lars import compare
+        from rsep.lars import explain as lars_explain
 
         if fmt == "dot":
-            return compare.explain_dot(q, lars, time_unit_ms)
-        return compare.explain_text(q, lars, time_unit_ms)
+            return lars_explain.explain_dot(q, lars, time_unit_ms)
+        return lars_explain.explain_text(q, lars, time_unit_ms)
     from rsep.algebra.spaseq import SpaseqQuery
 
     if isinstance(q, SpaseqQuery):
@@ -32,7 +32,7 @@ def explain(q: Any, *, lars: bool = False, fmt: str = "text",
         from rsep.cep.explain import explain as nfa_explain
 
         return nfa_explain(q, fmt)
-    from rsep.cep.epsparql import EpSparqlQuery
+    from rsep.algebra.epsparql import EpSparqlQuery
 
     if isinstance(q, EpSparqlQuery):
         if lars:

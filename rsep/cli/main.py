@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rsep.spark.cli import add_options
 
     add_options(r)
-    from rsep.lars.cli import add_parsers
+    from rsep.cli.compare import add_parsers
 
     add_parsers(sub, _pair_arg)
     from rsep.bench.cli import add_parser as add_bench
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return run(args)
         if args.command in ("explain", "compare"):
-            from rsep.lars.cli import main as lars_main
+            from rsep.cli.compare import main as lars_main
 
             return lars_main(args)
         if args.command == "bench":

@@ -41,7 +41,7 @@ def parse_query(text: str, dialect: str | None = None, *,
     """Parse a continuous query in any supported dialect (detected when not given).
 
     SPASEQ queries (``--dialect spaseq``, or text with ``DEFINE GPM``) give a
-    :class:`rsep.algebra.spaseq.SpaseqQuery`, which brings its own runtime.
+    :class:`rsep.algebra.spaseq.SpaseqQuery` (its runtime: :mod:`rsep.runtime.dialects`).
     """
     if dialect is not None and dialect not in DIALECTS:
         raise QueryError(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")

@@ -42,8 +42,9 @@ from rsep.algebra.policy import ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax
-from rsep.lars.core import LarsError
-from rsep.lars.rsp import continuous, cs, to_sparql
+from rsep.lars.compare import compare, engine_runs
+from rsep.lars.core import LarsError, show_term
+from rsep.lars.rsp import assign_streams, continuous, cs, from_query, to_sparql
 
 AGREEABLE = ("COUNT", "MAX", "MIN")
 NOT_RECURSIVE = ("AVG", "MEDIAN")
@@ -375,9 +376,6 @@ def compare_aggregate(cq_: ContinuousQuery, events: list[Any], graphs: dict[str,
     """001 Sec. 6 on an aggregate query: its pattern compared push vs pull (engine and
     LARS, as ``compare``), then the pushed values combined (sum / max / min) against the
     aggregate C-SPARQL pulls at the end of each interval."""
-    from rsep.lars.compare import _engine_runs, compare
-    from rsep.lars.rsp import assign_streams, from_query
-
     found = found or find_aggregate(cq_)
     if found is None:
         raise LarsError("the query has no aggregate")
@@ -397,7 +395,7 @@ def compare_aggregate(cq_: ContinuousQuery, events: list[Any], graphs: dict[str,
             + (f" GROUP BY {group}" if group else ""))
     pull_q = dataclasses.replace(pull_q, sparql=text, text=text,
                                  variables=[*agg.group, agg.alias])
-    pulled = _engine_runs(pull_q, events, graphs, time_unit_ms, base.until)
+    pulled = engine_runs(pull_q, events, graphs, time_unit_ms, base.until)
     rows = []
     for r in base.rows:
         pushed = [(t, aggregate(agg, s)) for t, s in sorted(r.pushes.items())]
@@ -417,8 +415,6 @@ def compare_aggregate(cq_: ContinuousQuery, events: list[Any], graphs: dict[str,
 
 
 def _show(agg: Aggregate, v: dict[tuple, Any]) -> str:
-    from rsep.lars.core import show_term
-
     if not v:
         return "-"
     parts = []
@@ -430,8 +426,6 @@ def _show(agg: Aggregate, v: dict[tuple, Any]) -> str:
 
 
 def _show_sol(m: tuple) -> str:
-    from rsep.lars.core import show_term
-
     return "(" + ", ".join(f"{k}={show_term(v)}" for k, v in m) + ")"
 
 

@@ -22,6 +22,7 @@ import pyoxigraph as ox
 
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
+from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
@@ -29,6 +30,7 @@ from rsep.events import semantics
 from rsep.events.incremental import IncrementalMatcher
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
+from rsep.runtime.dialects import runtime_for
 from rsep.runtime.r2s import R2SOperator
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
@@ -37,10 +39,6 @@ from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window, resolve
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
-
-
-class EngineError(RuntimeError):
-    """A failure while running: a resource limit, or input the engine cannot take."""
 
 
 @dataclass
@@ -55,43 +53,6 @@ class Limits:
     max_window_triples: int = 10_000_000
     max_results: int = 1_000_000
     max_eval_seconds: float | None = None
-
-
-@dataclass(slots=True)
-class Output:
-    """One element of a query's output stream."""
-
-    query: str
-    time: int
-    kind: TimeKind | None
-    op: str = "insert"  # "delete" for DSTREAM
-    bindings: dict[str, str] | None = None  # SELECT: variable -> N-Triples term
-    triple: str | None = None  # CONSTRUCT / DESCRIBE: N-Triples statement, no final dot
-    boolean: bool | None = None  # ASK
-    variables: tuple[str, ...] = ()
-
-    @property
-    def time_text(self) -> int | str:
-        return format_time(self.time, self.kind)
-
-    def to_json(self) -> dict:
-        d: dict = {"time": self.time_text}
-        if self.bindings is not None:
-            b = self.bindings
-            if FROM_VAR in b or TO_VAR in b:
-                # A MATCH's justifying interval, lifted out of the bindings (docs/semantics.md).
-                b = dict(b)
-                for var, key in ((FROM_VAR, "from"), (TO_VAR, "to")):
-                    if var in b:
-                        d[key] = format_time(int(b.pop(var).split('"')[1]), self.kind)
-            d["bindings"] = b
-        elif self.triple is not None:
-            d["triple"] = self.triple
-        elif self.boolean is not None:
-            d["boolean"] = self.boolean
-        if self.op == "delete":
-            d["op"] = "delete"
-        return d
 
 
 def outputs(name: str, tau: int, kind: TimeKind | None, form: str,
@@ -523,15 +484,11 @@ class Engine:
         """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if not isinstance(q, ContinuousQuery):
-            # A query kind with a runtime of its own (e.g. an automaton): it must offer
-            # runtime(engine, name, callback) returning an object with the members the
-            # engine drives: name, streams, last_tick, callback, bind(kind, time_unit_ms,
-            # start), insert(event), next_tick(bound), evaluate(tau) -> list[Output]; and,
-            # if it defers decisions, deadline() -> int | None (see _when).
+            # A query kind with a runtime of its own (an automaton): rsep.runtime.dialects
             n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
             if any(rt.name == n for rt in self.queries):
                 raise QueryError(f"a query named {n!r} is already registered", source=source)
-            rt = q.runtime(self, n, callback)
+            rt = runtime_for(q, self, n, callback)
             if self.kind is not None:
                 rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
             self.queries.append(rt)

@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 import struct
 import tempfile
@@ -26,7 +25,6 @@ import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -365,33 +363,3 @@ def _positive(value: str | None, name: str) -> int | None:
     if n <= 0:
         raise ValueError(f"option {name} must be a positive integer, not {value!r}")
     return n
-
-
-_URL_FORMAT = re.compile(r"\?format=(trig|nquads|jsonl)$")
-
-
-def is_live_url(text: str) -> bool:
-    return text.startswith(("mqtt://", "tcp://"))
-
-
-def live_records(spark: Any, stream: str, url: str, *,
-                 spool_dir: str | Path | None = None) -> Any:
-    """The raw-records DataFrame of a live source given by URL (for ``--stream IRI=URL``):
-    ``mqtt://host[:port]/topic-filter`` or ``tcp://host:port``, either optionally ending
-    in ``?format=trig|nquads|jsonl`` (MQTT default: detected per message; TCP: trig).
-    ``spool_dir`` should be a directory of the query's checkpoint, one per source."""
-    m = _URL_FORMAT.search(url)
-    fmt = m.group(1) if m else None
-    base = url[: m.start()] if m else url
-    if base.startswith("mqtt://"):
-        from rsep.spark.mqtt import mqtt_records
-
-        return mqtt_records(spark, base, stream=stream, spool_dir=spool_dir,
-                            **({"format": fmt} if fmt else {}))
-    if base.startswith("tcp://"):
-        from rsep.spark.socket import parse_url, socket_records
-
-        host, port = parse_url(base)
-        return socket_records(spark, host, port, stream=stream, fmt=fmt or "trig",
-                              spool_dir=spool_dir)
-    raise ValueError(f"not a live source URL (mqtt://host:port/topic or tcp://host:port): {url!r}")

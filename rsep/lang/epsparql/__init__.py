@@ -1,4 +1,4 @@
-"""EP-SPARQL (003 Sec. 4.1): text -> :class:`rsep.cep.epsparql.EpSparqlQuery`.
+"""EP-SPARQL (003 Sec. 4.1): text -> :class:`rsep.algebra.epsparql.EpSparqlQuery`.
 
 The grammar is sparqlib's SPARQL 1.1 grammar plus ``epsparql.lark`` (LALR). The
 translation to the algebra follows SPARQL's (18.2.2) extended as Sec. 4.2 says:
@@ -19,6 +19,31 @@ from importlib.resources import files
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
 
+from rsep.algebra.epsparql import (
+    BGP,
+    Background,
+    EpSparqlQuery,
+    EqJoin,
+    EqLeftJoin,
+    Expr,
+    Extend,
+    Filter,
+    Join,
+    LeftJoin,
+    Minus,
+    OrderBy,
+    Path,
+    Project,
+    SeqJoin,
+    SeqRightJoin,
+    Union,
+    Unit,
+    Values,
+    Var,
+    parse_policy,
+    static,
+    variables,
+)
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
@@ -78,8 +103,6 @@ class _Builder(Terms):
     # ------------------------------------------------------------ query
 
     def build(self, tree: Tree):  # -> EpSparqlQuery
-        from rsep.cep.epsparql import BGP, EpSparqlQuery, Project, variables
-
         prologue, query = tree.children
         for d in prologue.children:
             if d.data == "prefix_decl":
@@ -129,15 +152,11 @@ class _Builder(Terms):
 
     def _trailing(self, pattern, values: Tree | None):
         """A trailing VALUES block joins the WHERE pattern (SPARQL 1.1, 18.2.4.3)."""
-        from rsep.cep.epsparql import Join
-
         if values is None or not values.children:
             return pattern
         return Join(pattern, self.values(values))
 
     def _reads_stream(self, pattern, where: Tree) -> None:
-        from rsep.cep.epsparql import static
-
         if static(pattern):
             raise self.error("the WHERE pattern reads no stream triple (only VALUES, BIND or "
                              "GRAPH <background>), so it can detect no event: EP-SPARQL's "
@@ -146,8 +165,6 @@ class _Builder(Terms):
     def values(self, node: Tree):
         """VALUES rows, each term as written (pyoxigraph checks the block; the terms are read
         as Turtle, so a number keeps its lexical form, as the stream's triples do)."""
-        from rsep.cep.epsparql import Values
-
         text = self.text[_start(node):_end(node)]
         try:
             ox.Store().query(f"{self.prologue}SELECT * WHERE {{ {text} }}")
@@ -175,8 +192,6 @@ class _Builder(Terms):
     def _modifiers(self, mods: Tree):
         """ORDER BY orders the solutions detected at one instant; the modifiers that need
         the end of the stream are refused."""
-        from rsep.cep.epsparql import Expr
-
         order = None
         for m in mods.children:
             if not isinstance(m, Tree):
@@ -201,13 +216,9 @@ class _Builder(Terms):
             raise self.error(f"invalid ORDER BY: {err}", node) from None
 
     def _ordered(self, pattern, order):
-        from rsep.cep.epsparql import OrderBy
-
         return pattern if order is None else OrderBy(pattern, order)
 
     def select_items(self, sel: Tree):
-        from rsep.cep.epsparql import Expr
-
         distinct = False
         items: list[tuple[str, Expr | None]] = []
         star = False
@@ -230,8 +241,6 @@ class _Builder(Terms):
         return (None if star else tuple(items)), distinct
 
     def expr(self, node: Tree):
-        from rsep.cep.epsparql import Expr
-
         for n in node.iter_subtrees():
             if n.data in ("exists_func", "not_exists_func") and _MARKER_IN.search(
                     self.text[_start(n):_end(n)]):
@@ -255,8 +264,6 @@ class _Builder(Terms):
     # ------------------------------------------------------------ patterns
 
     def where(self, node: Tree):
-        from rsep.cep.epsparql import Filter
-
         if node.data == "where_braceless":
             parts = node.children[1:]
             groups = [p for p in parts if isinstance(p, Tree) and p.data == "group_graph_pattern"]
@@ -268,8 +275,6 @@ class _Builder(Terms):
         return self.group(node.children[-1])
 
     def _and(self, conds):
-        from rsep.cep.epsparql import Expr
-
         if len(conds) == 1:
             return conds[0]
         return Expr(" && ".join(f"({c.text})" for c in conds),
@@ -298,8 +303,6 @@ class _Builder(Terms):
         return out
 
     def group(self, node: Tree, skip_filters: bool = False):
-        from rsep.cep.epsparql import Extend, Filter, Join, LeftJoin, Minus, Project, Unit
-
         inner = node.children[-1]
         if inner.data == "sub_select":
             sel, where, mods = inner.children[0], inner.children[1], inner.children[2]
@@ -354,8 +357,6 @@ class _Builder(Terms):
         return cur
 
     def _ops(self, groups: list[Tree], ops: list[Tree]):
-        from rsep.cep.epsparql import EqJoin, EqLeftJoin, SeqJoin, SeqRightJoin, Union
-
         cur = self.group(groups[0])
         for k, (op, g) in enumerate(zip(ops, groups[1:], strict=True)):
             word = str(op.children[0]).upper()
@@ -373,8 +374,6 @@ class _Builder(Terms):
         return cur
 
     def _graph(self, g: Tree):
-        from rsep.cep.epsparql import Background
-
         target = g.children[1]
         if isinstance(target.children[0], Tree) and target.children[0].data == "var":
             raise self.error("GRAPH needs the IRI of a background graph, not a variable", target)
@@ -393,8 +392,6 @@ class _Builder(Terms):
     def block(self, node: Tree):
         """A triples block: one BGP of its plain triple patterns, joined with a Path for
         each property path (with what its object nests), in order."""
-        from rsep.cep.epsparql import BGP, Join, Path
-
         if not any(_is_path(v, self.text) for v in node.find_data("verb_path")):
             return BGP(tuple(self.triples(node)))
         parts: list = []  # BGP patterns and Paths, in order
@@ -455,8 +452,6 @@ class _Builder(Terms):
         return text
 
     def _turtle(self, text: str, node: Tree) -> list:
-        from rsep.cep.epsparql import Var
-
         text = text.rstrip().rstrip(".")
         turtle = self.prologue + text + " .\n"
         try:
@@ -522,8 +517,6 @@ def _own(node: Tree, data: str) -> list[Tree]:
 
 def parse_epsparql(text: str, *, source: str | None = None, policy: str | None = None):
     """Parse an EP-SPARQL SELECT or CONSTRUCT query (policy: unrestricted, chronological, recent)."""
-    from rsep.cep.epsparql import parse_policy
-
     m = re.search(r"\bSEQOPTIONAL\b", text, re.I)
     if m:
         line, col = position(text, m.start())

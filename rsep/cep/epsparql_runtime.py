@@ -1,0 +1,312 @@
+"""EP-SPARQL on the engine: the queries of one engine share one stream and its Q-closure
+(CONSTRUCT rules feeding back, RDFS), evaluated push-based instant by instant (``Delta``
+unrestricted, ``PolicyState`` chronological / recent); outputs carry the complex event's
+interval."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_history
+from rsep.algebra.events import Selection
+from rsep.algebra.output import EngineError, Output
+from rsep.cep.epsparql import (
+    Delta,
+    ExprEvaluator,
+    Graphs,
+    Occurrence,
+    OccurrenceStore,
+    Schema,
+    Solution,
+    World,
+    horizons,
+    occurrence_horizon,
+    push_filters,
+    window,
+)
+from rsep.cep.epsparql_policy import PolicyState
+from rsep.stream.event import Event
+from rsep.stream.time import TimeKind, format_time
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine
+
+
+@dataclass(slots=True)
+class EpOutput(Output):
+    """A complex event over [``start``, ``end``] (t_alpha, t_omega), output at ``time``:
+    t_omega, or later under chronological / recent when a blocking candidate was consumed or
+    left the window (at the deadline the query announced)."""
+
+    start: int = 0
+    end: int | None = None  # None: ``time``
+
+    def to_json(self) -> dict:
+        d = Output.to_json(self)
+        end = self.time if self.end is None else self.end
+        out: dict[str, Any] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
+                               "to": format_time(end, self.kind)}
+        out.update(d)
+        return out
+
+
+class RuleLoopError(EngineError):
+    """CONSTRUCT rules that keep deriving new triple occurrences at one instant."""
+
+
+class EpContext:
+    """The EP-SPARQL queries of one engine share one stream and its Q-closure: the
+    occurrences (input and derived), the RDFS schema and background graphs."""
+
+    MAX_ROUNDS = 1000
+    MAX_DERIVED = 1_000_000
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.runtimes: list[EpSparqlRuntime] = []
+        graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
+                  for iri, ts in engine.graphs.items()}
+        self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
+        self.world = World(OccurrenceStore(), Graphs(graphs, self.schema), ExprEvaluator())
+        self.pending: dict[int, dict[int, Event]] = {}  # per end: the events, by item
+        self.last: int | None = None  # the last instant processed (instants come in order)
+        self._derived = 0
+        self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
+        self._kept = 0
+
+    def stored(self) -> int:
+        """Occurrences and partial solutions held: what pruning bounds."""
+        return len(self.world.occ) + sum(rt.delta.stored() for rt in self.runtimes)
+
+    def forget(self, tau: int) -> None:
+        """Drop the occurrences no registered query can use again: an unrestricted query
+        needs an occurrence while it starts within its stream BGPs' horizon before tau; a
+        chronological / recent one while it is unconsumed (by that query) and starts within
+        its window (all unconsumed ones when it has none). Amortised: done once the store
+        has doubled since the last time."""
+        occ = self.world.occ
+        if not self.prune or len(occ) < 2 * self._kept + 64:
+            return
+        h = -INF
+        policies: list[tuple[float, set[int]]] = []
+        for rt in self.runtimes:
+            if rt.query.policy is Selection.UNRESTRICTED:
+                h = max(h, rt.leaf_horizon)
+            else:
+                policies.append((tau - rt.window[0], rt.policy_state.consumed))
+        lo = tau - h
+
+        def keep(oc: Occurrence) -> bool:
+            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c for lo_p, c in policies)
+        if h < INF or policies:
+            occ.prune(keep)
+        items = {oc.item for oc in occ.all}
+        for rt in self.runtimes:
+            rt.policy_state.keep_items(items)
+        if self.world.data is not None:
+            self.world.data.keep(items)
+        self._kept = len(occ)
+
+    def deadline(self) -> int | None:
+        """The first instant after the last one processed at which a chronological / recent
+        query's deferred decision becomes final (:meth:`PolicyState.deadline`): the queries
+        of the context are evaluated then, as at an event."""
+        if self.last is None:
+            return None
+        ds = [d for rt in self.runtimes if rt.query.policy is not Selection.UNRESTRICTED
+              and (d := rt.policy_state.deadline(self.last, rt.window)) is not None]
+        return min(ds) if ds else None
+
+    @staticmethod
+    def of(engine: Engine) -> EpContext:
+        ctx = getattr(engine, "_epsparql", None)
+        if ctx is None:
+            ctx = EpContext(engine)
+            engine._epsparql = ctx  # type: ignore[attr-defined]
+        return ctx
+
+    def insert(self, e: Event) -> None:
+        # every runtime passes each event on: kept once
+        self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
+
+    def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
+        """The occurrence and its RDFS consequences; how many were new."""
+        n = 0
+        data = self.world.data
+        for x in self.schema.entail(s, p, o):
+            oc = Occurrence(*x, ta=ta, tw=tw, item=item)
+            if self.world.occ.add(oc):
+                n += 1
+                if data is not None:
+                    data.add(*x, ta, tw, item)
+                for rt in self.runtimes:
+                    if rt.query.policy is not Selection.UNRESTRICTED:
+                        rt.policy_state.note(oc, rt.window[0])
+        return n
+
+    def process(self, tau: int) -> None:
+        if self.last is not None and tau <= self.last:
+            return
+        self.last = tau
+        for e in self.pending.pop(tau, {}).values():
+            for t in e.triples:
+                self._add(str(t.subject), str(t.predicate), str(t.object), e.start, e.end, e.seq)
+        rules = [rt for rt in self.runtimes if rt.query.construct]
+        seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
+        for rnd in itertools.count():
+            fresh = 0
+            for rt in rules:
+                for s in rt.solutions(tau):
+                    if s.key in seen[id(rt)]:
+                        continue
+                    seen[id(rt)].add(s.key)
+                    trs = rt.instantiate(s)
+                    for tr in trs:
+                        self._derived += 1
+                        fresh += bool(self._add(*tr, ta=int(s.ta), tw=int(s.tw), item=-self._derived))
+                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
+            if not fresh:
+                break
+            if rnd >= self.MAX_ROUNDS or self._derived > self.MAX_DERIVED:
+                names = ", ".join(rt.name for rt in rules)
+                raise RuleLoopError(
+                    f"the CONSTRUCT rules ({names}) do not terminate at time "
+                    f"{format_time(tau, self.world.exprs.kind)}: still deriving new triples after "
+                    f"{rnd + 1} rounds ({self._derived} derived triples)")
+        for rt in self.runtimes:
+            if not rt.query.construct:
+                for s in rt.solutions(tau):
+                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau))
+        for rt in self.runtimes:
+            rt.finish(tau)
+        self.forget(tau)
+
+
+class EpSparqlRuntime:
+    """A registered EP-SPARQL query or rule, driven by :class:`Engine`."""
+
+    def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
+                 callback: Callable[[Output], None] | None = None) -> None:
+        from rsep.lang.errors import QueryError
+
+        self.query = query
+        self.engine = engine
+        self.name = name
+        self.callback = callback
+        self.streams: set[str] = set()  # EP-SPARQL reads one stream: every input event
+        self.last_tick: int | None = None
+        self.kind: TimeKind | None = None
+        for iri in query.background:
+            if iri not in engine.graphs:
+                raise QueryError(f"<{iri}> names no graph supplied to the engine "
+                                 f"(use --graph {iri}=PATH)", source=query.source)
+        self.ctx = EpContext.of(engine)
+        self.ctx.runtimes.append(self)
+        if any(isinstance(n, Path) for n in nodes(query.pattern)) or reads_history(query.pattern):
+            self.ctx.world.needs_data()
+        self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
+        self.delta = Delta(self.plan, self.ctx.world)
+        self.leaf_horizon = INF  # set by bind, once the kind of time is known
+        self.window: tuple[float, bool] = (INF, False)  # chronological / recent: see :func:`window`
+        self.policy_state = PolicyState(query.pattern, query.policy)  # chronological / recent
+        self.outbox: dict[int, list[Output]] = {}
+        self._ticks: set[int] = set()
+        self._bn = itertools.count(1)
+        self._emitted: set[tuple] = set()
+
+    # engine protocol
+    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        self.kind = kind
+        self.ctx.world.exprs.kind = kind
+        hs = horizons(self.plan, kind)
+        # EXISTS sees every earlier occurrence; a path, those of the current instant
+        self.leaf_horizon = INF if reads_history(self.plan) else occurrence_horizon(self.plan, hs)
+        self.window = window(self.query.pattern, kind)
+        if self.ctx.prune:
+            self.delta.hs = hs
+
+    def insert(self, e: Event) -> None:
+        self._ticks.add(e.end)
+        self.ctx.insert(e)
+
+    def next_tick(self, bound: int) -> int | None:
+        c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]
+        return min(c) if c else None
+
+    def deadline(self) -> int | None:
+        """When a decision deferred by a query of this context becomes final (the engine
+        evaluates there even if no event comes, up to --until or the end of the input)."""
+        return self.ctx.deadline()
+
+    def evaluate(self, tau: int) -> list[Output]:
+        self._ticks = {t for t in self._ticks if t > tau}
+        self.last_tick = tau
+        self.ctx.process(tau)
+        return self.outbox.pop(tau, [])
+
+    # evaluation
+    def solutions(self, tau: int) -> list[Solution]:
+        """The query's new solutions at tau (its complex events detected at tau)."""
+        if self.query.policy is Selection.UNRESTRICTED:
+            return [s for s in self.delta.at(tau) if s.tw != -INF]
+        sols = self.policy_state.evaluate(self.ctx.world, tau, self.window)
+        out = []
+        for s in sols:
+            if s.key in self._emitted or s.tw == -INF:
+                continue
+            self._emitted.add(s.key)
+            out.append(s)
+        return out
+
+    def finish(self, tau: int) -> None:
+        if self.query.policy is Selection.UNRESTRICTED:
+            self.delta.commit(tau)
+        elif self.ctx.prune:
+            # every emitted solution consumed its items, so evaluate cannot find it again
+            self._emitted.clear()
+
+    def consume(self, s: Solution) -> None:
+        if self.query.policy is not Selection.UNRESTRICTED:
+            self.policy_state.consume(s.just)
+
+    def instantiate(self, s: Solution) -> list[tuple[str, str, str]]:
+        assert self.query.template is not None
+        mu = dict(s.mu)
+        fresh: dict[str, str] = {}
+        out = []
+        for tp in self.query.template:
+            tr = []
+            for t in tp:
+                if isinstance(t, Var):
+                    if t.name.startswith("_b"):
+                        if t.name not in fresh:
+                            fresh[t.name] = f"_:ep{self.name}x{next(self._bn)}"
+                        tr.append(fresh[t.name])
+                    else:
+                        tr.append(mu.get(t.name))  # type: ignore[arg-type]
+                else:
+                    tr.append(t)
+            s_, p_, o_ = tr
+            # Sec. 4.2: only solutions binding every variable of the triple; no literal subject
+            if None in tr or s_.startswith('"') or not p_.startswith("<"):
+                continue
+            out.append((s_, p_, o_))
+        return out
+
+    def outputs(self, s: Solution, tau: int, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
+        self.consume(s)
+        ta, tw = int(s.ta), int(s.tw)
+        if self.query.construct:
+            return [EpOutput(self.name, tau, self.kind, triple=f"{a} {b} {c}", start=ta, end=tw)
+                    for a, b, c in (triples if triples is not None else self.instantiate(s))]
+        if self.query.ask:
+            return [EpOutput(self.name, tau, self.kind, boolean=True, start=ta, end=tw)]
+        d = dict(s.mu)
+        b = {v: d[v] for v in self.query.select if v in d}
+        return [EpOutput(self.name, tau, self.kind, bindings=b, variables=self.query.select, start=ta, end=tw)]
+
+    def idle(self) -> bool:
+        return not self._ticks and self.ctx.deadline() is None

@@ -135,3 +135,33 @@ def test_syntax_errors_are_located(dialect, text, line, col, words):
 def test_examples_in_docs_parse():
     for f in sorted((ROOT / "docs" / "examples").glob("*.rq")) + sorted(Path(COUPON).glob("*.rq")):
         parse_query(f.read_text(), source=str(f))
+
+
+SPASEQ_Q = (f"PREFIX : <{EX}> SELECT ?x FROM STREAM S1 <{EX}s> WHERE {{ SEQ (A) "
+            "DEFINE GPM A ON S1 { ?x :p ?y } }")
+EPSPARQL_Q = f"PREFIX : <{EX}> SELECT ?x WHERE {{ {{ ?x :p ?y }} SEQ {{ ?x :q ?z }} }}"
+
+
+@pytest.mark.parametrize("text", [SPASEQ_Q, EPSPARQL_Q])
+@pytest.mark.parametrize("option", ["--r2s", "--report"])
+def test_rsp_options_are_refused_for_event_queries(tmp_path, capsys, text, option):
+    """R2S and report policies are RSP-QL's: an event query refuses them, never ignores them."""
+    from rsep.cli.main import main
+
+    q = tmp_path / "q.rq"
+    q.write_text(text)
+    s = tmp_path / "s.trig"
+    s.write_text(f"<{EX}g> <http://www.w3.org/ns/prov#generatedAtTime> 1 . <{EX}g> {{ <{EX}a> <{EX}p> 1 }}\n")
+    value = "istream" if option == "--r2s" else "on-arrival"
+    assert main(["run", str(q), "--stream", f"{EX}s={s}", option, value]) == 1
+    err = capsys.readouterr().err
+    assert f"{option} / {option[2:]} applies to RSP-QL, C-SPARQL and CQELS queries" in err
+
+
+def test_an_epsparql_graph_iri_is_fetched_only_with_allow_dereference():
+    from rsep import Engine
+
+    q = parse_query(f"PREFIX : <{EX}> SELECT ?x WHERE {{ {{ ?x :p ?y }} SEQ {{ ?x :q ?z "
+                    f"GRAPH <{EX}kb> {{ ?x :in ?c }} }} }}", "epsparql")
+    with pytest.raises(QueryError, match="graph IRIs are not dereferenced unless --allow-dereference"):
+        Engine().register(q)

@@ -164,7 +164,7 @@ def test_example9_kleene_plus_exposes_the_last_iteration():
     eng.register(q)
     outs = [o.to_json() for o in eng.run(sorted(events, key=lambda e: e.time))]
     assert outs[1] == {
-        "time": 20, "start": 10,
+        "time": 20, "from": 10, "to": 20, "start": 10,
         "bindings": {"h": f"<{EX}H1>", "w": f"<{EX}W2>", "v": f"<{EX}V12>"},
         "iterations": {"P2": [[{"v": f"<{EX}V11>", "w": f"<{EX}W1>"}],
                               [{"v": f"<{EX}V12>", "w": f"<{EX}W2>"}]]},
@@ -304,8 +304,8 @@ def test_query1_smart_grid_matches():
     # (14), but the storage that follows (15) costs more. H2's price at 25 has its weather at
     # 31, in the next 30-minute window. H1 again at 40, 42, 43 in the second window.
     assert query1_engine(Q1.read_text()) == [
-        {"time": 6, "start": 1, "bindings": q1_answer(25, 20)},
-        {"time": 43, "start": 40, "bindings": q1_answer(22, 10)},
+        {"time": 6, "from": 1, "to": 6, "start": 1, "bindings": q1_answer(25, 20)},
+        {"time": 43, "from": 40, "to": 43, "start": 40, "bindings": q1_answer(22, 10)},
     ]
 
 
@@ -330,8 +330,8 @@ def test_query1_cli_end_to_end(capsys):
         args += ["--stream", f"{iri}={p}"]
     assert main(args) == 0
     out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert out == [{"time": 6, "start": 1, "bindings": q1_answer(25, 20)},
-                   {"time": 43, "start": 40, "bindings": q1_answer(22, 10)}]
+    assert out == [{"time": 6, "from": 1, "to": 6, "start": 1, "bindings": q1_answer(25, 20)},
+                   {"time": 43, "from": 40, "to": 43, "start": 40, "bindings": q1_answer(22, 10)}]
 
 
 # ---------------------------------------------------------------- Appendix A
@@ -357,7 +357,7 @@ def test_query3_head_and_shoulders():
     expected = {"company": f"<{PRED}c1>",
                 **{f"p{i}": f'"{p}"{XI}' for i, p in enumerate(prices[:7], 1)},
                 **{f"vol{i}": f'"{100 + i}"{XI}' for i in range(1, 8)}}
-    assert outs == [{"time": 7, "start": 1, "bindings": expected}]
+    assert outs == [{"time": 7, "from": 1, "to": 7, "start": 1, "bindings": expected}]
     ref = ReferenceEvaluator(parse_query(text), events)
     assert [(m.time, m.first) for m in ref.evaluate(1, 60)] == [(7, 1)]
 

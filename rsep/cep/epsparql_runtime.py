@@ -190,7 +190,6 @@ class EpSparqlRuntime:
 
     def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
                  callback: Callable[[Output], None] | None = None) -> None:
-        from rsep.lang.errors import QueryError
 
         self.query = query
         self.engine = engine
@@ -200,10 +199,12 @@ class EpSparqlRuntime:
         self.last_tick: int | None = None
         self.kind: TimeKind | None = None
         for iri in query.background:
-            if iri not in engine.graphs:
-                raise QueryError(f"<{iri}> names no graph supplied to the engine "
-                                 f"(use --graph {iri}=PATH)", source=query.source)
+            engine.need_graph(iri, query.source)
         self.ctx = EpContext.of(engine)
+        graphs = self.ctx.world.background.graphs
+        for iri in query.background:  # fetched after the context was made
+            if iri not in graphs:
+                graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
         if any(isinstance(n, Path) for n in nodes(query.pattern)) or reads_history(query.pattern):
             self.ctx.world.needs_data()

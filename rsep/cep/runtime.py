@@ -46,7 +46,11 @@ class MatchOutput(Output):
 
     def to_json(self) -> dict:
         d = Output.to_json(self)
-        out: dict[str, Any] = {"time": d.pop("time"), "start": format_time(self.start, self.kind)}
+        first = format_time(self.start, self.kind)
+        # the match's interval as every dialect writes a complex event's: from its first event
+        # to the one completing it; "start" is the same as "from" (kept for one release)
+        t = d.pop("time")
+        out: dict[str, Any] = {"time": t, "from": first, "to": t, "start": first}
         out.update(d)
         if self.iterations:
             out["iterations"] = self.iterations
@@ -86,13 +90,7 @@ class SpaseqRuntime:
         self.last_tick: int | None = None
         self.variables = query.variables
         for iri in query.background:
-            if iri not in engine.graphs:
-                if not engine.allow_dereference:
-                    raise QueryError(
-                        f"<{iri}> names no graph supplied to the engine (use --graph {iri}=PATH); "
-                        "graph IRIs are not dereferenced unless --allow-dereference is given",
-                        source=query.source)
-                engine._dereference(iri, query.source)
+            engine.need_graph(iri, query.source)
         self.nfa: NFA = compile_query(query)
         self.options = engine_options(query)
         self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs,

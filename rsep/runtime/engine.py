@@ -485,6 +485,13 @@ class Engine:
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if not isinstance(q, ContinuousQuery):
             # A query kind with a runtime of its own (an automaton): rsep.runtime.dialects
+            # R2S and report policies are RSP-QL's (000 Def. 5): these queries push each
+            # complex event once, when it is detected
+            for opt, given in (("--r2s / r2s", r2s), ("--report / report", report)):
+                if given is not None:
+                    raise QueryError(f"{opt} applies to RSP-QL, C-SPARQL and CQELS queries: a "
+                                     f"{type(q).__name__.removesuffix('Query')} query outputs each "
+                                     "complex event once, when it is detected", source=source)
             n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
             if any(rt.name == n for rt in self.queries):
                 raise QueryError(f"a query named {n!r} is already registered", source=source)
@@ -506,8 +513,7 @@ class Engine:
             raise QueryError("the query reads no stream: declare a window (FROM NAMED WINDOW, "
                              "FROM STREAM, or a STREAM pattern)", source=source)
         for g in q.dataset.default_graphs + q.dataset.named_graphs:
-            if g not in self.graphs:
-                self._dereference(g, source)
+            self.need_graph(g, source)
         if r2s is not None:
             q.r2s = r2s
         if report is not None:
@@ -522,7 +528,11 @@ class Engine:
         self.queries.append(rt)
         return rt
 
-    def _dereference(self, g: str, source: str | None) -> None:
+    def need_graph(self, g: str, source: str | None) -> None:
+        """A background graph a query reads: given with add_graph, or fetched from its IRI
+        when the engine allows dereferencing (--allow-dereference); a QueryError otherwise."""
+        if g in self.graphs:
+            return
         if not self.allow_dereference:
             raise QueryError(
                 f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "

@@ -787,8 +787,12 @@ def report(dialects: Iterable[str] = DIALECTS, out: object = None, failures: boo
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["architecture"]:  # rewrite docs/architecture.md's diagram from the code
+        doc = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+        doc.write_text(architecture_doc_with_diagram(doc.read_text(encoding="utf-8")), encoding="utf-8")
+        return 0
     if not args or args[0] != "w3c":
-        print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet]", file=sys.stderr)
+        print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet] | architecture", file=sys.stderr)
         return 2
     import warnings
 
@@ -796,6 +800,43 @@ def main(argv: list[str] | None = None) -> int:
     dialects = [a for a in args[1:] if not a.startswith("-")] or list(DIALECTS)
     report(dialects, failures="--quiet" not in args)
     return 0
+
+
+
+# ---------------------------------------------------------------- docs/architecture.md
+
+_DIAGRAM_BEGIN, _DIAGRAM_END = "<!-- diagram: python -m rsep.testing architecture -->", "<!-- end of diagram -->"
+
+
+def architecture_diagram() -> str:
+    """rsep's packages and which import which (type-checking imports aside), as a Mermaid
+    flowchart, read from the code with grimp (import-linter's graph builder)."""
+    import grimp
+
+    g = grimp.build_graph("rsep", exclude_type_checking_imports=True)
+
+    def package(m: str) -> str | None:
+        parts = m.split(".")
+        return parts[1] if len(parts) > 2 or (len(parts) == 2 and g.find_children(m)) else None
+
+    edges: set[tuple[str, str]] = set()
+    for m in g.modules:
+        a = package(m)
+        for t in g.find_modules_directly_imported_by(m):
+            b = package(t)
+            if a and b and a != b:
+                edges.add((a, b))
+    lines = ["```mermaid", "flowchart TD"]
+    lines += [f"    {a} --> {b}" for a, b in sorted(edges)]
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def architecture_doc_with_diagram(text: str) -> str:
+    """docs/architecture.md with its diagram replaced by the one the code gives now."""
+    a = text.index(_DIAGRAM_BEGIN) + len(_DIAGRAM_BEGIN)
+    b = text.index(_DIAGRAM_END)
+    return text[:a] + "\n" + architecture_diagram() + "\n" + text[b:]
 
 
 if __name__ == "__main__":

@@ -406,14 +406,14 @@ def _value(t: object) -> object:
     got = _VALUES.get(t)
     if got is not None:
         return got
-    got = _value_of(t)
+    got = value_of(t)
     if len(_VALUES) > 100_000:  # distinct values of a long stream: stay bounded
         _VALUES.clear()
     _VALUES[t] = got
     return got
 
 
-def _value_of(t: object) -> object:
+def value_of(t: object) -> object:
     if type(t) is ox.NamedNode:
         return ("i", t)
     if type(t) is ox.Literal:

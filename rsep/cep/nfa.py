@@ -65,7 +65,7 @@ from rsep.algebra.spaseq import (
     Strategy,
     drop,
 )
-from rsep.cep.compiled import Fallback, _value_of
+from rsep.cep.compiled import Fallback, value_of
 from rsep.cep.events import Match, SEvent
 from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.partition import common_variables
@@ -1040,7 +1040,7 @@ def _number(t: object) -> Any:
     if got is not _NUMBERS:
         return got
     try:
-        k, v = _value_of(t)  # not _value: its cache is for FILTERs, this one is their own
+        k, v = value_of(t)  # not _value: its cache is for FILTERs, this one is their own
         got = v if k in ("n", "d") else None
     except Fallback:
         got = None

@@ -3,37 +3,32 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from rsep.algebra.query import ContinuousQuery
 from rsep.lang import cqels, csparql, rspql
 from rsep.lang.common import extension_calls, validate_sparql
+from rsep.lang.epsparql import parse_epsparql
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import parse_tree
+from rsep.lang.spaseq import parse_spaseq
 from rsep.lang.syntax import DIALECT_NAMES, Syntax, start_of
 
-_SPASEQ_MARKER = re.compile(r"\bDEFINE\s+GPM\b", re.I)
-# EP-SPARQL: an operator between group graph patterns, or a time function (003 Sec. 4.1)
-_EPSPARQL_MARKER = re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
-                              r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I)
+# Dialects with a grammar of their own, recognised in the text before the shared parser
+# runs, by a construct no RSP-QL query has: SPASEQ's DEFINE GPM (002), EP-SPARQL's operators
+# between groups or its time functions (003 Sec. 4.1).
+_OWN_GRAMMAR: tuple[tuple[str, re.Pattern[str], Callable[..., Any]], ...] = (
+    ("spaseq", re.compile(r"\bDEFINE\s+GPM\b", re.I), parse_spaseq),
+    ("epsparql", re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
+                            r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I), parse_epsparql),
+)
 
-
-def _spaseq(syn: Syntax) -> Any:
-    from rsep.lang.spaseq import parse_spaseq
-
-    return parse_spaseq(syn.text, source=syn.source)
-
-
-def _epsparql(syn: Syntax) -> Any:
-    from rsep.lang.epsparql import parse_epsparql
-
-    return parse_epsparql(syn.text, source=syn.source)
-
-
-# SPASEQ and EP-SPARQL have grammars of their own: parse_query hands them the text before
-# the shared parser.
-DIALECTS = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build, "spaseq": _spaseq,
-            "epsparql": _epsparql}
+# Every dialect by name: the RSP dialects' builders over the shared parse tree; None for
+# those with a grammar of their own.
+DIALECTS: dict[str, Callable[[Syntax], ContinuousQuery] | None] = {
+    "rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build,
+    **{name: None for name, _, _ in _OWN_GRAMMAR}}
 
 
 def parse_query(text: str, dialect: str | None = None, *,
@@ -45,18 +40,14 @@ def parse_query(text: str, dialect: str | None = None, *,
     """
     if dialect is not None and dialect not in DIALECTS:
         raise QueryError(f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
-    if dialect == "spaseq" or (dialect is None and _SPASEQ_MARKER.search(text)):
-        from rsep.lang.spaseq import parse_spaseq
-
-        return parse_spaseq(text, source=source)
-    if dialect == "epsparql" or (dialect is None and _EPSPARQL_MARKER.search(text)):
-        from rsep.lang.epsparql import parse_epsparql
-
-        return parse_epsparql(text, source=source)
+    for name, marker, parse in _OWN_GRAMMAR:
+        if dialect == name or (dialect is None and marker.search(text)):
+            return parse(text, source=source)
     tree = parse_tree(text, source)
     syn = Syntax.of(text, tree, source)
-    d = syn.detect(dialect)
-    q = DIALECTS[d](syn)
+    build = DIALECTS[syn.detect(dialect)]
+    assert build is not None
+    q = build(syn)
     validate_sparql(syn, q.sparql)
     calls = extension_calls(syn)
     q.unknown_functions = tuple(dict.fromkeys(iri for k, iri, _ in calls if k == "function"))

@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from rsep.lang.errors import QueryError
 
-_READABLE = {
+READABLE = {
     "IRIREF": "an IRI", "PNAME_LN": "a prefixed name", "PNAME_NS": "a prefix",
     "VAR1": "a variable", "VAR2": "a variable", "INTEGER": "an integer",
     "LEFT_CURLY_BRACE": "'{'", "RIGHT_CURLY_BRACE": "'}'", "LBRACE": "'{'", "RBRACE": "'}'",
@@ -36,8 +36,8 @@ _READABLE = {
 def _readable(name: str, words: dict[str, str] | None = None) -> str:
     if words and name in words:
         return words[name]
-    if name in _READABLE:
-        return _READABLE[name]
+    if name in READABLE:
+        return READABLE[name]
     if name.startswith("KW_"):
         return name[3:]
     if name.startswith("__ANON") or name.startswith("__"):

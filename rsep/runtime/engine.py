@@ -294,7 +294,7 @@ class QueryRuntime:
             found = matcher.evaluate(changes, frozenset(self._consumed))
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
-            text = text.replace(m.slot, _values(m, found))
+            text = text.replace(m.slot, match_values(m, found))
             if m.selection.consumes:
                 # P^c / P^r: what justified this evaluation's output is gone for the next.
                 self._consumed |= semantics.justification(found)
@@ -422,7 +422,7 @@ def _time_literal(t: int) -> str:
     return f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>'
 
 
-def _values(m: MatchPattern, found: list) -> str:
+def match_values(m: MatchPattern, found: list) -> str:
     names = list(m.expr.variables)
     rows = []
     for em in found:

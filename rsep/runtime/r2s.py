@@ -41,7 +41,3 @@ class R2SOperator:
         self._previous = current
         self._previous_rows = {k: payload for k, payload in rows}
         return out
-
-    @property
-    def needs_history(self) -> bool:
-        return self.op is not R2S.RSTREAM

@@ -19,7 +19,7 @@ from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
 from rsep.events import semantics
 from rsep.events.solver import solve_item
-from rsep.runtime.engine import XSD_INTEGER, Output, _values, outputs, unskolemize
+from rsep.runtime.engine import XSD_INTEGER, Output, match_values, outputs, unskolemize
 from rsep.runtime.r2s import R2SOperator
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -82,7 +82,7 @@ def _matches(query, windows, contents, consumed: set[int]) -> str:
     ctx = semantics.Context(by_iri, lambda bep, item, trs: solve_item(bep, trs), frozenset(consumed))
     for m in query.matches:
         found = semantics.evaluate(m.expr, m.selection, ctx)
-        text = text.replace(m.slot, _values(m, found))
+        text = text.replace(m.slot, match_values(m, found))
         if m.selection.consumes:
             consumed |= semantics.justification(found)
     return text

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource
 
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
-from rsep.stream.files import _TOKEN, _split
+from rsep.stream.files import TOKEN, split_records
 
 FORMAT = "rsep-socket"
 
@@ -94,7 +94,7 @@ class Framer:
         text = self._buf
         upto = text.rfind("\n") + 1  # whole lines only: one-line tokens are never cut
         end = 0
-        for m in _TOKEN.finditer(text, self._scan, upto):
+        for m in TOKEN.finditer(text, self._scan, upto):
             if m.group("open3") is not None:
                 upto = m.start()  # a long string not closed yet: wait for more text
                 break
@@ -111,7 +111,7 @@ class Framer:
         return end
 
     def _trig_lines(self, end: int, final: bool) -> list[str]:
-        records, consumed, self._line = _split(self._buf[:end], self._line, final)
+        records, consumed, self._line = split_records(self._buf[:end], self._line, final)
         out: list[str] = []
         pos = 0
         for r in records:

@@ -61,7 +61,7 @@ class TimeConfig:
 
 # ------------------------------------------------------------------ records
 
-_TOKEN = re.compile(
+TOKEN = re.compile(
     # The lookahead lets the scanner skip straight to the characters that can start a token.
     r"(?=[\"'<#{}.])"
     r'"""(?:[^"\\]|\\.|"(?!""))*"""'
@@ -87,7 +87,7 @@ class Record:
     directive: bool = False
 
 
-def _split(text: str, base_line: int, final: bool) -> tuple[list[Record], int, int]:
+def split_records(text: str, base_line: int, final: bool) -> tuple[list[Record], int, int]:
     """Cut ``text`` into complete records.
 
     Returns the records, the offset where the unconsumed tail starts, and the
@@ -118,7 +118,7 @@ def _split(text: str, base_line: int, final: bool) -> tuple[list[Record], int, i
     start = skip_ws(0)
     sparql_directive = bool(_DIRECTIVE.match(text, start))
     pos = start
-    for m in _TOKEN.finditer(text, pos):
+    for m in TOKEN.finditer(text, pos):
         if m.group("open3") is not None:
             if not final:
                 break
@@ -170,7 +170,7 @@ def iter_records(path: Path, chunk_size: int = 1 << 22) -> Iterator[Record]:
                 rest = f.readline()
                 chunk += rest
             text = tail + chunk
-            records, consumed, line = _split(text, line, final)
+            records, consumed, line = split_records(text, line, final)
             yield from records
             tail = text[consumed:]
             if final:
@@ -672,7 +672,7 @@ class StreamFile:
                         if eof:
                             return
                         continue
-                records, consumed, line = _split(buf, line, eof)
+                records, consumed, line = split_records(buf, line, eof)
                 self._records(records, asm)
                 buf = buf[consumed:]
                 yield True

@@ -46,17 +46,13 @@ from rsep.algebra.epsparql import (
 )
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
-from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
+from rsep.lang.parser import READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
 
-# What tells an EP-SPARQL query apart when no dialect is given.
-MARKER = re.compile(r"\b(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*\{|\bget(DURATION|STARTTIME|ENDTIME)\s*\(",
-                    re.I)
-
 _VAR_IRI = "urn:rsep:epsparql:var:"
-_WORDS = {**_READABLE, "KW_SEQ": "SEQ", "KW_EQUALS": "EQUALS", "KW_OPTIONALSEQ": "OPTIONALSEQ",
+_WORDS = {**READABLE, "KW_SEQ": "SEQ", "KW_EQUALS": "EQUALS", "KW_OPTIONALSEQ": "OPTIONALSEQ",
           "KW_EQUALSOPTIONAL": "EQUALSOPTIONAL", "KW_UNION": "UNION"}
 _TIME_FUNCS = [(re.compile(r"getDURATION\s*\(\s*\)", re.I), "?__d"),
                (re.compile(r"getSTARTTIME\s*\(\s*\)", re.I), "?__s"),
@@ -532,8 +528,5 @@ def parse_epsparql(text: str, *, source: str | None = None, policy: str | None =
     return q
 
 
-def is_epsparql(text: str) -> bool:
-    return bool(MARKER.search(text))
 
-
-__all__ = ["parse_epsparql", "is_epsparql", "MARKER", "parser"]
+__all__ = ["parse_epsparql", "parser"]

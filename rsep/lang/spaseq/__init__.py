@@ -30,20 +30,17 @@ from rsep.algebra.spaseq import (
 )
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
-from rsep.lang.parser import _READABLE, parse_with, sparql_lalr
+from rsep.lang.parser import READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
 from rsep.stream.time import Duration
 
-# What tells a SPASEQ query apart from the other dialects when none is given.
-MARKER = re.compile(r"\bDEFINE\s+GPM\b", re.I)
-
 _UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
             "DAYS": 86_400_000}
 
 _WORDS = {
-    **_READABLE,
+    **READABLE,
     "NAME": "a name", "COLON": "':'", "AMP": "'&'", "QMARK": "'?'", "PIPE": "'|'",
     "PLUS": "'+'", "EXCLAMATION_MARK": "'!'", "SEMICOLON": "';'", "COMMA": "','",
 }
@@ -522,8 +519,5 @@ def parse_spaseq(text: str, *, source: str | None = None) -> SpaseqQuery:
     return _Builder(text, source).build(tree)
 
 
-def is_spaseq(text: str) -> bool:
-    return bool(MARKER.search(text))
 
-
-__all__ = ["parse_spaseq", "is_spaseq", "MARKER", "parser"]
+__all__ = ["parse_spaseq", "parser"]

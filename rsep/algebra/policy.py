@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from rsep.stream.time import Duration
+from rsep.stream.time import Duration, parse_duration
 
 
 class R2S(Enum):
@@ -36,8 +36,6 @@ class ReportPolicy:
     @classmethod
     def parse(cls, text: str) -> ReportPolicy:
         """Read e.g. ``window-close,non-empty`` or ``periodic:5``."""
-        from rsep.stream.time import parse_duration
-
         kw: dict = {}
         at: list[int] = []
         for part in (p.strip().lower() for p in text.split(",") if p.strip()):

@@ -59,6 +59,7 @@ from rsep.cep.epsparql import (
     conjuncts,
 )
 from rsep.cep.epsparql_runtime import EpOutput
+from rsep.lang.errors import QueryError
 from rsep.stream.time import TimeKind
 
 if TYPE_CHECKING:
@@ -544,8 +545,6 @@ class EtalisRuntime:
 
     def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
                  callback: Callable[[Output], None] | None = None) -> None:
-        from rsep.lang.errors import QueryError
-
         assert isinstance(query.policy, EtalisPolicy)
         self.query = query
         self.engine = engine
@@ -563,8 +562,6 @@ class EtalisRuntime:
         self.pending: dict[int, list[Event]] = {}
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
-        from rsep.lang.errors import QueryError
-
         self.kind = kind
         self.rules_run.exprs.kind = kind
         try:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 from rsep.algebra.spaseq import SpaseqQuery, Strategy
+from rsep.cep.chain import chain_eligible
+from rsep.cep.gpm import GPMEvaluator
 from rsep.cep.nfa import NFA, Edge, compile_query
 from rsep.cep.partition import partition_key
+from rsep.cep.runtime import engine_options
 
 _ROLE = {
     "proceed": "",
@@ -37,10 +40,6 @@ def _target(nfa: NFA, e: Edge) -> str:
 
 
 def _engine(nfa: NFA) -> str:
-    from rsep.cep.chain import chain_eligible
-    from rsep.cep.gpm import GPMEvaluator
-    from rsep.cep.runtime import engine_options
-
     q = nfa.query
     if chain_eligible(nfa, GPMEvaluator(q.gpms.values(), {}), engine_options(q), None):
         return "chain (plain GPMs under , and ;: each run is one path)"

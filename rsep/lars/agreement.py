@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rsep.lars.core import Atom, Program, Stream, Window, derived_at
+from rsep.algebra.window import WindowKind
+from rsep.lars.core import Atom, Program, Stream, Window, derived_at, show_term
 from rsep.lars.rsp import TP, RSPQuery, StreamPattern, sub_matches, triple_patterns
 from rsep.lars.rsp import Minus as MinusP
 from rsep.lars.rsp import Union as UnionP
-from rsep.lars.translate import STRIPLE
+from rsep.lars.translate import STRIPLE, const
 
 ANS = frozenset({"ans_1"})
 
@@ -119,9 +120,6 @@ class Condition:
 
 
 def _show_tp(tp: TP) -> str:
-    from rsep.lars.core import show_term
-    from rsep.lars.translate import const
-
     return "(" + ", ".join(show_term(const(x)) for x in tp.terms()) + ")"
 
 
@@ -147,8 +145,6 @@ def check_no_minus(q: RSPQuery) -> Condition:
 
 
 def check_range_windows(q: RSPQuery, units: Any) -> Condition:
-    from rsep.algebra.window import WindowKind
-
     bad = []
     for s in q.S:
         w = s.window

@@ -33,6 +33,9 @@ from rsep.lars.translate import (
     units_fn,
     window_operator,
 )
+from rsep.runtime.engine import Engine
+from rsep.stream.files import StreamFile
+from rsep.stream.source import DeadLetter, merge_streams
 
 # ---------------------------------------------------------------- compare
 
@@ -86,8 +89,6 @@ def _key(bindings: dict[str, str] | None) -> tuple:
 
 def engine_runs(query: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.Triple]],
                  time_unit_ms: int | None, until: int) -> dict[int, set[tuple]]:
-    from rsep.runtime.engine import Engine
-
     eng = Engine(time_unit_ms=time_unit_ms)
     for iri, ts in graphs.items():
         eng.add_graph(iri, ts)
@@ -222,9 +223,6 @@ def write_comparison(c: Comparison, out: IO[str], fmt: str = "table") -> None:
 
 
 def load_events(streams: list[tuple[str, str]]) -> list[Any]:
-    from rsep.stream.files import StreamFile
-    from rsep.stream.source import DeadLetter, merge_streams
-
     dead = DeadLetter()
     events = list(merge_streams([StreamFile(path, iri) for iri, path in streams], dead))
     if dead.count:

@@ -13,6 +13,7 @@ from conftest import EX, ev
 
 from rsep import Engine
 from rsep.cep import epsparql as ep
+from rsep.cep import epsparql_rewrites as rw
 from rsep.cep import epsparql_runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 from rsep.stream.time import TimeKind
@@ -72,7 +73,7 @@ def run(queries, events, policy=None, prune=True, watch=None):
 def test_bounds_are_read_from_the_time_filters():
     def h(text, kind=TimeKind.ABSTRACT):
         q = parse_epsparql(P + "SELECT * WHERE { { ?a :p ?b } SEQ { ?a :q ?c } FILTER (" + text + ") }")
-        return ep.bound(q.pattern.arg.cond, kind)
+        return rw.bound(q.pattern.arg.cond, kind)
 
     assert h("getDURATION() < 30") == 30
     assert h("?b > 1 && (getDURATION() <= 12 && ?c < 3)") == 12
@@ -91,12 +92,12 @@ def test_bounds_are_read_from_the_time_filters():
 
 def test_optional_operands_are_not_pruned():
     q = parse_epsparql(Q1_OPT)
-    hs = ep.horizons(q.pattern, TimeKind.ABSTRACT)
+    hs = rw.horizons(q.pattern, TimeKind.ABSTRACT)
     f = q.pattern.arg
     srj = f.arg
     assert isinstance(srj, ep.SeqRightJoin)
     assert hs[id(srj.right)] == 30 and hs[id(srj.left)] == ep.INF
-    assert ep.leaf_horizon(q.pattern, hs) == ep.INF
+    assert rw.leaf_horizon(q.pattern, hs) == ep.INF
 
 
 @pytest.mark.parametrize("seed", range(2))

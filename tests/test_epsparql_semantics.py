@@ -60,7 +60,7 @@ def test_seqoptional_counter_example_is_not_monotone_and_not_in_the_language():
 
     def seqoptional(w):  # the hypothetical operator: mandatory, then optional after it
         a, b = ep.evaluate(mand, w), ep.evaluate(opt, w)
-        return {(s.mu, s.ta, s.tw) for s in ep._left(a, b, None, w.exprs, lambda m, o: m.tw < o.ta)}
+        return {(s.mu, s.ta, s.tw) for s in ep.left_join(a, b, None, w.exprs, lambda m, o: m.tw < o.ta)}
 
     alone = (((("x", f"<{EX}a>"),)), 0, 0)
     assert alone in seqoptional(w1) and alone not in seqoptional(w2)

@@ -21,9 +21,6 @@ Readings of the damaged/ambiguous formulas are listed in docs/semantics.md
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +30,15 @@ import pyoxigraph as ox
 from rsep.algebra.events import Selection
 from rsep.cep.epsparql_data import OccurrenceData, item_of
 from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
+from rsep.cep.epsparql_matcher import (
+    TIMELESS,
+    Occurrence,
+    OccurrenceStore,
+    Solution,
+    combine,
+    compatible,
+    match_bgp,
+)
 from rsep.events.semantics import precedes
 from rsep.sparql.rows import ROWS, rows_block
 from rsep.stream.time import TimeKind, format_datetime_ms
@@ -82,50 +88,6 @@ from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its e
     static,
     variables,
 )
-
-# ---------------------------------------------------------------- solutions
-
-
-@dataclass(frozen=True, slots=True)
-class Solution:
-    """(mu, t_alpha, t_omega), with the occurrences (stream items) that justify it."""
-
-    mu: Mu
-    ta: float
-    tw: float
-    just: frozenset[int] = frozenset()
-
-    def get(self, var: str) -> str | None:
-        for k, v in self.mu:
-            if k == var:
-                return v
-        return None
-
-    @property
-    def key(self) -> tuple:
-        return (self.mu, self.ta, self.tw, self.just)
-
-
-def compatible(a: Mu, b: Mu) -> bool:
-    if not a or not b:
-        return True
-    db = dict(b)
-    for k, v in a:
-        w = db.get(k)
-        if w is not None and w != v:
-            return False
-    return True
-
-
-def combine(a: Solution, b: Solution) -> Solution:
-    """(mu, ta, tw) join (mu', ta', tw') = (mu u mu', min(ta, ta'), max(tw, tw'))."""
-    d = dict(a.mu)
-    d.update(b.mu)
-    return Solution(tuple(sorted(d.items())), min(a.ta, b.ta), max(a.tw, b.tw), a.just | b.just)
-
-
-TIMELESS = Solution((), INF, -INF)
-
 
 # ---------------------------------------------------------------- expressions (sigma)
 
@@ -254,213 +216,6 @@ class ExprEvaluator:
         return [s for s, k in zip(sols, keep, strict=True) if k]
 
 
-# ---------------------------------------------------------------- occurrences, RDFS
-
-
-@dataclass(slots=True)
-class Occurrence:
-    s: str
-    p: str
-    o: str
-    ta: int
-    tw: int
-    item: int  # the stream item (event) it came from: what consumption removes
-
-
-class Schema:
-    """RDFS over the background graphs, computed once: the transitive closures of
-    subClassOf and subPropertyOf, and the (closed) classes implied by domain and range."""
-
-    def __init__(self, triples: Iterable[tuple[str, str, str]] = ()) -> None:
-        self.sub: dict[str, set[str]] = {}
-        self.subp: dict[str, set[str]] = {}
-        self.dom: dict[str, set[str]] = {}
-        self.rng: dict[str, set[str]] = {}
-        for s, p, o in triples:
-            if p == SUBCLASS:
-                self.sub.setdefault(s, set()).add(o)
-            elif p == SUBPROP:
-                self.subp.setdefault(s, set()).add(o)
-            elif p == DOMAIN:
-                self.dom.setdefault(s, set()).add(o)
-            elif p == RANGE:
-                self.rng.setdefault(s, set()).add(o)
-        self._sup: dict[str, frozenset[str]] = {}
-        self._supp: dict[str, frozenset[str]] = {}
-        self._expand: dict[tuple[str, str], tuple] = {}
-
-    @staticmethod
-    def _closure(x: str, edges: dict[str, set[str]], memo: dict[str, frozenset[str]]) -> frozenset[str]:
-        if x in memo:
-            return memo[x]
-        seen = {x}
-        stack = [x]
-        while stack:
-            for y in edges.get(stack.pop(), ()):
-                if y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        memo[x] = frozenset(seen)
-        return memo[x]
-
-    def superclasses(self, c: str) -> frozenset[str]:
-        """c and every class it is a (transitive) subclass of."""
-        return self._closure(c, self.sub, self._sup)
-
-    def superproperties(self, p: str) -> frozenset[str]:
-        return self._closure(p, self.subp, self._supp)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.sub or self.subp or self.dom or self.rng)
-
-    def entail(self, s: str, p: str, o: str) -> list[tuple[str, str, str]]:
-        """The triple and what RDFS (rdfs2, 3, 5, 7, 9, 11) derives from it with the schema."""
-        if self.empty:
-            return [(s, p, o)]
-        out = {(s, p, o)}
-        for q in self.superproperties(p):
-            out.add((s, q, o))
-            for c in self.dom.get(q, ()):
-                out.update((s, RDF_TYPE, d) for d in self.superclasses(c))
-            if not o.startswith('"'):
-                for c in self.rng.get(q, ()):
-                    out.update((o, RDF_TYPE, d) for d in self.superclasses(c))
-        for s2, p2, o2 in list(out):
-            if p2 == RDF_TYPE:
-                out.update((s2, RDF_TYPE, d) for d in self.superclasses(o2))
-        return sorted(out)
-
-
-class Graphs(dict):
-    """The background graphs as occurrence stores, each materialised with its RDFS closure
-    once, when a GRAPH pattern first reads it (the schema alone serves the stream)."""
-
-    def __init__(self, graphs: dict[str, list[tuple[str, str, str]]], schema: Schema) -> None:
-        super().__init__()
-        self.graphs = graphs
-        self.schema = schema
-
-    def get(self, iri: str, default: Any = None) -> Any:  # type: ignore[override]
-        if iri not in self and iri in self.graphs:
-            st = OccurrenceStore()
-            seen: set[tuple[str, str, str]] = set()
-            for t in self.graphs[iri]:
-                for x in self.schema.entail(*t):
-                    if x not in seen:
-                        seen.add(x)
-                        st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))  # type: ignore[arg-type]
-            self[iri] = st
-        return super().get(iri, default)
-
-
-class OccurrenceStore:
-    """Triple occurrences, indexed by predicate and by (predicate, object)."""
-
-    def __len__(self) -> int:
-        return len(self.all)
-
-    def prune(self, keep: Callable[[Occurrence], bool]) -> None:
-        """Keep only the occurrences ``keep`` accepts (indexes and keys rebuilt)."""
-        old = self.all
-        self.__init__()  # type: ignore[misc]
-        for oc in old:
-            if keep(oc):
-                self.add(oc)
-
-    def __init__(self) -> None:
-        self.all: list[Occurrence] = []
-        self.by_p: dict[str, list[Occurrence]] = {}
-        self.by_po: dict[tuple[str, str], list[Occurrence]] = {}
-        self.by_ps: dict[tuple[str, str], list[Occurrence]] = {}
-        self.keys: set[tuple] = set()
-        self.version = getattr(self, "version", 0)  # counts additions (kept by prune)
-        self.fresh: list[Occurrence] = []  # the occurrences ending at fresh_tau, the latest end
-        self.fresh_tau: float = -INF
-
-    def add(self, oc: Occurrence) -> bool:
-        """Add an occurrence; S is a set (Sec. 4.2): an existing (s, p, o, t, t') is kept once.
-        Occurrences come in order of their ends (the stream's time order)."""
-        key = (oc.s, oc.p, oc.o, oc.ta, oc.tw)
-        if key in self.keys:
-            return False
-        self.keys.add(key)
-        self.version += 1
-        if oc.tw > self.fresh_tau:
-            self.fresh, self.fresh_tau = [], oc.tw
-        if oc.tw == self.fresh_tau:
-            self.fresh.append(oc)
-        self.all.append(oc)
-        self.by_p.setdefault(oc.p, []).append(oc)
-        self.by_po.setdefault((oc.p, oc.o), []).append(oc)
-        self.by_ps.setdefault((oc.p, oc.s), []).append(oc)
-        return True
-
-    def candidates(self, s: str | None, p: str | None, o: str | None) -> list[Occurrence]:
-        if p is not None:
-            if o is not None:
-                return self.by_po.get((p, o), [])
-            if s is not None:
-                return self.by_ps.get((p, s), [])
-            return self.by_p.get(p, [])
-        return self.all
-
-
-def _bind(t: Term, mu: dict[str, str]) -> str | None:
-    if isinstance(t, Var):
-        return mu.get(t.name)
-    return t
-
-
-def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> dict[str, str] | None:
-    out = mu
-    for t, v in zip(tp, oc, strict=True):
-        if isinstance(t, Var):
-            w = out.get(t.name)
-            if w is None:
-                if out is mu:
-                    out = dict(mu)
-                out[t.name] = v
-            elif w != v:
-                return None
-        elif t != v:
-            return None
-    return out
-
-
-def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str | None, str | None, str | None], Iterable[Occurrence]]],
-              given: dict[str, str] | None = None) -> list[Solution]:
-    """BGP(P): one occurrence per triple pattern; t_alpha = min start, t_omega = max end.
-    ``sources[i]`` gives the occurrences pattern i may use."""
-    results: list[Solution] = []
-
-    def rec(i: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
-        if i == len(patterns):
-            mu_out = tuple(sorted((k, v) for k, v in mu.items() if not k.startswith("_b")))
-            results.append(Solution(mu_out, ta, tw, just))
-            return
-        tp = patterns[i]
-        s, p, o = (_bind(t, mu) for t in tp)
-        for oc in sources[i](s, p, o):
-            m = _match(tp, (oc.s, oc.p, oc.o), mu)
-            if m is not None:
-                rec(i + 1, m, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
-
-    rec(0, given or {}, INF, -INF, frozenset())
-    return results
-
-
-def _match_one(tp: TriplePattern, occs: list[Occurrence]) -> list[Solution]:
-    """BGP(P) of one triple pattern over the given occurrences (match_bgp's fast path)."""
-    out = []
-    for oc in occs:
-        m = _match(tp, (oc.s, oc.p, oc.o), {})
-        if m is not None:
-            mu = tuple(sorted((k, v) for k, v in m.items() if not k.startswith("_b")))
-            out.append(Solution(mu, oc.ta, oc.tw, frozenset((oc.item,))))
-    return out
-
-
 # ---------------------------------------------------------------- reference evaluator
 
 
@@ -513,7 +268,7 @@ def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None],
     return src
 
 
-def _bg(w: World, iri: str) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
+def background_source(w: World, iri: str) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
     store = w.background.get(iri, OccurrenceStore())
     return lambda s, p, o: store.candidates(s, p, o)
 
@@ -546,16 +301,16 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
         given = {k: v for k, v in subst if k in names}  # the BGP under mu2 (000 Eq. (7))
         return match_bgp(n.patterns, [_live(w, hi)] * len(n.patterns), given)
     if isinstance(n, Background):
-        return match_bgp(n.patterns, [_bg(w, n.iri)] * len(n.patterns))
+        return match_bgp(n.patterns, [background_source(w, n.iri)] * len(n.patterns))
     if isinstance(n, Values):
         return [Solution(row, INF, -INF) for row in n.rows]
     if isinstance(n, Path):
         d = w.needs_data()
-        return _path(n, d, [i for i, (ta, tw, _) in d.items.items() if tw <= hi and w.visible(ta, i)])
+        return path_solutions(n, d, [i for i, (ta, tw, _) in d.items.items() if tw <= hi and w.visible(ta, i)])
     if isinstance(n, Filter):
         return ex.filter(n.cond, evaluate(n.arg, w, sel, hi, subst))
     if isinstance(n, Extend):
-        return _extend(n, evaluate(n.arg, w, sel, hi), ex)
+        return extend_solutions(n, evaluate(n.arg, w, sel, hi), ex)
     if isinstance(n, OrderBy):
         return ex.order(n.keys, evaluate(n.arg, w, sel, hi, subst))
     if isinstance(n, Project):
@@ -577,37 +332,37 @@ def _eval(n: Node, w: World, sel: Selection, hi: float, subst: Mu) -> list[Solut
     if isinstance(n, LeftJoin):
         a = evaluate(n.left, w, sel, hi, subst)
         b = evaluate(n.right, w, sel, hi)
-        return _left(a, b, n.cond, ex, _no_later)
+        return left_join(a, b, n.cond, ex, no_later)
     if isinstance(n, Minus):
         a = evaluate(n.left, w, sel, hi, subst)
         b = evaluate(n.right, w, sel, hi)
-        return [x for x in a if not any(_removes(x, y) for y in b)]
+        return [x for x in a if not any(removes(x, y) for y in b)]
     if isinstance(n, EqLeftJoin):
         a = evaluate(n.left, w, sel, hi, subst)
         b = evaluate(n.right, w, sel, hi)
-        return _left(a, b, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
+        return left_join(a, b, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
     if isinstance(n, SeqRightJoin):
         a = evaluate(n.left, w, sel, hi)
         b = evaluate(n.right, w, sel, hi, subst)
-        return _left(b, a, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True)
+        return left_join(b, a, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True)
     raise TypeError(f"not an EP-SPARQL pattern: {n!r}")
 
 
-def _no_later(x: Solution, y: Solution) -> bool:
+def no_later(x: Solution, y: Solution) -> bool:
     """LeftJoin's time condition: the optional part ends no later than the mandatory one
     (any part, when the mandatory one is timeless: it is never output alone)."""
     return y.tw <= x.tw or x.tw == -INF
 
 
-def _removes(x: Solution, y: Solution) -> bool:
+def removes(x: Solution, y: Solution) -> bool:
     """MINUS: y removes x when compatible, sharing a variable, ending no later."""
-    if not _no_later(x, y) or not compatible(x.mu, y.mu):
+    if not no_later(x, y) or not compatible(x.mu, y.mu):
         return False
     names = {k for k, _ in x.mu}
     return any(k in names for k, _ in y.mu)
 
 
-def _path(n: Path, d: OccurrenceData, items: Iterable[int]) -> list[Solution]:
+def path_solutions(n: Path, d: OccurrenceData, items: Iterable[int]) -> list[Solution]:
     """The path's solutions inside each of the given items, with the item's interval."""
     graphs = [d.graph(i) for i in items]
     if not graphs:
@@ -623,7 +378,7 @@ def _path(n: Path, d: OccurrenceData, items: Iterable[int]) -> list[Solution]:
     return out
 
 
-def _left(mand: list[Solution], opt: list[Solution] | None, cond: Expr | None, ex: ExprEvaluator,
+def left_join(mand: list[Solution], opt: list[Solution] | None, cond: Expr | None, ex: ExprEvaluator,
           when: Callable[[Solution, Solution], bool], mandatory_right: bool = False,
           cands: Callable[[Solution], Iterable[Solution]] | None = None) -> list[Solution]:
     """LeftJoin-like: each mandatory solution joined with the optional ones satisfying the
@@ -676,7 +431,7 @@ def _seq(n: SeqJoin, w: World, sel: Selection, hi: float, subst: Mu) -> list[Sol
     return out
 
 
-def _extend(n: Extend, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+def extend_solutions(n: Extend, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
     vals = ex.value(n.expr, [(s, s.ta, s.tw) for s in sols])
     out = []
     for s, v in zip(sols, vals, strict=True):
@@ -694,7 +449,7 @@ def project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Solutio
         cur = sols
         for var, e in n.items:
             if e is not None:
-                cur = _extend(Extend(Unit(), var, e), cur, ex)
+                cur = extend_solutions(Extend(Unit(), var, e), cur, ex)
         keep = {v for v, _ in n.items}
         out = [Solution(tuple(kv for kv in s.mu if kv[0] in keep), s.ta, s.tw, s.just) for s in cur]
     if n.distinct:
@@ -707,512 +462,3 @@ def project(n: Project, sols: list[Solution], ex: ExprEvaluator) -> list[Solutio
                 uniq.append(s)
         out = uniq
     return out
-
-
-# ---------------------------------------------------------------- time horizons (003 Sec. 5)
-
-
-_NUM = r"[+]?\d+(?:\.\d+)?|\"[+]?\d+(?:\.\d+)?\"\^\^(?:xsd:(?:integer|decimal|int|long)|<http://www\.w3\.org/2001/XMLSchema#(?:integer|decimal|int|long)>)"
-_DUR = r"\"-?P[^\"]*\"\^\^(?:xsd:(?:duration|dayTimeDuration)|<http://www\.w3\.org/2001/XMLSchema#(?:duration|dayTimeDuration)>)"
-_SPAN = r"(?:\?__d|\?__e\s*-\s*\?__s|\(\s*\?__e\s*-\s*\?__s\s*\))"
-_BOUND_RX = [re.compile(rf"^{_SPAN}\s*(?P<op><=|<)\s*(?P<v>{_NUM}|{_DUR})$"),
-             re.compile(rf"^(?P<v>{_NUM}|{_DUR})\s*(?P<op>>=|>)\s*{_SPAN}$")]
-_DUR_RX = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-
-
-def conjuncts(text: str) -> list[str]:
-    """The top-level ``&&`` operands of an expression (outer parentheses removed)."""
-    text = text.strip()
-    while text.startswith("(") and _closing(text, 0) == len(text) - 1:
-        text = text[1:-1].strip()
-    out, depth, quote, start, i = [], 0, False, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            quote = not quote
-        elif not quote and c == "(":
-            depth += 1
-        elif not quote and c == ")":
-            depth -= 1
-        elif not quote and depth == 0 and text.startswith("||", i):
-            return [text]  # || binds looser than &&: one conjunct
-        elif not quote and depth == 0 and text.startswith("&&", i):
-            out.append(text[start:i])
-            start = i + 2
-            i += 1
-        i += 1
-    out.append(text[start:])
-    if len(out) == 1:
-        return [out[0].strip()]
-    return [x for part in out for x in conjuncts(part)]
-
-
-def _closing(text: str, i: int) -> int:
-    depth, quote = 0, False
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == '"':
-            quote = not quote
-        elif not quote and c == "(":
-            depth += 1
-        elif not quote and c == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
-
-
-def _literal_span(v: str, kind: TimeKind | None) -> float:
-    """A bound's value in the stream's time unit (ms for dateTime streams), or +inf when it
-    cannot bound a duration on this kind of stream (a number on a dateTime stream, a
-    duration with years or months)."""
-    if v.startswith('"') and "P" in v.split("^^")[0]:
-        if kind is not TimeKind.DATETIME:
-            return INF
-        m = _DUR_RX.match(v[1:v.index('"', 1)])
-        if not m or not any(m.groups()):
-            return INF
-        d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
-        return ((d * 24 + h) * 60 + mi) * 60_000 + s * 1000
-    if kind is TimeKind.DATETIME:
-        return INF
-    return float(v.split("^^")[0].strip('"'))
-
-
-def bound(e: Expr, kind: TimeKind | None) -> float:
-    """H such that every solution satisfying ``e`` has t_omega - t_alpha <= H: from the
-    top-level conjuncts ``getDURATION() < / <= c`` and ``getENDTIME() - getSTARTTIME()
-    < / <= c`` (or mirrored, ``c > getDURATION()``); +inf when there is none."""
-    return bound_exact(e, kind)[0]
-
-
-def bound_exact(e: Expr, kind: TimeKind | None) -> tuple[float, bool]:
-    """(H, strict): every solution satisfying ``e`` has t_omega - t_alpha < H (strict) or
-    <= H; (+inf, False) when there is no bound."""
-    h, strict = INF, False
-    for c in conjuncts(e.text):
-        for rx in _BOUND_RX:
-            m = rx.match(c)
-            if m:
-                v = _literal_span(m.group("v"), kind)
-                st = m.group("op") in ("<", ">")
-                if v < h or (v == h and st):
-                    h, strict = v, st
-    return h, strict
-
-
-def window(root: Node, kind: TimeKind | None) -> tuple[float, bool]:
-    """The time window of a chronological / recent query: the duration bound of the
-    FILTERs over its whole pattern (ETALIS's window; see docs/semantics.md)."""
-    h, strict = INF, False
-    n = root
-    while isinstance(n, (Project, Extend, Filter)):
-        if isinstance(n, Filter):
-            v, st = bound_exact(n.cond, kind)
-            if v < h or (v == h and st):
-                h, strict = v, st
-        n = n.kids[0]
-    return h, strict
-
-
-def horizons(root: Node, kind: TimeKind | None) -> dict[int, float]:
-    """Per node: how far back (before the current instant) a solution of the node may
-    start and still be part of a future solution of the root. A bounded Filter bounds its
-    operand; the bound goes down through Join, SeqJoin, EqJoin, Union, Project, Extend
-    and the mandatory operand of the optional operators, not into their optional operand
-    (an optional solution that could no longer join could still suppress the mandatory
-    one alone, so forgetting it would change results)."""
-    out: dict[int, float] = {}
-
-    def walk(n: Node, h: float) -> None:
-        out[id(n)] = max(out.get(id(n), -INF), h)
-        if isinstance(n, Filter):
-            walk(n.arg, min(h, bound(n.cond, kind)))
-        elif isinstance(n, (LeftJoin, EqLeftJoin, Minus)):
-            walk(n.left, h)
-            walk(n.right, INF)
-        elif isinstance(n, SeqRightJoin):
-            walk(n.left, INF)
-            walk(n.right, h)
-        else:
-            for k in n.kids:
-                walk(k, h)
-
-    walk(root, INF)
-    return out
-
-
-def _timed(n: Node) -> bool:
-    """Every solution of n has a finite interval (it reads the stream)."""
-    if isinstance(n, (BGP, Path)):
-        return True
-    if isinstance(n, (Unit, Background, Values)):
-        return False
-    if isinstance(n, (Filter, Extend, Project, OrderBy)):
-        return _timed(n.kids[0])
-    if isinstance(n, Union):
-        return _timed(n.left) and _timed(n.right)
-    if isinstance(n, (LeftJoin, EqLeftJoin, Minus)):
-        return _timed(n.left)
-    if isinstance(n, SeqRightJoin):
-        return _timed(n.right)
-    assert isinstance(n, Binary)
-    return _timed(n.left) or _timed(n.right)
-
-
-def _is_bound(c: str) -> bool:
-    return any(rx.match(c) for rx in _BOUND_RX)
-
-
-def push_filters(root: Node) -> Node:
-    """An equivalent pattern (for the unrestricted setting) with FILTER conjuncts moved down
-    to the operands that bind all their variables, and duration bounds copied down to the
-    timed operands, so partial solutions are cut early (003 Sec. 5's binarised conditions).
-    A conjunct C of Filter(C && D, P) moves into a mandatory operand P1 of P when its
-    variables are all always bound by P1 and it reads no time function: its value on a
-    solution of P is its value on the P1 part. ``getDURATION() < c`` also holds for every
-    part of a Join / SeqJoin / EqJoin / Union solution and for the mandatory part of the
-    optional operators (their intervals contain the part's), so it is copied there. Not for
-    the chronological / recent settings: their selection precedes the FILTER."""
-
-    def rebuild(n: Node, pending: list[Expr]) -> Node:
-        if isinstance(n, Filter):
-            exprs = [Expr(c, frozenset(v for v in re.findall(r"[?$](\w+)", c) if not v.startswith("__")),
-                          n.cond.prologue) for c in conjuncts(n.cond.text)]
-            return rebuild(n.arg, pending + exprs)
-        if isinstance(n, Binary) and not isinstance(n, Union):
-            mand = {Join: ("left", "right"), SeqJoin: ("left", "right"), EqJoin: ("left", "right"),
-                    LeftJoin: ("left",), EqLeftJoin: ("left",), SeqRightJoin: ("right",),
-                    Minus: ("left",)}[type(n)]
-            down: dict[str, list[Expr]] = {"left": [], "right": []}
-            stay: list[Expr] = []
-            for c in pending:
-                placed = False
-                for side in mand:
-                    kid = getattr(n, side)
-                    if c.timed:
-                        if _is_bound(c.text) and _timed(kid) and not isinstance(kid, BGP):
-                            down[side].append(c)
-                    elif c.variables <= certain(kid) and not placed:
-                        down[side].append(c)
-                        placed = True
-                if c.timed or not placed:
-                    stay.append(c)
-            m = type(n)(rebuild(n.left, down["left"]), rebuild(n.right, down["right"]), n.cond)
-            return _wrap(m, stay)
-        if isinstance(n, Union):
-            return _wrap(Union(rebuild(n.left, []), rebuild(n.right, []), n.cond), pending)
-        if isinstance(n, Project):
-            return _wrap(Project(rebuild(n.arg, []), n.items, n.distinct), pending)
-        if isinstance(n, Extend):
-            return _wrap(Extend(rebuild(n.arg, []), n.var, n.expr), pending)
-        return _wrap(n, pending)
-
-    return rebuild(root, [])
-
-
-def _wrap(n: Node, conds: list[Expr]) -> Node:
-    if not conds:
-        return n
-    text = " && ".join(f"({c.text})" for c in conds) if len(conds) > 1 else conds[0].text
-    return Filter(Expr(text, frozenset().union(*(c.variables for c in conds)), conds[0].prologue), n)
-
-
-def leaf_horizon(root: Node, hs: dict[int, float]) -> float:
-    """The largest horizon of the query's stream BGPs: how long it needs an occurrence."""
-    out = -INF
-
-    def walk(n: Node) -> None:
-        nonlocal out
-        if isinstance(n, BGP):
-            out = max(out, hs.get(id(n), INF))
-        for k in n.kids:
-            walk(k)
-
-    walk(root)
-    return out
-
-
-def occurrence_horizon(root: Node, hs: dict[int, float]) -> float:
-    """How long :class:`Delta` needs an occurrence: a one-pattern BGP reads only the
-    occurrences of the current instant (its earlier solutions are kept by its parent), a
-    larger one also earlier ones, over its horizon."""
-    out = 0.0
-
-    def walk(n: Node) -> None:
-        nonlocal out
-        if isinstance(n, BGP) and len(n.patterns) > 1:
-            out = max(out, hs.get(id(n), INF))
-        for k in n.kids:
-            walk(k)
-
-    walk(root)
-    return out
-
-
-# ---------------------------------------------------------------- incremental evaluator
-
-
-def certain(n: Node) -> frozenset[str]:
-    """The variables every solution of n binds (join keys may use them)."""
-    if isinstance(n, (BGP, Background)):
-        return frozenset(t.name for tp in n.patterns for t in tp
-                         if isinstance(t, Var) and not t.name.startswith("_b"))
-    if isinstance(n, (Filter, Extend, OrderBy)):
-        return certain(n.kids[0])
-    if isinstance(n, Project):
-        inner = certain(n.arg)
-        return inner if n.items is None else frozenset(v for v, e in n.items if e is None and v in inner)
-    if isinstance(n, Union):
-        return certain(n.left) & certain(n.right)
-    if isinstance(n, (Join, SeqJoin, EqJoin)):
-        return certain(n.left) | certain(n.right)
-    if isinstance(n, (LeftJoin, EqLeftJoin, Minus)):
-        return certain(n.left)
-    if isinstance(n, SeqRightJoin):
-        return certain(n.right)
-    if isinstance(n, Path):
-        return frozenset(n.names)
-    if isinstance(n, Values):
-        return frozenset(v for v in n.names if all(any(k == v for k, _ in r) for r in n.rows))
-    return frozenset()
-
-
-def _tw(s: Solution) -> float:
-    return s.tw
-
-
-class Keyed:
-    """A node's earlier solutions, bucketed by the values of its parent's join key (the
-    variables both operands always bind); each bucket is in t_omega order (solutions are
-    added instant by instant)."""
-
-    def __init__(self, key: tuple[str, ...]) -> None:
-        self.key = key
-        self.buckets: dict[tuple, list[Solution]] = {}
-        self.n = 0
-        self.kept = 0
-
-    def of(self, s: Solution) -> tuple:
-        if not self.key:
-            return ()
-        d = dict(s.mu)
-        return tuple(d.get(v) for v in self.key)
-
-    def add(self, sols: Iterable[Solution]) -> None:
-        for s in sols:
-            self.buckets.setdefault(self.of(s), []).append(s)
-            self.n += 1
-
-    def get(self, k: tuple, lo: float = -INF) -> list[Solution]:
-        """The bucket's solutions starting at or after lo."""
-        return self.before(k, INF, lo)
-
-    def before(self, k: tuple, t: float, lo: float = -INF) -> list[Solution]:
-        """The bucket's solutions ending before t and starting at or after lo (older ones
-        wait for the amortised pruning; they could not be part of a future solution)."""
-        b = self.buckets.get(k)
-        if not b:
-            return []
-        i = bisect.bisect_left(b, lo, key=_tw) if lo != -INF else 0
-        j = bisect.bisect_left(b, t, key=_tw) if t != INF else len(b)
-        return [s for s in b[i:j] if s.ta >= lo] if lo != -INF else b[i:j]
-
-    def prune(self, lo: float) -> None:
-        if self.n < 2 * self.kept + 64:
-            return
-        n = 0
-        for k in list(self.buckets):
-            b = [s for s in self.buckets[k] if s.ta >= lo]
-            if b:
-                self.buckets[k] = b
-                n += len(b)
-            else:
-                del self.buckets[k]
-        self.n = self.kept = n
-
-    def all(self) -> list[Solution]:
-        return [s for b in self.buckets.values() for s in b]
-
-
-class Delta:
-    """Unrestricted setting, push-based: ``at(tau)`` gives the solutions of each node with
-    t_omega == tau, from the node's solutions before tau (kept per operand, bucketed by
-    the join key, EDBC's goals) and its children's.
-
-    Call ``at(tau)`` as often as the occurrences at tau change (rule rounds), then
-    ``commit(tau)`` once tau is complete.
-    """
-
-    def __init__(self, root: Node, world: World, hs: dict[int, float] | None = None) -> None:
-        self.root = root
-        self.w = world
-        self.hs = hs or {}  # per node: its horizon (see :func:`horizons`); none: keep all
-        self._memo: dict[int, list[Solution]] = {}
-        self._at: tuple[int, int] | None = None  # (tau, store version) the memo is for
-        self.done: dict[int, Keyed] = {}  # only the operands of binary operators read theirs
-        self._bg: dict[int, Keyed] = {}
-        self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
-        self._statics: dict[int, bool] = {}
-        for n in nodes(root):
-            if isinstance(n, Binary):
-                k = tuple(sorted(certain(n.left) & certain(n.right)))
-                shared = set(variables(n.left)) & set(variables(n.right))
-                self._compat[id(n)] = bool(shared - set(k))
-                for kid in n.kids:
-                    self.done[id(kid)] = Keyed(k)
-
-    def at(self, tau: int) -> list[Solution]:
-        if self._at != (tau, self.w.occ.version):
-            self._memo = {}
-            self.tau = tau
-            self._d(self.root)
-            self._at = (tau, self.w.occ.version)
-        return self._memo[id(self.root)]
-
-    def commit(self, tau: int) -> None:
-        self.at(tau)
-        for k, sols in self._memo.items():
-            if sols and k in self.done:
-                self.done[k].add(sols)
-        self._memo = {}
-        self._at = None
-        self.prune(tau)
-
-    def prune(self, tau: int) -> None:
-        """Forget the solutions that start more than the node's horizon before tau: every
-        later root solution using one would start before ``tau - H`` and end after tau.
-        Amortised: a node's store is filtered once it has doubled since the last time."""
-        for k, store in self.done.items():
-            h = self.hs.get(k, INF)
-            if h != INF:
-                store.prune(tau - h)
-
-    def stored(self) -> int:
-        return sum(v.n for v in self.done.values())
-
-    def _old(self, n: Node) -> Keyed:
-        if self._static(n):
-            if id(n) not in self._bg:
-                kd = Keyed(self.done[id(n)].key)
-                kd.add(evaluate(n, self.w))
-                self._bg[id(n)] = kd
-            return self._bg[id(n)]
-        return self.done[id(n)]
-
-    def _static(self, n: Node) -> bool:
-        got = self._statics.get(id(n))
-        if got is None:
-            got = self._statics[id(n)] = static(n)
-        return got
-
-    def _d(self, n: Node) -> list[Solution]:
-        k = id(n)
-        if k not in self._memo:
-            self._memo[k] = self._delta(n)
-        return self._memo[k]
-
-    def _delta(self, n: Node) -> list[Solution]:
-        tau, ex = self.tau, self.w.exprs
-        if self._static(n):
-            return []
-        if isinstance(n, Path):
-            d = self.w.needs_data()
-            return _path(n, d, d.by_end.get(tau, ()))
-        if isinstance(n, BGP):
-            occ = self.w.occ
-            fresh = occ.fresh if occ.fresh_tau == tau else []
-
-            def now(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
-                        and (s is None or x.s == s))
-
-            m = len(n.patterns)
-            if m == 1:
-                return _match_one(n.patterns[0], fresh)
-
-            def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in occ.candidates(s, p, o) if x.tw < tau)
-
-            def upto(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
-
-            out: list[Solution] = []
-            for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
-                out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1)))
-            return out
-        if isinstance(n, Filter):
-            return ex.filter(n.cond, self._d(n.arg))
-        if isinstance(n, Extend):
-            return _extend(n, self._d(n.arg), ex)
-        if isinstance(n, OrderBy):
-            return ex.order(n.keys, self._d(n.arg))
-        if isinstance(n, Project):
-            return project(n, self._d(n.arg), ex)
-        assert isinstance(n, Binary)
-        da, db = self._d(n.left), self._d(n.right)
-        if isinstance(n, Union):
-            return da + db
-        if isinstance(n, EqJoin):
-            return [combine(x, y) for x in da for y in db
-                    if x.ta == y.ta and x.tw == y.tw and compatible(x.mu, y.mu)]
-        if isinstance(n, EqLeftJoin):
-            return _left(da, db, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
-        chk = self._compat[id(n)]
-        lo_a, lo_b = tau - self.hs.get(id(n.left), INF), tau - self.hs.get(id(n.right), INF)
-        if isinstance(n, Join):
-            if not da and not db:
-                return []
-            oa, ob = self._old(n.left), self._old(n.right)
-            out = []
-            if db:
-                new_b: dict[tuple, list[Solution]] = {}
-                for y in db:
-                    new_b.setdefault(ob.of(y), []).append(y)
-                for x in da:
-                    k = oa.of(x)
-                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k, lo_b), new_b.get(k, ()))
-                               if not chk or compatible(x.mu, y.mu))
-                for y in db:
-                    out.extend(combine(x, y) for x in oa.get(ob.of(y), lo_a) if not chk or compatible(x.mu, y.mu))
-            else:
-                for x in da:
-                    out.extend(combine(x, y) for y in ob.get(oa.of(x), lo_b) if not chk or compatible(x.mu, y.mu))
-            return out
-        if isinstance(n, SeqJoin):
-            if not db:
-                return []
-            oa = self._old(n.left)
-            out = []
-            for y in db:
-                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta, lo_a)
-                           if not chk or compatible(x.mu, y.mu))
-            return out
-        if isinstance(n, LeftJoin) and self._static(n.left):
-            # a timeless mandatory part is never output alone: only its joins, as they come
-            oa = self._old(n.left)
-            combos = [combine(x, y) for y in db for x in oa.get(oa.of(y)) if compatible(x.mu, y.mu)]
-            if n.cond is not None:
-                combos = [c for c, k in zip(combos, ex.test(n.cond, [(c, c.ta, c.tw) for c in combos]),
-                                            strict=True) if k]
-            return combos
-        if isinstance(n, (LeftJoin, Minus)):
-            if not da:
-                return []
-            ob = self._old(n.right)
-            new_b = {}
-            for y in db:
-                new_b.setdefault(ob.of(y), []).append(y)
-
-            def cands(x: Solution) -> Iterable[Solution]:
-                return itertools.chain(ob.get(ob.of(x), lo_b), new_b.get(ob.of(x), ()))
-            if isinstance(n, Minus):
-                return [x for x in da if not any(_removes(x, y) for y in cands(x))]
-            return _left(da, None, n.cond, ex, _no_later, cands=cands)
-        if isinstance(n, SeqRightJoin):
-            if not db:
-                return []
-            oa = self._old(n.left)
-            return _left(db, None, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True,
-                         cands=lambda x: oa.before(oa.of(x), x.ta, lo_a))
-        raise TypeError(f"not an EP-SPARQL pattern: {n!r}")

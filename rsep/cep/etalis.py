@@ -41,23 +41,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rsep.algebra.epsparql import EtalisPolicy
-from rsep.cep.epsparql import (
+from rsep.algebra.epsparql import (
     BGP,
     INF,
     EqJoin,
+    EtalisPolicy,
     Expr,
-    ExprEvaluator,
     Filter,
     Join,
     Project,
     SeqJoin,
-    Solution,
     TriplePattern,
     Var,
-    bound_exact,
-    conjuncts,
 )
+from rsep.cep.epsparql import ExprEvaluator
+from rsep.cep.epsparql_matcher import Solution
+from rsep.cep.epsparql_rewrites import bound_exact, conjuncts
 from rsep.cep.epsparql_runtime import EpOutput
 from rsep.lang.errors import QueryError
 from rsep.stream.time import TimeKind

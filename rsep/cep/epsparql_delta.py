@@ -1,0 +1,295 @@
+"""The incremental evaluator of EP-SPARQL's unrestricted setting: at each instant, each node's
+solutions ending then, from its operands' earlier solutions and theirs at the instant."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from rsep.cep.epsparql import (
+    World,
+    evaluate,
+    extend_solutions,
+    left_join,
+    no_later,
+    path_solutions,
+    project,
+    removes,
+)
+from rsep.cep.epsparql_matcher import (
+    Occurrence,
+    Solution,
+    combine,
+    compatible,
+    match_bgp,
+    match_one,
+)
+from rsep.cep.epsparql_rewrites import certain
+
+if TYPE_CHECKING:
+    pass
+
+from rsep.algebra.epsparql import (
+    BGP,
+    INF,
+    Binary,
+    EqJoin,
+    EqLeftJoin,
+    Extend,
+    Filter,
+    Join,
+    LeftJoin,
+    Minus,
+    Node,
+    OrderBy,
+    Path,
+    Project,
+    SeqJoin,
+    SeqRightJoin,
+    Union,
+    nodes,
+    static,
+    variables,
+)
+
+
+def _tw(s: Solution) -> float:
+    return s.tw
+
+
+class Keyed:
+    """A node's earlier solutions, bucketed by the values of its parent's join key (the
+    variables both operands always bind); each bucket is in t_omega order (solutions are
+    added instant by instant)."""
+
+    def __init__(self, key: tuple[str, ...]) -> None:
+        self.key = key
+        self.buckets: dict[tuple, list[Solution]] = {}
+        self.n = 0
+        self.kept = 0
+
+    def of(self, s: Solution) -> tuple:
+        if not self.key:
+            return ()
+        d = dict(s.mu)
+        return tuple(d.get(v) for v in self.key)
+
+    def add(self, sols: Iterable[Solution]) -> None:
+        for s in sols:
+            self.buckets.setdefault(self.of(s), []).append(s)
+            self.n += 1
+
+    def get(self, k: tuple, lo: float = -INF) -> list[Solution]:
+        """The bucket's solutions starting at or after lo."""
+        return self.before(k, INF, lo)
+
+    def before(self, k: tuple, t: float, lo: float = -INF) -> list[Solution]:
+        """The bucket's solutions ending before t and starting at or after lo (older ones
+        wait for the amortised pruning; they could not be part of a future solution)."""
+        b = self.buckets.get(k)
+        if not b:
+            return []
+        i = bisect.bisect_left(b, lo, key=_tw) if lo != -INF else 0
+        j = bisect.bisect_left(b, t, key=_tw) if t != INF else len(b)
+        return [s for s in b[i:j] if s.ta >= lo] if lo != -INF else b[i:j]
+
+    def prune(self, lo: float) -> None:
+        if self.n < 2 * self.kept + 64:
+            return
+        n = 0
+        for k in list(self.buckets):
+            b = [s for s in self.buckets[k] if s.ta >= lo]
+            if b:
+                self.buckets[k] = b
+                n += len(b)
+            else:
+                del self.buckets[k]
+        self.n = self.kept = n
+
+    def all(self) -> list[Solution]:
+        return [s for b in self.buckets.values() for s in b]
+
+
+class Delta:
+    """Unrestricted setting, push-based: ``at(tau)`` gives the solutions of each node with
+    t_omega == tau, from the node's solutions before tau (kept per operand, bucketed by
+    the join key, EDBC's goals) and its children's.
+
+    Call ``at(tau)`` as often as the occurrences at tau change (rule rounds), then
+    ``commit(tau)`` once tau is complete.
+    """
+
+    def __init__(self, root: Node, world: World, hs: dict[int, float] | None = None) -> None:
+        self.root = root
+        self.w = world
+        self.hs = hs or {}  # per node: its horizon (see :func:`horizons`); none: keep all
+        self._memo: dict[int, list[Solution]] = {}
+        self._at: tuple[int, int] | None = None  # (tau, store version) the memo is for
+        self.done: dict[int, Keyed] = {}  # only the operands of binary operators read theirs
+        self._bg: dict[int, Keyed] = {}
+        self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
+        self._statics: dict[int, bool] = {}
+        for n in nodes(root):
+            if isinstance(n, Binary):
+                k = tuple(sorted(certain(n.left) & certain(n.right)))
+                shared = set(variables(n.left)) & set(variables(n.right))
+                self._compat[id(n)] = bool(shared - set(k))
+                for kid in n.kids:
+                    self.done[id(kid)] = Keyed(k)
+
+    def at(self, tau: int) -> list[Solution]:
+        if self._at != (tau, self.w.occ.version):
+            self._memo = {}
+            self.tau = tau
+            self._d(self.root)
+            self._at = (tau, self.w.occ.version)
+        return self._memo[id(self.root)]
+
+    def commit(self, tau: int) -> None:
+        self.at(tau)
+        for k, sols in self._memo.items():
+            if sols and k in self.done:
+                self.done[k].add(sols)
+        self._memo = {}
+        self._at = None
+        self.prune(tau)
+
+    def prune(self, tau: int) -> None:
+        """Forget the solutions that start more than the node's horizon before tau: every
+        later root solution using one would start before ``tau - H`` and end after tau.
+        Amortised: a node's store is filtered once it has doubled since the last time."""
+        for k, store in self.done.items():
+            h = self.hs.get(k, INF)
+            if h != INF:
+                store.prune(tau - h)
+
+    def stored(self) -> int:
+        return sum(v.n for v in self.done.values())
+
+    def _old(self, n: Node) -> Keyed:
+        if self._static(n):
+            if id(n) not in self._bg:
+                kd = Keyed(self.done[id(n)].key)
+                kd.add(evaluate(n, self.w))
+                self._bg[id(n)] = kd
+            return self._bg[id(n)]
+        return self.done[id(n)]
+
+    def _static(self, n: Node) -> bool:
+        got = self._statics.get(id(n))
+        if got is None:
+            got = self._statics[id(n)] = static(n)
+        return got
+
+    def _d(self, n: Node) -> list[Solution]:
+        k = id(n)
+        if k not in self._memo:
+            self._memo[k] = self._delta(n)
+        return self._memo[k]
+
+    def _delta(self, n: Node) -> list[Solution]:
+        tau, ex = self.tau, self.w.exprs
+        if self._static(n):
+            return []
+        if isinstance(n, Path):
+            d = self.w.needs_data()
+            return path_solutions(n, d, d.by_end.get(tau, ()))
+        if isinstance(n, BGP):
+            occ = self.w.occ
+            fresh = occ.fresh if occ.fresh_tau == tau else []
+
+            def now(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+                return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
+                        and (s is None or x.s == s))
+
+            m = len(n.patterns)
+            if m == 1:
+                return match_one(n.patterns[0], fresh)
+
+            def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+                return (x for x in occ.candidates(s, p, o) if x.tw < tau)
+
+            def upto(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+                return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
+
+            out: list[Solution] = []
+            for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
+                out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1)))
+            return out
+        if isinstance(n, Filter):
+            return ex.filter(n.cond, self._d(n.arg))
+        if isinstance(n, Extend):
+            return extend_solutions(n, self._d(n.arg), ex)
+        if isinstance(n, OrderBy):
+            return ex.order(n.keys, self._d(n.arg))
+        if isinstance(n, Project):
+            return project(n, self._d(n.arg), ex)
+        assert isinstance(n, Binary)
+        da, db = self._d(n.left), self._d(n.right)
+        if isinstance(n, Union):
+            return da + db
+        if isinstance(n, EqJoin):
+            return [combine(x, y) for x in da for y in db
+                    if x.ta == y.ta and x.tw == y.tw and compatible(x.mu, y.mu)]
+        if isinstance(n, EqLeftJoin):
+            return left_join(da, db, n.cond, ex, lambda x, y: x.ta == y.ta and x.tw == y.tw)
+        chk = self._compat[id(n)]
+        lo_a, lo_b = tau - self.hs.get(id(n.left), INF), tau - self.hs.get(id(n.right), INF)
+        if isinstance(n, Join):
+            if not da and not db:
+                return []
+            oa, ob = self._old(n.left), self._old(n.right)
+            out = []
+            if db:
+                new_b: dict[tuple, list[Solution]] = {}
+                for y in db:
+                    new_b.setdefault(ob.of(y), []).append(y)
+                for x in da:
+                    k = oa.of(x)
+                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k, lo_b), new_b.get(k, ()))
+                               if not chk or compatible(x.mu, y.mu))
+                for y in db:
+                    out.extend(combine(x, y) for x in oa.get(ob.of(y), lo_a) if not chk or compatible(x.mu, y.mu))
+            else:
+                for x in da:
+                    out.extend(combine(x, y) for y in ob.get(oa.of(x), lo_b) if not chk or compatible(x.mu, y.mu))
+            return out
+        if isinstance(n, SeqJoin):
+            if not db:
+                return []
+            oa = self._old(n.left)
+            out = []
+            for y in db:
+                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta, lo_a)
+                           if not chk or compatible(x.mu, y.mu))
+            return out
+        if isinstance(n, LeftJoin) and self._static(n.left):
+            # a timeless mandatory part is never output alone: only its joins, as they come
+            oa = self._old(n.left)
+            combos = [combine(x, y) for y in db for x in oa.get(oa.of(y)) if compatible(x.mu, y.mu)]
+            if n.cond is not None:
+                combos = [c for c, k in zip(combos, ex.test(n.cond, [(c, c.ta, c.tw) for c in combos]),
+                                            strict=True) if k]
+            return combos
+        if isinstance(n, (LeftJoin, Minus)):
+            if not da:
+                return []
+            ob = self._old(n.right)
+            new_b = {}
+            for y in db:
+                new_b.setdefault(ob.of(y), []).append(y)
+
+            def cands(x: Solution) -> Iterable[Solution]:
+                return itertools.chain(ob.get(ob.of(x), lo_b), new_b.get(ob.of(x), ()))
+            if isinstance(n, Minus):
+                return [x for x in da if not any(removes(x, y) for y in cands(x))]
+            return left_join(da, None, n.cond, ex, no_later, cands=cands)
+        if isinstance(n, SeqRightJoin):
+            if not db:
+                return []
+            oa = self._old(n.left)
+            return left_join(db, None, n.cond, ex, lambda x, y: y.tw < x.ta, mandatory_right=True,
+                         cands=lambda x: oa.before(oa.of(x), x.ta, lo_a))
+        raise TypeError(f"not an EP-SPARQL pattern: {n!r}")

@@ -1,0 +1,182 @@
+"""EP-SPARQL's solutions (mu, t_alpha, t_omega) and the matcher of stream BGPs: triple
+occurrences, indexed, matched one occurrence per triple pattern (003 Sec. 4.2's BGP(P))."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
+from rsep.algebra.epsparql import (
+    INF,
+    Mu,
+    Term,
+    TriplePattern,
+    Var,
+)
+
+# ---------------------------------------------------------------- solutions
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """(mu, t_alpha, t_omega), with the occurrences (stream items) that justify it."""
+
+    mu: Mu
+    ta: float
+    tw: float
+    just: frozenset[int] = frozenset()
+
+    def get(self, var: str) -> str | None:
+        for k, v in self.mu:
+            if k == var:
+                return v
+        return None
+
+    @property
+    def key(self) -> tuple:
+        return (self.mu, self.ta, self.tw, self.just)
+
+
+def compatible(a: Mu, b: Mu) -> bool:
+    if not a or not b:
+        return True
+    db = dict(b)
+    for k, v in a:
+        w = db.get(k)
+        if w is not None and w != v:
+            return False
+    return True
+
+
+def combine(a: Solution, b: Solution) -> Solution:
+    """(mu, ta, tw) join (mu', ta', tw') = (mu u mu', min(ta, ta'), max(tw, tw'))."""
+    d = dict(a.mu)
+    d.update(b.mu)
+    return Solution(tuple(sorted(d.items())), min(a.ta, b.ta), max(a.tw, b.tw), a.just | b.just)
+
+
+TIMELESS = Solution((), INF, -INF)
+
+
+# ---------------------------------------------------------------- occurrences, RDFS
+
+
+@dataclass(slots=True)
+class Occurrence:
+    s: str
+    p: str
+    o: str
+    ta: int
+    tw: int
+    item: int  # the stream item (event) it came from: what consumption removes
+
+
+class OccurrenceStore:
+    """Triple occurrences, indexed by predicate and by (predicate, object)."""
+
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def prune(self, keep: Callable[[Occurrence], bool]) -> None:
+        """Keep only the occurrences ``keep`` accepts (indexes and keys rebuilt)."""
+        old = self.all
+        self.__init__()  # type: ignore[misc]
+        for oc in old:
+            if keep(oc):
+                self.add(oc)
+
+    def __init__(self) -> None:
+        self.all: list[Occurrence] = []
+        self.by_p: dict[str, list[Occurrence]] = {}
+        self.by_po: dict[tuple[str, str], list[Occurrence]] = {}
+        self.by_ps: dict[tuple[str, str], list[Occurrence]] = {}
+        self.keys: set[tuple] = set()
+        self.version = getattr(self, "version", 0)  # counts additions (kept by prune)
+        self.fresh: list[Occurrence] = []  # the occurrences ending at fresh_tau, the latest end
+        self.fresh_tau: float = -INF
+
+    def add(self, oc: Occurrence) -> bool:
+        """Add an occurrence; S is a set (Sec. 4.2): an existing (s, p, o, t, t') is kept once.
+        Occurrences come in order of their ends (the stream's time order)."""
+        key = (oc.s, oc.p, oc.o, oc.ta, oc.tw)
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        self.version += 1
+        if oc.tw > self.fresh_tau:
+            self.fresh, self.fresh_tau = [], oc.tw
+        if oc.tw == self.fresh_tau:
+            self.fresh.append(oc)
+        self.all.append(oc)
+        self.by_p.setdefault(oc.p, []).append(oc)
+        self.by_po.setdefault((oc.p, oc.o), []).append(oc)
+        self.by_ps.setdefault((oc.p, oc.s), []).append(oc)
+        return True
+
+    def candidates(self, s: str | None, p: str | None, o: str | None) -> list[Occurrence]:
+        if p is not None:
+            if o is not None:
+                return self.by_po.get((p, o), [])
+            if s is not None:
+                return self.by_ps.get((p, s), [])
+            return self.by_p.get(p, [])
+        return self.all
+
+
+def _bind(t: Term, mu: dict[str, str]) -> str | None:
+    if isinstance(t, Var):
+        return mu.get(t.name)
+    return t
+
+
+def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> dict[str, str] | None:
+    out = mu
+    for t, v in zip(tp, oc, strict=True):
+        if isinstance(t, Var):
+            w = out.get(t.name)
+            if w is None:
+                if out is mu:
+                    out = dict(mu)
+                out[t.name] = v
+            elif w != v:
+                return None
+        elif t != v:
+            return None
+    return out
+
+
+def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str | None, str | None, str | None], Iterable[Occurrence]]],
+              given: dict[str, str] | None = None) -> list[Solution]:
+    """BGP(P): one occurrence per triple pattern; t_alpha = min start, t_omega = max end.
+    ``sources[i]`` gives the occurrences pattern i may use."""
+    results: list[Solution] = []
+
+    def rec(i: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
+        if i == len(patterns):
+            mu_out = tuple(sorted((k, v) for k, v in mu.items() if not k.startswith("_b")))
+            results.append(Solution(mu_out, ta, tw, just))
+            return
+        tp = patterns[i]
+        s, p, o = (_bind(t, mu) for t in tp)
+        for oc in sources[i](s, p, o):
+            m = _match(tp, (oc.s, oc.p, oc.o), mu)
+            if m is not None:
+                rec(i + 1, m, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
+
+    rec(0, given or {}, INF, -INF, frozenset())
+    return results
+
+
+def match_one(tp: TriplePattern, occs: list[Occurrence]) -> list[Solution]:
+    """BGP(P) of one triple pattern over the given occurrences (match_bgp's fast path)."""
+    out = []
+    for oc in occs:
+        m = _match(tp, (oc.s, oc.p, oc.o), {})
+        if m is not None:
+            mu = tuple(sorted((k, v) for k, v in m.items() if not k.startswith("_b")))
+            out.append(Solution(mu, oc.ta, oc.tw, frozenset((oc.item,))))
+    return out

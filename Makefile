@@ -9,7 +9,7 @@ NATIVE := rsep/_native.json
 NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/') \
 	$(wildcard rsep/*/*.pxd)
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean system-deps
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
@@ -26,7 +26,15 @@ demo: $(STAMP) $(NATIVE)
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
 
-test: $(STAMP) $(NATIVE)
+# What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto).
+system-deps:
+	@command -v mosquitto >/dev/null 2>&1 || test -x /usr/sbin/mosquitto || { \
+	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    echo "installing mosquitto (Debian) for the MQTT tests"; \
+	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q mosquitto >/dev/null; }
+
+test: $(STAMP) $(NATIVE) system-deps
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest

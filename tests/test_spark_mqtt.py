@@ -31,7 +31,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     if not os.access(MOSQUITTO, os.X_OK):
-        pytest.skip(f"mosquitto broker binary not found at {MOSQUITTO} (.ci/run installs it)")
+        pytest.skip(f"mosquitto broker binary not found at {MOSQUITTO} (make test installs it)")
     d = tmp_path_factory.mktemp("mosquitto")
     port = free_port()
     conf = d / "mosquitto.conf"

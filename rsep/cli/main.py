@@ -8,6 +8,7 @@ stderr and the dead-letter file).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -19,6 +20,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.lang import DIALECTS, QueryError, parse_query
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Sink
+from rsep.runtime.watchdog import Watchdog
 from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import TimeError, parse_datetime_ms, parse_time_unit
@@ -131,6 +133,19 @@ class _Progress:
             print(file=sys.stderr)
 
 
+def _overrun(what: str, limit: float, flush: tuple[Any, ...]) -> None:
+    """The watchdog's thread, while an evaluation overruns: say so, keep what was output
+    (the evaluation itself cannot be cancelled), and end the process."""
+    print(f"rsep: error: {what} is still running after the limit of {limit} s "
+          "(--max-eval-seconds); stopped", file=sys.stderr, flush=True)
+    for f in flush:
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(EXIT_ERROR)
+
+
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "engine", "inprocess") == "spark":
         from rsep.spark.cli import run as spark_run
@@ -165,6 +180,10 @@ def run(args: argparse.Namespace) -> int:
         if len(args.time_predicate) == 1 else TimeConfig(
             point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
     dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    if args.max_eval_seconds is not None:
+        engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
+            what, args.max_eval_seconds, (out,)))
     from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
 
     files = [JsonlStreamFile(path, iri) if path.lower().endswith(SUFFIXES)
@@ -173,7 +192,6 @@ def run(args: argparse.Namespace) -> int:
         if not f.path.is_file():
             raise EngineError(f"stream file not found: {f.path}")
     events: Iterable[Any] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())
     clock = None

@@ -32,6 +32,7 @@ from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
 from rsep.runtime.dialects import runtime_for
 from rsep.runtime.r2s import R2SOperator
+from rsep.runtime.watchdog import Watchdog
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
@@ -452,6 +453,8 @@ class Engine:
         self.time_unit_ms = time_unit_ms
         self.limits = limits or Limits()
         self.allow_dereference = allow_dereference
+        # --max-eval-seconds while an evaluation runs (the CLI sets one; rsep.runtime.watchdog)
+        self.watchdog: Watchdog | None = None
         self.graphs: dict[str, list[ox.Triple]] = {}
         self.queries: list[QueryRuntime] = []
         self.kind: TimeKind | None = None
@@ -608,8 +611,18 @@ class Engine:
             t = best
             for rt in self.queries:
                 if self._when(rt, t + 1) == t:
-                    for o in rt.evaluate(t):
+                    for o in self._evaluate(rt, t):
                         self._emit(rt, o)
+
+    def _evaluate(self, rt: Any, t: int) -> list[Output]:
+        wd = self.watchdog
+        if wd is None:
+            return rt.evaluate(t)
+        wd.begin(f"query {rt.name}: evaluation at {format_time(t, self.kind)}")
+        try:
+            return rt.evaluate(t)
+        finally:
+            wd.end()
 
     def _settle(self, bound: int) -> None:
         """Evaluate everything due before ``bound``; the instants skipped as quiet stay
@@ -648,7 +661,7 @@ class Engine:
                 return
             for rt in self.queries:
                 if id(rt) in self._deferring and rt.deadline() == best:
-                    for o in rt.evaluate(best):
+                    for o in self._evaluate(rt, best):
                         self._emit(rt, o)
             self.now = best
 

@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print on stderr where the run's time went: parse, match, state, "
                    "output, engine (costs a few per cent)")
     from rsep.spark.cli import add_options
+    from rsep.spark.cli import add_parser as add_spark
 
     add_options(r)
     from rsep.cli.compare import add_parsers
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rsep.bench.cli import add_parser as add_bench
 
     add_bench(sub)
+    add_spark(sub)
     return p
 
 
@@ -241,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
             from rsep.bench.cli import main as bench_main
 
             return bench_main(args)
+        if args.command == "spark":
+            from rsep.spark.cli import main as spark_main
+
+            return spark_main(args)
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -19,9 +20,17 @@ from rsep.stream.time import parse_time_unit
 def add_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--engine", choices=("inprocess", "spark"), default="inprocess",
                    help="run in this process (default) or as a Spark job")
-    r.add_argument("--master", default="local[*]",
+    r.add_argument("--master", default=None,
                    help="Spark master with --engine spark: local[*], local[2], spark://host:7077, "
-                   "yarn, ... (default local[*])")
+                   "yarn, ... (default local[*], or spark-submit's when run by spark-submit)")
+    r.add_argument("--ship", action="store_true",
+                   help="with --engine spark: ship rsep to the executors, a packed virtual "
+                   "environment built once per source and cached (`rsep spark package`; "
+                   "docs/deploy.md): the workers need only Python at the same path")
+    r.add_argument("--spark-conf", action="append", type=_conf_arg, default=[],
+                   metavar="KEY=VALUE", help="with --engine spark: a Spark setting, e.g. "
+                   "spark.sql.shuffle.partitions=4 (one state partition per executor core "
+                   "is best); repeat for several")
     r.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory: a rerun "
                    "with the same directory resumes where the last run stopped")
     r.add_argument("--batch", action="store_true",
@@ -36,6 +45,72 @@ def add_options(r: argparse.ArgumentParser) -> None:
                    "the last one ends)")
     r.add_argument("--max-files-per-batch", type=int, metavar="N",
                    help="with --engine spark: at most N new files per micro-batch")
+
+
+def _conf_arg(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--spark-conf must be KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """``rsep spark package``: the archive ``--ship`` passes to a job, for spark-submit."""
+    s = sub.add_parser("spark", help="Spark deployment helpers (docs/deploy.md)")
+    ssub = s.add_subparsers(dest="spark_command", required=True)
+    p = ssub.add_parser("package", help="build (or find in the cache) the archive that ships "
+                        "rsep to Spark executors, and print how to pass it to spark-submit")
+    p.add_argument("--output", "-o", metavar="PATH",
+                   help="also copy the archive here (e.g. to put it on shared storage)")
+    p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the archive's path")
+
+
+SUBMIT_LAUNCHER = """\
+# rsep's entry point for spark-submit (written by `rsep spark package`):
+#   spark-submit [options] rsep-submit.py run QUERY_FILE ... --engine spark
+import sys
+
+from rsep.cli.main import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def main(args: argparse.Namespace) -> int:
+    """``rsep spark package``."""
+    import shutil
+
+    from rsep.spark.package import ALIAS, EXECUTOR_PYTHON, PackageError, ensure_archive
+
+    try:
+        a = ensure_archive(force=args.force,
+                           log=None if args.quiet else lambda s: print(s, file=sys.stderr))
+    except PackageError as e:
+        raise EngineError(str(e)) from None
+    path = a.path
+    if args.output:
+        out = Path(args.output)
+        if out.is_dir():
+            out = out / a.path.name
+        shutil.copyfile(a.path, out)
+        path = out.resolve()
+    launcher = path.parent / "rsep-submit.py"
+    launcher.write_text(SUBMIT_LAUNCHER, encoding="utf-8")
+    if args.quiet:
+        print(path)
+        return 0
+    print(f"{path}\n  {a.size / 2**20:.0f} MiB, {'built' if a.built else 'cached'} "
+          f"({a.seconds:.1f} s); compiled modules: {len(a.compiled)}; every worker needs "
+          f"Python at {a.python}\n"
+          f"rsep run ... --engine spark --master spark://HOST:7077 --ship   (builds or finds "
+          f"it itself)\n"
+          f"PYSPARK_DRIVER_PYTHON={sys.executable} PYSPARK_PYTHON={EXECUTOR_PYTHON} \\\n"
+          f"  spark-submit --master ... --archives {path}#{ALIAS} \\\n"
+          f"  {launcher} run QUERY ... --engine spark\n"
+          f"  (client mode: the driver's directory needs ./{ALIAS} too, e.g. "
+          f"ln -s {sys.prefix} {ALIAS}; docs/deploy.md)")
+    return 0
 
 
 class _Quiet:
@@ -104,9 +179,14 @@ class _StageProgress:
         self.thread.join()
 
 
+def _absolute(path: str | None) -> str | None:
+    """A local path made absolute; a URI (hdfs://, s3a://, file:/...) as given."""
+    if path is None or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path):
+        return path
+    return os.path.abspath(path)
+
+
 def run(args: argparse.Namespace) -> int:
-    from rsep.cli.main import EXIT_OK, EXIT_REJECTED, _until
-    from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
     from rsep.spark.session import get_session
 
     if not args.stream:
@@ -117,78 +197,144 @@ def run(args: argparse.Namespace) -> int:
     for _, path in args.stream:
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")
-    tc = TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
-        if len(args.time_predicate) == 1 else TimeConfig(
-            point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
     tty = sys.stderr.isatty() and not args.quiet
     import tempfile
 
     from pyspark.sql import SparkSession
 
+    from rsep.spark.package import (
+        EXECUTOR_PYTHON,
+        ExecutorError,
+        PackageError,
+        check_executors,
+        explain_failure,
+    )
+
+    # The driver JVM may run in another directory (--ship): Spark gets absolute paths.
+    if args.checkpoint and _absolute(args.checkpoint) == args.checkpoint and \
+            not args.checkpoint.startswith("/"):
+        raise EngineError(f"--checkpoint {args.checkpoint}: a URI is not supported; give a "
+                          "directory of a filesystem mounted at the same path on the driver "
+                          "and every worker (docs/deploy.md)")
+    checkpoint = _absolute(args.checkpoint)
+    sink_dir = _absolute(args.sink_dir)
+    master = args.master
+    if master is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):  # not spark-submit's
+        master = "local[*]"
     log = os.path.join(tempfile.gettempdir(), f"rsep-spark-{os.getpid()}.log")
-    with _Quiet(log) as stdout:
-        existing = SparkSession.getActiveSession()
-        spark = existing or get_session(args.master)
-        pipe = SparkPipeline(
-            spark, args.queries, streams=args.stream, graphs=args.graph, dialect=args.dialect,
-            r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None), time=tc,
-            time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None,
-            limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds),
-            allowed_lateness=args.allowed_lateness, until=_until(args.until),
-            allow_dereference=args.allow_dereference)
-        wanted = {s for qp in pipe.config.queries for s in qp.streams}
-        missing = wanted - {iri for iri, _ in args.stream}
-        if missing:
-            raise EngineError("the queries read stream(s) with no --stream given: "
-                              + ", ".join(f"<{m}>" for m in sorted(missing)))
-        out = open(args.output, "w", encoding="utf-8") if args.output else stdout
-        sink = Sink(out, args.format, with_query=len(pipe.config.queries) > 1)
-        dead = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None
-        rejected = 0
-        seen: set[int] = set()
-        t0 = time.monotonic()
+    existing = SparkSession.getActiveSession()
+    archive = None
+    conf = dict(args.spark_conf)
+    if args.ship:
+        if existing is not None:
+            raise EngineError("--ship needs a Spark session of its own: this process "
+                              "already runs one")
+        if os.environ.get("PYSPARK_GATEWAY_PORT"):
+            raise EngineError("--ship starts the driver itself; under spark-submit pass the "
+                              "archive with --archives (`rsep spark package` prints the "
+                              "line; docs/deploy.md)")
+        from rsep.spark.package import ensure_archive
 
-        def on_batch(df: Any, batch_id: int) -> None:
-            nonlocal rejected
-            if args.sink_dir:
-                write_batch(df, args.sink_dir, batch_id, args.sink_format)
-            if batch_id in seen:  # a replayed batch: already written
-                return
-            seen.add(batch_id)
-            for o in collect_outputs(df):
-                sink.write(o)
-            out.flush()
-            for r in df.filter("rtype = 'r'").select("json").collect():
-                rejected += 1
-                if dead:
-                    dead.write(r.json + "\n")
-                if not args.quiet and rejected <= 20:
-                    d = json.loads(r.json)
-                    loc = f"{d['file']}:{d['line']}" + (f":{d['column']}" if d["column"] else "")
-                    print(f"rejected: {loc}: {d['reason']}", file=sys.stderr)
-            if tty:
-                print(f"\r\x1b[Kbatch {batch_id}: {sink.count} results, "
-                      f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
-
-        ticker = _StageProgress(spark, sys.stderr) if tty and args.batch else None
         try:
-            run_files(pipe, on_batch, checkpoint=args.checkpoint, batch=args.batch,
-                      follow=args.follow, trigger_seconds=args.trigger,
-                      max_files_per_trigger=args.max_files_per_batch)
+            archive = ensure_archive(log=None if args.quiet else
+                                     lambda s: print(s, file=sys.stderr, flush=True))
+        except PackageError as e:
+            raise EngineError(str(e)) from None
+    with _Quiet(log) as stdout:
+        if existing is not None:
+            spark = existing
+        elif archive is not None:
+            from rsep.spark.session import shipped_session
+
+            spark = shipped_session(master, archive, conf=conf)
+        else:
+            spark = get_session(master, conf=conf)
+        try:
+            remote = not str(spark.sparkContext.master).startswith("local")
+            if remote:
+                # before the job: a worker that cannot run rsep says so in one line
+                check_executors(spark, shipped=archive)
+            return _run_job(args, spark, stdout, tty, checkpoint, sink_dir)
+        except ExecutorError as e:
+            raise EngineError(str(e)) from None
+        except Exception as e:
+            python = (EXECUTOR_PYTHON if archive is not None
+                      else os.environ.get("PYSPARK_PYTHON", sys.executable))
+            why = explain_failure(str(e), python, archive is not None)
+            if why is None:
+                raise
+            raise EngineError(why) from None
         finally:
-            if ticker is not None:
-                ticker.stop()
-            sink.close()
-            if tty:
-                print(file=sys.stderr)
-            if dead:
-                dead.close()
-            if args.output:
-                out.close()
-            else:
-                out.flush()
             if existing is None:
                 spark.stop()
+
+
+def _run_job(args: argparse.Namespace, spark: Any, stdout: Any, tty: bool,
+             checkpoint: str | None, sink_dir: str | None) -> int:
+    from rsep.cli.main import EXIT_OK, EXIT_REJECTED, _until
+    from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
+
+    tc = TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
+        if len(args.time_predicate) == 1 else TimeConfig(
+            point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
+    pipe = SparkPipeline(
+        spark, args.queries, streams=args.stream, graphs=args.graph, dialect=args.dialect,
+        r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None), time=tc,
+        time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None,
+        limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds),
+        allowed_lateness=args.allowed_lateness, until=_until(args.until),
+        allow_dereference=args.allow_dereference)
+    wanted = {s for qp in pipe.config.queries for s in qp.streams}
+    missing = wanted - {iri for iri, _ in args.stream}
+    if missing:
+        raise EngineError("the queries read stream(s) with no --stream given: "
+                          + ", ".join(f"<{m}>" for m in sorted(missing)))
+    out = open(args.output, "w", encoding="utf-8") if args.output else stdout
+    sink = Sink(out, args.format, with_query=len(pipe.config.queries) > 1)
+    dead = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None
+    rejected = 0
+    seen: set[int] = set()
+    t0 = time.monotonic()
+
+    def on_batch(df: Any, batch_id: int) -> None:
+        nonlocal rejected
+        if sink_dir:
+            write_batch(df, sink_dir, batch_id, args.sink_format)
+        if batch_id in seen:  # a replayed batch: already written
+            return
+        seen.add(batch_id)
+        for o in collect_outputs(df):
+            sink.write(o)
+        out.flush()
+        for r in df.filter("rtype = 'r'").select("json").collect():
+            rejected += 1
+            if dead:
+                dead.write(r.json + "\n")
+            if not args.quiet and rejected <= 20:
+                d = json.loads(r.json)
+                loc = f"{d['file']}:{d['line']}" + (f":{d['column']}" if d["column"] else "")
+                print(f"rejected: {loc}: {d['reason']}", file=sys.stderr)
+        if tty:
+            print(f"\r\x1b[Kbatch {batch_id}: {sink.count} results, "
+                  f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
+
+    ticker = _StageProgress(spark, sys.stderr) if tty and args.batch else None
+    try:
+        run_files(pipe, on_batch, checkpoint=checkpoint, batch=args.batch,
+                  follow=args.follow, trigger_seconds=args.trigger,
+                  max_files_per_trigger=args.max_files_per_batch)
+    finally:
+        if ticker is not None:
+            ticker.stop()
+        sink.close()
+        if tty:
+            print(file=sys.stderr)
+        if dead:
+            dead.close()
+        if args.output:
+            out.close()
+        else:
+            out.flush()
     if rejected:
         if not args.quiet:
             print(f"rsep: {rejected} input record(s) rejected"

@@ -254,6 +254,12 @@ def run(args: argparse.Namespace) -> int:
             if remote:
                 # before the job: a worker that cannot run rsep says so in one line
                 check_executors(spark, shipped=archive)
+                if checkpoint is None and not args.quiet and not args.batch:
+                    print("rsep: note: without --checkpoint the job's checkpoint (state "
+                          "store, end-of-input marker) is in a temporary directory of the "
+                          "driver's machine; on a cluster of several machines give "
+                          "--checkpoint on storage every worker shares (docs/deploy.md)",
+                          file=sys.stderr, flush=True)
             return _run_job(args, spark, stdout, tty, checkpoint, sink_dir)
         except ExecutorError as e:
             raise EngineError(str(e)) from None

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from rsep.algebra.query import ContinuousQuery
+from rsep.algebra.query import ContinuousQuery, Query
 from rsep.lang import cqels, csparql, rspql
 from rsep.lang.common import extension_calls, validate_sparql
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import DIALECT_NAMES, Syntax, start_of
+
+if TYPE_CHECKING:
+    from rsep.algebra.epsparql import EpSparqlQuery
+    from rsep.algebra.spaseq import SpaseqQuery
 
 _SPASEQ_MARKER = re.compile(r"\bDEFINE\s+GPM\b", re.I)
 # EP-SPARQL: an operator between group graph patterns, or a time function (003 Sec. 4.1)
@@ -18,13 +23,13 @@ _EPSPARQL_MARKER = re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|
                               r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I)
 
 
-def _spaseq(syn: Syntax) -> Any:
+def _spaseq(syn: Syntax) -> SpaseqQuery:
     from rsep.lang.spaseq import parse_spaseq
 
     return parse_spaseq(syn.text, source=syn.source)
 
 
-def _epsparql(syn: Syntax) -> Any:
+def _epsparql(syn: Syntax) -> EpSparqlQuery:
     from rsep.lang.epsparql import parse_epsparql
 
     return parse_epsparql(syn.text, source=syn.source)
@@ -32,12 +37,12 @@ def _epsparql(syn: Syntax) -> Any:
 
 # SPASEQ and EP-SPARQL have grammars of their own: parse_query hands them the text before
 # the shared parser.
-DIALECTS = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build, "spaseq": _spaseq,
+DIALECTS: dict[str, Callable[[Syntax], Query]] = {"rspql": rspql.build, "csparql": csparql.build, "cqels": cqels.build, "spaseq": _spaseq,
             "epsparql": _epsparql}
 
 
 def parse_query(text: str, dialect: str | None = None, *,
-                source: str | None = None) -> ContinuousQuery | Any:
+                source: str | None = None) -> Query:
     """Parse a continuous query in any supported dialect (detected when not given).
 
     SPASEQ queries (``--dialect spaseq``, or text with ``DEFINE GPM``) give a
@@ -57,6 +62,8 @@ def parse_query(text: str, dialect: str | None = None, *,
     syn = Syntax.of(text, tree, source)
     d = syn.detect(dialect)
     q = DIALECTS[d](syn)
+    # syn.detect finds RSP-QL, C-SPARQL or CQELS, whose syntax the shared parser reads
+    assert isinstance(q, ContinuousQuery)
     validate_sparql(syn, q.sparql)
     calls = extension_calls(syn)
     q.unknown_functions = tuple(dict.fromkeys(iri for k, iri, _ in calls if k == "function"))

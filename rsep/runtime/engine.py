@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import pyoxigraph as ox
 
@@ -24,14 +24,15 @@ from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
 from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
-from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
+from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery, Query
 from rsep.algebra.window import WindowKind
 from rsep.events import semantics
 from rsep.events.incremental import IncrementalMatcher
+from rsep.events.semantics import EventMapping
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
-from rsep.runtime.dialects import runtime_for
-from rsep.runtime.r2s import R2SOperator
+from rsep.runtime.dialects import Deferring, Runtime, runtime_for
+from rsep.runtime.r2s import Payload, R2SOperator, Row, Selected
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
@@ -56,17 +57,18 @@ class Limits:
 
 
 def outputs(name: str, tau: int, kind: TimeKind | None, form: str,
-            stream: list[tuple[str, object]]) -> list[Output]:
+            stream: list[tuple[str, Payload]]) -> list[Output]:
     """Stream elements from what an R2S operator emitted for one evaluation."""
     outs = []
     for op, payload in stream:
         o = Output(name, tau, kind, op)
+        # the query's form decides what its rows carry (QueryRuntime._run)
         if form == "SELECT":
-            o.variables, o.bindings = payload
+            o.variables, o.bindings = cast(Selected, payload)
         elif form == "ASK":
-            o.boolean = payload
+            o.boolean = cast(bool, payload)
         else:
-            o.triple = payload
+            o.triple = cast(str, payload)
         outs.append(o)
     return outs
 
@@ -95,16 +97,18 @@ class QueryRuntime:
     arrival: int | None = None
     start: int | None = None
     _versions: tuple[int, ...] | None = None
-    _cache: list | None = None
+    _cache: list[Row] | None = None
 
     def __post_init__(self) -> None:
         self.r2s = R2SOperator(self.query.r2s)
         self.report: ReportPolicy = self.query.report
         self.streams = set(self.query.dataset.streams)
-        self._named: list[ox.NamedNode] = []
+        self._named: list[ox.NamedNode | ox.BlankNode] = []
         # rsep's one extension function; every other call is pyoxigraph's own (a custom
         # function would override its built-in of the same IRI), unknown ones are refused.
-        self._functions = {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
+        self._functions: dict[ox.NamedNode, Callable[..., ox.Literal | ox.NamedNode | ox.BlankNode
+                                                     | ox.Triple | None]] = \
+            {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
         self._solver = BatchSolver()
         self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
         self._consumed: set[int] = set()
@@ -141,8 +145,11 @@ class QueryRuntime:
                 rw = resolve(w.spec, kind, time_unit_ms)
             except TimeError as e:
                 raise EngineError(f"query {self.name}: window {w.spec}: {e}") from None
-            graph = ox.DefaultGraph() if w.in_default else ox.NamedNode(w.iri)
-            if not w.in_default:
+            graph: ox.NamedNode | ox.DefaultGraph
+            if w.in_default:
+                graph = ox.DefaultGraph()
+            else:
+                graph = ox.NamedNode(w.iri)
                 self._named.append(graph)
             op = WindowOperator(rw)
             op.track_items = any(b.window == w.iri for m in self.query.matches for b in m.expr.beps())
@@ -305,7 +312,7 @@ class QueryRuntime:
         self._consumed &= live
         return text
 
-    def _direct(self, tau: int) -> list:
+    def _direct(self, tau: int) -> list[Row]:
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""
         m, matcher = self.query.matches[0], self._matchers[0]
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
@@ -318,7 +325,7 @@ class QueryRuntime:
             self._too_many(tau)
         return [self._row(m, em) for em in found]
 
-    def _row(self, m, em) -> tuple:
+    def _row(self, m: MatchPattern, em: EventMapping) -> tuple[tuple[str | None, ...], Selected]:
         names = self._projection
         d = em.as_dict()
         if m.expose_interval:
@@ -335,8 +342,8 @@ class QueryRuntime:
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         matcher.evaluate(changes)
         self._solver.clear()
-        net: dict = {}
-        rows: dict = {}
+        net: dict[tuple[str | None, ...], int] = {}
+        rows: dict[tuple[str | None, ...], Selected] = {}
         for em in matcher.added:
             key, payload = self._row(m, em)
             net[key] = net.get(key, 0) + 1
@@ -345,14 +352,14 @@ class QueryRuntime:
             key, payload = self._row(m, em)
             net[key] = net.get(key, 0) - 1
             rows.setdefault(key, payload)
-        emitted = []
+        emitted: list[tuple[str, Payload]] = []
         istream = self.r2s.op is R2S.ISTREAM
         for key, n in net.items():
             if n and (n > 0) == istream:
                 emitted.extend([("insert" if istream else "delete", rows[key])] * abs(n))
         return outputs(self.name, tau, self.engine.kind, "SELECT", emitted)
 
-    def _run(self, tau: int) -> list:
+    def _run(self, tau: int) -> list[Row]:
         if self.query.match_projection is not None:
             return self._direct(tau)
         lim = self.engine.limits
@@ -364,7 +371,7 @@ class QueryRuntime:
                 custom_functions=self._functions)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None
-        rows: list = []
+        rows: list[Row] = []
         if isinstance(res, ox.QueryBoolean):
             rows = [(bool(res), bool(res))]
         elif isinstance(res, ox.QuerySolutions):
@@ -422,7 +429,7 @@ def _time_literal(t: int) -> str:
     return f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>'
 
 
-def _values(m: MatchPattern, found: list) -> str:
+def _values(m: MatchPattern, found: list[EventMapping]) -> str:
     names = list(m.expr.variables)
     rows = []
     for em in found:
@@ -453,7 +460,7 @@ class Engine:
         self.limits = limits or Limits()
         self.allow_dereference = allow_dereference
         self.graphs: dict[str, list[ox.Triple]] = {}
-        self.queries: list[QueryRuntime] = []
+        self.queries: list[Runtime] = []
         self.kind: TimeKind | None = None
         self.now: int | None = None
         self.start: int | None = None
@@ -476,11 +483,11 @@ class Engine:
             triples = list(data)
         self.graphs.setdefault(iri, []).extend(triples)
 
-    def register(self, query: str | ContinuousQuery | Any, *, dialect: str | None = None,
+    def register(self, query: str | Query, *, dialect: str | None = None,
                  name: str | None = None, r2s: R2S | None = None,
                  report: ReportPolicy | None = None,
                  callback: Callable[[Output], None] | None = None,
-                 source: str | None = None, default_name: str | None = None) -> QueryRuntime:
+                 source: str | None = None, default_name: str | None = None) -> Runtime:
         """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if not isinstance(q, ContinuousQuery):
@@ -571,7 +578,7 @@ class Engine:
             rt.insert(e)
         self.now = e.time
 
-    def _when(self, rt: Any, bound: int) -> int | None:
+    def _when(self, rt: Runtime, bound: int) -> int | None:
         """A runtime's next evaluation strictly before ``bound``: its next tick, or the
         deadline it announces, whichever comes first. A deadline is the instant at which a
         decision the runtime deferred becomes final (an EP-SPARQL candidate blocked by an
@@ -580,7 +587,7 @@ class Engine:
         or the Spark stage's frontier."""
         t = rt.next_tick(bound)
         if self._deferring and id(rt) in self._deferring:
-            d = rt.deadline()
+            d = cast(Deferring, rt).deadline()
             if d is not None and d < bound and (t is None or d < t):
                 return d
         return t
@@ -609,7 +616,7 @@ class Engine:
             if rt.last_tick is None or rt.last_tick < bound - 1:
                 rt.last_tick = bound - 1
 
-    def _emit(self, rt: QueryRuntime, o: Output) -> None:
+    def _emit(self, rt: Runtime, o: Output) -> None:
         if rt.callback is not None:
             rt.callback(o)
         self._out.append(o)
@@ -631,13 +638,13 @@ class Engine:
             best: int | None = None
             for rt in self.queries:
                 if id(rt) in self._deferring:
-                    d = rt.deadline()
+                    d = cast(Deferring, rt).deadline()
                     if d is not None and (best is None or d < best):
                         best = d
             if best is None:
                 return
             for rt in self.queries:
-                if id(rt) in self._deferring and rt.deadline() == best:
+                if id(rt) in self._deferring and cast(Deferring, rt).deadline() == best:
                     for o in rt.evaluate(best):
                         self._emit(rt, o)
             self.now = best
@@ -668,19 +675,21 @@ class Engine:
 # form no reference cycles (they are freed by reference counting), so while a stream is
 # pushed the collector runs every GC_GEN0 allocations instead; memory stays bounded.
 GC_GEN0 = 50_000
-_relaxed = [0, (0, 0, 0)]  # nesting depth, the thresholds to restore
+_depth = 0  # of nested relaxed_collector()s
+_saved = (0, 0, 0)  # the thresholds to restore
 
 
 @contextmanager
 def relaxed_collector() -> Iterator[None]:
-    if _relaxed[0] == 0:
-        _relaxed[1] = old = gc.get_threshold()
+    global _depth, _saved
+    if _depth == 0:
+        _saved = old = gc.get_threshold()
         if 0 < old[0] < GC_GEN0:
             gc.set_threshold(GC_GEN0, *old[1:])
-    _relaxed[0] += 1
+    _depth += 1
     try:
         yield
     finally:
-        _relaxed[0] -= 1
-        if _relaxed[0] == 0:
-            gc.set_threshold(*_relaxed[1])
+        _depth -= 1
+        if _depth == 0:
+            gc.set_threshold(*_saved)

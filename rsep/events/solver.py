@@ -9,7 +9,6 @@ matched together, as named graphs of one store, in one query per pattern.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import cast
 
 import pyoxigraph as ox
 
@@ -30,7 +29,8 @@ def _rows(res: ox.QuerySolutions, skip: str | None = None) -> Iterable[tuple[ox.
 def solve_item(bep: BasicEventPattern, triples: tuple[ox.Triple, ...]) -> list[Mu]:
     store = ox.Store()
     store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in triples)
-    res = cast(ox.QuerySolutions, store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}"))
+    res = store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}")
+    assert isinstance(res, ox.QuerySolutions)
     return [mu for _, mu in _rows(res)]
 
 
@@ -67,8 +67,8 @@ class BatchSolver:
             self._cache[graphs[g.value]] = []
             quads.extend(ox.Quad(t.subject, t.predicate, t.object, g) for t in trs)
         store.extend(quads)
-        res = cast(ox.QuerySolutions,
-                   store.query(f"{bep.prologue}SELECT * WHERE {{ GRAPH ?{_ITEM} {bep.pattern} }}"))
+        res = store.query(f"{bep.prologue}SELECT * WHERE {{ GRAPH ?{_ITEM} {bep.pattern} }}")
+        assert isinstance(res, ox.QuerySolutions)
         self.queries += 1
         for sol, mu in _rows(res, skip=_ITEM):
             self._cache[graphs[sol[_ITEM].value]].append(mu)

@@ -5,7 +5,7 @@ runtime and the algebra stays plain data. RSP-QL, C-SPARQL and CQELS queries (on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy
@@ -40,7 +40,7 @@ class Runtime(Protocol):
 
     def next_tick(self, bound: int) -> int | None: ...
 
-    def evaluate(self, tau: int) -> list[Output]: ...
+    def evaluate(self, tau: int) -> Sequence[Output]: ...
 
 
 class Deferring(Runtime, Protocol):

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 if TYPE_CHECKING:  # the type checker reads common as part of rsep
@@ -87,7 +87,8 @@ def main() -> int:
                            for window, g in zip(windows, graphs, strict=True)
                            for t, qs in window if t <= c for q in qs])
         t2 = time.perf_counter()
-        res = cast(ox.QuerySolutions, store.query(query))  # the spec's query is a SELECT
+        res = store.query(query)
+        assert isinstance(res, ox.QuerySolutions), "the spec's query is a SELECT"
         names = res.variables
         rows = [{v.value: str(s[v]) for v in names if s[v] is not None} for s in res]
         t3 = time.perf_counter()

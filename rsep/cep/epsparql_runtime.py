@@ -211,6 +211,8 @@ class EpSparqlRuntime:
         self.delta = Delta(self.plan, self.ctx.world)
         self.leaf_horizon = INF  # set by bind, once the kind of time is known
         self.window: tuple[float, bool] = (INF, False)  # chronological / recent: see :func:`window`
+        # (ETALIS's policies have a runtime of their own: rsep.runtime.dialects.runtime_for)
+        assert isinstance(query.policy, Selection)
         self.policy_state = PolicyState(query.pattern, query.policy)  # chronological / recent
         self.outbox: dict[int, list[Output]] = {}
         self._ticks: set[int] = set()

@@ -109,6 +109,11 @@ class Stream:
     bgp: BGP
 
 
+# A graph pattern of P (the operands of the binary ones, and what a Filter or Graph holds,
+# are patterns too)
+Pattern = BGP | Join | Union | Optional | Minus | Filter | Graph | Stream
+
+
 @dataclass(frozen=True)
 class StreamPattern:
     stream: str  # IRI
@@ -240,7 +245,7 @@ def assign_streams(q: RSPQuery, stream_triples: dict[str, set[tuple]]) -> RSPQue
         parts = [BGP(tuple(ts), o) for o, ts in groups]
         if not parts:
             return b
-        out = parts[-1]
+        out: Pattern = parts[-1]
         for part in reversed(parts[:-1]):
             out = Join(part, out)
         return out

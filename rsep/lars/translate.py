@@ -10,7 +10,7 @@ C-SPARQL's [t-L, t) -> ⊞^{L,1,1} (range L, offset 1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -395,7 +395,7 @@ def striple_atom(t: ox.Triple | tuple, stream: str) -> Atom:
     return Atom(STRIPLE, (_nt(s), _nt(p), _nt(o), f"<{stream}>"))
 
 
-def background(q: RSPQuery, graphs: dict[str, Iterable[Any]]) -> frozenset[Atom]:
+def background(q: RSPQuery, graphs: Mapping[str, Iterable[ox.Triple | tuple]]) -> frozenset[Atom]:
     """B: triple(s, p, o, D) for the default graph (the FROM graphs, else "default"),
     triple(s, p, o, <g>) for the named graphs."""
     out: set[Atom] = set()

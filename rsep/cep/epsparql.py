@@ -381,7 +381,7 @@ class OccurrenceStore:
     def prune(self, keep: Callable[[Occurrence], bool]) -> None:
         """Keep only the occurrences ``keep`` accepts (indexes and keys rebuilt)."""
         old = self.all
-        self.__init__()  # type: ignore[misc]
+        OccurrenceStore.__init__(self)
         for oc in old:
             if keep(oc):
                 self.add(oc)

@@ -125,7 +125,7 @@ class EpContext:
         ctx = getattr(engine, "_epsparql", None)
         if ctx is None:
             ctx = EpContext(engine)
-            engine._epsparql = ctx  # type: ignore[attr-defined]
+            engine._epsparql = ctx
         return ctx
 
     def insert(self, e: Event) -> None:
@@ -280,7 +280,7 @@ class EpSparqlRuntime:
         fresh: dict[str, str] = {}
         out = []
         for tp in self.query.template:
-            tr = []
+            tr: list[str | None] = []
             for t in tp:
                 if isinstance(t, Var):
                     if t.name.startswith("_b"):
@@ -288,12 +288,12 @@ class EpSparqlRuntime:
                             fresh[t.name] = f"_:ep{self.name}x{next(self._bn)}"
                         tr.append(fresh[t.name])
                     else:
-                        tr.append(mu.get(t.name))  # type: ignore[arg-type]
+                        tr.append(mu.get(t.name))
                 else:
                     tr.append(t)
             s_, p_, o_ = tr
             # Sec. 4.2: only solutions binding every variable of the triple; no literal subject
-            if None in tr or s_.startswith('"') or not p_.startswith("<"):
+            if s_ is None or p_ is None or o_ is None or s_.startswith('"') or not p_.startswith("<"):
                 continue
             out.append((s_, p_, o_))
         return out

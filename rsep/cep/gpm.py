@@ -305,4 +305,5 @@ class GPMEvaluator:
         q = f"{gpm.prologue}SELECT {' '.join('?' + v for v in fv)} WHERE {{ {filters} }}"
         self.filter_queries += 1
         res = self.store.query(q, substitutions={ox.Variable(k): v for k, v in r})
-        self._holds[(gpm.name, r)] = any(True for _ in res)  # type: ignore[union-attr]
+        assert isinstance(res, ox.QuerySolutions)
+        self._holds[(gpm.name, r)] = any(True for _ in res)

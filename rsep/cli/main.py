@@ -177,17 +177,18 @@ def run(args: argparse.Namespace) -> int:
     sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())
     clock = None
+    write = sink.write
     if args.stage_times:
         from rsep.runtime.stages import StageClock
 
         clock = StageClock()
         clock.instrument(engine)
         events = clock.iterate("parse", events)
-        sink.write = clock.timed("output", sink.write)  # type: ignore[method-assign]
+        write = clock.timed("output", write)
     t0 = time.perf_counter()
     try:
         for o in engine.run(events, until=_until(args.until)):
-            sink.write(o)
+            write(o)
             progress.tick(engine.events, sink.count)
     finally:
         sink.close()

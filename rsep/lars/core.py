@@ -269,8 +269,13 @@ class Builtin:
     """A built-in body element: needs ``needs`` bound, may bind ``binds``; ``apply``
     gives the extended bindings (none: the element is false)."""
 
-    needs: frozenset = frozenset()
-    binds: frozenset = frozenset()
+    @property
+    def needs(self) -> frozenset:
+        return frozenset()
+
+    @property
+    def binds(self) -> frozenset:
+        return frozenset()
 
     def apply(self, b: dict) -> Iterator[dict]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -288,7 +293,7 @@ class Test(Builtin):
     text: str = ""
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset(a for a in self.args if isinstance(a, Var))
 
     def apply(self, b: dict) -> Iterator[dict]:

@@ -152,7 +152,7 @@ class SparqlFilter(Builtin):
     names: tuple[str, ...]  # SPARQL variables bound in the rule
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset(Var(var_name(n)) for n in self.names)
 
     def apply(self, b: dict) -> Iterator[dict]:
@@ -174,11 +174,11 @@ class Merge(Builtin):
     b: Var
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset((self.a, self.b))
 
     @property
-    def binds(self) -> frozenset:  # type: ignore[override]
+    def binds(self) -> frozenset:
         return frozenset((self.out,))
 
     def apply(self, b: dict) -> Iterator[dict]:
@@ -204,7 +204,7 @@ class Overlap(Builtin):
     pairs: tuple[tuple[Var, Var], ...]
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset(v for p in self.pairs for v in p)
 
     def apply(self, b: dict) -> Iterator[dict]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pyoxigraph as ox
 
@@ -38,6 +38,9 @@ from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window, resolve
+
+if TYPE_CHECKING:
+    from rsep.cep.epsparql_runtime import EpContext
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 
@@ -453,6 +456,9 @@ class Engine:
     >>> eng.register("SELECT ...")            # doctest: +SKIP
     >>> for out in eng.run(events): ...       # doctest: +SKIP
     """
+
+    # the context the EP-SPARQL queries share, set by the first (EpContext.of)
+    _epsparql: EpContext
 
     def __init__(self, *, time_unit_ms: int | None = None, limits: Limits | None = None,
                  allow_dereference: bool = False) -> None:

@@ -70,7 +70,8 @@ class SparkPipeline:
         for qp in plans:
             qp.keys = tuple(next(labels) for _ in range(qp.buckets))
         self.engine = eng  # for the caller's checks (streams read, names)
-        nt = {iri: ox.serialize(ts, format=ox.RdfFormat.N_TRIPLES).decode()
+        # (without an output, serialize returns the bytes: the stub says bytes | None)
+        nt = {iri: ox.serialize(ts, format=ox.RdfFormat.N_TRIPLES).decode()  # type: ignore[union-attr]
               for iri, ts in eng.graphs.items()}
         self.config = PipelineConfig(
             plans, tuple(iri for iri, _ in self.streams), nt, time or TimeConfig(),

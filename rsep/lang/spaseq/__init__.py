@@ -292,7 +292,8 @@ class _Builder(Terms):
             q = head + body
             try:
                 res = ox.Store().query(q)
-                for _ in res:  # type: ignore[union-attr]
+                assert isinstance(res, ox.QuerySolutions)
+                for _ in res:
                     break
             except SyntaxError as e:
                 m = re.match(r"error at (\d+):(\d+): ?(.*)", str(e), re.S)

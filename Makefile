@@ -29,6 +29,7 @@ demo: $(STAMP) $(NATIVE)
 test: $(STAMP) $(NATIVE)
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 	# the same engines as pure Python (no compiler): the SPASEQ equivalence properties again
 	RSEP_PURE=1 $(BIN)/python -m pytest tests/test_spaseq_properties.py tests/test_native.py

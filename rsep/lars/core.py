@@ -31,7 +31,7 @@ class Var:
         return self.name
 
 
-Term = Any  # str | int | Var
+Term = str | int | Var
 
 
 @dataclass(frozen=True, order=True)
@@ -215,13 +215,14 @@ class Modal:
 
     op: str  # "diamond" | "box" | "at"
     atom: Atom
-    time: Term = None  # for "at"
+    time: Term | None = None  # for "at"
 
     def show(self) -> str:
         if self.op == "diamond":
             return f"◇{self.atom}"
         if self.op == "box":
             return f"□{self.atom}"
+        assert self.time is not None  # (an "at" has its time)
         return f"@{show_term(self.time)} {self.atom}"
 
     def vars(self) -> set[Var]:

@@ -45,6 +45,7 @@ from rsep.lars.rsp import (
     Join,
     Minus,
     Optional,
+    Pattern,
     RSPQuery,
     StreamPattern,
     Union,
@@ -56,6 +57,7 @@ from rsep.lars.rsp import (
     vars_of,
 )
 from rsep.lars.rsp import Stream as StreamGP
+from rsep.stream.event import Event
 from rsep.stream.time import Duration, TimeKind
 
 D_CONST = "@D"  # the dataset argument D of ans_i and of the default graph's triple facts
@@ -253,7 +255,7 @@ class Translation:
     def add(self, head: Atom, *body: Any) -> None:
         self.rules.append(Rule(head, tuple(b if isinstance(b, Lit) else Lit(b) for b in body)))
 
-    def tr(self, V: set[str], p: Any, g: str, i: int) -> None:
+    def tr(self, V: set[str], p: Pattern, g: str, i: int) -> None:
         pv = vars_of(p)
         head = self.ans(i, V, g, present=pv)
         if isinstance(p, BGP):
@@ -337,7 +339,7 @@ class Translation:
             return
         raise LarsError(f"cannot translate {p!r}")
 
-    def _join_atoms(self, p: Any, lv: set[str], rv: set[str], g: str, i: int
+    def _join_atoms(self, p: Join | Optional, lv: set[str], rv: set[str], g: str, i: int
                     ) -> tuple[Atom, Atom, list[Merge]]:
         maybe = maybe_unbound(p.left) | maybe_unbound(p.right)
         renamed = sorted((lv & rv) & maybe)
@@ -381,7 +383,7 @@ def tau2(q: RSPQuery, **kw: Any) -> Program:
 # ---------------------------------------------------------------- data
 
 
-def _nt(term: Any) -> str:
+def _nt(term: object) -> str:
     return str(term)
 
 
@@ -407,7 +409,7 @@ def background(q: RSPQuery, graphs: Mapping[str, Iterable[ox.Triple | tuple]]) -
     return frozenset(out)
 
 
-def data_stream_of(events: Iterable[Any], lo: int = 0, hi: int | None = None) -> Stream:
+def data_stream_of(events: Iterable[Event], lo: int = 0, hi: int | None = None) -> Stream:
     """D from rsep events (point events at their time): striple(s, p, o, <stream>)."""
     v: dict[int, set[Atom]] = {}
     for e in events:
@@ -416,7 +418,7 @@ def data_stream_of(events: Iterable[Any], lo: int = 0, hi: int | None = None) ->
     return Stream(lo, top, {t: frozenset(a) for t, a in v.items()})
 
 
-def query_input(events: Iterable[Any], q: RSPQuery) -> list[Any]:
+def query_input(events: Iterable[Event], q: RSPQuery) -> list[Event]:
     """The events of the streams q reads: D for q. An event of another stream is no input
     of q (CQELS is not triggered by it), so it is no time point of ttp / prev either."""
     streams = {s.stream for s in q.S}

@@ -8,12 +8,15 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
 
 from rsep.runtime.engine import EngineError, Limits
 from rsep.runtime.sinks import Sink
 from rsep.stream.files import TimeConfig
 from rsep.stream.time import parse_time_unit
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def add_options(r: argparse.ArgumentParser) -> None:
@@ -45,9 +48,9 @@ class _Quiet:
 
     def __init__(self, log: str) -> None:
         self.log = log
-        self.saved: list[tuple[int, int, Any]] = []
+        self.saved: list[tuple[int, int, TextIO]] = []
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> TextIO:
         for fd, name in ((1, "stdout"), (2, "stderr")):
             stream = getattr(sys, name)
             try:
@@ -77,7 +80,7 @@ class _Quiet:
 class _StageProgress:
     """A batch replay's progress on stderr: tasks done per running Spark stage."""
 
-    def __init__(self, spark: Any, out: Any) -> None:
+    def __init__(self, spark: SparkSession, out: TextIO) -> None:
         import threading
 
         self.tracker = spark.sparkContext.statusTracker()
@@ -148,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         seen: set[int] = set()
         t0 = time.monotonic()
 
-        def on_batch(df: Any, batch_id: int) -> None:
+        def on_batch(df: DataFrame, batch_id: int) -> None:
             nonlocal rejected
             if args.sink_dir:
                 write_batch(df, args.sink_dir, batch_id, args.sink_format)

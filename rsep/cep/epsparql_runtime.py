@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_history
 from rsep.algebra.events import Selection
@@ -47,7 +47,7 @@ class EpOutput(Output):
     def to_json(self) -> dict:
         d = Output.to_json(self)
         end = self.time if self.end is None else self.end
-        out: dict[str, Any] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
+        out: dict[str, object] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
                                "to": format_time(end, self.kind)}
         out.update(d)
         return out

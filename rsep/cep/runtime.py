@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -48,7 +48,7 @@ class MatchOutput(Output):
 
     def to_json(self) -> dict:
         d = Output.to_json(self)
-        out: dict[str, Any] = {"time": d.pop("time"), "start": format_time(self.start, self.kind)}
+        out: dict[str, object] = {"time": d.pop("time"), "start": format_time(self.start, self.kind)}
         out.update(d)
         if self.iterations:
             out["iterations"] = self.iterations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import pyoxigraph as ox
 from lark import Token, Tree
@@ -397,5 +397,5 @@ class Syntax(Terms):
         return out
 
 
-def nodes_in(node: Tree, name: str) -> list[Any]:
+def nodes_in(node: Tree, name: str) -> list[Tree]:
     return [n for n in node.iter_subtrees_topdown() if n.data == name]

@@ -30,6 +30,7 @@ from rsep.lars.core import (
     Program,
     Rule,
     Stream,
+    Term,
     TimeWindow,
     TupleWindow,
     Var,
@@ -57,6 +58,7 @@ from rsep.lars.rsp import (
     vars_of,
 )
 from rsep.lars.rsp import Stream as StreamGP
+from rsep.lars.rsp import Term as RTerm
 from rsep.stream.event import Event
 from rsep.stream.time import Duration, TimeKind
 
@@ -228,7 +230,7 @@ class Overlap(Builtin):
 # ---------------------------------------------------------------- τ, τ1, τ2 (Fig. 2)
 
 
-def const(t: Any) -> Any:
+def const(t: RTerm) -> RTerm:
     return Var(var_name(t.name)) if isinstance(t, Var) else t
 
 
@@ -244,7 +246,7 @@ class Translation:
 
     def ans(self, i: int, names: Iterable[str], g: str, rename: dict[str, str] | None = None,
             present: set[str] | None = None) -> Atom:
-        args: list[Any] = []
+        args: list[Term] = []
         for n in sorted(names):
             if present is not None and n not in present:
                 args.append(NULL)
@@ -370,14 +372,16 @@ def tau(q: RSPQuery, strategy: int, *, reading: str = "lars",
     return Translation(q, strategy, windows).program()
 
 
-def tau1(q: RSPQuery, **kw: Any) -> Program:
+def tau1(q: RSPQuery, *, reading: str = "lars",
+         units: Callable[[Duration], int] | None = None) -> Program:
     """τ_1 (C-SPARQL: stream triples merged into the default graph); apply to cs(Q)."""
-    return tau(q, 1, **kw)
+    return tau(q, 1, reading=reading, units=units)
 
 
-def tau2(q: RSPQuery, **kw: Any) -> Program:
+def tau2(q: RSPQuery, *, reading: str = "lars",
+         units: Callable[[Duration], int] | None = None) -> Program:
     """τ_2 (CQELS: stream graph patterns); apply to a member of cq(Q)."""
-    return tau(q, 2, **kw)
+    return tau(q, 2, reading=reading, units=units)
 
 
 # ---------------------------------------------------------------- data

@@ -61,7 +61,8 @@ class EpContext:
         graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
                   for iri, ts in engine.graphs.items()}
         self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
-        self.world = World(OccurrenceStore(), Graphs(graphs, self.schema), ExprEvaluator())
+        self.background = Graphs(graphs, self.schema)  # the world's, typed as what it is
+        self.world = World(OccurrenceStore(), self.background, ExprEvaluator())
         self.pending: dict[int, dict[int, Event]] = {}  # per end: the events, by item
         self.last: int | None = None  # the last instant processed (instants come in order)
         self._derived = 0
@@ -192,7 +193,7 @@ class EpSparqlRuntime:
         for iri in query.background:
             engine.need_graph(iri, query.source)
         self.ctx = EpContext.of(engine)
-        graphs = self.ctx.world.background.graphs
+        graphs = self.ctx.background.graphs
         for iri in query.background:  # fetched after the context was made
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]

@@ -37,6 +37,7 @@ system-deps:
 test: $(STAMP) $(NATIVE) system-deps
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 	# the same engines as pure Python (no compiler): the SPASEQ equivalence properties again
 	RSEP_PURE=1 $(BIN)/python -m pytest tests/test_spaseq_properties.py tests/test_native.py

@@ -32,10 +32,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import unquote, urlparse
 
 import pyoxigraph as ox
 from lark import Tree
+
+if TYPE_CHECKING:
+    from rsep.algebra.output import Output
+    from rsep.algebra.query import Query
+    from rsep.stream.event import Event
 
 MF = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#"
 QT = "http://www.w3.org/2001/sw/DataAccess/tests/test-query#"
@@ -104,9 +110,9 @@ def read_manifests(root: Path | None = None, dirs: Iterable[str] = DIRS) -> list
         store = ox.Store()
         store.load(path=str(manifest), format=ox.RdfFormat.TURTLE, base_iri=manifest.as_uri())
         order = {str(t): i for i, t in enumerate(
-            r["t"] for r in store.query(f"PREFIX mf: <{MF}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
-                                        "SELECT ?t WHERE { ?m mf:entries/rdf:rest*/rdf:first ?t }"))}
-        rows = sorted(store.query(_ENTRIES), key=lambda r: order.get(str(r["test"]), 0))
+            r["t"] for r in _select(store, f"PREFIX mf: <{MF}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
+                                           "SELECT ?t WHERE { ?m mf:entries/rdf:rest*/rdf:first ?t }"))}
+        rows = sorted(_select(store, _ENTRIES), key=lambda r: order.get(str(r["test"]), 0))
         for r in rows:
             local = r["test"].value.rsplit("#", 1)[-1]
             out.append(W3CTest(f"{d}/{local}", r["name"].value if r["name"] else local,
@@ -187,7 +193,13 @@ class Result:
     boolean: bool | None = None
 
 
-def _solutions(res: object) -> Result:
+def _select(store: ox.Store, query: str) -> ox.QuerySolutions:
+    res = store.query(query)
+    assert isinstance(res, ox.QuerySolutions)
+    return res
+
+
+def _solutions(res: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples) -> Result:
     if isinstance(res, ox.QueryBoolean):
         return Result("boolean", boolean=bool(res))
     if isinstance(res, ox.QuerySolutions):
@@ -196,7 +208,7 @@ def _solutions(res: object) -> Result:
         for sol in res:
             rows.append({n: term_key(sol[n]) for n in names if sol[n] is not None})
         return Result("bindings", rows)
-    return _graph(res)  # type: ignore[arg-type]
+    return _graph(res)
 
 
 def _graph(triples: Iterable[ox.Triple]) -> Result:
@@ -232,7 +244,8 @@ def data_triples(test: W3CTest) -> list[ox.Triple]:
 def pyoxigraph_result(test: W3CTest) -> Result:
     """The test's query run by pyoxigraph itself over its data (in the default graph)."""
     store = ox.Store()
-    store.extend(ox.Quad(*t, ox.DefaultGraph()) for t in data_triples(test))
+    store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph())
+                 for t in data_triples(test))
     return _solutions(store.query(test.text(), base_iri=test.query.as_uri()))
 
 
@@ -328,22 +341,22 @@ def _same_rows(exp: list[dict[str, Key]], act: list[dict[str, Key]], in_order: b
     return go(0, {}, {})
 
 
-def outputs_result(form: str, outputs: Iterable[object]) -> Result:
+def outputs_result(form: str, outputs: Iterable[Output]) -> Result:
     """rsep's outputs (:class:`rsep.runtime.engine.Output`) as a result: every inserted
     row, triple or boolean (deletions, DSTREAM's, never come from one evaluation)."""
     rows: list[dict[str, Key]] = []
     triples: set[tuple] = set()
     boolean = None
     for o in outputs:
-        if getattr(o, "op", "insert") == "delete":
+        if o.op == "delete":
             continue
-        if getattr(o, "bindings", None) is not None:
-            rows.append({v: nt_key(t) for v, t in o.bindings.items()})  # type: ignore[attr-defined]
-        elif getattr(o, "triple", None) is not None:
-            tr = next(iter(ox.parse(o.triple + " .", format=ox.RdfFormat.N_TRIPLES)))  # type: ignore[attr-defined]
+        if o.bindings is not None:
+            rows.append({v: nt_key(t) for v, t in o.bindings.items()})
+        elif o.triple is not None:
+            tr = next(iter(ox.parse(o.triple + " .", format=ox.RdfFormat.N_TRIPLES)))
             triples.add((term_key(tr.subject), term_key(tr.predicate), term_key(tr.object)))
-        elif getattr(o, "boolean", None) is not None:
-            boolean = bool(o.boolean)  # type: ignore[attr-defined]
+        elif o.boolean is not None:
+            boolean = bool(o.boolean)
     if form == "ASK":
         return Result("boolean", boolean=bool(boolean))
     if form in ("CONSTRUCT", "DESCRIBE"):
@@ -413,7 +426,7 @@ def shape(text: str) -> Shape:
     where = _span(wc.children[-1]) if wc is not None else None
     if template is not None:  # the short form's group: "WHERE { T }" from the WHERE keyword on
         opening = text.index("{", template[0])
-        closing = text.rindex("}", 0, _span(mods)[0] if mods is not None and _span(mods) else template[1])
+        closing = text.rindex("}", 0, span[0] if mods is not None and (span := _span(mods)) else template[1])
         where = (opening, closing + 1)
     features = set()
     for n in tree.iter_subtrees():
@@ -454,7 +467,8 @@ def _long_construct(s: Shape) -> tuple[str, Shape]:
     if s.template is None:
         return s.text, s
     t = s.pattern()
-    text = _edit(s.text, [(s.template[0], s.where[1], "{" + t + "} WHERE {" + t + "}")])  # type: ignore[index]
+    assert s.where is not None  # (the short form's group is its WHERE)
+    text = _edit(s.text, [(s.template[0], s.where[1], "{" + t + "} WHERE {" + t + "}")])
     return text, shape(text)
 
 
@@ -600,7 +614,7 @@ def refusals(s: Shape, dialect: str) -> list[Refusal]:
 # ---------------------------------------------------------------- running
 
 
-def event_of(test: W3CTest) -> object:
+def event_of(test: W3CTest) -> Event:
     from rsep.stream.event import Event
     from rsep.stream.time import TimeKind
 
@@ -668,7 +682,7 @@ def dialect_text(test: W3CTest, dialect: str) -> str:
     return rewrite(test.text(), dialect, base=test.query.as_uri())
 
 
-def parse(test: W3CTest, dialect: str) -> object:
+def parse(test: W3CTest, dialect: str) -> Query:
     """The rewritten query through the dialect's ``parse_query`` (MATCH is RSP-QL's)."""
     from rsep.lang import parse_query
 
@@ -676,14 +690,14 @@ def parse(test: W3CTest, dialect: str) -> object:
                        source=f"{test.id}[{dialect}]")
 
 
-def run_query(test: W3CTest, dialect: str, query: object) -> list:
+def run_query(test: W3CTest, dialect: str, query: Query) -> list[Output]:
     """A parsed query registered and run as ``rsep run`` does (Engine.register, Engine.run)
     over the test's one event: its outputs."""
     from rsep import Engine
 
     eng = Engine()
     eng.register(query, source=f"{test.id}[{dialect}]")
-    return list(eng.run([event_of(test)], until=UNTIL.get(dialect)))  # type: ignore[list-item]
+    return list(eng.run([event_of(test)], until=UNTIL.get(dialect)))
 
 
 @dataclass
@@ -723,10 +737,10 @@ def outcome(test: W3CTest, dialect: str) -> Outcome:
         if outs:
             return Outcome("failed", f"expected no evaluation ({silence.reason}), got {len(outs)} outputs")
         return Outcome("silent", "", silence.reason)
-    expected, actual = expected_result(test), outputs_result(s.form, outs)
+    want, got = expected_result(test), outputs_result(s.form, outs)
     if dialect in SET_SEMANTICS:
-        expected, actual = distinct(expected), distinct(actual)
-    diff = difference(expected, actual, ordered(test))
+        want, got = distinct(want), distinct(got)
+    diff = difference(want, got, ordered(test))
     return Outcome("passed") if diff is None else Outcome("failed", diff)
 
 @cache
@@ -743,7 +757,7 @@ def counted(root: Path | None = None) -> tuple[W3CTest, ...]:
     return tuple(out)
 
 
-def report(dialects: Iterable[str] = DIALECTS, out: object = None, failures: bool = True) -> dict:
+def report(dialects: Iterable[str] = DIALECTS, out: TextIO | None = None, failures: bool = True) -> dict:
     """Print, per dialect, counted / passed / refused and silent (by reason) / failed, with the
     time each dialect took and, unless ``failures`` is False, every failure."""
     out = out or sys.stdout
@@ -767,7 +781,7 @@ def report(dialects: Iterable[str] = DIALECTS, out: object = None, failures: boo
                       "seconds": time.perf_counter() - t0}
 
     def say(line: str) -> None:
-        print(line, file=out)  # type: ignore[arg-type]
+        print(line, file=out)
 
     say(f"W3C SPARQL 1.1 evaluation tests: {candidates} with one default graph in {len(DIRS)} "
         f"directories, {len(tests)} counted (pyoxigraph passes them)")

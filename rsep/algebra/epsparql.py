@@ -10,7 +10,6 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from rsep.algebra.events import Selection
 
@@ -61,7 +60,9 @@ _EXISTS = re.compile(r"\bEXISTS\s*\{", re.I)
 class Node:
     """An algebra expression; operands in ``kids``."""
 
-    kids: tuple[Node, ...] = ()
+    @property
+    def kids(self) -> tuple[Node, ...]:
+        return ()
 
 
 @dataclass(eq=False)
@@ -90,7 +91,7 @@ class Binary(Node):
     cond: Expr | None = None
 
     @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+    def kids(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
 
@@ -145,7 +146,7 @@ class OrderBy(Node):
     keys: Expr  # the order conditions, as written
 
     @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+    def kids(self) -> tuple[Node, ...]:
         return (self.arg,)
 
 
@@ -163,7 +164,7 @@ class Filter(Node):
     arg: Node
 
     @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+    def kids(self) -> tuple[Node, ...]:
         return (self.arg,)
 
 
@@ -174,7 +175,7 @@ class Extend(Node):
     expr: Expr
 
     @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+    def kids(self) -> tuple[Node, ...]:
         return (self.arg,)
 
 
@@ -187,7 +188,7 @@ class Project(Node):
     distinct: bool = False
 
     @property
-    def kids(self) -> tuple[Node, ...]:  # type: ignore[override]
+    def kids(self) -> tuple[Node, ...]:
         return (self.arg,)
 
 
@@ -278,7 +279,7 @@ class EpSparqlQuery:
     pattern: Node  # the WHERE pattern, Project included for SELECT
     select: tuple[str, ...]  # output variables (SELECT)
     template: tuple[TriplePattern, ...] | None = None
-    policy: Selection = Selection.UNRESTRICTED
+    policy: Selection | EtalisPolicy = Selection.UNRESTRICTED
     background: tuple[str, ...] = ()
     text: str = ""
     source: str | None = None
@@ -289,7 +290,7 @@ class EpSparqlQuery:
     def construct(self) -> bool:
         return self.template is not None
 
-    def with_policy(self, policy: str | Selection) -> EpSparqlQuery:
+    def with_policy(self, policy: str | Selection | EtalisPolicy) -> EpSparqlQuery:
         self.policy = parse_policy(policy)
         return self
 
@@ -297,7 +298,7 @@ class EpSparqlQuery:
 POLICIES = ("unrestricted", "chronological", "recent", "etalis-chronological", "etalis-recent")
 
 
-def parse_policy(p: Any) -> Any:
+def parse_policy(p: str | Selection | EtalisPolicy) -> Selection | EtalisPolicy:
     """A Selection (000's policies), or an :class:`EtalisPolicy`."""
     if isinstance(p, EtalisPolicy):
         return p

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 from rsep.algebra.dataset import StreamingDataset
 from rsep.algebra.events import MatchPattern
 from rsep.algebra.policy import R2S, ReportPolicy
+
+if TYPE_CHECKING:
+    from rsep.algebra.epsparql import EpSparqlQuery
+    from rsep.algebra.spaseq import SpaseqQuery
+
+# A parsed query of any dialect: the window algebra below, or a query with an automaton of
+# its own (rsep.runtime.dialects finds its runtime).
+Query: TypeAlias = "ContinuousQuery | SpaseqQuery | EpSparqlQuery"
 
 CSPARQL_TIMESTAMP = "http://larkc.eu/csparql/sparql/jena/ext#timestamp"
 

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import pyoxigraph as ox
+
 from rsep.stream.time import Duration
 
 # ---------------------------------------------------------------- mappings (Def. 5)
 
-Term = Any  # a pyoxigraph NamedNode, BlankNode, Literal or Triple
+Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
 Mapping = tuple[tuple[str, Term], ...]  # sorted by variable name
 Omega = frozenset[Mapping]
 

@@ -35,7 +35,7 @@ def flatten(triples: Iterable[tuple[object, object, object]]) -> dict[str, objec
 
 def _value(o: object) -> object:
     dt = getattr(o, "datatype", None)
-    v = getattr(o, "value", o)
+    v = str(getattr(o, "value", o))  # (a term's value is its text)
     if dt is None:  # an IRI or blank node
         return local(str(v))
     dt = dt.value

@@ -13,9 +13,11 @@ COLORS = {"rsep": "#1b7837", "reference": "#7fbf7b", "core": "#762a83", "flink":
           "rspjs": "#2166ac", "naive": "#878787"}
 
 
-def _num(v: object) -> float | None:
+def _num(v: str | float | None) -> float | None:
+    if v is None:
+        return None
     try:
-        return float(v)  # type: ignore[arg-type]
+        return float(v)
     except (TypeError, ValueError):
         return None
 
@@ -71,7 +73,7 @@ def _throughput(rows: list[dict], path: Path) -> Path:
 
     comps = list(dict.fromkeys(r["comparison"] for r in rows))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(comps) + 2), 4.2))
-    by = defaultdict(dict)
+    by: defaultdict[str, dict[str, dict]] = defaultdict(dict)
     for r in rows:
         by[r["comparison"]][r["peer"]] = r
     width = 0.8 / max(len(v) for v in by.values())

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 
-def _f(v: str, digits: int = 0) -> str:
+def _f(v: str | None, digits: int = 0) -> str:
+    if v is None:
+        return "-"
     try:
         x = float(v)
     except (TypeError, ValueError):

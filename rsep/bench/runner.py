@@ -369,7 +369,7 @@ def _stage_run(case: Case, g: workloads.Generated, row: dict, median_s: float, w
 
 def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: list,
          status: str, matches: Path | None) -> dict:
-    row = {f: "" for f in FIELDS}
+    row: dict[str, object] = {f: "" for f in FIELDS}
     row.update(comparison=case.comparison, param=case.param, value=case.value, peer=peer,
                engine=(case.master or engine) if peer == "rsep" else "", workload=case.workload, size=g.size,
                events=g.events, triples=g.triples, runs=len(results), status=status,

@@ -91,7 +91,7 @@ class _State:
         self.pidx = names.index(pvar) if pvar is not None else None
         # the pushed range (event variable, op, run variable), with the event side's position
         self.rng = rng if rng is not None and rng[0] in names else None
-        self.ridx = names.index(rng[0]) if self.rng is not None else None
+        self.ridx = names.index(self.rng[0]) if self.rng is not None else None
         self.exact = self.rng is not None and range_is_whole(leaf.gpm)
         self.slot = 0  # which of the instant's row lists is this state's (see ChainEngine)
 
@@ -222,8 +222,10 @@ class ChainEngine:
                 plain = bk[_PLAIN]
             if lo < hi:
                 stats.runs_touched += hi - lo
-                n, ranged[lo:hi], ys[lo:hi] = self._meet(ranged[lo:hi], ys[lo:hi], st, group,
-                                                         not sure, t, last, matches)
+                n, ranged[lo:hi], stay_ys = self._meet(ranged[lo:hi], ys[lo:hi], st, group,
+                                                       not sure, t, last, matches)
+                assert stay_ys is not None  # (ranged runs have values)
+                ys[lo:hi] = stay_ys
                 took += n
             if took:
                 self.live -= took
@@ -237,7 +239,7 @@ class ChainEngine:
         those that stay (and their values)."""
         took = 0
         stay = []
-        stay_ys = None if ys is None else []
+        stay_ys: list | None = None if ys is None else []
         for j in range(len(runs)):
             r = runs[j]
             envs = self._extend(st, r.envs, group, test)
@@ -247,6 +249,7 @@ class ChainEngine:
             else:
                 stay.append(r)
                 if ys is not None:
+                    assert stay_ys is not None  # (it is when ys is)
                     stay_ys.append(ys[j])
         return took, stay, stay_ys
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -38,6 +39,11 @@ _I64 = 2 ** 63
 _DEC_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\Z")
 _DEC_CANON = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9]\Z")
 _DBL_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
+# A FILTER operand (see _value): ("n", int) | ("d", Decimal) | ("f", float) | ("s", str) |
+# ("i", NamedNode). The value's type is the one its kind names, which no type can say.
+Operand = tuple[str, Any]
 
 
 def _lexical_int(v: str) -> bool:
@@ -67,7 +73,7 @@ class Canon:
     """Typed literals as Oxigraph's store returns them, cached per distinct literal."""
 
     def __init__(self) -> None:
-        self._cache: dict[ox.Literal, ox.Literal] = {}
+        self._cache: dict[ox.Literal, Term] = {}
         self._store = ox.Store()
         self._g = ox.NamedNode("urn:rsep:canon")
         self._s = ox.NamedNode("urn:rsep:s")
@@ -78,10 +84,11 @@ class Canon:
         got = self._cache.get(t)
         return got if got is not None else self._canonical(t)
 
-    def _canonical(self, t: ox.Literal) -> object:
+    def _canonical(self, t: ox.Literal) -> Term:
         """A literal not in the cache: its canonical form, cached."""
         dt = t.datatype
         # integers first: a stream's literals are mostly numbers, and most are new
+        got: Term
         if dt == _INTEGER and _canonical_int(t.value) or dt == _STRING or dt == _LANG \
                 or dt == _DECIMAL and _DEC_CANON.match(t.value):
             got = t
@@ -100,8 +107,8 @@ class Canon:
         those triples. Not de-duplicated (hashing every term costs more than matching): a
         repeated triple only repeats solutions, which the matchers read as a set."""
         cache = self._cache
-        out = []
-        by_pred: dict[object, list] = {}
+        out: list[tuple[object, object, object]] = []
+        by_pred: dict[object, list[tuple[object, object, object]]] = {}
         for t in triples:
             p = t.predicate
             if preds is not None and p not in preds:
@@ -112,11 +119,11 @@ class Canon:
                 o = got if got is not None else self._canonical(o)
             tr = (t.subject, p, o)
             out.append(tr)
-            got = by_pred.get(p)
-            if got is None:
+            bucket = by_pred.get(p)
+            if bucket is None:
                 by_pred[p] = [tr]
             else:
-                got.append(tr)
+                bucket.append(tr)
         return Indexed(out, by_pred)
 
 
@@ -228,8 +235,8 @@ class _Parser:
                 return ox.Literal(value, language=nxt[1][1:])
             if nxt and nxt[1] == "^^":
                 self.take()
-                dk, dt = self.take()
-                return self.canon.term(ox.Literal(value, datatype=self.iri(dk, dt)))
+                dk, dtext = self.take()
+                return self.canon.term(ox.Literal(value, datatype=self.iri(dk, dtext)))
             return ox.Literal(value)
         if kind == "num":
             dt = _DOUBLE if "e" in text.lower() else _DECIMAL if "." in text else _INTEGER
@@ -238,7 +245,7 @@ class _Parser:
 
     # ---------------------------------------------------------------- the group
 
-    def group(self) -> tuple[list[tuple[object, object, object]], list[str]]:
+    def group(self) -> tuple[list[tuple[object, object, object]], list[Callable[[dict], object]]]:
         """``{ triples . FILTER(...) ... }``: the triple patterns and the FILTERs' token spans."""
         self.take("{")
         triples: list[tuple[object, object, object]] = []
@@ -255,6 +262,7 @@ class _Parser:
                 continue
             if tok[0] == "word" and tok[1] != "a" or tok[1] == "{":
                 raise NotCompiled(f"{tok[1]} in a GPM")
+            s: object
             if tok[1] == "[":
                 s = self.anonymous(triples)
                 if self.at(".") or self.at("}"):  # [ p o ] . on its own
@@ -398,10 +406,10 @@ _ERROR = _Err()  # a SPARQL expression error (the FILTER is false), distinct fro
 _BOOL = ox.NamedNode(XSD + "boolean")
 
 
-_VALUES: dict[object, object] = {}
+_VALUES: dict[object, Operand] = {}
 
 
-def _value(t: object) -> object:
+def _value(t: object) -> Operand:
     """A term as the operand of a comparison: ("n", number) | ("s", str) | ("i", NamedNode)."""
     got = _VALUES.get(t)
     if got is not None:
@@ -413,7 +421,7 @@ def _value(t: object) -> object:
     return got
 
 
-def value_of(t: object) -> object:
+def value_of(t: object) -> Operand:
     if type(t) is ox.NamedNode:
         return ("i", t)
     if type(t) is ox.Literal:
@@ -431,13 +439,14 @@ def value_of(t: object) -> object:
     raise Fallback(repr(t))
 
 
-def _num(a: tuple) -> tuple[str, object]:
+def _num(a: Operand) -> Operand:
     if a[0] not in ("n", "d", "f"):
         raise Fallback("non-numeric operand")
     return a
 
 
-def _promote(a: tuple, b: tuple) -> tuple[object, object, str]:
+def _promote(a: Operand, b: Operand) -> tuple[Any, Any, str]:
+    """The two numbers in one type (the kind returned)."""
     ka, kb = a[0], b[0]
     if ka == kb:
         return a[1], b[1], ka
@@ -446,10 +455,10 @@ def _promote(a: tuple, b: tuple) -> tuple[object, object, str]:
     return Decimal(a[1]), Decimal(b[1]), "d"
 
 
-def _check(kind: str, v: object) -> tuple[str, object]:
-    if kind == "n" and not -_I64 <= v < _I64:  # type: ignore[operator]
+def _check(kind: str, v: Any) -> Operand:
+    if kind == "n" and not -_I64 <= v < _I64:
         raise Fallback("integer overflow")
-    if kind == "d" and abs(v) >= Decimal(10) ** 17:  # type: ignore[arg-type]
+    if kind == "d" and abs(v) >= Decimal(10) ** 17:
         raise Fallback("decimal range")
     return (kind, v)
 
@@ -459,20 +468,21 @@ def _arith(op: str, left: Callable, right: Callable) -> Callable[[dict], object]
         a, b = left(mu), right(mu)
         if a is _ERROR or b is _ERROR:
             return _ERROR
-        x, y, k = _promote(_num(a), _num(b))  # type: ignore[arg-type]
+        x, y, k = _promote(_num(a), _num(b))
         try:
-            r = x + y if op == "+" else x - y if op == "-" else x * y  # type: ignore[operator]
+            r = x + y if op == "+" else x - y if op == "-" else x * y
         except InvalidOperation:
             raise Fallback("decimal arithmetic") from None
         return _check(k, r)
     return f
 
 
-def _neg(a: object) -> object:
+def _neg(a: Any) -> object:
+    """``-a``: ``a`` an Operand, or _ERROR (what a FILTER expression's function returns)."""
     if a is _ERROR:
         return _ERROR
-    k, v = _num(a)  # type: ignore[arg-type]
-    return _check(k, -v)  # type: ignore[operator]
+    k, v = _num(a)
+    return _check(k, -v)
 
 
 def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
@@ -480,18 +490,18 @@ def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], objec
         a, b = left(mu), right(mu)
         if a is _ERROR or b is _ERROR:
             return _ERROR
-        ka, kb = a[0], b[0]  # type: ignore[index]
+        ka, kb = a[0], b[0]
         if ka in "ndf" and kb in "ndf":
-            x, y, _ = _promote(a, b)  # type: ignore[arg-type]
+            x, y, _ = _promote(a, b)
         elif ka == kb == "s":
-            x, y = a[1], b[1]  # type: ignore[index]
+            x, y = a[1], b[1]
         elif ka == "i" or kb == "i":
             if op not in ("=", "!="):
                 raise Fallback("an IRI ordered")
             if ka != kb:
                 # an IRI is never equal to a literal (RDFterm-equal)
                 return op == "!="
-            x, y = a[1], b[1]  # type: ignore[index]
+            x, y = a[1], b[1]
             return (x == y) == (op == "=")
         else:
             raise Fallback("mixed operand types")
@@ -566,7 +576,7 @@ class CompiledGPM:
         names: list[str] = []
         shape = []
         for tp in self.triples:
-            pos = []
+            pos: list[object] = []  # a variable's number, or a constant term
             for x in tp:
                 if isinstance(x, tuple):
                     if x[1] not in names:
@@ -637,7 +647,7 @@ def _filtered(sols: list[tuple], names: tuple[str, ...], fs: list) -> list[tuple
 
 def _filter_of(text: str, prefixes: dict[str, str], canon: Canon) -> Callable[[dict], object]:
     p = _Parser(text, prefixes, canon)
-    if p.peek() is not None and p.peek()[1] == "(":  # type: ignore[index]
+    if (tok := p.peek()) is not None and tok[1] == "(":
         e = p.filter()
     else:
         raise NotCompiled("FILTER without parentheses")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import pyoxigraph as ox
 
@@ -35,6 +35,7 @@ from rsep.cep.epsparql_matcher import (
     Occurrence,
     OccurrenceStore,
     Solution,
+    Source,
     combine,
     compatible,
     match_bgp,
@@ -89,6 +90,19 @@ from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its e
     variables,
 )
 
+# What EXISTS reads for a solution: the store, its default graphs (the visible items) and
+# named graphs (the background).
+Scope = tuple[ox.Store, list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph],
+              list[ox.NamedNode | ox.BlankNode]]
+
+
+class Dataset(TypedDict, total=False):
+    """The graphs a query runs on: Store.query's keywords."""
+
+    default_graph: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph]
+    named_graphs: list[ox.NamedNode | ox.BlankNode]
+
+
 # ---------------------------------------------------------------- expressions (sigma)
 
 
@@ -103,7 +117,7 @@ class ExprEvaluator:
         self._fns: dict[tuple[int, TimeKind | None], tuple[Expr, Fn | None]] = {}
         # EXISTS: the store, default graphs (the visible items) and named graphs (the
         # background) for a solution ending at the given time
-        self.scope: Callable[[float], tuple[ox.Store, list[Any], list[Any]]] | None = None
+        self.scope: Callable[[float], Scope] | None = None
 
     def _time(self, t: float) -> str:
         if t in (INF, -INF):
@@ -173,12 +187,13 @@ class ExprEvaluator:
             return []
         out: list[str | None] = [None] * len(rows)
         for i, r in self._run(e, rows, f"SELECT ?__i ?__r WHERE {{ {{}} BIND (({e.text}) AS ?__r) }}"):
-            v = r["__r"]  # type: ignore[index]
+            v = r["__r"]
             if v is not None:
                 out[i] = str(v)
         return out
 
-    def _run(self, e: Expr, rows: list[tuple[Solution, float, float]], body: str) -> list[tuple[int, Any]]:
+    def _run(self, e: Expr, rows: list[tuple[Solution, float, float]],
+             body: str) -> list[tuple[int, ox.QuerySolution]]:
         """Run ``body`` (its ``{}`` standing for the rows, :func:`rsep.sparql.rows.rows_block`)
         once per batch: one batch, or with EXISTS one per end time, over the data visible then."""
         groups: dict[float, list[int]] = {}
@@ -187,9 +202,10 @@ class ExprEvaluator:
                 groups.setdefault(tw, []).append(i)
         else:
             groups[INF] = list(range(len(rows)))
-        out = []
+        out: list[tuple[int, ox.QuerySolution]] = []
         for tw, idx in groups.items():
             names, batch = self._rows(e, [rows[i] for i in idx])
+            kw: Dataset
             if e.reads and self.scope is not None:
                 store, default, named = self.scope(tw)
                 kw = {"default_graph": default, "named_graphs": [*named, ROWS]}
@@ -198,7 +214,8 @@ class ExprEvaluator:
             self.calls += 1
             with rows_block(names, batch, store) as block:
                 res = store.query(e.prologue + body.replace("{}", block, 1), **kw)
-                out.extend((idx[int(r["__i"].value)], r) for r in res)  # type: ignore[union-attr,index]
+                assert isinstance(res, ox.QuerySolutions)
+                out.extend((idx[int(r["__i"].value)], r) for r in res)
         return out
 
     def order(self, e: Expr, sols: list[Solution]) -> list[Solution]:
@@ -246,18 +263,21 @@ class World:
     def visible(self, ta: float, item: int) -> bool:
         return item not in self.consumed and (ta > self.lo if self.lo_strict else ta >= self.lo)
 
-    def scope(self, t: float) -> tuple[ox.Store, list[Any], list[Any]]:
+    def scope(self, t: float) -> Scope:
         """What EXISTS sees for a solution ending at t: the visible items that ended by t
         (as OPTIONAL's operand, 003's LeftJoin), and the background graphs."""
         d = self.needs_data()
-        items = [g for i, (ta, tw, g) in d.items.items() if tw <= t and self.visible(ta, i)]
+        items: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [
+            g for i, (ta, tw, g) in d.items.items() if tw <= t and self.visible(ta, i)]
         for iri in getattr(self.background, "graphs", {}):
             if iri not in d.background:
-                d.load_background(iri, ((o.s, o.p, o.o) for o in self.background.get(iri).all))
+                bg = self.background.get(iri)
+                assert bg is not None  # (Graphs.get materialises each graph it has)
+                d.load_background(iri, ((o.s, o.p, o.o) for o in bg.all))
         return d.store, items, list(d.background.values())
 
 
-def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
+def _live(w: World, hi: float) -> Source:
     def src(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
         lo, consumed = w.lo, w.consumed
         if w.lo_strict:
@@ -268,7 +288,7 @@ def _live(w: World, hi: float) -> Callable[[str | None, str | None, str | None],
     return src
 
 
-def background_source(w: World, iri: str) -> Callable[[str | None, str | None, str | None], Iterable[Occurrence]]:
+def background_source(w: World, iri: str) -> Source:
     store = w.background.get(iri, OccurrenceStore())
     return lambda s, p, o: store.candidates(s, p, o)
 
@@ -364,15 +384,17 @@ def removes(x: Solution, y: Solution) -> bool:
 
 def path_solutions(n: Path, d: OccurrenceData, items: Iterable[int]) -> list[Solution]:
     """The path's solutions inside each of the given items, with the item's interval."""
-    graphs = [d.graph(i) for i in items]
+    graphs: list[ox.NamedNode | ox.BlankNode] = [d.graph(i) for i in items]
     if not graphs:
         return []
     q = f"{n.prologue}SELECT * WHERE {{ GRAPH ?__g {{ {n.text} }} }}"
     out = []
-    for r in d.store.query(q, named_graphs=graphs):  # type: ignore[union-attr]
-        item = item_of(r["__g"])  # type: ignore[index]
+    res = d.store.query(q, named_graphs=graphs)
+    assert isinstance(res, ox.QuerySolutions)
+    for r in res:
+        item = item_of(r["__g"])
         ta, tw, _ = d.items[item]
-        mu = tuple(sorted((v, d.own(item, str(t))) for v in n.names  # type: ignore[index]
+        mu = tuple(sorted((v, d.own(item, str(t))) for v in n.names
                           if (t := r[v]) is not None))
         out.append(Solution(mu, ta, tw, frozenset((item,))))
     return out

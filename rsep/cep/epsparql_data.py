@@ -11,6 +11,7 @@ instant and policy. Kept only for queries that need it (:meth:`World.needs_data`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import pyoxigraph as ox
 
@@ -40,7 +41,9 @@ class OccurrenceData:
         if got is None:
             got = self.items[item] = (ta, tw, ox.NamedNode(f"{_ITEM}{item}"))
             self.by_end.setdefault(tw, []).append(item)
-        self.store.add(ox.Quad(to_term(s), to_term(p), to_term(o), got[2]))  # type: ignore[arg-type]
+        # (an occurrence's subject is no literal, its predicate an IRI: Sec. 4.2)
+        self.store.add(ox.Quad(cast("ox.NamedNode | ox.BlankNode | ox.Triple", to_term(s)),
+                               cast(ox.NamedNode, to_term(p)), to_term(o), got[2]))
         self._quads[item] = self._quads.get(item, 0) + 1
         if o.startswith('"') and (c := stored_form(o)) != o:
             self._own.setdefault(item, {})[c] = o
@@ -54,7 +57,8 @@ class OccurrenceData:
         if iri in self.background:
             return
         node = self.background[iri] = ox.NamedNode(iri)
-        self.store.extend(ox.Quad(to_term(s), to_term(p), to_term(o), node)  # type: ignore[arg-type]
+        self.store.extend(ox.Quad(cast("ox.NamedNode | ox.BlankNode | ox.Triple", to_term(s)),
+                                  cast(ox.NamedNode, to_term(p)), to_term(o), node)
                           for s, p, o in triples)
 
     def keep(self, items: set[int]) -> None:

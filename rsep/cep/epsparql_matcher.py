@@ -3,7 +3,7 @@ occurrences, indexed, matched one occurrence per triple pattern (003 Sec. 4.2's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,9 +70,13 @@ class Occurrence:
     s: str
     p: str
     o: str
-    ta: int
-    tw: int
+    ta: float  # (+inf, -inf: a background triple's, timeless)
+    tw: float
     item: int  # the stream item (event) it came from: what consumption removes
+
+
+# The occurrences a triple pattern (s, p, o: a term, or None for a variable) may match.
+Source = Callable[[str | None, str | None, str | None], Iterable[Occurrence]]
 
 
 class OccurrenceStore:
@@ -84,7 +88,7 @@ class OccurrenceStore:
     def prune(self, keep: Callable[[Occurrence], bool]) -> None:
         """Keep only the occurrences ``keep`` accepts (indexes and keys rebuilt)."""
         old = self.all
-        self.__init__()  # type: ignore[misc]
+        OccurrenceStore.__init__(self)
         for oc in old:
             if keep(oc):
                 self.add(oc)
@@ -149,7 +153,7 @@ def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> d
     return out
 
 
-def match_bgp(patterns: tuple[TriplePattern, ...], sources: list[Callable[[str | None, str | None, str | None], Iterable[Occurrence]]],
+def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
               given: dict[str, str] | None = None) -> list[Solution]:
     """BGP(P): one occurrence per triple pattern; t_alpha = min start, t_omega = max end.
     ``sources[i]`` gives the occurrences pattern i may use."""

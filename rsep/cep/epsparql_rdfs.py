@@ -95,7 +95,7 @@ class Graphs(dict):
         self.graphs = graphs
         self.schema = schema
 
-    def get(self, iri: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, iri: str, default: Any = None) -> Any:
         if iri not in self and iri in self.graphs:
             st = OccurrenceStore()
             seen: set[tuple[str, str, str]] = set()
@@ -103,6 +103,6 @@ class Graphs(dict):
                 for x in self.schema.entail(*t):
                     if x not in seen:
                         seen.add(x)
-                        st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))  # type: ignore[arg-type]
+                        st.add(Occurrence(*x, ta=INF, tw=-INF, item=0))
             self[iri] = st
         return super().get(iri, default)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_history
 from rsep.algebra.events import Selection
@@ -38,7 +38,7 @@ class EpOutput(Output):
     def to_json(self) -> dict:
         d = Output.to_json(self)
         end = self.time if self.end is None else self.end
-        out: dict[str, Any] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
+        out: dict[str, object] = {"time": d.pop("time"), "from": format_time(self.start, self.kind),
                                "to": format_time(end, self.kind)}
         out.update(d)
         return out
@@ -61,7 +61,8 @@ class EpContext:
         graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
                   for iri, ts in engine.graphs.items()}
         self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
-        self.world = World(OccurrenceStore(), Graphs(graphs, self.schema), ExprEvaluator())
+        self.background = Graphs(graphs, self.schema)  # the world's, typed as what it is
+        self.world = World(OccurrenceStore(), self.background, ExprEvaluator())
         self.pending: dict[int, dict[int, Event]] = {}  # per end: the events, by item
         self.last: int | None = None  # the last instant processed (instants come in order)
         self._derived = 0
@@ -116,7 +117,7 @@ class EpContext:
         ctx = getattr(engine, "_epsparql", None)
         if ctx is None:
             ctx = EpContext(engine)
-            engine._epsparql = ctx  # type: ignore[attr-defined]
+            engine._epsparql = ctx
         return ctx
 
     def insert(self, e: Event) -> None:
@@ -192,7 +193,7 @@ class EpSparqlRuntime:
         for iri in query.background:
             engine.need_graph(iri, query.source)
         self.ctx = EpContext.of(engine)
-        graphs = self.ctx.world.background.graphs
+        graphs = self.ctx.background.graphs
         for iri in query.background:  # fetched after the context was made
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
@@ -203,6 +204,8 @@ class EpSparqlRuntime:
         self.delta = Delta(self.plan, self.ctx.world)
         self.leaf_horizon = INF  # set by bind, once the kind of time is known
         self.window: tuple[float, bool] = (INF, False)  # chronological / recent: see :func:`window`
+        # (ETALIS's policies have a runtime of their own: rsep.runtime.dialects.runtime_for)
+        assert isinstance(query.policy, Selection)
         self.policy_state = PolicyState(query.pattern, query.policy)  # chronological / recent
         self.outbox: dict[int, list[Output]] = {}
         self._ticks: set[int] = set()
@@ -270,7 +273,7 @@ class EpSparqlRuntime:
         fresh: dict[str, str] = {}
         out = []
         for tp in self.query.template:
-            tr = []
+            tr: list[str | None] = []
             for t in tp:
                 if isinstance(t, Var):
                     if t.name.startswith("_b"):
@@ -278,12 +281,12 @@ class EpSparqlRuntime:
                             fresh[t.name] = f"_:ep{self.name}x{next(self._bn)}"
                         tr.append(fresh[t.name])
                     else:
-                        tr.append(mu.get(t.name))  # type: ignore[arg-type]
+                        tr.append(mu.get(t.name))
                 else:
                     tr.append(t)
             s_, p_, o_ = tr
             # Sec. 4.2: only solutions binding every variable of the triple; no literal subject
-            if None in tr or s_.startswith('"') or not p_.startswith("<"):
+            if s_ is None or p_ is None or o_ is None or s_.startswith('"') or not p_.startswith("<"):
                 continue
             out.append((s_, p_, o_))
         return out

@@ -406,7 +406,7 @@ class Machine:
         t2 = t1 if end == start else self.stamp(end)
         self.fired = []
         for tr in triples:
-            self.event(Occurred(Atom(tr), tr, {}, t1, t2))  # type: ignore[arg-type]
+            self.event(Occurred(Atom(tr), tr, {}, t1, t2))
         if self.window[0] != INF and not self.and_rules:
             self._forget(end)
         return self.fired
@@ -421,7 +421,7 @@ class Machine:
         for c in self.clauses:
             if isinstance(e.ref, Atom):
                 if isinstance(c.trigger, Atom):
-                    mu = _match(c.trigger.pattern, e.content)  # type: ignore[arg-type]
+                    mu = _match(c.trigger.pattern, e.content)
                     if mu is not None:
                         found.append((c, mu))
             elif c.trigger == e.ref:
@@ -566,7 +566,7 @@ class EtalisRuntime:
         try:
             self.rules_run.window = self.program.window(kind)
         except Unsupported as e:
-            raise QueryError(f"--policy {self.query.policy.value}: {e}",  # type: ignore[union-attr]
+            raise QueryError(f"--policy {self.query.policy.value}: {e}",
                              source=self.query.source) from None
 
     def insert(self, e: Event) -> None:

@@ -41,7 +41,9 @@ class GPMEvaluator:
                     self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node)
                                       for t in graphs[iri])
         self._query = {g.name: g.prologue + "SELECT * WHERE " + g.local_pattern for g in self.gpms}
-        self._kb_of = {g.name: [self.kb[b] for b in g.background if b in self.kb] for g in self.gpms}
+        # (the store's named_graphs parameter: a list of graph names)
+        self._kb_of: dict[str, list[ox.NamedNode | ox.BlankNode]] = {
+            g.name: [self.kb[b] for b in g.background if b in self.kb] for g in self.gpms}
         self.canon = Canon()
         self.compiled: dict[str, CompiledGPM] = {}
         if compiled:
@@ -292,7 +294,7 @@ class GPMEvaluator:
         self.filter_queries += 1
         res = self.store.query(q)
         assert isinstance(res, ox.QuerySolutions)
-        passed = {int(sol["__rsep_row"].value) for sol in res}  # type: ignore[union-attr]
+        passed = {int(sol["__rsep_row"].value) for sol in res}
         for i, r in enumerate(rows):
             self._holds[(gpm.name, r)] = i in passed
 
@@ -303,4 +305,5 @@ class GPMEvaluator:
         q = f"{gpm.prologue}SELECT {' '.join('?' + v for v in fv)} WHERE {{ {filters} }}"
         self.filter_queries += 1
         res = self.store.query(q, substitutions={ox.Variable(k): v for k, v in r})
-        self._holds[(gpm.name, r)] = any(True for _ in res)  # type: ignore[union-attr]
+        assert isinstance(res, ox.QuerySolutions)
+        self._holds[(gpm.name, r)] = any(True for _ in res)

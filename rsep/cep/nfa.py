@@ -46,7 +46,7 @@ import warnings
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pyoxigraph as ox
 
@@ -400,7 +400,9 @@ class NFAEngine:
             and isinstance(st.atom.body, Leaf) else None
             for st in nfa.states]
         # The streams each start state's GPMs read (an instant without them starts nothing).
-        self._start_streams = {i: frozenset(lf.stream for lf in nfa.states[i].atom.body.leaves())
+        # (start states are before x_f: each waits for an atom)
+        self._start_streams = {i: frozenset(lf.stream
+                                            for lf in cast(Atom, nfa.states[i].atom).body.leaves())
                                for i in self._starts}
 
     # ------------------------------------------------------------ bookkeeping
@@ -453,7 +455,7 @@ class NFAEngine:
                     else:
                         keys.extend(entries)
                         continue
-                vals = None
+                vals: set[object] | None = None
                 if bound:
                     vals = set()
                     for mu in x:
@@ -919,8 +921,8 @@ class NFAEngine:
             extend = self.gpm.extend
             for step in path:
                 t, key, local = step
-                k = kleene.get(key)
-                x = drop(omega, k.local_vars) if k is not None else omega
+                ka = kleene.get(key)
+                x = drop(omega, ka.local_vars) if ka is not None else omega
                 omega = extend(gpms[key], x, local)
                 if not omega:
                     return None
@@ -1087,7 +1089,7 @@ def _count_paths(r: Run) -> int:
     return count(r, None)
 
 
-def _get(mu: Mapping, var: str) -> object:
+def _get(mu: Mapping, var: str | None) -> object:
     for k, v in mu:
         if k == var:
             return v

@@ -12,7 +12,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import pyoxigraph as ox
 
 from rsep.algebra.output import EngineError, Output
 from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible
@@ -50,7 +52,7 @@ class MatchOutput(Output):
         # the match's interval as every dialect writes a complex event's: from its first event
         # to the one completing it; "start" is the same as "from" (kept for one release)
         t = d.pop("time")
-        out: dict[str, Any] = {"time": t, "from": first, "to": t, "start": first}
+        out: dict[str, object] = {"time": t, "from": first, "to": t, "start": first}
         out.update(d)
         if self.iterations:
             out["iterations"] = self.iterations
@@ -146,7 +148,7 @@ class SpaseqRuntime:
         cands = [t for t in self._pending if (after is None or t > after) and t < bound]
         return min(cands) if cands else None
 
-    def evaluate(self, tau: int) -> list[Output]:
+    def evaluate(self, tau: int) -> list[MatchOutput]:
         events = self._pending.pop(tau, [])
         self.last_tick = tau
         if not events:
@@ -169,7 +171,7 @@ class SpaseqRuntime:
         if len(matches) > 1:
             # one order whatever the engine or its options: by the events matched
             matches.sort(key=_STEPS)
-        outs: list[Output] = []
+        outs: list[MatchOutput] = []
         seen: set[tuple] = set()
         for m in matches:
             outs.extend(self._outputs(m, seen))
@@ -184,18 +186,20 @@ class SpaseqRuntime:
         binds = " ".join(f"BIND (({text}) AS ?{v})" for v, text, _ in self._exprs)
         store = self.gpm.store
         try:
-            with rows_block(names, [o.bindings for o in outs], store) as block:  # type: ignore[misc]
-                res = list(store.query(f"{self.query.prologue}SELECT * WHERE {{ {block} {binds} }}"))
+            with rows_block(names, [o.bindings or {} for o in outs], store) as block:
+                res = store.query(f"{self.query.prologue}SELECT * WHERE {{ {block} {binds} }}")
+                assert isinstance(res, ox.QuerySolutions)
+                rows = list(res)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name}: SELECT expression failed: {e}") from None
         values: dict[int, dict[str, str]] = {}
-        for r in res:  # type: ignore[union-attr]
-            values[int(r["__i"].value)] = {v: str(t) for v, _, _ in self._exprs  # type: ignore[index]
-                                           if (t := r[v]) is not None}  # type: ignore[index]
+        for r in rows:
+            values[int(r["__i"].value)] = {v: str(t) for v, _, _ in self._exprs
+                                           if (t := r[v]) is not None}
         out: list[MatchOutput] = []
         seen: set[tuple] = set()
         for i, o in enumerate(outs):
-            b = {**o.bindings, **values.get(i, {})}  # type: ignore[dict-item]
+            b = {**(o.bindings or {}), **values.get(i, {})}
             o.bindings = {k: b[k] for k in self.variables if k in b}
             if self.query.distinct:
                 key = (o.time, tuple(sorted(o.bindings.items())))
@@ -205,10 +209,10 @@ class SpaseqRuntime:
             out.append(o)
         return out
 
-    def _outputs(self, m: Match, seen: set[tuple]) -> list[Output]:
+    def _outputs(self, m: Match, seen: set[tuple]) -> list[MatchOutput]:
         named = self._leaf_names
         events = tuple([(*named[k], t) for t, k in m.steps])
-        out: list[Output] = []
+        out: list[MatchOutput] = []
         keep = self._keep
         # pi_V(Omega): a list, made a set only when there are several rows to deduplicate
         rows = [tuple([kv for kv in mu if kv[0] in keep]) for mu in m.omega]

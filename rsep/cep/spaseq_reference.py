@@ -138,7 +138,8 @@ class ReferenceEvaluator:
             q = f"{gpm.prologue}SELECT {head} WHERE {{ FILTER {expr} }}"
             try:
                 res = self.store.query(q, substitutions=subs)
-                self._holds[key] = any(True for _ in res)  # type: ignore[union-attr]
+                assert isinstance(res, ox.QuerySolutions)
+                self._holds[key] = any(True for _ in res)
             except (SyntaxError, RuntimeError, OSError) as err:
                 raise RuntimeError(f"GPM {gpm.name}: FILTER {expr}: {err}") from None
         return self._holds[key]
@@ -260,7 +261,7 @@ class ReferenceEvaluator:
         last = self.sigma.times[-1] if self.sigma.times else t
         if omega is None:
             return [(t, None)]
-        out = []
+        out: list[tuple[int, int | None]] = []
         k = 0
         while t + k * omega <= last:
             out.append((t + k * omega, t + (k + 1) * omega))

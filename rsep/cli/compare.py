@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import cast
 
 EXIT_AGREE, EXIT_DISAGREE, EXIT_FAILED = 0, 1, 2
 
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("no input: give at least one --stream IRI=PATH")
     events = cmp.load_events(args.stream)
     graphs = cmp.load_graphs(args.graph)
+    # FIXME: a SPASEQ or EP-SPARQL query gets this far and fails inside the comparison with
+    # "'SpaseqQuery' object has no attribute 'form'" (status 2); explain --lars refuses it
+    # with a message of its own. The cast keeps that behaviour for now.
+    q = cast(ContinuousQuery, q)
     if found is not None:
         agg = aggregates.compare_aggregate(q, events, graphs, args.period, args.until, unit, found)
         aggregates.write_aggregate_comparison(agg, sys.stdout,

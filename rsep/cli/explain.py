@@ -8,13 +8,16 @@ with ``--lars``, their LARS program (001); SPASEQ queries print their compiled N
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rsep.algebra.query import ContinuousQuery
+from rsep.algebra.query import ContinuousQuery, Query
 from rsep.lars.core import LarsError
 
+if TYPE_CHECKING:
+    from rsep.algebra.epsparql import EpSparqlQuery, Expr, Node
 
-def explain(q: Any, *, lars: bool = False, fmt: str = "text",
+
+def explain(q: Query, *, lars: bool = False, fmt: str = "text",
             time_unit_ms: int | None = None) -> str:
     """The explanation of a parsed query as text or Graphviz DOT (``fmt``)."""
     if isinstance(q, ContinuousQuery):
@@ -54,7 +57,7 @@ def _ep_term(t: Any) -> str:
     return f"?{t.name}" if hasattr(t, "name") else str(t)
 
 
-def _ep_expr(e: Any) -> str:
+def _ep_expr(e: Expr) -> str:
     # sigma's variables back to the functions the user wrote
     return (e.text.replace("?__d", "getDURATION()").replace("?__s", "getSTARTTIME()")
             .replace("?__e", "getENDTIME()"))
@@ -87,7 +90,7 @@ def _ep_label(n: Any) -> tuple[str, list[str]]:
     return kind, []
 
 
-def _ep_text(q: Any) -> str:
+def _ep_text(q: EpSparqlQuery) -> str:
     from rsep.cep.etalis import EtalisPolicy
 
     policy = q.policy.value if isinstance(q.policy, EtalisPolicy) else q.policy.name.lower()
@@ -95,12 +98,12 @@ def _ep_text(q: Any) -> str:
              f"{'CONSTRUCT (a rule: its results re-enter the stream)' if q.construct else 'SELECT'}",
              f"policy: {policy}",
              "background: " + (", ".join(f"<{g}>" for g in q.background) or "(none)")]
-    if q.construct:
+    if q.template is not None:  # (q.construct)
         lines.append("template:")
         lines += ["  " + " ".join(_ep_term(x) for x in tp) for tp in q.template]
     lines.append("pattern (solutions (mu, t_alpha, t_omega), 003 Sec. 4.2):")
 
-    def walk(n: Any, depth: int) -> None:
+    def walk(n: Node, depth: int) -> None:
         head, leaves = _ep_label(n)
         pad = "  " * depth
         lines.append(pad + head)
@@ -112,11 +115,11 @@ def _ep_text(q: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ep_dot(q: Any) -> str:
+def _ep_dot(q: EpSparqlQuery) -> str:
     out = ["digraph epsparql {", "  node [shape=box, fontname=monospace];"]
     count = [0]
 
-    def walk(n: Any) -> str:
+    def walk(n: Node) -> str:
         count[0] += 1
         me = f"n{count[0]}"
         head, leaves = _ep_label(n)

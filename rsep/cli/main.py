@@ -13,14 +13,17 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from rsep import __version__
+from rsep.algebra.epsparql import EpSparqlQuery
 from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, QueryError, parse_query
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Sink
 from rsep.runtime.watchdog import Watchdog
+from rsep.stream.event import Event
 from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import TimeError, parse_datetime_ms, parse_time_unit
@@ -135,7 +138,7 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def _overrun(what: str, limit: float, flush: tuple[Any, ...]) -> None:
+def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
     """The watchdog's thread, while an evaluation overruns: say so, keep what was output
     (the evaluation itself cannot be cancelled), and end the process."""
     print(f"rsep: error: {what} is still running after the limit of {limit} s "
@@ -161,13 +164,13 @@ def run(args: argparse.Namespace) -> int:
     report = ReportPolicy.parse(args.report) if args.report else None
     for qf in args.queries:
         text = Path(qf).read_text(encoding="utf-8")
-        query: Any = text
+        query: str | Query = text
         if getattr(args, "policy", None):  # EP-SPARQL's setting (docs/semantics.md)
-            query = parse_query(text, args.dialect, source=qf)
-            if not hasattr(query, "with_policy"):
+            parsed = parse_query(text, args.dialect, source=qf)
+            if not isinstance(parsed, EpSparqlQuery):  # (the one query with policies)
                 raise QueryError(f"--policy applies to EP-SPARQL queries; {qf} is not one",
                                  source=qf)
-            query = query.with_policy(args.policy)
+            query = parsed.with_policy(args.policy)
         engine.register(query, dialect=args.dialect, source=qf, default_name=Path(qf).stem,
                         r2s=R2S(args.r2s) if args.r2s else None, report=report)
     if not args.stream:
@@ -193,21 +196,22 @@ def run(args: argparse.Namespace) -> int:
     for f in files:
         if not f.path.is_file():
             raise EngineError(f"stream file not found: {f.path}")
-    events: Iterable[Any] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
+    events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
     sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())
     clock = None
+    write = sink.write
     if args.stage_times:
         from rsep.runtime.stages import StageClock
 
         clock = StageClock()
         clock.instrument(engine)
         events = clock.iterate("parse", events)
-        sink.write = clock.timed("output", sink.write)  # type: ignore[method-assign]
+        write = clock.timed("output", write)
     t0 = time.perf_counter()
     try:
         for o in engine.run(events, until=_until(args.until)):
-            sink.write(o)
+            write(o)
             progress.tick(engine.events, sink.count)
     finally:
         sink.close()

@@ -156,7 +156,7 @@ class IncrementalMatcher:
         self.removed = []
         new = self._sync(changes)
         if not self.delta:
-            leaf_of = {}
+            leaf_of: dict[int, int] = {}
             for j, bep in enumerate(self.leaves):
                 leaf_of.setdefault(id(bep), j)
 

@@ -39,7 +39,7 @@ class EventMapping:
         return dict(self.mu)
 
 
-def precedes(a: tuple[int, int], b: tuple[int, int]) -> bool:
+def precedes(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """(t1, t2) < (t3, t4): ends earlier, or ends together and starts earlier."""
     return (a[1], a[0]) < (b[1], b[0])
 

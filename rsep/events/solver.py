@@ -30,6 +30,7 @@ def solve_item(bep: BasicEventPattern, triples: tuple[ox.Triple, ...]) -> list[M
     store = ox.Store()
     store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in triples)
     res = store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}")
+    assert isinstance(res, ox.QuerySolutions)
     return [mu for _, mu in _rows(res)]
 
 
@@ -40,7 +41,7 @@ class BatchSolver:
         self._cache: dict[tuple[str, int, int], list[Mu]] = {}
         self.queries = 0
 
-    def __call__(self, bep: BasicEventPattern, item: Event, triples: tuple) -> list[Mu]:
+    def __call__(self, bep: BasicEventPattern, item: Event, triples: tuple[ox.Triple, ...]) -> list[Mu]:
         key = (bep.name, item.seq, len(triples))
         hit = self._cache.get(key)
         if hit is None:
@@ -48,7 +49,7 @@ class BatchSolver:
             self.queries += 1
         return hit
 
-    def prepare(self, bep: BasicEventPattern, items: Iterable[tuple[Event, tuple]]) -> None:
+    def prepare(self, bep: BasicEventPattern, items: Iterable[tuple[Event, tuple[ox.Triple, ...]]]) -> None:
         """Match every item not seen yet in one query."""
         todo = [(e, trs) for e, trs in items if (bep.name, e.seq, len(trs)) not in self._cache]
         if not todo:
@@ -58,8 +59,8 @@ class BatchSolver:
             self(bep, e, trs)
             return
         store = ox.Store()
-        graphs = {}
-        quads = []
+        graphs: dict[str, tuple[str, int, int]] = {}
+        quads: list[ox.Quad] = []
         for e, trs in todo:
             g = ox.NamedNode(f"urn:rsep:item:{e.seq}:{len(trs)}")
             graphs[g.value] = (bep.name, e.seq, len(trs))
@@ -67,6 +68,7 @@ class BatchSolver:
             quads.extend(ox.Quad(t.subject, t.predicate, t.object, g) for t in trs)
         store.extend(quads)
         res = store.query(f"{bep.prologue}SELECT * WHERE {{ GRAPH ?{_ITEM} {bep.pattern} }}")
+        assert isinstance(res, ox.QuerySolutions)
         self.queries += 1
         for sol, mu in _rows(res, skip=_ITEM):
             self._cache[graphs[sol[_ITEM].value]].append(mu)

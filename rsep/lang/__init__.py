@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
-from rsep.algebra.query import ContinuousQuery
+from rsep.algebra.query import ContinuousQuery, Query
 from rsep.lang import cqels, csparql, rspql
 from rsep.lang.common import extension_calls, validate_sparql
 from rsep.lang.epsparql import parse_epsparql
@@ -18,7 +17,7 @@ from rsep.lang.syntax import DIALECT_NAMES, Syntax, start_of
 # Dialects with a grammar of their own, recognised in the text before the shared parser
 # runs, by a construct no RSP-QL query has: SPASEQ's DEFINE GPM (002), EP-SPARQL's operators
 # between groups or its time functions (003 Sec. 4.1).
-_OWN_GRAMMAR: tuple[tuple[str, re.Pattern[str], Callable[..., Any]], ...] = (
+_OWN_GRAMMAR: tuple[tuple[str, re.Pattern[str], Callable[..., Query]], ...] = (
     ("spaseq", re.compile(r"\bDEFINE\s+GPM\b", re.I), parse_spaseq),
     ("epsparql", re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
                             r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I), parse_epsparql),
@@ -32,7 +31,7 @@ DIALECTS: dict[str, Callable[[Syntax], ContinuousQuery] | None] = {
 
 
 def parse_query(text: str, dialect: str | None = None, *,
-                source: str | None = None) -> ContinuousQuery | Any:
+                source: str | None = None) -> Query:
     """Parse a continuous query in any supported dialect (detected when not given).
 
     SPASEQ queries (``--dialect spaseq``, or text with ``DEFINE GPM``) give a

@@ -162,7 +162,7 @@ def _services_as_graphs(syn: Syntax) -> list[tuple[int, int, str]]:
 def _distinct_of_extension_aggregates(syn: Syntax) -> list[tuple[int, int, str]]:
     """pyoxigraph 0.5.13 reads ``iri(DISTINCT ...)`` as a syntax error even with an
     aggregate registered for iri: checked without the DISTINCT (as the aggregate it is)."""
-    return [(c.start_pos, c.end_pos, " " * len(c)) for kind, _, node in extension_calls(syn)
+    return [(start_of(c), end_of(c), " " * len(c)) for kind, _, node in extension_calls(syn)
             if kind == "aggregate" for c in node.children[1].children
             if isinstance(c, Token) and c.type == "DISTINCT"]
 
@@ -188,6 +188,8 @@ def validate_sparql(syn: Syntax, sparql: str) -> None:
     extra = _services_as_graphs(syn) + _distinct_of_extension_aggregates(syn)
     checked = syn.rewritten(extra) if extra else sparql
     functions, aggregates = _extensions(syn)
+    line: int | None
+    col: int | None
     try:
         res = ox.Store().query(checked, custom_functions=functions,
                                custom_aggregate_functions=aggregates)

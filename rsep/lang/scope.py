@@ -11,6 +11,7 @@ it finds nothing (pyoxigraph's own message is used then).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from lark import Token, Tree
 
@@ -38,6 +39,11 @@ def _child(node: Tree, name: str) -> Tree | None:
     return next((c for c in node.children if isinstance(c, Tree) and c.data == name), None)
 
 
+def _the(node: Tree, name: str) -> Tree:
+    """The child the grammar requires of ``node`` (what a parse tree's type cannot say)."""
+    return cast(Tree, _child(node, name))
+
+
 def _children(node: Tree, name: str) -> list[Tree]:
     return [c for c in node.children if isinstance(c, Tree) and c.data == name]
 
@@ -62,7 +68,7 @@ def projected(select: Tree) -> set[str]:
         ggp = _child(where, "group_graph_pattern") if where is not None else None
         return group_scope(ggp) if ggp is not None else set()
     return {_name(item.children[0] if item.children[0].data == "var" else
-                  _child(item.children[0], "var")) for item in items}
+                  _the(item.children[0], "var")) for item in items}
 
 
 def _elements(sub: Tree) -> Iterator[Tree]:
@@ -86,15 +92,15 @@ def _scope(p: Tree) -> set[str]:
     if p.data == "group_or_union_graph_pattern":
         return set().union(*(group_scope(g) for g in _children(p, "group_graph_pattern")))
     if p.data == "optional_graph_pattern":
-        return group_scope(_child(p, "group_graph_pattern"))
+        return group_scope(_the(p, "group_graph_pattern"))
     if p.data in _NAMED:
         target = _child(p, "var_or_iri")
         names = {_name(target)} if target is not None and _child(target, "var") else set()
-        return names | group_scope(_child(p, "group_graph_pattern"))
+        return names | group_scope(_the(p, "group_graph_pattern"))
     if p.data == "bind":
-        return {_name(_child(p, "var"))}
+        return {_name(_the(p, "var"))}
     if p.data == "inline_data":
-        block = _child(p, "data_block")
+        block = _the(p, "data_block")
         return {_name(v) for v in _children(block.children[0], "var")}
     return set()  # MINUS, FILTER, and what this module does not know: nothing
 
@@ -169,10 +175,10 @@ def _check_select(q: Tree, out: list[Finding]) -> None:
             if isinstance(inner, Tree) and inner.data == "var":
                 keys.add(_name(inner))
             elif isinstance(inner, Tree) and inner.data == "group_condition_expression_as_var":
-                if _child(inner, "var") is not None:  # (expr AS ?v)
-                    keys.add(_name(_child(inner, "var")))
-                elif _bare_var(_child(inner, "expression")) is not None:  # (?v)
-                    keys.add(_bare_var(_child(inner, "expression")))
+                if (v := _child(inner, "var")) is not None:  # (expr AS ?v)
+                    keys.add(_name(v))
+                elif (bare := _bare_var(_child(inner, "expression"))) is not None:  # (?v)
+                    keys.add(bare)
             # grouping by another expression (STR(?v), (?a + ?b)) groups no variable
     names: set[str] = set()
     for item in items:
@@ -185,7 +191,7 @@ def _check_select(q: Tree, out: list[Finding]) -> None:
                 out.append((inner, f"?{n} is neither grouped (GROUP BY) nor aggregated"))
             names.add(n)
             continue
-        var = _child(inner, "var")
+        var = _the(inner, "var")
         n = _name(var)
         if grouped:
             expr = _child(inner, "expression")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import pyoxigraph as ox
 from lark import Token, Tree
@@ -101,11 +101,20 @@ FORMS = {
 
 
 def start_of(node: Tree | Token) -> int:
-    return node.start_pos if isinstance(node, Token) else node.meta.start_pos
+    pos = node.start_pos if isinstance(node, Token) else node.meta.start_pos
+    assert pos is not None  # (the lexer gives every token its position)
+    return pos
 
 
 def end_of(node: Tree | Token) -> int:
-    return node.end_pos if isinstance(node, Token) else node.meta.end_pos
+    pos = node.end_pos if isinstance(node, Token) else node.meta.end_pos
+    assert pos is not None
+    return pos
+
+
+def token(node: Tree | Token) -> Token:
+    """A child where the grammar puts a terminal: what a parse tree's type cannot say."""
+    return cast(Token, node)
 
 
 def first_token(node: Tree | Token) -> Token:
@@ -190,12 +199,12 @@ class Syntax(Terms):
         for d in prologue.children:
             if d.data == "prefix_decl":
                 ns = str(d.children[1].children[0])[:-1]
-                s.prefixes[ns] = s._iriref(d.children[2])
+                s.prefixes[ns] = s._iriref(token(d.children[2]))
             elif d.data == "base_decl":
                 tok = d.children[1]
                 if is_absolute(str(tok)[1:-1]):
                     based_at = min(based_at, start_of(tok))
-                s.base = s._iriref(tok)
+                s.base = s._iriref(token(tok))
         # An IRI left relative before any absolute BASE is resolved against DEFAULT_BASE,
         # here and (by a BASE put in front of it, see all_edits) in the rewritten query.
         s.relative_iris = [t.start_pos for t in tree.scan_values(lambda v: isinstance(v, Token))
@@ -388,5 +397,5 @@ class Syntax(Terms):
         return out
 
 
-def nodes_in(node: Tree, name: str) -> list[Any]:
+def nodes_in(node: Tree, name: str) -> list[Tree]:
     return [n for n in node.iter_subtrees_topdown() if n.data == name]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
+import pyoxigraph as ox
 from lark import Token, Tree
 
 from rsep.algebra.policy import ReportPolicy
@@ -45,6 +46,7 @@ from rsep.lang.syntax import Syntax
 from rsep.lars.compare import compare, engine_runs
 from rsep.lars.core import LarsError, show_term
 from rsep.lars.rsp import assign_streams, continuous, cs, from_query, to_sparql
+from rsep.stream.event import Event
 
 AGREEABLE = ("COUNT", "MAX", "MIN")
 NOT_RECURSIVE = ("AVG", "MEDIAN")
@@ -88,7 +90,7 @@ def _refuse(func: str) -> NoAgreementNotion:
         "of the pushed counts), MAX and MIN (max/min of the pushed values)")
 
 
-def _only_child(node: Any, stop: str) -> Any:
+def _only_child(node: Tree | Token | None, stop: str) -> Tree | None:
     """Descend single-child trees down to a ``stop`` node (None if the chain branches)."""
     while isinstance(node, Tree):
         if node.data == stop:
@@ -100,17 +102,17 @@ def _only_child(node: Any, stop: str) -> Any:
     return None
 
 
-def _var(node: Any) -> str | None:
+def _var(node: Tree | Token | None) -> str | None:
     v = _only_child(node, "var")
     return str(v.children[0])[1:] if v is not None else None
 
 
-def _has(node: Any, data: str) -> bool:
+def _has(node: Tree | Token | None, data: str) -> bool:
     return isinstance(node, Tree) and any(isinstance(x, Tree) and x.data == data
                                           for x in node.iter_subtrees())
 
 
-def _extension_name(node: Any, syn: Any, known: tuple[str, ...]) -> str | None:
+def _extension_name(node: Tree, syn: Syntax, known: tuple[str, ...]) -> str | None:
     """An extension aggregate in the projection: a call iri(...) whose IRI the query uses
     as an aggregate (called with DISTINCT) or whose local name is MEDIAN or AVG (SPARQL
     has no MEDIAN: engines offer it as an extension)."""
@@ -370,7 +372,7 @@ class AggComparison:
         return all(r.agree for r in self.rows)
 
 
-def compare_aggregate(cq_: ContinuousQuery, events: list[Any], graphs: dict[str, Any],
+def compare_aggregate(cq_: ContinuousQuery, events: list[Event], graphs: dict[str, list[ox.Triple]],
                       period: int, until: int | None = None, time_unit_ms: int | None = None,
                       found: tuple[Aggregate, ContinuousQuery] | None = None) -> AggComparison:
     """001 Sec. 6 on an aggregate query: its pattern compared push vs pull (engine and

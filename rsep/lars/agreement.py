@@ -8,16 +8,17 @@ the intent (IStream) is the atoms of I_t not in I_prev(t), which is what is comp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from rsep.algebra.window import WindowKind
 from rsep.lars.core import Atom, Program, Stream, Window, derived_at, show_term
-from rsep.lars.rsp import TP, RSPQuery, StreamPattern, sub_matches, triple_patterns
+from rsep.lars.rsp import TP, Pattern, RSPQuery, StreamPattern, sub_matches, triple_patterns
 from rsep.lars.rsp import Minus as MinusP
+from rsep.lars.rsp import Stream as StreamGP
 from rsep.lars.rsp import Union as UnionP
 from rsep.lars.translate import STRIPLE, const
+from rsep.stream.time import Duration
 
 ANS = frozenset({"ans_1"})
 
@@ -128,7 +129,7 @@ def _static_patterns(q: RSPQuery) -> list[TP]:
     return [t for t in dict.fromkeys(triple_patterns(q.P)) if t not in owned]
 
 
-def _has(p: Any, kind: type) -> bool:
+def _has(p: Pattern, kind: type) -> bool:
     if isinstance(p, kind):
         return True
     for attr in ("left", "right", "pattern"):
@@ -144,7 +145,7 @@ def check_no_minus(q: RSPQuery) -> Condition:
                      if bad else "")
 
 
-def check_range_windows(q: RSPQuery, units: Any) -> Condition:
+def check_range_windows(q: RSPQuery, units: Callable[[Duration], int]) -> Condition:
     bad = []
     for s in q.S:
         w = s.window
@@ -260,7 +261,8 @@ def check_same_windows(q: RSPQuery, d: Stream, t2: int, push_windows: list[Windo
 
 
 def theorem4(q: RSPQuery, d: Stream, static: Iterable[tuple], t1: int, t2: int,
-             push_windows: list[Window], pull_windows: list[Window], units: Any) -> list[Condition]:
+             push_windows: list[Window], pull_windows: list[Window],
+             units: Callable[[Duration], int]) -> list[Condition]:
     """The conditions of Theorem 4 (with (*) and (**) of Theorem 3) on (t1, t2], and the
     premise that both sides read one window function (checked at t2)."""
     return [check_no_minus(q), check_range_windows(q, units), check_star(q, static),
@@ -272,8 +274,8 @@ def cautious_indices(q: RSPQuery) -> frozenset[int]:
     """The stream patterns a cq(Q) member reads cautiously (STREAM ... UNION g)."""
     out = set()
 
-    def walk(p: Any) -> None:
-        if isinstance(p, UnionP) and type(p.left).__name__ == "Stream":
+    def walk(p: Pattern) -> None:
+        if isinstance(p, UnionP) and isinstance(p.left, StreamGP):
             out.add(p.left.index)
         for attr in ("left", "right", "pattern"):
             if hasattr(p, attr):

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 import pyoxigraph as ox
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
-from rsep.algebra.window import Boundary
+from rsep.algebra.window import Boundary, WindowSpec
 from rsep.lars.agreement import ANS, Evaluator, push_pull_agree, theorem4, ttp
 from rsep.lars.core import LarsError, show_term
 from rsep.lars.rsp import (
@@ -34,6 +34,7 @@ from rsep.lars.translate import (
     window_operator,
 )
 from rsep.runtime.engine import Engine
+from rsep.stream.event import Event
 from rsep.stream.files import StreamFile
 from rsep.stream.source import DeadLetter, merge_streams
 
@@ -87,7 +88,7 @@ def _key(bindings: dict[str, str] | None) -> tuple:
     return tuple(sorted((bindings or {}).items()))
 
 
-def engine_runs(query: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.Triple]],
+def engine_runs(query: ContinuousQuery, events: list[Event], graphs: dict[str, list[ox.Triple]],
                  time_unit_ms: int | None, until: int) -> dict[int, set[tuple]]:
     eng = Engine(time_unit_ms=time_unit_ms)
     for iri, ts in graphs.items():
@@ -111,7 +112,7 @@ class Comparison:
         return all(r.agree for r in self.rows)
 
 
-def compare(cq_: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.Triple]],
+def compare(cq_: ContinuousQuery, events: list[Event], graphs: dict[str, list[ox.Triple]],
             period: int, until: int | None = None, time_unit_ms: int | None = None) -> Comparison:
     """Run Q as C-SPARQL (pull every ``period``) and as CQELS (push), by the engine and
     by LARS (tau_1(cs(Q)) pulled, tau_2(cq(Q)) pushed), interval by interval."""
@@ -178,7 +179,7 @@ def compare(cq_: ContinuousQuery, events: list[Any], graphs: dict[str, list[ox.T
     return Comparison(q, rows, period, until)
 
 
-def _with(spec: Any, boundary: Any) -> Any:
+def _with(spec: WindowSpec, boundary: Boundary) -> WindowSpec:
     import dataclasses
 
     return dataclasses.replace(spec, boundary=boundary)
@@ -222,7 +223,7 @@ def write_comparison(c: Comparison, out: IO[str], fmt: str = "table") -> None:
               f"(period {c.period}, up to {c.until})\n")
 
 
-def load_events(streams: list[tuple[str, str]]) -> list[Any]:
+def load_events(streams: list[tuple[str, str]]) -> list[Event]:
     dead = DeadLetter()
     events = list(merge_streams([StreamFile(path, iri) for iri, path in streams], dead))
     if dead.count:

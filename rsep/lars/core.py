@@ -31,7 +31,7 @@ class Var:
         return self.name
 
 
-Term = Any  # str | int | Var
+Term = str | int | Var
 
 
 @dataclass(frozen=True, order=True)
@@ -215,13 +215,14 @@ class Modal:
 
     op: str  # "diamond" | "box" | "at"
     atom: Atom
-    time: Term = None  # for "at"
+    time: Term | None = None  # for "at"
 
     def show(self) -> str:
         if self.op == "diamond":
             return f"◇{self.atom}"
         if self.op == "box":
             return f"□{self.atom}"
+        assert self.time is not None  # (an "at" has its time)
         return f"@{show_term(self.time)} {self.atom}"
 
     def vars(self) -> set[Var]:
@@ -269,8 +270,13 @@ class Builtin:
     """A built-in body element: needs ``needs`` bound, may bind ``binds``; ``apply``
     gives the extended bindings (none: the element is false)."""
 
-    needs: frozenset = frozenset()
-    binds: frozenset = frozenset()
+    @property
+    def needs(self) -> frozenset:
+        return frozenset()
+
+    @property
+    def binds(self) -> frozenset:
+        return frozenset()
 
     def apply(self, b: dict) -> Iterator[dict]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -288,7 +294,7 @@ class Test(Builtin):
     text: str = ""
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset(a for a in self.args if isinstance(a, Var))
 
     def apply(self, b: dict) -> Iterator[dict]:

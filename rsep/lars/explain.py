@@ -5,19 +5,21 @@ notion for it."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rsep.algebra.query import ContinuousQuery
 from rsep.lars.aggregates import NoAgreementNotion, aggregate_pattern, find_aggregate
 from rsep.lars.core import LarsError, Program, show_term
 from rsep.lars.rsp import (
     BGP,
+    TP,
     Filter,
     Graph,
     Join,
     Minus,
     Optional,
+    Pattern,
     RSPQuery,
+    StreamPattern,
     Union,
     cq,
     cs,
@@ -33,11 +35,11 @@ from rsep.lars.translate import (
 )
 
 
-def _tp(t: Any) -> str:
+def _tp(t: TP) -> str:
     return " ".join(f"?{x.name}" if hasattr(x, "name") else show_term(x) for x in t.terms())
 
 
-def algebra_lines(p: Any, q: RSPQuery, depth: int = 0) -> list[str]:
+def algebra_lines(p: Pattern, q: RSPQuery, depth: int = 0) -> list[str]:
     pad = "  " * depth
     if isinstance(p, BGP):
         tag = f"  [stream pattern g_{p.stream + 1} of <{q.S[p.stream].stream}>]" if p.stream is not None else ""
@@ -46,7 +48,7 @@ def algebra_lines(p: Any, q: RSPQuery, depth: int = 0) -> list[str]:
         s = q.S[p.index]
         return [f"{pad}STREAM <{s.stream}> {s.window}"] + [f"{pad}  {_tp(t)}" for t in p.bgp.triples]
     names = {Join: "AND", Union: "UNION", Optional: "OPTIONAL", Minus: "MINUS"}
-    if type(p) in names:
+    if isinstance(p, (Join, Union, Optional, Minus)):
         return [f"{pad}{names[type(p)]}"] + algebra_lines(p.left, q, depth + 1) + \
             algebra_lines(p.right, q, depth + 1)
     if isinstance(p, Filter):
@@ -115,7 +117,7 @@ def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None
     return "\n".join(lines) + "\n"
 
 
-def _operator(s: Any, time_unit_ms: int | None) -> str:
+def _operator(s: StreamPattern, time_unit_ms: int | None) -> str:
     try:
         return window_operator(s.window, units_fn(time_unit_ms)).show()
     except LarsError as e:
@@ -136,7 +138,7 @@ def explain_dot(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None 
         out.append(f"  {n} [label={json.dumps(label)}];")
         return n
 
-    def walk(p: Any) -> str:
+    def walk(p: Pattern) -> str:
         lines = algebra_lines(p, q)
         if isinstance(p, (BGP, StreamGP)):
             return node("\n".join(x.strip() for x in lines))

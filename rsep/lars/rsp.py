@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -41,15 +42,18 @@ NUMERIC = {XSD + n for n in ("integer", "decimal", "double", "float", "int", "lo
 # ---------------------------------------------------------------- patterns
 
 
+Term = Var | str  # a variable, or a constant in N-Triples form
+
+
 @dataclass(frozen=True)
 class TP:
     """A triple pattern; terms are Var or N-Triples constants."""
 
-    s: Any
-    p: Any
-    o: Any
+    s: Term
+    p: Term
+    o: Term
 
-    def terms(self) -> tuple:
+    def terms(self) -> tuple[Term, Term, Term]:
         return (self.s, self.p, self.o)
 
     def vars(self) -> set[str]:
@@ -67,38 +71,38 @@ class BGP:
 
 @dataclass(frozen=True)
 class Join:
-    left: Any
-    right: Any
+    left: Pattern
+    right: Pattern
 
 
 @dataclass(frozen=True)
 class Union:
-    left: Any
-    right: Any
+    left: Pattern
+    right: Pattern
 
 
 @dataclass(frozen=True)
 class Optional:
-    left: Any
-    right: Any
+    left: Pattern
+    right: Pattern
 
 
 @dataclass(frozen=True)
 class Minus:
-    left: Any
-    right: Any
+    left: Pattern
+    right: Pattern
 
 
 @dataclass(frozen=True)
 class Filter:
-    pattern: Any
+    pattern: Pattern
     expr: tuple
 
 
 @dataclass(frozen=True)
 class Graph:
     graph: str  # an IRI, N-Triples form
-    pattern: Any
+    pattern: Pattern
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,11 @@ class Stream:
 
     index: int
     bgp: BGP
+
+
+# A graph pattern of P (the operands of the binary ones, and what a Filter or Graph holds,
+# are patterns too)
+Pattern = BGP | Join | Union | Optional | Minus | Filter | Graph | Stream
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,7 @@ class StreamPattern:
 @dataclass(frozen=True)
 class RSPQuery:
     V: tuple[str, ...] | None  # None: SELECT *
-    P: Any
+    P: Pattern
     default_graphs: tuple[str, ...] = ()
     named_graphs: tuple[str, ...] = ()
     S: tuple[StreamPattern, ...] = ()
@@ -131,7 +140,7 @@ class RSPQuery:
         return tuple(sorted(vars_of(self.P))) if self.V is None else self.V
 
 
-def vars_of(p: Any) -> set[str]:
+def vars_of(p: Pattern) -> set[str]:
     if isinstance(p, BGP):
         return set().union(*(t.vars() for t in p.triples)) if p.triples else set()
     if isinstance(p, Stream):
@@ -145,7 +154,7 @@ def vars_of(p: Any) -> set[str]:
     raise LarsError(f"unknown pattern {p!r}")
 
 
-def maybe_unbound(p: Any) -> set[str]:
+def maybe_unbound(p: Pattern) -> set[str]:
     """Variables that may be unbound (null) in a solution of p."""
     if isinstance(p, (BGP, Stream)):
         return set()
@@ -160,7 +169,7 @@ def maybe_unbound(p: Any) -> set[str]:
     return maybe_unbound(p.pattern)
 
 
-def triple_patterns(p: Any) -> list[TP]:
+def triple_patterns(p: Pattern) -> list[TP]:
     """trp(P), in order."""
     if isinstance(p, BGP):
         return list(p.triples)
@@ -171,7 +180,7 @@ def triple_patterns(p: Any) -> list[TP]:
     return triple_patterns(p.pattern)
 
 
-def _map(p: Any, f: Any) -> Any:
+def _map(p: Pattern, f: Callable[[BGP], Pattern]) -> Pattern:
     """Rebuild p bottom-up with f applied to every BGP."""
     if isinstance(p, BGP):
         return f(p)
@@ -192,7 +201,7 @@ def cs(q: RSPQuery) -> RSPQuery:
 
 def cq(q: RSPQuery, cautious: frozenset[int] = frozenset()) -> RSPQuery:
     """A member of cq(Q): brave for the stream patterns not in ``cautious``."""
-    def f(b: BGP) -> Any:
+    def f(b: BGP) -> Pattern:
         if b.stream is None:
             return b
         st = Stream(b.stream, BGP(b.triples))
@@ -225,7 +234,7 @@ def assign_streams(q: RSPQuery, stream_triples: dict[str, set[tuple]]) -> RSPQue
                 owners[tp] = i
                 break
 
-    def f(b: BGP) -> Any:
+    def f(b: BGP) -> Pattern:
         if b.stream is not None:
             return b
         groups: list[tuple[int | None, list[TP]]] = []
@@ -240,7 +249,7 @@ def assign_streams(q: RSPQuery, stream_triples: dict[str, set[tuple]]) -> RSPQue
         parts = [BGP(tuple(ts), o) for o, ts in groups]
         if not parts:
             return b
-        out = parts[-1]
+        out: Pattern = parts[-1]
         for part in reversed(parts[:-1]):
             out = Join(part, out)
         return out
@@ -431,12 +440,12 @@ class _Reader:
         self.uses: set[str] = set()
         self.bnodes = 0
 
-    def fail(self, what: str, node: Any) -> LarsError:
+    def fail(self, what: str, node: Tree | Token) -> LarsError:
         return LarsError(f"{what} is outside the LARS translation's fragment "
                          "(BGP, AND, UNION, OPTIONAL, FILTER, MINUS, GRAPH <iri>)")
 
     # -- terms
-    def term(self, node: Any) -> Any:
+    def term(self, node: Tree | Token) -> Term:
         if isinstance(node, Token):
             if node.type in ("VAR1", "VAR2"):
                 return Var(str(node)[1:])
@@ -481,7 +490,7 @@ class _Reader:
             return literal(node.children[0].data, datatype=XSD + "boolean")
         raise self.fail(f"the term {d}", node)
 
-    def verb(self, node: Tree) -> Any:
+    def verb(self, node: Tree) -> Term:
         if node.data == "verb_simple":
             return self.term(node.children[0])
         if node.data == "verb":
@@ -514,27 +523,29 @@ class _Reader:
             raise self.fail("a blank node property list or collection", node)
         s = self.term(subj_node)
         out: list[TP] = []
-        verb = None
+        verb: Term | None = None
         for c in plist.children:
             if not isinstance(c, Tree):
                 continue
             if c.data in ("verb_path", "verb_simple", "verb"):
                 verb = self.verb(c)
             elif c.data in ("object_list_path", "object_list"):
+                assert verb is not None  # (the grammar puts the verb first)
                 out += [TP(s, verb, self.term(o)) for o in self._objects(c)]
             elif c.data == "property_list_path_not_empty_other":
                 for r in c.children:
                     if isinstance(r, Tree) and r.data == "property_list_path_not_empty_rest":
-                        v = None
+                        v: Term | None = None
                         for x in r.children:
                             if isinstance(x, Tree) and x.data in ("verb_path", "verb_simple", "verb"):
                                 v = self.verb(x)
                             elif isinstance(x, Tree) and x.data in ("object_list", "object_list_path"):
+                                assert v is not None
                                 out += [TP(s, v, self.term(o)) for o in self._objects(x)]
         return out
 
-    def _objects(self, node: Tree) -> list[Any]:
-        out = []
+    def _objects(self, node: Tree) -> list[Tree]:
+        out: list[Tree] = []
         for c in node.children:
             if isinstance(c, Tree) and c.data in ("object_path", "object"):
                 out.append(c)
@@ -543,15 +554,15 @@ class _Reader:
         return out
 
     # -- patterns
-    def group(self, node: Tree) -> Any:
+    def group(self, node: Tree) -> Pattern:
         """group_graph_pattern."""
         sub = node.children[0]
         if sub.data == "sub_select":
             raise self.fail("a sub-select", sub)
-        cur: Any = None
+        cur: Pattern | None = None
         filters: list[tuple] = []
 
-        def join(p: Any) -> None:
+        def join(p: Pattern) -> None:
             nonlocal cur
             cur = p if cur is None else Join(cur, p)
 
@@ -728,7 +739,7 @@ def from_query(q: ContinuousQuery) -> RSPQuery:
                     frozenset(r.uses))
 
 
-def _bgps(p: Any) -> list[BGP]:
+def _bgps(p: Pattern) -> list[BGP]:
     if isinstance(p, BGP):
         return [p]
     if isinstance(p, Stream):
@@ -741,11 +752,11 @@ def _bgps(p: Any) -> list[BGP]:
 # ---------------------------------------------------------------- back to SPARQL
 
 
-def _sparql_term(t: Any) -> str:
+def _sparql_term(t: Term) -> str:
     return f"?{t.name}" if isinstance(t, Var) else str(t)
 
 
-def to_sparql(p: Any, window_iri: dict[int, str]) -> str:
+def to_sparql(p: Pattern, window_iri: dict[int, str]) -> str:
     """A group graph pattern for p; Stream(i) becomes GRAPH <window_iri[i]>."""
     if isinstance(p, BGP):
         return "{ " + " ".join(" ".join(_sparql_term(x) for x in t.terms()) + " ." for t in p.triples) + " }"

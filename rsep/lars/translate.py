@@ -10,7 +10,7 @@ C-SPARQL's [t-L, t) -> ⊞^{L,1,1} (range L, offset 1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from rsep.lars.core import (
     Program,
     Rule,
     Stream,
+    Term,
     TimeWindow,
     TupleWindow,
     Var,
@@ -45,6 +46,7 @@ from rsep.lars.rsp import (
     Join,
     Minus,
     Optional,
+    Pattern,
     RSPQuery,
     StreamPattern,
     Union,
@@ -56,6 +58,8 @@ from rsep.lars.rsp import (
     vars_of,
 )
 from rsep.lars.rsp import Stream as StreamGP
+from rsep.lars.rsp import Term as RTerm
+from rsep.stream.event import Event
 from rsep.stream.time import Duration, TimeKind
 
 D_CONST = "@D"  # the dataset argument D of ans_i and of the default graph's triple facts
@@ -152,7 +156,7 @@ class SparqlFilter(Builtin):
     names: tuple[str, ...]  # SPARQL variables bound in the rule
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset(Var(var_name(n)) for n in self.names)
 
     def apply(self, b: dict) -> Iterator[dict]:
@@ -174,11 +178,11 @@ class Merge(Builtin):
     b: Var
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset((self.a, self.b))
 
     @property
-    def binds(self) -> frozenset:  # type: ignore[override]
+    def binds(self) -> frozenset:
         return frozenset((self.out,))
 
     def apply(self, b: dict) -> Iterator[dict]:
@@ -204,7 +208,7 @@ class Overlap(Builtin):
     pairs: tuple[tuple[Var, Var], ...]
 
     @property
-    def needs(self) -> frozenset:  # type: ignore[override]
+    def needs(self) -> frozenset:
         return frozenset(v for p in self.pairs for v in p)
 
     def apply(self, b: dict) -> Iterator[dict]:
@@ -226,7 +230,7 @@ class Overlap(Builtin):
 # ---------------------------------------------------------------- τ, τ1, τ2 (Fig. 2)
 
 
-def const(t: Any) -> Any:
+def const(t: RTerm) -> RTerm:
     return Var(var_name(t.name)) if isinstance(t, Var) else t
 
 
@@ -242,7 +246,7 @@ class Translation:
 
     def ans(self, i: int, names: Iterable[str], g: str, rename: dict[str, str] | None = None,
             present: set[str] | None = None) -> Atom:
-        args: list[Any] = []
+        args: list[Term] = []
         for n in sorted(names):
             if present is not None and n not in present:
                 args.append(NULL)
@@ -253,7 +257,7 @@ class Translation:
     def add(self, head: Atom, *body: Any) -> None:
         self.rules.append(Rule(head, tuple(b if isinstance(b, Lit) else Lit(b) for b in body)))
 
-    def tr(self, V: set[str], p: Any, g: str, i: int) -> None:
+    def tr(self, V: set[str], p: Pattern, g: str, i: int) -> None:
         pv = vars_of(p)
         head = self.ans(i, V, g, present=pv)
         if isinstance(p, BGP):
@@ -337,7 +341,7 @@ class Translation:
             return
         raise LarsError(f"cannot translate {p!r}")
 
-    def _join_atoms(self, p: Any, lv: set[str], rv: set[str], g: str, i: int
+    def _join_atoms(self, p: Join | Optional, lv: set[str], rv: set[str], g: str, i: int
                     ) -> tuple[Atom, Atom, list[Merge]]:
         maybe = maybe_unbound(p.left) | maybe_unbound(p.right)
         renamed = sorted((lv & rv) & maybe)
@@ -368,20 +372,22 @@ def tau(q: RSPQuery, strategy: int, *, reading: str = "lars",
     return Translation(q, strategy, windows).program()
 
 
-def tau1(q: RSPQuery, **kw: Any) -> Program:
+def tau1(q: RSPQuery, *, reading: str = "lars",
+         units: Callable[[Duration], int] | None = None) -> Program:
     """τ_1 (C-SPARQL: stream triples merged into the default graph); apply to cs(Q)."""
-    return tau(q, 1, **kw)
+    return tau(q, 1, reading=reading, units=units)
 
 
-def tau2(q: RSPQuery, **kw: Any) -> Program:
+def tau2(q: RSPQuery, *, reading: str = "lars",
+         units: Callable[[Duration], int] | None = None) -> Program:
     """τ_2 (CQELS: stream graph patterns); apply to a member of cq(Q)."""
-    return tau(q, 2, **kw)
+    return tau(q, 2, reading=reading, units=units)
 
 
 # ---------------------------------------------------------------- data
 
 
-def _nt(term: Any) -> str:
+def _nt(term: object) -> str:
     return str(term)
 
 
@@ -395,7 +401,7 @@ def striple_atom(t: ox.Triple | tuple, stream: str) -> Atom:
     return Atom(STRIPLE, (_nt(s), _nt(p), _nt(o), f"<{stream}>"))
 
 
-def background(q: RSPQuery, graphs: dict[str, Iterable[Any]]) -> frozenset[Atom]:
+def background(q: RSPQuery, graphs: Mapping[str, Iterable[ox.Triple | tuple]]) -> frozenset[Atom]:
     """B: triple(s, p, o, D) for the default graph (the FROM graphs, else "default"),
     triple(s, p, o, <g>) for the named graphs."""
     out: set[Atom] = set()
@@ -407,7 +413,7 @@ def background(q: RSPQuery, graphs: dict[str, Iterable[Any]]) -> frozenset[Atom]
     return frozenset(out)
 
 
-def data_stream_of(events: Iterable[Any], lo: int = 0, hi: int | None = None) -> Stream:
+def data_stream_of(events: Iterable[Event], lo: int = 0, hi: int | None = None) -> Stream:
     """D from rsep events (point events at their time): striple(s, p, o, <stream>)."""
     v: dict[int, set[Atom]] = {}
     for e in events:
@@ -416,7 +422,7 @@ def data_stream_of(events: Iterable[Any], lo: int = 0, hi: int | None = None) ->
     return Stream(lo, top, {t: frozenset(a) for t, a in v.items()})
 
 
-def query_input(events: Iterable[Any], q: RSPQuery) -> list[Any]:
+def query_input(events: Iterable[Event], q: RSPQuery) -> list[Event]:
     """The events of the streams q reads: D for q. An event of another stream is no input
     of q (CQELS is not triggered by it), so it is no time point of ttp / prev either."""
     streams = {s.stream for s in q.S}

@@ -5,8 +5,8 @@ runtime and the algebra stays plain data. RSP-QL, C-SPARQL and CQELS queries (on
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy
 from rsep.algebra.output import Output
@@ -17,14 +17,43 @@ from rsep.cep.runtime import SpaseqRuntime
 
 if TYPE_CHECKING:
     from rsep.runtime.engine import Engine
+    from rsep.stream.event import Event
+    from rsep.stream.time import TimeKind
 
 
-def runtime_for(query: Any, engine: Engine, name: str,
-                callback: Callable[[Output], None] | None) -> Any:
-    """The runtime the engine drives for a query with an automaton of its own. It offers:
-    name, streams, last_tick, callback, bind(kind, time_unit_ms, start), insert(event),
-    next_tick(bound), evaluate(tau) -> list[Output]; and, if it defers decisions,
-    deadline() -> int | None."""
+class Runtime(Protocol):
+    """What the engine drives for each registered query: the window runtime
+    (:class:`rsep.runtime.engine.QueryRuntime`) and the automata's runtimes below."""
+
+    name: str
+    last_tick: int | None  # the last evaluation instant; the engine moves it past quiet ones
+    callback: Callable[[Output], None] | None
+
+    @property
+    def streams(self) -> Collection[str]:
+        """The stream IRIs read (empty: every input event)."""
+        ...
+
+    def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None: ...
+
+    def insert(self, e: Event) -> None: ...
+
+    def next_tick(self, bound: int) -> int | None: ...
+
+    def evaluate(self, tau: int) -> Sequence[Output]: ...
+
+
+class Deferring(Runtime, Protocol):
+    """A runtime that defers decisions (EP-SPARQL's): the engine evaluates it at the
+    instant a deferred decision becomes final."""
+
+    def deadline(self) -> int | None: ...
+
+
+def runtime_for(query: SpaseqQuery | EpSparqlQuery, engine: Engine, name: str,
+                callback: Callable[[Output], None] | None) -> Runtime:
+    """The runtime the engine drives for a query with an automaton of its own (a
+    :class:`Runtime`; a :class:`Deferring` one if it defers decisions)."""
     if isinstance(query, SpaseqQuery):
         return SpaseqRuntime(query, engine, name, callback)
     if isinstance(query, EpSparqlQuery):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import gc
 import time as _time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import pyoxigraph as ox
 
@@ -24,20 +24,24 @@ from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
 from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
-from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
+from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery, Query
 from rsep.algebra.window import WindowKind
 from rsep.events import semantics
 from rsep.events.incremental import IncrementalMatcher
+from rsep.events.semantics import EventMapping
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
-from rsep.runtime.dialects import runtime_for
-from rsep.runtime.r2s import R2SOperator
+from rsep.runtime.dialects import Deferring, Runtime, runtime_for
+from rsep.runtime.r2s import Payload, R2SOperator, Row, Selected
 from rsep.runtime.watchdog import Watchdog
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window, resolve
+
+if TYPE_CHECKING:
+    from rsep.cep.epsparql_runtime import EpContext
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 
@@ -57,17 +61,18 @@ class Limits:
 
 
 def outputs(name: str, tau: int, kind: TimeKind | None, form: str,
-            stream: list[tuple[str, object]]) -> list[Output]:
+            stream: list[tuple[str, Payload]]) -> list[Output]:
     """Stream elements from what an R2S operator emitted for one evaluation."""
     outs = []
     for op, payload in stream:
         o = Output(name, tau, kind, op)
+        # the query's form decides what its rows carry (QueryRuntime._run)
         if form == "SELECT":
-            o.variables, o.bindings = payload
+            o.variables, o.bindings = cast(Selected, payload)
         elif form == "ASK":
-            o.boolean = payload
+            o.boolean = cast(bool, payload)
         else:
-            o.triple = payload
+            o.triple = cast(str, payload)
         outs.append(o)
     return outs
 
@@ -96,16 +101,18 @@ class QueryRuntime:
     arrival: int | None = None
     start: int | None = None
     _versions: tuple[int, ...] | None = None
-    _cache: list | None = None
+    _cache: list[Row] | None = None
 
     def __post_init__(self) -> None:
         self.r2s = R2SOperator(self.query.r2s)
         self.report: ReportPolicy = self.query.report
         self.streams = set(self.query.dataset.streams)
-        self._named: list[ox.NamedNode] = []
+        self._named: list[ox.NamedNode | ox.BlankNode] = []
         # rsep's one extension function; every other call is pyoxigraph's own (a custom
         # function would override its built-in of the same IRI), unknown ones are refused.
-        self._functions = {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
+        self._functions: dict[ox.NamedNode, Callable[..., ox.Literal | ox.NamedNode | ox.BlankNode
+                                                     | ox.Triple | None]] = \
+            {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
         self._solver = BatchSolver()
         self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
         self._consumed: set[int] = set()
@@ -142,8 +149,11 @@ class QueryRuntime:
                 rw = resolve(w.spec, kind, time_unit_ms)
             except TimeError as e:
                 raise EngineError(f"query {self.name}: window {w.spec}: {e}") from None
-            graph = ox.DefaultGraph() if w.in_default else ox.NamedNode(w.iri)
-            if not w.in_default:
+            graph: ox.NamedNode | ox.DefaultGraph
+            if w.in_default:
+                graph = ox.DefaultGraph()
+            else:
+                graph = ox.NamedNode(w.iri)
                 self._named.append(graph)
             op = WindowOperator(rw)
             op.track_items = any(b.window == w.iri for m in self.query.matches for b in m.expr.beps())
@@ -306,7 +316,7 @@ class QueryRuntime:
         self._consumed &= live
         return text
 
-    def _direct(self, tau: int) -> list:
+    def _direct(self, tau: int) -> list[Row]:
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""
         m, matcher = self.query.matches[0], self._matchers[0]
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
@@ -319,7 +329,7 @@ class QueryRuntime:
             self._too_many(tau)
         return [self._row(m, em) for em in found]
 
-    def _row(self, m, em) -> tuple:
+    def _row(self, m: MatchPattern, em: EventMapping) -> tuple[tuple[str | None, ...], Selected]:
         names = self._projection
         d = em.as_dict()
         if m.expose_interval:
@@ -336,8 +346,8 @@ class QueryRuntime:
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         matcher.evaluate(changes)
         self._solver.clear()
-        net: dict = {}
-        rows: dict = {}
+        net: dict[tuple[str | None, ...], int] = {}
+        rows: dict[tuple[str | None, ...], Selected] = {}
         for em in matcher.added:
             key, payload = self._row(m, em)
             net[key] = net.get(key, 0) + 1
@@ -346,14 +356,14 @@ class QueryRuntime:
             key, payload = self._row(m, em)
             net[key] = net.get(key, 0) - 1
             rows.setdefault(key, payload)
-        emitted = []
+        emitted: list[tuple[str, Payload]] = []
         istream = self.r2s.op is R2S.ISTREAM
         for key, n in net.items():
             if n and (n > 0) == istream:
                 emitted.extend([("insert" if istream else "delete", rows[key])] * abs(n))
         return outputs(self.name, tau, self.engine.kind, "SELECT", emitted)
 
-    def _run(self, tau: int) -> list:
+    def _run(self, tau: int) -> list[Row]:
         if self.query.match_projection is not None:
             return self._direct(tau)
         lim = self.engine.limits
@@ -365,7 +375,7 @@ class QueryRuntime:
                 custom_functions=self._functions)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None
-        rows: list = []
+        rows: list[Row] = []
         if isinstance(res, ox.QueryBoolean):
             rows = [(bool(res), bool(res))]
         elif isinstance(res, ox.QuerySolutions):
@@ -423,7 +433,7 @@ def _time_literal(t: int) -> str:
     return f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>'
 
 
-def match_values(m: MatchPattern, found: list) -> str:
+def match_values(m: MatchPattern, found: list[EventMapping]) -> str:
     names = list(m.expr.variables)
     rows = []
     for em in found:
@@ -448,6 +458,9 @@ class Engine:
     >>> for out in eng.run(events): ...       # doctest: +SKIP
     """
 
+    # the context the EP-SPARQL queries share, set by the first (EpContext.of)
+    _epsparql: EpContext
+
     def __init__(self, *, time_unit_ms: int | None = None, limits: Limits | None = None,
                  allow_dereference: bool = False) -> None:
         self.time_unit_ms = time_unit_ms
@@ -456,7 +469,7 @@ class Engine:
         # --max-eval-seconds while an evaluation runs (the CLI sets one; rsep.runtime.watchdog)
         self.watchdog: Watchdog | None = None
         self.graphs: dict[str, list[ox.Triple]] = {}
-        self.queries: list[QueryRuntime] = []
+        self.queries: list[Runtime] = []
         self.kind: TimeKind | None = None
         self.now: int | None = None
         self.start: int | None = None
@@ -479,11 +492,11 @@ class Engine:
             triples = list(data)
         self.graphs.setdefault(iri, []).extend(triples)
 
-    def register(self, query: str | ContinuousQuery | Any, *, dialect: str | None = None,
+    def register(self, query: str | Query, *, dialect: str | None = None,
                  name: str | None = None, r2s: R2S | None = None,
                  report: ReportPolicy | None = None,
                  callback: Callable[[Output], None] | None = None,
-                 source: str | None = None, default_name: str | None = None) -> QueryRuntime:
+                 source: str | None = None, default_name: str | None = None) -> Runtime:
         """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if not isinstance(q, ContinuousQuery):
@@ -584,7 +597,7 @@ class Engine:
             rt.insert(e)
         self.now = e.time
 
-    def _when(self, rt: Any, bound: int) -> int | None:
+    def _when(self, rt: Runtime, bound: int) -> int | None:
         """A runtime's next evaluation strictly before ``bound``: its next tick, or the
         deadline it announces, whichever comes first. A deadline is the instant at which a
         decision the runtime deferred becomes final (an EP-SPARQL candidate blocked by an
@@ -593,7 +606,7 @@ class Engine:
         or the Spark stage's frontier."""
         t = rt.next_tick(bound)
         if self._deferring and id(rt) in self._deferring:
-            d = rt.deadline()
+            d = cast(Deferring, rt).deadline()
             if d is not None and d < bound and (t is None or d < t):
                 return d
         return t
@@ -614,7 +627,7 @@ class Engine:
                     for o in self._evaluate(rt, t):
                         self._emit(rt, o)
 
-    def _evaluate(self, rt: Any, t: int) -> list[Output]:
+    def _evaluate(self, rt: Runtime, t: int) -> Sequence[Output]:
         wd = self.watchdog
         if wd is None:
             return rt.evaluate(t)
@@ -632,7 +645,7 @@ class Engine:
             if rt.last_tick is None or rt.last_tick < bound - 1:
                 rt.last_tick = bound - 1
 
-    def _emit(self, rt: QueryRuntime, o: Output) -> None:
+    def _emit(self, rt: Runtime, o: Output) -> None:
         if rt.callback is not None:
             rt.callback(o)
         self._out.append(o)
@@ -654,13 +667,13 @@ class Engine:
             best: int | None = None
             for rt in self.queries:
                 if id(rt) in self._deferring:
-                    d = rt.deadline()
+                    d = cast(Deferring, rt).deadline()
                     if d is not None and (best is None or d < best):
                         best = d
             if best is None:
                 return
             for rt in self.queries:
-                if id(rt) in self._deferring and rt.deadline() == best:
+                if id(rt) in self._deferring and cast(Deferring, rt).deadline() == best:
                     for o in self._evaluate(rt, best):
                         self._emit(rt, o)
             self.now = best
@@ -691,19 +704,21 @@ class Engine:
 # form no reference cycles (they are freed by reference counting), so while a stream is
 # pushed the collector runs every GC_GEN0 allocations instead; memory stays bounded.
 GC_GEN0 = 50_000
-_relaxed = [0, (0, 0, 0)]  # nesting depth, the thresholds to restore
+_depth = 0  # of nested relaxed_collector()s
+_saved = (0, 0, 0)  # the thresholds to restore
 
 
 @contextmanager
 def relaxed_collector() -> Iterator[None]:
-    if _relaxed[0] == 0:
-        _relaxed[1] = old = gc.get_threshold()
+    global _depth, _saved
+    if _depth == 0:
+        _saved = old = gc.get_threshold()
         if 0 < old[0] < GC_GEN0:
             gc.set_threshold(GC_GEN0, *old[1:])
-    _relaxed[0] += 1
+    _depth += 1
     try:
         yield
     finally:
-        _relaxed[0] -= 1
-        if _relaxed[0] == 0:
-            gc.set_threshold(*_relaxed[1])
+        _depth -= 1
+        if _depth == 0:
+            gc.set_threshold(*_saved)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from typing import Any
 
 from rsep.algebra.policy import R2S
 
-Row = tuple[Hashable, Any]  # (key for bag comparison, payload to output)
+# What one row of an evaluation outputs: a SELECT's variables and bindings (variable ->
+# N-Triples term), an ASK's answer, or a CONSTRUCT / DESCRIBE triple (N-Triples).
+Selected = tuple[tuple[str, ...], dict[str, str]]
+Payload = Selected | bool | str
+Row = tuple[Hashable, Payload]  # (key for bag comparison, payload to output)
 
 
 class R2SOperator:
@@ -21,13 +24,13 @@ class R2SOperator:
     def __init__(self, op: R2S) -> None:
         self.op = op
         self._previous: Counter[Hashable] = Counter()
-        self._previous_rows: dict[Hashable, Any] = {}
+        self._previous_rows: dict[Hashable, Payload] = {}
 
-    def apply(self, rows: Sequence[Row]) -> list[tuple[str, Any]]:
+    def apply(self, rows: Sequence[Row]) -> list[tuple[str, Payload]]:
         if self.op is R2S.RSTREAM:
             return [("insert", payload) for _, payload in rows]
         current: Counter[Hashable] = Counter(k for k, _ in rows)
-        out: list[tuple[str, Any]] = []
+        out: list[tuple[str, Payload]] = []
         if self.op is R2S.ISTREAM:
             budget = current - self._previous
             for k, payload in rows:

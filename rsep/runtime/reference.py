@@ -16,15 +16,16 @@ import pyoxigraph as ox
 
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
-from rsep.algebra.window import WindowKind
+from rsep.algebra.window import NamedWindow, WindowKind
 from rsep.events import semantics
 from rsep.events.solver import solve_item
 from rsep.runtime.engine import XSD_INTEGER, Output, match_values, outputs, unskolemize
-from rsep.runtime.r2s import R2SOperator
+from rsep.runtime.r2s import R2SOperator, Row
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
 from rsep.windows import reference
-from rsep.windows.resolved import resolve
+from rsep.windows.reference import Content
+from rsep.windows.resolved import Window, resolve
 
 
 def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q",
@@ -75,7 +76,8 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
     return out
 
 
-def _matches(query, windows, contents, consumed: set[int]) -> str:
+def _matches(query: ContinuousQuery, windows: list[tuple[NamedWindow, Window]],
+             contents: list[Content], consumed: set[int]) -> str:
     """Eq. (8) for each MATCH, from the definitions, with P^c / P^r consumption."""
     by_iri = {w.iri: c for (w, _), c in zip(windows, contents, strict=True)}
     text = query.sparql
@@ -88,23 +90,29 @@ def _matches(query, windows, contents, consumed: set[int]) -> str:
     return text
 
 
-def _run(query, sparql, windows, contents, graphs) -> list:
+def _run(query: ContinuousQuery, sparql: str, windows: list[tuple[NamedWindow, Window]],
+         contents: list[Content], graphs: dict[str, list[ox.Triple]]) -> list[Row]:
     store = ox.Store()
     ds = query.dataset
     for g in ds.default_graphs or ([DEFAULT] if DEFAULT in graphs else []):
-        store.extend(ox.Quad(*tr, ox.DefaultGraph()) for tr in graphs[g])
+        store.extend(ox.Quad(tr.subject, tr.predicate, tr.object, ox.DefaultGraph())
+                     for tr in graphs[g])
     named = ds.named_graphs or ([] if ds.default_graphs else [g for g in graphs if g != DEFAULT])
-    names = [ox.NamedNode(g) for g in named]
+    names: list[ox.NamedNode | ox.BlankNode] = [ox.NamedNode(g) for g in named]
     for g in named:
-        store.extend(ox.Quad(*tr, ox.NamedNode(g)) for tr in graphs[g])
+        store.extend(ox.Quad(tr.subject, tr.predicate, tr.object, ox.NamedNode(g))
+                     for tr in graphs[g])
     latest: dict[ox.Triple, int] = {}
     for (w, _), c in zip(windows, contents, strict=True):
-        graph = ox.DefaultGraph() if w.in_default else ox.NamedNode(w.iri)
-        if not w.in_default:
+        graph: ox.NamedNode | ox.DefaultGraph
+        if w.in_default:
+            graph = ox.DefaultGraph()
+        else:
+            graph = ox.NamedNode(w.iri)
             names.append(graph)
         for e, trs in c:
             for tr in trs:
-                store.add(ox.Quad(*tr, graph))
+                store.add(ox.Quad(tr.subject, tr.predicate, tr.object, graph))
                 latest[tr] = max(latest.get(tr, e.end), e.end)
 
     def timestamp(s, p, o):
@@ -120,7 +128,7 @@ def _run(query, sparql, windows, contents, graphs) -> list:
         return [(bool(res), bool(res))]
     if isinstance(res, ox.QuerySolutions):
         vs = tuple(v.value for v in res.variables)
-        rows = []
+        rows: list[Row] = []
         for sol in res:
             values = tuple(None if sol[i] is None else unskolemize(str(sol[i])) for i in range(len(vs)))
             rows.append((values, (vs, {n: v for n, v in zip(vs, values, strict=True) if v is not None})))

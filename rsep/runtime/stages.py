@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 STAGES = ("parse", "match", "state", "output")
 REPORTED = (*STAGES, "engine")  # what report() gives: the stages and the rest of the run
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine
 
 T = TypeVar("T")
 
@@ -77,7 +80,7 @@ class StageClock:
             except StopIteration:
                 return
 
-    def instrument(self, engine: Any) -> None:
+    def instrument(self, engine: Engine) -> None:
         """Time the registered queries of ``engine`` (an rsep.runtime.engine.Engine)."""
         for rt in engine.queries:
             self._query(rt)

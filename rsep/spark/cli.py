@@ -9,12 +9,15 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
 
 from rsep.runtime.engine import EngineError, Limits
 from rsep.runtime.sinks import Sink
 from rsep.stream.files import TimeConfig
 from rsep.stream.time import parse_time_unit
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def add_options(r: argparse.ArgumentParser) -> None:
@@ -120,9 +123,9 @@ class _Quiet:
 
     def __init__(self, log: str) -> None:
         self.log = log
-        self.saved: list[tuple[int, int, Any]] = []
+        self.saved: list[tuple[int, int, TextIO]] = []
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> TextIO:
         for fd, name in ((1, "stdout"), (2, "stderr")):
             stream = getattr(sys, name)
             try:
@@ -152,7 +155,7 @@ class _Quiet:
 class _StageProgress:
     """A batch replay's progress on stderr: tasks done per running Spark stage."""
 
-    def __init__(self, spark: Any, out: Any) -> None:
+    def __init__(self, spark: SparkSession, out: TextIO) -> None:
         import threading
 
         self.tracker = spark.sparkContext.statusTracker()
@@ -275,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
                 spark.stop()
 
 
-def _run_job(args: argparse.Namespace, spark: Any, stdout: Any, tty: bool,
+def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty: bool,
              checkpoint: str | None, sink_dir: str | None) -> int:
     from rsep.cli.main import EXIT_OK, EXIT_REJECTED, _until
     from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
@@ -302,7 +305,7 @@ def _run_job(args: argparse.Namespace, spark: Any, stdout: Any, tty: bool,
     seen: set[int] = set()
     t0 = time.monotonic()
 
-    def on_batch(df: Any, batch_id: int) -> None:
+    def on_batch(df: DataFrame, batch_id: int) -> None:
         nonlocal rejected
         if sink_dir:
             write_batch(df, sink_dir, batch_id, args.sink_format)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rsep.spark.mqtt import mqtt_records
 from rsep.spark.socket import parse_url, socket_records
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 _URL_FORMAT = re.compile(r"\?format=(trig|nquads|jsonl)$")
 
@@ -17,8 +20,8 @@ def is_live_url(text: str) -> bool:
     return text.startswith(("mqtt://", "tcp://"))
 
 
-def live_records(spark: Any, stream: str, url: str, *,
-                 spool_dir: str | Path | None = None) -> Any:
+def live_records(spark: SparkSession, stream: str, url: str, *,
+                 spool_dir: str | Path | None = None) -> DataFrame:
     """The raw-records DataFrame of a live source given by URL (for ``--stream IRI=URL``):
     ``mqtt://host[:port]/topic-filter`` or ``tcp://host:port``, either optionally ending
     in ``?format=trig|nquads|jsonl`` (MQTT default: detected per message; TCP: trig).

@@ -176,6 +176,7 @@ class MqttStreamReader(SpooledStreamReader):
             mids, self._pending = self._pending, []
         durable = self.spool.sync()
         for mid, qos in mids:
+            assert self.client is not None  # (the messages came through it)
             self.client.ack(mid, qos)
         return durable
 

@@ -36,7 +36,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ALIAS = "environment"
 EXECUTOR_PYTHON = f"./{ALIAS}/bin/python"
@@ -399,7 +402,7 @@ SHIP_HINT = ("ship rsep with `rsep run ... --ship` (or `rsep spark package`, "
              "docs/deploy.md)")
 
 
-def check_executors(spark: Any, *, shipped: Archive | None) -> list[dict]:
+def check_executors(spark: SparkSession, *, shipped: Archive | None) -> list[dict]:
     """Run the probe on every core; raise :class:`ExecutorError` saying what is missing
     (or that the executors run another rsep than the driver, or than ``shipped``)."""
     ns: dict[str, Any] = {"__name__": "rsep_probe"}

@@ -43,11 +43,15 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
 from rsep.stream.jsonl import parse_lines
+
+if TYPE_CHECKING:
+    from rsep.spark.state import PipelineConfig
 
 END_OF_INPUT = "urn:rsep:end-of-input"
 
@@ -115,10 +119,11 @@ EVENTS_SCHEMA = ("key string, rtype string, stream string, rank int, origin stri
 def _nt(triples: tuple) -> str:
     import pyoxigraph as ox
 
-    return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode() if triples else ""
+    # without an output, serialize returns the bytes (the stub says bytes | None)
+    return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode() if triples else ""  # type: ignore[union-attr]
 
 
-def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
+def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
     """The mapInArrow function: raw-record batches -> event / reject / tick rows per key.
 
     Tick rows (``t``) carry each stream's earliest and latest time in the batch to every
@@ -156,13 +161,15 @@ def parse_partition(cfg: object) -> Callable[[Iterator], Iterator]:
                         add((k, "x", "", 0, "", 0, "", 0, 0, "", "", 0, ""))
                     continue
                 text = text or ""
+                items: list[Event | Rejected]
                 try:
                     items = list(parse_text(text, stream, origin, detect_format(origin, text, fmt),
                                             cfg.time))
-                except ValueError as e:
-                    items = [Rejected(stream, origin, 0, 0, str(e), text[:200])]
+                except ValueError as err:
+                    items = [Rejected(stream, origin, 0, 0, str(err), text[:200])]
                 if stream not in rank:
-                    items = [it for it in items if not isinstance(it, Event)] + ([Rejected(
+                    kept: list[Event | Rejected] = [it for it in items if not isinstance(it, Event)]
+                    items = kept + ([Rejected(
                         stream, origin, 0, 0, f"<{stream}> is not one of the pipeline's streams",
                         text[:200])] if any(isinstance(it, Event) for it in items) else [])
                 for pos, it in enumerate(items):
@@ -212,7 +219,7 @@ def _arrow_schema():
     return pa.schema([(n, t[ty]) for n, ty in (f.strip().split(" ") for f in EVENTS_SCHEMA.split(","))])
 
 
-def events_from_records(records, cfg: object):
+def events_from_records(records, cfg: PipelineConfig):
     """Raw records (the contract above) -> rows keyed ``query#bucket``, parsed on the executors."""
     cols = [c for c in ("stream", "origin", "text", "format") if c in records.columns]
     return records.select(*cols).mapInArrow(parse_partition(cfg), EVENTS_SCHEMA)

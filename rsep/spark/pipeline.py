@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -19,6 +19,10 @@ from rsep.spark.parse import END_OF_INPUT, events_from_records
 from rsep.spark.plan import QueryPlan, key_labels, partitioning
 from rsep.spark.state import OUTPUT_SCHEMA, EngineProcessor, PipelineConfig, output_of
 from rsep.stream.files import TimeConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
 ORDER = ("time", "qrank", "key", "idx")
 
@@ -32,7 +36,7 @@ class SparkPipeline:
     (default: the session's shuffle partitions).
     """
 
-    def __init__(self, spark: Any, queries: Iterable[str | Path | tuple[str, str]], *,
+    def __init__(self, spark: SparkSession, queries: Iterable[str | Path | tuple[str, str]], *,
                  streams: Iterable[tuple[str, str]] = (),
                  graphs: Iterable[tuple[str, str | Path]] = (),
                  dialect: str | None = None, r2s: str | None = None, report: str | None = None,
@@ -42,7 +46,9 @@ class SparkPipeline:
                  buckets: int | None = None, allow_dereference: bool = False) -> None:
         self.spark = spark
         self.streams = list(streams)
-        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        shuffle = spark.conf.get("spark.sql.shuffle.partitions")
+        assert shuffle is not None  # (a SQL setting with a default: always set)
+        partitions = int(shuffle)
         buckets = buckets or partitions
         # The driver registers every query once: errors surface before any job starts,
         # and names are resolved as the CLI resolves them.
@@ -70,7 +76,8 @@ class SparkPipeline:
         for qp in plans:
             qp.keys = tuple(next(labels) for _ in range(qp.buckets))
         self.engine = eng  # for the caller's checks (streams read, names)
-        nt = {iri: ox.serialize(ts, format=ox.RdfFormat.N_TRIPLES).decode()
+        # (without an output, serialize returns the bytes: the stub says bytes | None)
+        nt = {iri: ox.serialize(ts, format=ox.RdfFormat.N_TRIPLES).decode()  # type: ignore[union-attr]
               for iri, ts in eng.graphs.items()}
         self.config = PipelineConfig(
             plans, tuple(iri for iri, _ in self.streams), nt, time or TimeConfig(),
@@ -80,7 +87,7 @@ class SparkPipeline:
     # ------------------------------------------------------------ sources
 
     def file_records(self, *, streaming: bool = True, max_files_per_trigger: int | None = None,
-                     control: str | None = None) -> Any:
+                     control: str | None = None) -> DataFrame:
         """Raw records of the stream files: one row per file (``wholetext``)."""
         from pyspark.sql import functions as F
 
@@ -109,7 +116,7 @@ class SparkPipeline:
             out = out.unionByName(d)
         return out
 
-    def end_of_input(self) -> Any:
+    def end_of_input(self) -> DataFrame:
         """A one-row static DataFrame that closes every query (for batch replays)."""
         from pyspark.sql import functions as F
 
@@ -119,7 +126,7 @@ class SparkPipeline:
 
     # ------------------------------------------------------------ the job
 
-    def outputs(self, records: Any) -> Any:
+    def outputs(self, records: DataFrame) -> DataFrame:
         """Results and rejected records (``rtype`` o / r) of raw records, any source."""
         from pyspark.sql import functions as F
 
@@ -133,11 +140,11 @@ class SparkPipeline:
             expr = F.when(F.col("query") == name, F.lit(i)).otherwise(expr)
         return out.withColumn("qrank", expr)
 
-    def start(self, records: Any, on_batch: Callable[[Any, int], None], *,
-              checkpoint: str | None = None, trigger: dict | None = None) -> Any:
+    def start(self, records: DataFrame, on_batch: Callable[[DataFrame, int], None], *,
+              checkpoint: str | None = None, trigger: dict | None = None) -> StreamingQuery:
         """Start a streaming job; ``on_batch(df, batch_id)`` gets each micro-batch's outputs
         (persisted; ``batch_id`` lets writes be idempotent)."""
-        def each(df: Any, batch_id: int) -> None:
+        def each(df: DataFrame, batch_id: int) -> None:
             df = df.persist()
             try:
                 on_batch(df, batch_id)
@@ -152,17 +159,17 @@ class SparkPipeline:
         return w.start()
 
 
-def ordered(df: Any) -> Any:
+def ordered(df: DataFrame) -> DataFrame:
     return df.orderBy(*ORDER)
 
 
-def collect_outputs(df: Any) -> list[Output]:
+def collect_outputs(df: DataFrame) -> list[Output]:
     """A batch's results on the driver, in output order (console and callback sinks)."""
     rows = ordered(df.filter("rtype = 'o'")).select("payload").collect()
     return [output_of(r.payload) for r in rows]
 
 
-def collect_rejected(df: Any) -> list[str]:
+def collect_rejected(df: DataFrame) -> list[str]:
     return [r.json for r in df.filter("rtype = 'r'").select("json").collect()]
 
 
@@ -180,12 +187,12 @@ def _file_glob(p: Path) -> str:
     return f"{esc(parent)}/{esc(name[:-1])}{last}"
 
 
-def run_files(pipe: SparkPipeline, on_batch: Callable[[Any, int], None], *,
+def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *,
               checkpoint: str | None = None, batch: bool = False,
               max_files_per_trigger: int | None = None, follow: bool = False,
               trigger_seconds: float | None = None,
               progress: Callable[[str], None] | None = None,
-              on_query: Callable[[Any], None] | None = None) -> None:
+              on_query: Callable[[StreamingQuery], None] | None = None) -> None:
     """Run over the stream files as they are now, to the end of the input.
 
     Streaming (default): a checkpointed job reads the files, then an end-of-input marker
@@ -234,7 +241,7 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[Any, int], None], *,
         q.stop()
 
 
-def write_batch(df: Any, directory: str | Path, batch_id: int, fmt: str = "jsonl") -> None:
+def write_batch(df: DataFrame, directory: str | Path, batch_id: int, fmt: str = "jsonl") -> None:
     """The file sink: a batch's results (and rejected records) under a directory named by
     the batch id, overwritten when a batch is replayed, so each result is there once."""
     base = str(directory).rstrip("/")

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
 from rsep.stream.event import Event
+
+if TYPE_CHECKING:
+    from rsep.algebra.query import Query
 
 SINGLE = ()
 
@@ -34,7 +37,7 @@ class Partitioning:
         return f"partition key: none, one key ({self.reason})"
 
 
-def partitioning(q: Any) -> Partitioning:
+def partitioning(q: Query) -> Partitioning:
     """The partition key of a parsed query (any dialect), with the reason."""
     from rsep.algebra.query import ContinuousQuery
 
@@ -137,12 +140,13 @@ class QueryPlan:
     def key(self, bucket: int) -> str:
         return self.keys[bucket] if self.keys else f"{self.name}#{bucket}"
 
-    def parse(self) -> Any:
+    def parse(self) -> Query:
+        from rsep.algebra.epsparql import EpSparqlQuery
         from rsep.lang import QueryError, parse_query
 
         q = parse_query(self.text, self.dialect, source=self.source)
         if self.policy:
-            if not hasattr(q, "with_policy"):
+            if not isinstance(q, EpSparqlQuery):  # (the one query with policies)
                 raise QueryError(f"--policy applies to EP-SPARQL queries; {self.source} is not one",
                                  source=self.source)
             q = q.with_policy(self.policy)
@@ -157,9 +161,11 @@ class Router:
         self.streams = set(qp.streams)
         self._eval = None
         if qp.partitioning.key and qp.buckets > 1:
+            from rsep.algebra.spaseq import SpaseqQuery
             from rsep.cep.gpm import GPMEvaluator
 
             q = qp.parse()
+            assert isinstance(q, SpaseqQuery)  # (partitioning gives only SPASEQ a key)
             self._gpms = [(g, g.stream) for g in q.gpms.values()]
             self._eval = GPMEvaluator(q.gpms.values(), graphs)
 

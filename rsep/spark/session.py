@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:
+    from rsep.spark.package import Archive
 
 # transformWithState needs RocksDB with changelog checkpointing.
 _CONF = {
@@ -58,7 +61,7 @@ def get_session(master: str | None = "local[2]", *, app: str = "rsep",
     return spark
 
 
-def shipped_session(master: str | None, archive: Any, *,
+def shipped_session(master: str | None, archive: Archive, *,
                     conf: dict[str, str] | None = None, **kw: Any) -> SparkSession:
     """A session whose executors run rsep from ``archive`` (rsep.spark.package): Spark
     unpacks it as ``./environment`` in each executor's directory, and their Python is

@@ -248,15 +248,16 @@ class SocketStreamReader(SpooledStreamReader):
                 self._read_connection(sock)
                 if not self.reconnect:
                     return
-                sock = None
-                while sock is None and not self._stopping.wait(self.retry):
+                new: _socket.socket | None = None
+                while new is None and not self._stopping.wait(self.retry):
                     try:
-                        sock = _socket.create_connection((self.host, self.port), timeout=self.timeout)
+                        new = _socket.create_connection((self.host, self.port), timeout=self.timeout)
                     except OSError:
-                        sock = None
-                self._sock = sock
-                if sock is None:
+                        new = None
+                self._sock = new
+                if new is None:
                     return
+                sock = new
         except BaseException as e:
             if not self._stopping.is_set():
                 self.failure = e

@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import overload
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -330,6 +331,7 @@ class SpooledStreamReader(DataSourceStreamReader):
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
+        assert isinstance(partition, SpooledRows)  # (what partitions() made)
         for stream, origin, text, arrival in partition.rows:
             yield stream, origin, text, _EPOCH + timedelta(microseconds=arrival), partition.format
 
@@ -353,6 +355,10 @@ def _flag(value: str, name: str) -> bool:
     return v == "true"
 
 
+@overload
+def _positive(value: str, name: str) -> int: ...
+@overload
+def _positive(value: str | None, name: str) -> int | None: ...
 def _positive(value: str | None, name: str) -> int | None:
     if value is None:
         return None

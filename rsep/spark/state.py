@@ -28,7 +28,11 @@ from typing import Any
 
 import pandas as pd
 import pyoxigraph as ox
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import (
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.window import WindowKind
@@ -152,7 +156,7 @@ class EngineProcessor(StatefulProcessor):
         self.retained = handle.getListState("retained", EVENT_STATE)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],
-                        timerValues: Any) -> Iterator[pd.DataFrame]:
+                        timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         k = key[0]
         t0, c0 = _time.time(), _time.process_time()
         b = _Batch(self, k)

@@ -20,14 +20,14 @@ _INT = "<http://www.w3.org/2001/XMLSchema#integer>"
 
 
 @functools.lru_cache(maxsize=65536)
-def to_term(t: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
+def to_term(t: str) -> ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple:
     """An N-Triples term as a pyoxigraph term."""
     if t.startswith("<"):
         return ox.NamedNode(t[1:-1])
     if t.startswith("_:"):
         return ox.BlankNode(t[2:])
     q = next(iter(ox.parse(f"<urn:s> <urn:p> {t} .", format=ox.RdfFormat.N_TRIPLES)))
-    return q.object  # type: ignore[return-value]
+    return q.object
 
 
 @functools.lru_cache(maxsize=65536)
@@ -56,7 +56,7 @@ def rows_block(names: Sequence[str], rows: Sequence[dict[str, str]],
     for i, r in enumerate(rows):
         row = ox.NamedNode(f"{ROWS.value}:{i}")
         quads.append(ox.Quad(row, ox.NamedNode(_VAR + "__i"), ox.Literal(str(i), datatype=ox.NamedNode(_INT[1:-1])), ROWS))
-        quads.extend(ox.Quad(row, ox.NamedNode(_VAR + n), to_term(v), ROWS)  # type: ignore[arg-type]
+        quads.extend(ox.Quad(row, ox.NamedNode(_VAR + n), to_term(v), ROWS)
                      for n, v in r.items() if n in names)
     store.extend(quads)
     try:

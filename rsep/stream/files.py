@@ -17,11 +17,12 @@ from __future__ import annotations
 import gc
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, groupby, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
+from typing import cast
 
 import pyoxigraph as ox
 
@@ -237,22 +238,26 @@ _MARK = ox.NamedNode("urn:rsep:empty-graph")
 _MARK_TRIPLE = ox.Triple(_MARK, _MARK, _MARK)
 _MARK_TEXT = "<urn:rsep:empty-graph> <urn:rsep:empty-graph> <urn:rsep:empty-graph> ."
 
+# A run of consecutive parsed quads of one graph, (graph, content): a default-graph run keeps
+# its quads (time metadata), a named graph's run the triples of its event.
+Run = tuple[ox.NamedNode | ox.BlankNode | ox.DefaultGraph, list[ox.Quad] | tuple[ox.Triple, ...]]
+
 
 def _mark_empty(text: str) -> str:
     return _EMPTY_BLOCK.sub(lambda m: "{" + _MARK_TEXT + m.group(1) + "}", text)
 
 
-def _unmark(groups: list[tuple[object, list]]) -> list[tuple[object, list]]:
+def _unmark(groups: list[Run]) -> list[Run]:
     """Parsed runs without the marker: an empty graph's run holds no triple, and an
     empty unnamed block leaves nothing."""
-    out = []
+    out: list[Run] = []
     for g, items in groups:
         if g.__class__ is _DEFAULT:
-            items = [q for q in items if q.subject != _MARK]
-            if items:
-                out.append((g, items))
+            quads = [q for q in cast("list[ox.Quad]", items) if q.subject != _MARK]
+            if quads:
+                out.append((g, quads))
         else:
-            out.append((g, tuple(t for t in items if t != _MARK_TRIPLE)))
+            out.append((g, tuple(t for t in cast("tuple[ox.Triple, ...]", items) if t != _MARK_TRIPLE)))
     return out
 
 
@@ -311,7 +316,7 @@ class _Assembly:
         self.bnodes = True  # False when the text being assembled cannot hold blank nodes
         self.marked = False  # True once a record's empty graph block holds the marker triple
 
-    def points(self, groups: list[tuple[object, list]], lines: list[int]) -> bool:
+    def points(self, groups: list[Run], lines: list[int]) -> bool:
         """Assemble a chunk of the common shape in bulk; False (and nothing done) for any other.
 
         The shape: runs alternate between one default-graph quad ``<g> <point predicate>
@@ -363,6 +368,7 @@ class _Assembly:
             del opened[cur.name]
             self.events += 1
             point = cur.point
+            assert point is not None  # (checked above)
             out.append(Event(stream, cur.name, point[0], point[0], cur.triples, point[1], 0,
                              f"{self.origin}:{cur.line}"))
         # Each graph's event is complete when the next graph starts; the last one stays open.
@@ -379,7 +385,7 @@ class _Assembly:
         self.current = o
         return True
 
-    def runs(self, groups: list[tuple[object, list]], lines: list[int], step: bool = False) -> None:
+    def runs(self, groups: list[Run], lines: list[int], step: bool = False) -> None:
         """Assemble parsed quads grouped into runs of one graph, with the line of each run.
 
         A named graph's run holds its triples, a default-graph run its quads;
@@ -408,7 +414,7 @@ class _Assembly:
                         obj = q.object
                         lexical = obj.value if obj.__class__ is _LITERAL else ""
                         if (role == "point" and lexical.isascii() and lexical.isdigit()
-                                and obj.datatype.value == _XSD_INTEGER):
+                                and cast(ox.Literal, obj).datatype.value == _XSD_INTEGER):
                             o.point = (int(lexical), _ABSTRACT)
                         else:
                             self.set_time(o, role, obj, line)
@@ -430,18 +436,19 @@ class _Assembly:
                                               0, f"{origin}:{cur.line}"))
                     else:
                         self.finish(cur)
+                triples = cast("tuple[ox.Triple, ...]", items)  # a named graph's run (Run)
                 o = opened.get(name)
                 if o is None:
-                    o = opened[name] = _Open(name, line, items)
+                    o = opened[name] = _Open(name, line, triples)
                 elif not o.triples:
-                    o.triples = items
+                    o.triples = triples
                     o.line = line  # its time came first; the event is located by its graph
                 else:
-                    o.triples += items
+                    o.triples += triples
                 if bnodes:
                     o.bnodes = True
                 if in_graph:
-                    for t in items:
+                    for t in triples:
                         role = roles.get(t.predicate.value)
                         if role is not None:
                             self.set_time(o, role, t.object, line)
@@ -450,7 +457,8 @@ class _Assembly:
                     self.overflow()
         self.current = cur
 
-    def set_time(self, o: _Open, role: str, obj: object, line: int) -> None:
+    def set_time(self, o: _Open, role: str,
+                 obj: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple, line: int) -> None:
         if obj.__class__ is not _LITERAL:
             o.time_error = f"time of <{o.name}> is not a literal: {obj}"
             o.time_line = line
@@ -481,11 +489,14 @@ class _Assembly:
         if o.point is None and o.start is None and o.end is None:
             return  # wait for its time
         del self.opened[o.name]
+        start: tuple[int, TimeKind] | None
+        end: tuple[int, TimeKind] | None
         if o.point is not None:
             start = end = o.point
         else:
             start = o.start if o.start is not None else o.end
             end = o.end if o.end is not None else o.start
+            assert start is not None and end is not None  # (checked above)
         if start[1] is not end[1]:
             self.out.append(Rejected(self.stream, self.origin, o.line, 0,
                                      f"<{o.name}> mixes dateTime and integer times", o.name))
@@ -495,7 +506,7 @@ class _Assembly:
                                      f"interval of <{o.name}> ends before it starts", o.name))
             return
         self.events += 1
-        triples = o.triples
+        triples: Sequence[ox.Triple] = o.triples
         if o.bnodes:
             for t in triples:
                 if t.subject.__class__ is _BLANK or t.object.__class__ is _BLANK:
@@ -549,7 +560,7 @@ class _Assembly:
     def quads(self, quads: list[ox.Quad], line: int, graph_lines: dict[str, int] | None = None,
               quad_lines: list[int] | None = None) -> None:
         """Assemble quads parsed by the record path (``line``: where they start)."""
-        groups: list[tuple[object, list]] = []
+        groups: list[Run] = []
         lines: list[int] = []
         i = 0
         for g, grp in groupby(quads, _GRAPH):
@@ -690,8 +701,8 @@ class StreamFile:
                           base_iri=self._base)
         try:
             # Quads of the default graph are kept (few: the time triples), of event graphs only the triples.
-            groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
-                      for g, grp in groupby(parser, _GRAPH)]
+            groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                                 for g, grp in groupby(parser, _GRAPH)]
         except SyntaxError:
             return None
         if marked:
@@ -744,8 +755,8 @@ class StreamFile:
         if "\r" in chunk and chunk.count("\r") != chunk.count("\r\n"):
             return False  # lone CR line ends: let the line reader count them
         try:
-            groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
-                      for g, grp in groupby(ox.parse(chunk, format=ox.RdfFormat.N_QUADS), _GRAPH)]
+            groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                                 for g, grp in groupby(ox.parse(chunk, format=ox.RdfFormat.N_QUADS), _GRAPH)]
         except SyntaxError:
             return False
         # Where each run starts if the chunk holds one quad a line, and, last, the line after it.
@@ -769,10 +780,10 @@ class StreamFile:
         lines = []
         i = 0
         # Blank or comment lines in between: every default-graph quad gets its own line.
-        split: list[tuple[object, list]] = []
+        split: list[Run] = []
         for g, qs in groups:
             if g.__class__ is _DEFAULT:
-                for q in qs:
+                for q in cast("list[ox.Quad]", qs):
                     split.append((g, [q]))
                     lines.append(line + rows[i])
                     i += 1
@@ -823,8 +834,8 @@ class StreamFile:
 
     def _trig_batch(self, batch: list[Record], quads: list[ox.Quad], asm: _Assembly) -> None:
         """Assemble a parsed batch of TriG records, each run located at its record."""
-        groups = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
-                  for g, grp in groupby(quads, _GRAPH)]
+        groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                             for g, grp in groupby(quads, _GRAPH)]
         if asm.marked:
             groups = _unmark(groups)
         blocks = [i for i, r in enumerate(batch) if r.text.rstrip().endswith("}")]
@@ -898,7 +909,7 @@ def _trig_cut(buf: str, any_statement: bool) -> int:
     return buf.find("\n", i) + 1 if i >= 0 else 0
 
 
-def _trig_lines(chunk: str, line: int, groups: list[tuple[object, list]]) -> list[int]:
+def _trig_lines(chunk: str, line: int, groups: list[Run]) -> list[int]:
     """The line of each run of a chunk whose graph blocks are one per named run."""
     opens = [m.start() for m in _LBRACE.finditer(chunk)]
     closes = [m.start() for m in _RBRACE.finditer(chunk)]
@@ -913,7 +924,9 @@ def _trig_lines(chunk: str, line: int, groups: list[tuple[object, list]]) -> lis
             if chunk.startswith("\n", s) and chunk[s + 1:s + 2] not in _NOT_NAME:
                 s += 1
             else:
-                s = _SKIP.match(chunk, s).end()
+                m = _SKIP.match(chunk, s)
+                assert m is not None  # (it matches the empty string)
+                s = m.end()
         else:
             s = opens[k] - 1
             k += 1
@@ -938,7 +951,7 @@ def _block_lines(batch: list[Record]) -> dict[str, int]:
     return out
 
 
-def scope_blank_nodes(triples: list[ox.Triple], suffix: str) -> list[ox.Triple]:
+def scope_blank_nodes(triples: Iterable[ox.Triple], suffix: str) -> list[ox.Triple]:
     """Give an event's blank nodes labels of their own: they are scoped to the event."""
 
     def fix(t):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -118,7 +118,7 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
 
 
 def merge_streams(
-    streams: list[Iterable[Event | Rejected]],
+    streams: Sequence[Iterable[Event | Rejected]],
     reject: Callable[[Rejected], None],
     policy: OrderingPolicy | None = None,
 ) -> Iterator[Event]:

@@ -15,9 +15,13 @@ import os
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from common import finish, load_spec  # noqa: E402
+if TYPE_CHECKING:  # the type checker reads common as part of rsep
+    from rsep.bench.workers.common import finish, load_spec
+else:
+    from common import finish, load_spec
 
 
 def main() -> int:

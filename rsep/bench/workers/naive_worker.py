@@ -15,17 +15,26 @@ import json
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from common import finish, load_spec  # noqa: E402
+if TYPE_CHECKING:  # the type checker reads common as part of rsep
+    from pyoxigraph import Quad
+
+    from rsep.bench.workers.common import finish, load_spec
+else:
+    from common import finish, load_spec
 
 PROV = "http://www.w3.org/ns/prov#generatedAtTime"
 
 
-def events(ox, path: str, k: int):
+def events(ox: ModuleType, path: str, k: int) -> Iterator[tuple[int, int, list[Quad]]]:
     """(time, stream number, quads) of one stream file, in file order."""
     times: dict[str, int] = {}
-    current, quads = None, []
+    current: str | None = None
+    quads: list[Quad] = []
     for q in ox.parse(path=path, format=ox.RdfFormat.TRIG):
         if isinstance(q.graph_name, ox.DefaultGraph):
             if q.predicate.value == PROV:
@@ -79,6 +88,7 @@ def main() -> int:
                            for t, qs in window if t <= c for q in qs])
         t2 = time.perf_counter()
         res = store.query(query)
+        assert isinstance(res, ox.QuerySolutions), "the spec's query is a SELECT"
         names = res.variables
         rows = [{v.value: str(s[v]) for v in names if s[v] is not None} for s in res]
         t3 = time.perf_counter()

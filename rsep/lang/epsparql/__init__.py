@@ -31,11 +31,15 @@ from rsep.algebra.epsparql import (
     Join,
     LeftJoin,
     Minus,
+    Mu,
+    Node,
     OrderBy,
     Path,
     Project,
     SeqJoin,
     SeqRightJoin,
+    Term,
+    TriplePattern,
     Union,
     Unit,
     Values,
@@ -47,7 +51,7 @@ from rsep.algebra.epsparql import (
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import READABLE, parse_with, sparql_lalr
-from rsep.lang.syntax import Terms
+from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
 
@@ -98,13 +102,13 @@ class _Builder(Terms):
 
     # ------------------------------------------------------------ query
 
-    def build(self, tree: Tree):  # -> EpSparqlQuery
+    def build(self, tree: Tree) -> EpSparqlQuery:
         prologue, query = tree.children
         for d in prologue.children:
             if d.data == "prefix_decl":
-                self.prefixes[str(d.children[1].children[0])[:-1]] = self._iriref(d.children[2])
+                self.prefixes[str(d.children[1].children[0])[:-1]] = self._iriref(token(d.children[2]))
             elif d.data == "base_decl":
-                self.base = self._iriref(d.children[1])
+                self.base = self._iriref(token(d.children[1]))
         refuse_unknown_calls(tree, self.iri, self.error)
         form = query.children[0]
         values = query.children[1] if len(query.children) > 1 else None
@@ -142,23 +146,23 @@ class _Builder(Terms):
         order = self._modifiers(mods)
         pattern = self._ordered(self._trailing(self.where(where), values), order)
         self._reads_stream(pattern, where)
-        template = self.triples(tmpl, allow_literal_subject=True) if tmpl.children else ()
-        return EpSparqlQuery(pattern, (), tuple(template), background=tuple(self.background),
+        patterns = self.triples(tmpl, allow_literal_subject=True) if tmpl.children else ()
+        return EpSparqlQuery(pattern, (), tuple(patterns), background=tuple(self.background),
                              text=self.text, source=self.source)
 
-    def _trailing(self, pattern, values: Tree | None):
+    def _trailing(self, pattern: Node, values: Tree | None) -> Node:
         """A trailing VALUES block joins the WHERE pattern (SPARQL 1.1, 18.2.4.3)."""
         if values is None or not values.children:
             return pattern
         return Join(pattern, self.values(values))
 
-    def _reads_stream(self, pattern, where: Tree) -> None:
+    def _reads_stream(self, pattern: Node, where: Tree) -> None:
         if static(pattern):
             raise self.error("the WHERE pattern reads no stream triple (only VALUES, BIND or "
                              "GRAPH <background>), so it can detect no event: EP-SPARQL's "
                              "solutions are timed by the triples they match", where)
 
-    def values(self, node: Tree):
+    def values(self, node: Tree) -> Values:
         """VALUES rows, each term as written (pyoxigraph checks the block; the terms are read
         as Turtle, so a number keeps its lexical form, as the stream's triples do)."""
         text = self.text[_start(node):_end(node)]
@@ -174,18 +178,19 @@ class _Builder(Terms):
         else:
             groups = [[v for v in g.children if isinstance(v, Tree)] for g in block.children
                       if isinstance(g, Tree) and g.data == "data_block_value_group"]
-        rows = []
+        rows: list[Mu] = []
         for g in groups:
-            row = {}
+            row: dict[str, str] = {}
             for n, v in zip(names, g, strict=True):
                 if isinstance(v.children[0], Token) and v.children[0].type == "UNDEF":
                     continue
                 term = self._turtle(f"<urn:s> <urn:p> {self.text[_start(v):_end(v)]}", v)[0][2]
+                assert isinstance(term, str)  # (VALUES holds no variable and no blank node)
                 row[n] = term
             rows.append(tuple(sorted(row.items())))
         return Values(names, tuple(rows))
 
-    def _modifiers(self, mods: Tree):
+    def _modifiers(self, mods: Tree) -> Expr | None:
         """ORDER BY orders the solutions detected at one instant; the modifiers that need
         the end of the stream are refused."""
         order = None
@@ -205,16 +210,16 @@ class _Builder(Terms):
             self._check_order(order, m)
         return order
 
-    def _check_order(self, e, node: Tree) -> None:
+    def _check_order(self, e: Expr, node: Tree) -> None:
         try:
             ox.Store().query(f"{e.prologue}SELECT * WHERE {{ }} ORDER BY {e.text}")
         except SyntaxError as err:
             raise self.error(f"invalid ORDER BY: {err}", node) from None
 
-    def _ordered(self, pattern, order):
+    def _ordered(self, pattern: Node, order: Expr | None) -> Node:
         return pattern if order is None else OrderBy(pattern, order)
 
-    def select_items(self, sel: Tree):
+    def select_items(self, sel: Tree) -> tuple[tuple[tuple[str, Expr | None], ...] | None, bool]:
         distinct = False
         items: list[tuple[str, Expr | None]] = []
         star = False
@@ -236,7 +241,7 @@ class _Builder(Terms):
                 items.append((str(var.children[0])[1:], self.expr(expr)))
         return (None if star else tuple(items)), distinct
 
-    def expr(self, node: Tree):
+    def expr(self, node: Tree) -> Expr:
         for n in node.iter_subtrees():
             if n.data in ("exists_func", "not_exists_func") and _MARKER_IN.search(
                     self.text[_start(n):_end(n)]):
@@ -250,7 +255,7 @@ class _Builder(Terms):
         self._check_expr(e, node)
         return e
 
-    def _check_expr(self, e, node: Tree) -> None:
+    def _check_expr(self, e: Expr, node: Tree) -> None:
         q = f"{e.prologue}SELECT * WHERE {{ BIND (({e.text}) AS ?__r) }}"
         try:
             ox.Store().query(q)
@@ -259,7 +264,7 @@ class _Builder(Terms):
 
     # ------------------------------------------------------------ patterns
 
-    def where(self, node: Tree):
+    def where(self, node: Tree) -> Node:
         if node.data == "where_braceless":
             parts = node.children[1:]
             groups = [p for p in parts if isinstance(p, Tree) and p.data == "group_graph_pattern"]
@@ -270,16 +275,16 @@ class _Builder(Terms):
             return Filter(self._and(conds), pat) if conds else pat
         return self.group(node.children[-1])
 
-    def _and(self, conds):
+    def _and(self, conds: list[Expr]) -> Expr:
         if len(conds) == 1:
             return conds[0]
         return Expr(" && ".join(f"({c.text})" for c in conds),
                     frozenset().union(*(c.variables for c in conds)), conds[0].prologue)
 
-    def combine(self, groups: list[Tree], ops: list[Tree]):
+    def combine(self, groups: list[Tree], ops: list[Tree]) -> Node:
         return self._ops(groups, ops)
 
-    def _split(self, g: Tree):
+    def _split(self, g: Tree) -> tuple[Node, Expr | None]:
         """An optional operand: its group without its top-level FILTERs, and those as F."""
         filters = self._top_filters(g)
         node = self.group(g, skip_filters=True)
@@ -298,7 +303,7 @@ class _Builder(Terms):
                     out.append(gp.children[0])
         return out
 
-    def group(self, node: Tree, skip_filters: bool = False):
+    def group(self, node: Tree, skip_filters: bool = False) -> Node:
         inner = node.children[-1]
         if inner.data == "sub_select":
             sel, where, mods = inner.children[0], inner.children[1], inner.children[2]
@@ -306,10 +311,10 @@ class _Builder(Terms):
             items, distinct = self.select_items(sel)
             vals = inner.children[3] if len(inner.children) > 3 else None
             return Project(self._ordered(self._trailing(self.where(where), vals), order), items, distinct)
-        cur = Unit()
+        cur: Node = Unit()
         filters = []
 
-        def join(a, b):
+        def join(a: Node, b: Node) -> Node:
             return b if isinstance(a, Unit) else Join(a, b)
 
         for c in inner.children:
@@ -352,7 +357,7 @@ class _Builder(Terms):
             cur = Filter(self._and(filters), cur)
         return cur
 
-    def _ops(self, groups: list[Tree], ops: list[Tree]):
+    def _ops(self, groups: list[Tree], ops: list[Tree]) -> Node:
         cur = self.group(groups[0])
         for k, (op, g) in enumerate(zip(ops, groups[1:], strict=True)):
             word = str(op.children[0]).upper()
@@ -369,7 +374,7 @@ class _Builder(Terms):
                 cur = cls(cur, self.group(g))
         return cur
 
-    def _graph(self, g: Tree):
+    def _graph(self, g: Tree) -> Background:
         target = g.children[1]
         if isinstance(target.children[0], Tree) and target.children[0].data == "var":
             raise self.error("GRAPH needs the IRI of a background graph, not a variable", target)
@@ -378,19 +383,19 @@ class _Builder(Terms):
         if body.data != "group_graph_pattern_sub" or any(
                 isinstance(c, Tree) and c.data != "triples_block" for c in body.children):
             raise self.error("GRAPH <iri> { ... } may only hold triple patterns in EP-SPARQL", g)
-        pats: list = []
+        pats: list[TriplePattern] = []
         for c in body.children:
             pats.extend(self.triples(c))
         if iri not in self.background:
             self.background.append(iri)
         return Background(iri, tuple(pats))
 
-    def block(self, node: Tree):
+    def block(self, node: Tree) -> Node:
         """A triples block: one BGP of its plain triple patterns, joined with a Path for
         each property path (with what its object nests), in order."""
         if not any(_is_path(v, self.text) for v in node.find_data("verb_path")):
             return BGP(tuple(self.triples(node)))
-        parts: list = []  # BGP patterns and Paths, in order
+        parts: list[Node] = []  # BGP patterns and Paths, in order
         for same in _own(node, "triples_same_subject_path"):
             subject, plist = same.children[0], same.children[1]
             if subject.data != "var_or_term":  # [ ... ] as subject: one path pattern in all
@@ -428,7 +433,7 @@ class _Builder(Terms):
         except SyntaxError as e:
             raise self.error(f"invalid triple pattern: {e}", node) from None
 
-    def triples(self, node: Tree, allow_literal_subject: bool = False) -> list:
+    def triples(self, node: Tree, allow_literal_subject: bool = False) -> list[TriplePattern]:
         """Triple patterns of a block: variables become IRIs, the block is parsed as Turtle."""
         for t in node.scan_values(lambda v: isinstance(v, Token) and v.type == "PNAME_LN"):
             self.iri(t)  # an undeclared prefix is reported where it is used
@@ -441,13 +446,13 @@ class _Builder(Terms):
     def _with_var_iris(self, a: int, b: int, inner: Tree | Token) -> str:
         """The text from a to b with the variables of ``inner`` written as IRIs (Turtle)."""
         text = self.text[a:b]
-        for t in sorted(_vars(inner), key=lambda t: t.start_pos, reverse=True):
-            if a <= t.start_pos < b:
-                i, j = t.start_pos - a, t.end_pos - a
+        for t in sorted(_vars(inner), key=_start, reverse=True):
+            if a <= _start(t) < b:
+                i, j = _start(t) - a, _end(t) - a
                 text = text[:i] + f"<{_VAR_IRI}{str(t)[1:]}>" + text[j:]
         return text
 
-    def _turtle(self, text: str, node: Tree) -> list:
+    def _turtle(self, text: str, node: Tree) -> list[TriplePattern]:
         text = text.rstrip().rstrip(".")
         turtle = self.prologue + text + " .\n"
         try:
@@ -456,7 +461,7 @@ class _Builder(Terms):
             raise self.error(f"invalid triple pattern: {e}", node) from None
         bnodes: dict[str, str] = {}
 
-        def term(x):
+        def term(x: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> Term:
             if isinstance(x, ox.NamedNode) and x.value.startswith(_VAR_IRI):
                 return Var(x.value[len(_VAR_IRI):])
             if isinstance(x, ox.BlankNode):
@@ -511,7 +516,8 @@ def _own(node: Tree, data: str) -> list[Tree]:
     return out
 
 
-def parse_epsparql(text: str, *, source: str | None = None, policy: str | None = None):
+def parse_epsparql(text: str, *, source: str | None = None,
+                   policy: str | None = None) -> EpSparqlQuery:
     """Parse an EP-SPARQL SELECT or CONSTRUCT query (policy: unrestricted, chronological, recent)."""
     m = re.search(r"\bSEQOPTIONAL\b", text, re.I)
     if m:

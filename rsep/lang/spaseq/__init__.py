@@ -31,7 +31,7 @@ from rsep.algebra.spaseq import (
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.parser import READABLE, parse_with, sparql_lalr
-from rsep.lang.syntax import Terms
+from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
 from rsep.stream.time import Duration
@@ -92,9 +92,9 @@ class _Builder(Terms):
         for d in prologue.children:
             if d.data == "prefix_decl":
                 ns = str(d.children[1].children[0])[:-1]
-                self.prefixes[ns] = self._iriref(d.children[2])
+                self.prefixes[ns] = self._iriref(token(d.children[2]))
             elif d.data == "base_decl":
-                self.base = self._iriref(d.children[1])
+                self.base = self._iriref(token(d.children[1]))
         refuse_unknown_calls(tree, self.iri, self.error)
         select_node, *clauses, where = query.children
         select, distinct, select_toks = self._select(select_node)
@@ -115,7 +115,7 @@ class _Builder(Terms):
                 if partition_node is not None:
                     raise self.error("only one PARTITION BY clause per query", c)
                 partition_node = c
-                partition = tuple(_var_name(v.children[0]) for v in c.children
+                partition = tuple(_var_name(token(v.children[0])) for v in c.children
                                   if isinstance(v, Tree) and v.data == "var")
             elif c.data == "from_stream":
                 name_tok = next(t for t in c.children if isinstance(t, Token) and t.type == "NAME")
@@ -173,9 +173,9 @@ class _Builder(Terms):
                 continue
             inner = c.children[0]
             if inner.data == "var":
-                tok = inner.children[0]
+                tok = token(inner.children[0])
             else:  # (expr AS ?v): evaluated by pyoxigraph over each match's bindings
-                expr, tok = inner.children[0], inner.children[-1].children[0]
+                expr, tok = inner.children[0], token(inner.children[-1].children[0])
                 if any(n.data == "aggregate" for n in expr.iter_subtrees()):
                     raise self.error("aggregates need the end of the stream: a SPASEQ query "
                                      "outputs each match as it is detected", expr)
@@ -216,7 +216,7 @@ class _Builder(Terms):
         out: dict[str, GPM] = {}
         prologue = self.prologue_text()
         for d in defs:
-            name_tok, stream_tok, body = d.children[2], d.children[4], d.children[5]
+            name_tok, stream_tok, body = token(d.children[2]), d.children[4], d.children[5]
             name = str(name_tok)
             if name in out:
                 raise self.error(f"GPM {name} is defined twice", name_tok)
@@ -252,7 +252,7 @@ class _Builder(Terms):
         for n in body.iter_subtrees_topdown():
             if n.data == "filter":
                 for t in _filter_tokens(n):
-                    filter_at.setdefault(_var_name(t), position(self.text, t.start_pos))
+                    filter_at.setdefault(_var_name(t), position(self.text, _start(t)))
         for f, dot in top_filters:
             fv = _filter_variables(f)
             all_fv |= fv
@@ -289,7 +289,8 @@ class _Builder(Terms):
             q = head + body
             try:
                 res = ox.Store().query(q)
-                for _ in res:  # type: ignore[union-attr]
+                assert isinstance(res, ox.QuerySolutions)
+                for _ in res:
                     break
             except SyntaxError as e:
                 m = re.match(r"error at (\d+):(\d+): ?(.*)", str(e), re.S)
@@ -358,7 +359,7 @@ class _Builder(Terms):
             raise self.error("a sequence cannot be nested in parentheses: parentheses group "
                              "'&' and '|' expressions", primary)
         if primary.data == "gpm_ref":
-            body: BopNode = self._leaf(primary.children[0], gpms, counter)
+            body: BopNode = self._leaf(token(primary.children[0]), gpms, counter)
         else:
             body = self._bop(primary.children[1], gpms, counter)
         if kind is not AtomKind.BOP and not isinstance(body, Leaf):
@@ -382,7 +383,7 @@ class _Builder(Terms):
                 suffix = node.children[1]
                 raise self.error(f"'{suffix.children[0]}' cannot be used inside '&' or '|': it "
                                  "applies to a GPM of the sequence", suffix)
-            return self._leaf(node.children[0], gpms, counter)
+            return self._leaf(token(node.children[0]), gpms, counter)
         if node.data == "bop_group":
             return self._bop(node.children[1], gpms, counter)
         items = [self._bop(c, gpms, counter) for c in node.children if isinstance(c, Tree)]

@@ -346,6 +346,10 @@ def _evict(cache: Path, keep: Path) -> None:
         if p != keep:
             p.unlink(missing_ok=True)
             p.with_suffix("").with_suffix(".json").unlink(missing_ok=True)
+    kept = {p.name[len("rsep-env-"):-len(".tar.gz")] for p in cache.glob("rsep-env-*.tar.gz")}
+    for d in cache.glob("driver-*"):  # driver-KEY-PREFIXHASH: links only
+        if d.name.split("-")[1] not in kept:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- the driver's side

@@ -255,6 +255,9 @@ def ensure_archive(*, force: bool = False, log: Callable[[str], None] | None = N
     t0 = time.monotonic()
     cache = cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
+    for old in cache.glob("build-*"):  # left by a build that was killed
+        if time.time() - old.stat().st_mtime > 3600:
+            shutil.rmtree(old, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
     try:
         src_pkg = _copy_source(work / "src")

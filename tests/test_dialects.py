@@ -165,3 +165,14 @@ def test_an_epsparql_graph_iri_is_fetched_only_with_allow_dereference():
                     f"GRAPH <{EX}kb> {{ ?x :in ?c }} }} }}", "epsparql")
     with pytest.raises(QueryError, match="graph IRIs are not dereferenced unless --allow-dereference"):
         Engine().register(q)
+
+
+def test_compare_refuses_an_event_query_with_a_message(capsys):
+    from rsep.cli.main import main
+
+    code = main(["compare", str(ROOT / "docs" / "examples" / "spaseq.rq"), "--stream",
+                 f"http://example.org/srbench={ROOT / 'examples' / 'coupon' / 'coupons.trig'}",
+                 "--period", "10"])
+    assert code == 2
+    assert "rsep compare: rsep compare runs a query as C-SPARQL and as CQELS (001): it takes " \
+           "RSP queries (RSP-QL, C-SPARQL, CQELS), not SPASEQ" in capsys.readouterr().err

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import cast
 
 EXIT_AGREE, EXIT_DISAGREE, EXIT_FAILED = 0, 1, 2
 
@@ -58,15 +57,17 @@ def run(args: argparse.Namespace) -> int:
 
     # an aggregate query is compared by 001 Sec. 6's notion (COUNT/MAX/MIN); AVG, MEDIAN
     # and the others have none: NoAgreementNotion, reported with exit status 2
-    found = aggregates.find_aggregate(q) if isinstance(q, ContinuousQuery) else None
+    if not isinstance(q, ContinuousQuery):
+        from rsep.lars.core import LarsError
+
+        raise LarsError("rsep compare runs a query as C-SPARQL and as CQELS (001): it takes "
+                        "RSP queries (RSP-QL, C-SPARQL, CQELS), not "
+                        f"{'SPASEQ' if type(q).__name__ == 'SpaseqQuery' else 'EP-SPARQL'}")
+    found = aggregates.find_aggregate(q)
     if not args.stream:
         raise ValueError("no input: give at least one --stream IRI=PATH")
     events = cmp.load_events(args.stream)
     graphs = cmp.load_graphs(args.graph)
-    # FIXME: a SPASEQ or EP-SPARQL query gets this far and fails inside the comparison with
-    # "'SpaseqQuery' object has no attribute 'form'" (status 2); explain --lars refuses it
-    # with a message of its own. The cast keeps that behaviour for now.
-    q = cast(ContinuousQuery, q)
     if found is not None:
         agg = aggregates.compare_aggregate(q, events, graphs, args.period, args.until, unit, found)
         aggregates.write_aggregate_comparison(agg, sys.stdout,

@@ -23,29 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 import pyoxigraph as ox
-
-from rsep.algebra.events import Selection
-from rsep.cep.epsparql_data import OccurrenceData, item_of
-from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
-from rsep.cep.epsparql_matcher import (
-    TIMELESS,
-    Occurrence,
-    OccurrenceStore,
-    Solution,
-    Source,
-    combine,
-    compatible,
-    match_bgp,
-)
-from rsep.events.semantics import precedes
-from rsep.sparql.rows import ROWS, rows_block
-from rsep.stream.time import TimeKind, format_datetime_ms
-
-if TYPE_CHECKING:
-    pass
 
 from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its evaluator
     BGP,
@@ -89,6 +69,22 @@ from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its e
     static,
     variables,
 )
+from rsep.algebra.events import Selection
+from rsep.cep.epsparql_data import OccurrenceData, item_of
+from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
+from rsep.cep.epsparql_matcher import (
+    TIMELESS,
+    Occurrence,
+    OccurrenceStore,
+    Solution,
+    Source,
+    combine,
+    compatible,
+    match_bgp,
+)
+from rsep.events.semantics import precedes
+from rsep.sparql.rows import ROWS, rows_block
+from rsep.stream.time import TimeKind, format_datetime_ms
 
 # What EXISTS reads for a solution: the store, its default graphs (the visible items) and
 # named graphs (the background).

@@ -6,30 +6,6 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-from rsep.cep.epsparql import (
-    World,
-    evaluate,
-    extend_solutions,
-    left_join,
-    no_later,
-    path_solutions,
-    project,
-    removes,
-)
-from rsep.cep.epsparql_matcher import (
-    Occurrence,
-    Solution,
-    combine,
-    compatible,
-    match_bgp,
-    match_one,
-)
-from rsep.cep.epsparql_rewrites import certain
-
-if TYPE_CHECKING:
-    pass
 
 from rsep.algebra.epsparql import (
     BGP,
@@ -53,6 +29,25 @@ from rsep.algebra.epsparql import (
     static,
     variables,
 )
+from rsep.cep.epsparql import (
+    World,
+    evaluate,
+    extend_solutions,
+    left_join,
+    no_later,
+    path_solutions,
+    project,
+    removes,
+)
+from rsep.cep.epsparql_matcher import (
+    Occurrence,
+    Solution,
+    combine,
+    compatible,
+    match_bgp,
+    match_one,
+)
+from rsep.cep.epsparql_rewrites import certain
 
 
 def _tw(s: Solution) -> float:

@@ -4,12 +4,7 @@ graphs materialised with them when a GRAPH pattern reads them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
-
-from rsep.cep.epsparql_matcher import Occurrence, OccurrenceStore
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 from rsep.algebra.epsparql import (
     DOMAIN,
@@ -19,6 +14,7 @@ from rsep.algebra.epsparql import (
     SUBCLASS,
     SUBPROP,
 )
+from rsep.cep.epsparql_matcher import Occurrence, OccurrenceStore
 
 
 class Schema:

@@ -5,12 +5,6 @@ every solution binds."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-from rsep.stream.time import TimeKind
-
-if TYPE_CHECKING:
-    pass
 
 from rsep.algebra.epsparql import (
     BGP,
@@ -36,6 +30,7 @@ from rsep.algebra.epsparql import (
     Values,
     Var,
 )
+from rsep.stream.time import TimeKind
 
 # ---------------------------------------------------------------- time horizons (003 Sec. 5)
 

@@ -14,8 +14,8 @@ import time
 import pyoxigraph as ox
 
 from rsep import Engine
-from rsep.cep import epsparql as ep
-from rsep.cep import epsparql_runtime as epr
+from rsep.epsparql import reference as ep
+from rsep.epsparql import runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind

@@ -28,11 +28,11 @@ from pathlib import Path
 # GPMs and runs, and the engine loop.
 MODULES = (
     "rsep.algebra.spaseq",
-    "rsep.cep.chain",
-    "rsep.cep.compiled",
-    "rsep.cep.gpm",
-    "rsep.cep.nfa",
-    "rsep.cep.runtime",
+    "rsep.spaseq.chain",
+    "rsep.sparql.matcher",
+    "rsep.spaseq.gpm",
+    "rsep.spaseq.nfa",
+    "rsep.spaseq.runtime",
     "rsep.runtime.engine",
     "rsep.stream.files",
     "rsep.stream.source",

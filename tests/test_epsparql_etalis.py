@@ -14,7 +14,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from rsep.cep.etalis import EtalisPolicy, binarise, compile_query, run, tr_clauses
+from rsep.epsparql.etalis import EtalisPolicy, binarise, compile_query, run, tr_clauses
 from rsep.lang import QueryError
 from rsep.lang.epsparql import parse_epsparql
 from rsep.runtime.engine import Engine
@@ -193,7 +193,7 @@ def test_what_etalis_has_no_counterpart_for_is_refused(query: str, what: str) ->
 def test_goals_stay_bounded_under_a_window() -> None:
     """With a window, goals too old for any later step are dropped (ETALIS keeps them
     with its garbage collection off; dropping them changes no output: see _forget)."""
-    from rsep.cep.etalis import Machine
+    from rsep.epsparql.etalis import Machine
 
     q = parse_epsparql(PREFIX + "SELECT * WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} "
                                 "FILTER (getDURATION() <= 10) }", policy="etalis-chronological")

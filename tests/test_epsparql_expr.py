@@ -8,8 +8,8 @@ import random
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rsep.cep import epsparql as ep
-from rsep.cep.epsparql_expr import compile_filter
+from rsep.epsparql import reference as ep
+from rsep.epsparql.expr import compile_filter
 from rsep.stream.time import TimeKind
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -11,9 +11,9 @@ from conftest import EX, ev, run, short
 from test_epsparql_pruning import Q1_30, Q1_OPT, SEQ2_30, stock_stream
 
 from rsep import Engine
-from rsep.cep import epsparql as ep
-from rsep.cep import epsparql_runtime as epr
-from rsep.cep.epsparql_policy import PolicyState
+from rsep.epsparql import reference as ep
+from rsep.epsparql import runtime as epr
+from rsep.epsparql.policy import PolicyState
 from rsep.lang.epsparql import parse_epsparql
 
 S = EX + "S"

@@ -12,9 +12,9 @@ import pytest
 from conftest import EX, ev
 
 from rsep import Engine
-from rsep.cep import epsparql as ep
-from rsep.cep import epsparql_rewrites as rw
-from rsep.cep import epsparql_runtime as epr
+from rsep.epsparql import reference as ep
+from rsep.epsparql import rewrites as rw
+from rsep.epsparql import runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 from rsep.stream.time import TimeKind
 

@@ -12,8 +12,8 @@ from conftest import EX, ev, run, short, triples
 
 from rsep import Engine, QueryError
 from rsep.algebra.events import Selection
-from rsep.cep import epsparql as ep
-from rsep.cep import epsparql_runtime as epr
+from rsep.epsparql import reference as ep
+from rsep.epsparql import runtime as epr
 from rsep.lang.epsparql import parse_epsparql
 
 P = "PREFIX : <http://example.org/>\n"

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rsep import Engine, Event, QueryError
-from rsep.cep import epsparql as ep
+from rsep.epsparql import reference as ep
 from rsep.lang.epsparql import parse_epsparql
 
 P = f"PREFIX : <{EX}>\n"

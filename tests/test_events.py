@@ -8,13 +8,13 @@ from conftest import EX, ev, run, short, table
 from rsep import QueryError, parse_query
 from rsep.algebra.events import Selection
 from rsep.algebra.window import WindowKind
-from rsep.events import semantics
+from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
 from rsep.windows import reference
 from rsep.windows.resolved import Window
 
 # Example 3: W1 = landmark from 1 (Example 4's query text says [LND 9]; Example 3 and
-# Examples 7-11 use t0 = 1: see docs/semantics.md), W2 = [RANGE 5] (5, 1).
+# Examples 7-11 use t0 = 1: see docs/events_reference.md), W2 = [RANGE 5] (5, 1).
 EXAMPLE4 = """PREFIX : <http://example.org/>
 REGISTER {r2s} :out AS
 SELECT {proj}
@@ -41,9 +41,9 @@ def evaluate_at(t: int, figure1, selection: Selection, which: str = "seq"):
     contents = {iri: reference.content(w, figure1, t) for iri, w in wins.items()}
     for i, e in enumerate(figure1, 1):
         e.seq = i
-    ctx = semantics.Context(contents, lambda bep, item, trs: solve_item(bep, trs))
+    ctx = events_reference.Context(contents, lambda bep, item, trs: solve_item(bep, trs))
     expr = m.expr if which == "seq" else m.expr.right
-    return semantics.evaluate(expr, selection, ctx)
+    return events_reference.evaluate(expr, selection, ctx)
 
 
 def test_example7_basic_event_pattern(figure1):

@@ -14,11 +14,11 @@ from rsep._native import MODULES, _Guard, digest, source
 
 
 def test_a_module_loads_compiled_only_when_its_build_matches_the_source():
-    name = "rsep.cep.chain"
+    name = "rsep.spaseq.chain"
     fresh = _Guard({name: digest(source(name))}, pure=False)
     assert fresh.find_spec(name) is None  # the normal finders take the extension module
     stale = _Guard({name: "0" * 64}, pure=False)
-    with pytest.warns(UserWarning, match="rsep.cep.chain runs as pure Python"):
+    with pytest.warns(UserWarning, match="rsep.spaseq.chain runs as pure Python"):
         spec = stale.find_spec(name)
     assert spec is not None and spec.origin == str(source(name))
     assert stale.stale == [name]

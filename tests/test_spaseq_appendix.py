@@ -8,7 +8,7 @@ from __future__ import annotations
 from conftest import ev, triples
 
 from rsep import Engine, parse_query
-from rsep.cep.spaseq_reference import ReferenceEvaluator
+from rsep.spaseq.reference import ReferenceEvaluator
 
 PRED = "http://example/"
 XI = "^^<http://www.w3.org/2001/XMLSchema#integer>"

@@ -1,4 +1,4 @@
-"""Compiled GPMs (rsep.cep.compiled) give exactly pyoxigraph's solutions.
+"""Compiled GPMs (rsep.sparql.matcher) give exactly pyoxigraph's solutions.
 
 Random BGPs with random FILTERs (comparisons, arithmetic, && || !) over events
 whose values mix integers, decimals, doubles, floats, strings, language
@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rsep.algebra.spaseq import UNIT
-from rsep.cep.compiled import Canon, compile_gpm
-from rsep.cep.events import SEvent
-from rsep.cep.gpm import GPMEvaluator
 from rsep.lang.spaseq import parse_spaseq
+from rsep.sparql.matcher import Canon, compile_gpm
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.streamset import SEvent
 
 U = EX + "s"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -81,7 +81,7 @@ def test_planned_bgp_matcher_equals_generic(rnd):
     """The planned BGP matcher (bound positions fixed per pattern, joins on a bound term
     by index or by scan) gives the generic one's solutions, in the same order, for random
     shapes with repeated and constant terms."""
-    from rsep.cep.compiled import Indexed, _match_shape, _match_shape_generic
+    from rsep.sparql.matcher import Indexed, _match_shape, _match_shape_generic
 
     nodes = [ox.NamedNode(EX + n) for n in "abcd"]
     preds = [ox.NamedNode(EX + p) for p in "pq"]
@@ -102,7 +102,7 @@ def test_planned_bgp_matcher_equals_generic(rnd):
                                                     if type(x) is int))}
     shape = tuple(tuple(ren[x] if type(x) is int else x for x in tp) for tp in shape)
     assert len(ren) == len(used)
-    import rsep.cep.compiled as compiled
+    import rsep.sparql.matcher as compiled
 
     want = _match_shape_generic(shape, ev)
     assert _match_shape(shape, ev) == want
@@ -157,7 +157,7 @@ def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
 def test_integer_tests_are_the_lexical_rules(v):
     import re
 
-    from rsep.cep.compiled import _canonical_int, _lexical_int
+    from rsep.sparql.matcher import _canonical_int, _lexical_int
 
     assert _canonical_int(v) == (re.fullmatch(r"0|-?[1-9][0-9]*", v) is not None)
     assert _lexical_int(v) == (re.fullmatch(r"[+-]?[0-9]+", v) is not None)

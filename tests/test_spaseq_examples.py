@@ -17,10 +17,10 @@ import pytest
 from conftest import EX, ROOT, ev, short, triples
 
 from rsep import Engine, QueryError, parse_query
-from rsep.cep.explain import explain
-from rsep.cep.nfa import compile_query
-from rsep.cep.spaseq_reference import ReferenceEvaluator
 from rsep.cli.main import main
+from rsep.spaseq.explain import explain
+from rsep.spaseq.nfa import compile_query
+from rsep.spaseq.reference import ReferenceEvaluator
 from rsep.stream.files import StreamFile
 from rsep.stream.source import DeadLetter, merge_streams
 

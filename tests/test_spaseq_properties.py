@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from rsep import Engine, QueryError
-from rsep.cep.chain import ChainEngine, chain_eligible
-from rsep.cep.events import merge_events
-from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
-from rsep.cep.spaseq_reference import ReferenceEvaluator
 from rsep.lang.spaseq import parse_spaseq
+from rsep.spaseq.chain import ChainEngine, chain_eligible
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
+from rsep.spaseq.reference import ReferenceEvaluator
+from rsep.spaseq.streamset import merge_events
 
 STREAMS = {"S1": EX + "s1", "S2": EX + "s2", "S3": EX + "s3"}
 # ?x joins A, B, D and G; C and F bind other variables; E's FILTER reads A's ?a.
@@ -162,7 +162,7 @@ def test_engine_outputs_are_definition_16(rnd):
 
 
 def chain_sequence(rnd: random.Random) -> str:
-    """Plain GPMs under ``,`` and ``;``: the queries rsep.cep.chain runs. From A, B, D, G
+    """Plain GPMs under ``,`` and ``;``: the queries rsep.spaseq.chain runs. From A, B, D, G
     only, ?x is common (a partition); E's FILTER on A's ?a is a pushed range."""
     names = "ABDG" if rnd.random() < 0.5 else "AABBCDEFG"
     parts = [rnd.choice(names) for _ in range(rnd.randint(1, 4))]

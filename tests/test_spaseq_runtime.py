@@ -6,8 +6,8 @@ import pytest
 from conftest import EX, ev
 
 from rsep import Engine, parse_query
-from rsep.cep.nfa import SpaseqCutWarning
-from rsep.cep.spaseq_reference import ReferenceEvaluator
+from rsep.spaseq.nfa import SpaseqCutWarning
+from rsep.spaseq.reference import ReferenceEvaluator
 
 U1, U2 = EX + "u1", EX + "u2"
 
@@ -85,7 +85,7 @@ def test_registered_after_the_first_events_starts_its_windows_there():
 
 
 def test_explain_shows_epsilon_and_forbidden_edges():
-    from rsep.cep.explain import explain
+    from rsep.spaseq.explain import explain
 
     q = parse_query(text("A; B!; A; B?, A", P1, P2))
     out = explain(q)

@@ -14,11 +14,11 @@ import pytest
 from conftest import EX, ev
 
 from rsep import Engine, parse_query
-from rsep.cep.events import merge_events
-from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
-from rsep.cep.partition import partition_key
-from rsep.cep.spaseq_reference import ReferenceEvaluator
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
+from rsep.spaseq.partition import partition_key
+from rsep.spaseq.reference import ReferenceEvaluator
+from rsep.spaseq.streamset import merge_events
 
 U = EX + "s"
 

@@ -1,8 +1,8 @@
 """EP-SPARQL's algebra (003 Sec. 4.2): SPARQL's, with SeqJoin, EqJoin, SeqRightJoin and
 EqLeftJoin, over interval-timestamped triples; the query, and its policy (RSEP-QL's, 000, or
-ETALIS's own step-wise one). Plain data: the evaluators are in ``rsep.cep.epsparql`` (the
-Sec. 4.2 semantics, reference and incremental), ``rsep.cep.epsparql_policy`` and
-``rsep.cep.etalis``."""
+ETALIS's own step-wise one). Plain data: the evaluators are in ``rsep.epsparql.reference`` (the
+Sec. 4.2 semantics, reference and incremental), ``rsep.epsparql.policy`` and
+``rsep.epsparql.etalis``."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ def explain(q: Query, *, lars: bool = False, fmt: str = "text",
         if lars:
             raise LarsError("--lars: 001's translation covers RSP queries (RSP-QL, C-SPARQL, "
                             "CQELS), not SPASEQ; explain without --lars prints its automaton")
-        from rsep.cep.explain import explain as nfa_explain
+        from rsep.spaseq.explain import explain as nfa_explain
 
         return nfa_explain(q, fmt)
     from rsep.algebra.epsparql import EpSparqlQuery
@@ -91,7 +91,7 @@ def _ep_label(n: Any) -> tuple[str, list[str]]:
 
 
 def _ep_text(q: EpSparqlQuery) -> str:
-    from rsep.cep.etalis import EtalisPolicy
+    from rsep.epsparql.etalis import EtalisPolicy
 
     policy = q.policy.value if isinstance(q.policy, EtalisPolicy) else q.policy.name.lower()
     lines = [f"query: {q.name or '(unnamed)'}  dialect: epsparql  form: "

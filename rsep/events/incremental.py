@@ -24,8 +24,8 @@ from rsep.algebra.events import (
     Selection,
     Seq,
 )
-from rsep.events import semantics
-from rsep.events.semantics import EventMapping, Mu, compatible, merge
+from rsep.events import reference as events_reference
+from rsep.events.reference import EventMapping, Mu, compatible, merge
 from rsep.events.solver import BatchSolver
 from rsep.stream.event import Event
 
@@ -166,8 +166,8 @@ class IncrementalMatcher:
                 return [m for _, _, m in cands if (hi is None or m.t2 <= hi) and m.t1 >= 0
                         and not (consumed and m.just & consumed)]
 
-            ctx = semantics.Context({}, self.solver, consumed, lookup)
-            return semantics.evaluate(self.match.expr, self.match.selection, ctx)
+            ctx = events_reference.Context({}, self.solver, consumed, lookup)
+            return events_reference.evaluate(self.match.expr, self.match.selection, ctx)
         self.added = []
         new_ids = {mid for _, mid, _ in new}
         for i, mid, m in new:

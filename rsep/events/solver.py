@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import pyoxigraph as ox
 
 from rsep.algebra.events import BasicEventPattern
-from rsep.events.semantics import Mu
+from rsep.events.reference import Mu
 from rsep.stream.event import Event
 
 _ITEM = "__rsep_item"

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Protocol
 from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy
 from rsep.algebra.output import Output
 from rsep.algebra.spaseq import SpaseqQuery
-from rsep.cep.epsparql_runtime import EpSparqlRuntime
-from rsep.cep.etalis import EtalisRuntime
-from rsep.cep.runtime import SpaseqRuntime
+from rsep.epsparql.etalis import EtalisRuntime
+from rsep.epsparql.runtime import EpSparqlRuntime
+from rsep.spaseq.runtime import SpaseqRuntime
 
 if TYPE_CHECKING:
     from rsep.runtime.engine import Engine

@@ -26,9 +26,9 @@ from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery, Query
 from rsep.algebra.window import WindowKind
-from rsep.events import semantics
+from rsep.events import reference as events_reference
 from rsep.events.incremental import IncrementalMatcher
-from rsep.events.semantics import EventMapping
+from rsep.events.reference import EventMapping
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, parse_query
 from rsep.runtime.dialects import Deferring, Runtime, runtime_for
@@ -41,7 +41,7 @@ from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window, resolve
 
 if TYPE_CHECKING:
-    from rsep.cep.epsparql_runtime import EpContext
+    from rsep.epsparql.runtime import EpContext
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 
@@ -308,7 +308,7 @@ class QueryRuntime:
             text = text.replace(m.slot, match_values(m, found))
             if m.selection.consumes:
                 # P^c / P^r: what justified this evaluation's output is gone for the next.
-                self._consumed |= semantics.justification(found)
+                self._consumed |= events_reference.justification(found)
         live = set()
         for matcher in self._matchers:
             live |= matcher.live_items()
@@ -323,7 +323,7 @@ class QueryRuntime:
         found = matcher.evaluate(changes, frozenset(self._consumed))
         self._solver.clear()  # the matcher keeps what it needs per item
         if m.selection.consumes:
-            self._consumed |= semantics.justification(found)
+            self._consumed |= events_reference.justification(found)
             self._consumed &= matcher.live_items()
         if len(found) > self.engine.limits.max_results:
             self._too_many(tau)

@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind
-from rsep.events import semantics
+from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
 from rsep.runtime.engine import XSD_INTEGER, Output, match_values, outputs, unskolemize
 from rsep.runtime.r2s import R2SOperator, Row
@@ -81,12 +81,12 @@ def _matches(query: ContinuousQuery, windows: list[tuple[NamedWindow, Window]],
     """Eq. (8) for each MATCH, from the definitions, with P^c / P^r consumption."""
     by_iri = {w.iri: c for (w, _), c in zip(windows, contents, strict=True)}
     text = query.sparql
-    ctx = semantics.Context(by_iri, lambda bep, item, trs: solve_item(bep, trs), frozenset(consumed))
+    ctx = events_reference.Context(by_iri, lambda bep, item, trs: solve_item(bep, trs), frozenset(consumed))
     for m in query.matches:
-        found = semantics.evaluate(m.expr, m.selection, ctx)
+        found = events_reference.evaluate(m.expr, m.selection, ctx)
         text = text.replace(m.slot, match_values(m, found))
         if m.selection.consumes:
-            consumed |= semantics.justification(found)
+            consumed |= events_reference.justification(found)
     return text
 
 

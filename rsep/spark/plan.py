@@ -47,7 +47,7 @@ def partitioning(q: Query) -> Partitioning:
                             "any variable, so no split of the events is provably exact")
     from rsep.algebra.spaseq import SpaseqQuery
     if isinstance(q, SpaseqQuery):
-        from rsep.cep.partition import partition_key
+        from rsep.spaseq.partition import partition_key
 
         var, why = partition_key(q)
         return Partitioning((var,) if var else SINGLE, why)
@@ -162,7 +162,7 @@ class Router:
         self._eval = None
         if qp.partitioning.key and qp.buckets > 1:
             from rsep.algebra.spaseq import SpaseqQuery
-            from rsep.cep.gpm import GPMEvaluator
+            from rsep.spaseq.gpm import GPMEvaluator
 
             q = qp.parse()
             assert isinstance(q, SpaseqQuery)  # (partitioning gives only SPASEQ a key)
@@ -174,7 +174,7 @@ class Router:
             return []  # (a runtime reading no declared stream, EP-SPARQL's, takes every event)
         if self._eval is None:
             return [0]
-        from rsep.cep.events import SEvent
+        from rsep.spaseq.streamset import SEvent
 
         key = self.qp.partitioning.key
         n = self.qp.buckets

@@ -25,6 +25,12 @@ XSD_INTEGER_TYPES = {
 XSD_DATETIME_TYPES = {XSD + "dateTime", XSD + "dateTimeStamp"}
 
 
+def precedes(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """(t1, t2) < (t3, t4) on intervals of T: ends earlier, or ends together and starts earlier
+    (000's order on event mappings; EP-SPARQL's selection uses the same)."""
+    return (a[1], a[0]) < (b[1], b[0])
+
+
 class TimeKind(Enum):
     ABSTRACT = "abstract"
     DATETIME = "datetime"

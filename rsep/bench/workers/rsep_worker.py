@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 if TYPE_CHECKING:  # the type checker reads common as part of rsep
     from rsep.bench.workers.common import finish, load_spec
-    from rsep.cep.runtime import MatchOutput
+    from rsep.spaseq.runtime import MatchOutput
 else:
     from common import finish, load_spec
 
@@ -179,11 +179,11 @@ def _cut(path: str, directory: str, per_file: int) -> int:
 
 
 def reference(spec, files, dead, out) -> int:
-    """002 Defs. 7-16 transcribed (rsep.cep.spaseq_reference): needs every event in memory."""
+    """002 Defs. 7-16 transcribed (rsep.spaseq.reference): needs every event in memory."""
     from rsep.algebra.spaseq import SpaseqQuery
-    from rsep.cep.spaseq_reference import ReferenceEvaluator
     from rsep.lang import parse_query
     from rsep.runtime.engine import Engine
+    from rsep.spaseq.reference import ReferenceEvaluator
     from rsep.stream.source import merge_streams
 
     q = parse_query(spec["query"])

@@ -2,7 +2,7 @@
 state (003 Sec. 5: "goals kept only as long as needed").
 
 At instant tau a query sees the occurrences that end by tau, that it has not consumed and
-that start inside its window (:func:`rsep.cep.epsparql.window`, ETALIS's window: the
+that start inside its window (:func:`rsep.epsparql.reference.window`, ETALIS's window: the
 duration bound of its FILTER); what it finds there is output and consumed. Only the window
 is held, so the cost of an instant does not depend on how long the stream has been.
 
@@ -36,7 +36,7 @@ from rsep.algebra.epsparql import (
     reads_history,
 )
 from rsep.algebra.events import Selection
-from rsep.cep.epsparql import Occurrence, Solution, World, evaluate, project
+from rsep.epsparql.reference import Occurrence, Solution, World, evaluate, project
 
 
 def partition_variable(root: Node) -> str | None:

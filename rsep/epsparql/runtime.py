@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_history
 from rsep.algebra.events import Selection
 from rsep.algebra.output import EngineError, Output
-from rsep.cep.epsparql import ExprEvaluator, World
-from rsep.cep.epsparql_delta import Delta
-from rsep.cep.epsparql_matcher import Occurrence, OccurrenceStore, Solution
-from rsep.cep.epsparql_policy import PolicyState
-from rsep.cep.epsparql_rdfs import Graphs, Schema
-from rsep.cep.epsparql_rewrites import horizons, occurrence_horizon, push_filters, window
+from rsep.epsparql.delta import Delta
+from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution
+from rsep.epsparql.policy import PolicyState
+from rsep.epsparql.rdfs import Graphs, Schema
+from rsep.epsparql.reference import ExprEvaluator, World
+from rsep.epsparql.rewrites import horizons, occurrence_horizon, push_filters, window
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
 

@@ -70,9 +70,9 @@ from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its e
     variables,
 )
 from rsep.algebra.events import Selection
-from rsep.cep.epsparql_data import OccurrenceData, item_of
-from rsep.cep.epsparql_expr import Dur, Fallback, Fn, compile_filter, term_value
-from rsep.cep.epsparql_matcher import (
+from rsep.epsparql.data import OccurrenceData, item_of
+from rsep.epsparql.expr import Dur, Fallback, Fn, compile_filter, term_value
+from rsep.epsparql.matcher import (
     TIMELESS,
     Occurrence,
     OccurrenceStore,
@@ -82,9 +82,8 @@ from rsep.cep.epsparql_matcher import (
     compatible,
     match_bgp,
 )
-from rsep.events.semantics import precedes
 from rsep.sparql.rows import ROWS, rows_block
-from rsep.stream.time import TimeKind, format_datetime_ms
+from rsep.stream.time import TimeKind, format_datetime_ms, precedes
 
 # What EXISTS reads for a solution: the store, its default graphs (the visible items) and
 # named graphs (the background).

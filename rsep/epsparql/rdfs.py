@@ -14,7 +14,7 @@ from rsep.algebra.epsparql import (
     SUBCLASS,
     SUBPROP,
 )
-from rsep.cep.epsparql_matcher import Occurrence, OccurrenceStore
+from rsep.epsparql.matcher import Occurrence, OccurrenceStore
 
 
 class Schema:

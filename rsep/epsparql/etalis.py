@@ -54,10 +54,10 @@ from rsep.algebra.epsparql import (
     TriplePattern,
     Var,
 )
-from rsep.cep.epsparql import ExprEvaluator
-from rsep.cep.epsparql_matcher import Solution
-from rsep.cep.epsparql_rewrites import bound_exact, conjuncts
-from rsep.cep.epsparql_runtime import EpOutput
+from rsep.epsparql.matcher import Solution
+from rsep.epsparql.reference import ExprEvaluator
+from rsep.epsparql.rewrites import bound_exact, conjuncts
+from rsep.epsparql.runtime import EpOutput
 from rsep.lang.errors import QueryError
 from rsep.stream.time import TimeKind
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 from rsep.algebra.spaseq import SpaseqQuery, Strategy
-from rsep.cep.chain import chain_eligible
-from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import NFA, Edge, compile_query
-from rsep.cep.partition import partition_key
-from rsep.cep.runtime import engine_options
+from rsep.spaseq.chain import chain_eligible
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.nfa import NFA, Edge, compile_query
+from rsep.spaseq.partition import partition_key
+from rsep.spaseq.runtime import engine_options
 
 _ROLE = {
     "proceed": "",

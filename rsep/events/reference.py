@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from rsep.algebra.events import BasicEventPattern, EventPattern, First, Last, Selection, Seq
 from rsep.stream.event import Event
+from rsep.stream.time import precedes
 
 Mu = tuple[tuple[str, str], ...]  # sorted (variable, N-Triples term) pairs
 
@@ -37,11 +38,6 @@ class EventMapping:
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.mu)
-
-
-def precedes(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """(t1, t2) < (t3, t4): ends earlier, or ends together and starts earlier."""
-    return (a[1], a[0]) < (b[1], b[0])
 
 
 def compatible(a: Mu | Mapping[str, str], b: Mu | Mapping[str, str]) -> bool:

@@ -36,7 +36,7 @@ entering ``x_f`` is a match, reported at once (push-based output, Def. 16).
 
 Where Appendix C's algorithms and Definitions 7-16 disagree, the definitions
 win, as docs/semantics.md ("SPASEQ") records; the property tests hold this
-engine equal to :mod:`rsep.cep.spaseq_reference`.
+engine equal to :mod:`rsep.spaseq.reference`.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ from rsep.algebra.spaseq import (
     Strategy,
     drop,
 )
-from rsep.cep.compiled import Fallback, value_of
-from rsep.cep.events import Match, SEvent
-from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.partition import common_variables
+from rsep.sparql.matcher import Fallback, value_of
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.partition import common_variables
+from rsep.spaseq.streamset import Match, SEvent
 
 OP_SYMBOL = {Strategy.STRICT: "∅", Strategy.NEXT: ";", Strategy.ANY: ":"}
 
@@ -176,7 +176,7 @@ def compile_query(q: SpaseqQuery) -> NFA:
 
 def index_variables(q: SpaseqQuery) -> tuple[str, ...]:
     """Variables every GPM binds: the engine indexes runs by their value (the stream-level
-    partition key, which also needs the strategies' consent, is rsep.cep.partition's)."""
+    partition key, which also needs the strategies' consent, is rsep.spaseq.partition's)."""
     common = common_variables(q, negated=False)
     return tuple(v for v in q.partition_by if v in common) or tuple(common)
 
@@ -196,13 +196,13 @@ class NFAOptions:
     ``predicate_pushing`` (Sec. 7.2.1): a GPM's event-local part is evaluated once per event
     for all runs; off, each run evaluates the GPM itself. ``lazy_conjunction`` (Sec. 7.3):
     no conjunct is evaluated before every conjunct's stream has an event at the timestamp.
-    ``compiled_gpm``: simple GPMs matched in Python (rsep.cep.compiled). ``shared_runs``:
+    ``compiled_gpm``: simple GPMs matched in Python (rsep.sparql.matcher). ``shared_runs``:
     runs that can only go on alike (same state, window, contiguity and mappings restricted
     to the variables later GPMs read) are one run whose history is a DAG; matches are
     enumerated from it when output, at most ``max_matches`` per match group (a run reaching
     x_f at one instant), the rest counted in ``Stats.matches_cut``. ``max_runs`` bounds live
     runs: beyond it the oldest are dropped and counted in ``Stats.runs_cut``. ``chain``: a
-    sequence of plain GPMs under ``,`` and ``;`` runs on rsep.cep.chain's per-partition run
+    sequence of plain GPMs under ``,`` and ``;`` runs on rsep.spaseq.chain's per-partition run
     buckets instead of this engine (then only ``partition_index`` and ``predicate_pushing``
     apply to it).
     """

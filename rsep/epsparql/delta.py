@@ -29,7 +29,15 @@ from rsep.algebra.epsparql import (
     static,
     variables,
 )
-from rsep.cep.epsparql import (
+from rsep.epsparql.matcher import (
+    Occurrence,
+    Solution,
+    combine,
+    compatible,
+    match_bgp,
+    match_one,
+)
+from rsep.epsparql.reference import (
     World,
     evaluate,
     extend_solutions,
@@ -39,15 +47,7 @@ from rsep.cep.epsparql import (
     project,
     removes,
 )
-from rsep.cep.epsparql_matcher import (
-    Occurrence,
-    Solution,
-    combine,
-    compatible,
-    match_bgp,
-    match_one,
-)
-from rsep.cep.epsparql_rewrites import certain
+from rsep.epsparql.rewrites import certain
 
 
 def _tw(s: Solution) -> float:

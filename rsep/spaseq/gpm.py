@@ -16,15 +16,15 @@ from collections.abc import Iterable
 import pyoxigraph as ox
 
 from rsep.algebra.spaseq import GPM, Mapping, Omega, join, mapping
-from rsep.cep.compiled import Canon, CompiledGPM, Fallback, Indexed, compile_gpm
-from rsep.cep.events import SEvent
+from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_gpm
+from rsep.spaseq.streamset import SEvent
 
 _PLAIN = (ox.NamedNode, ox.Literal)
 _NONE: Omega = frozenset()
 
 
 class GPMEvaluator:
-    """``compiled``: match simple GPMs in Python (rsep.cep.compiled), pyoxigraph otherwise;
+    """``compiled``: match simple GPMs in Python (rsep.sparql.matcher), pyoxigraph otherwise;
     ``shared``: evaluate a GPM's event-local part once per event for all runs (Sec. 7.2.1's
     predicate pushing); off, every run evaluates the whole GPM against the event itself."""
 

@@ -44,7 +44,7 @@ from rsep.algebra.spaseq import (
     mapping,
     project,
 )
-from rsep.cep.events import Match, SEvent, Step, Streamset, merge_events, steps_of
+from rsep.spaseq.streamset import Match, SEvent, Step, Streamset, merge_events, steps_of
 from rsep.stream.event import Event
 
 

@@ -9,7 +9,7 @@ by the run's value, so an event only meets runs it can extend. This is the gener
 engine's run index (Sec. 7.2.2, refined by partition and pushed FILTER) without its
 machinery for cloning, shared histories and negation, which such a query never uses.
 
-Semantics are :class:`rsep.cep.nfa.NFAEngine`'s (Algorithms 2 and 4, Defs. 11-12):
+Semantics are :class:`rsep.spaseq.nfa.NFAEngine`'s (Algorithms 2 and 4, Defs. 11-12):
 per instant, runs of closed windows are dropped; a run at state x_i whose GPM matches
 the instant's event moves to x_(i+1) (skip-till-next: the first match only; it leaves
 x_i); a run under strict contiguity that does not move dies; the events start new runs
@@ -23,10 +23,9 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 
 from rsep.algebra.spaseq import AtomKind, Leaf, Strategy
-from rsep.cep.compiled import CompiledGPM
-from rsep.cep.events import Match, SEvent
-from rsep.cep.gpm import GPMEvaluator
-from rsep.cep.nfa import (
+from rsep.sparql.matcher import CompiledGPM
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.nfa import (
     NFA,
     NFAOptions,
     Stats,
@@ -35,6 +34,7 @@ from rsep.cep.nfa import (
     range_is_whole,
     warn_cut,
 )
+from rsep.spaseq.streamset import Match, SEvent
 
 # A bucket's runs whose pushed FILTER cannot be looked up by value; the others sorted by
 # their value, and those values (bisected as plain numbers).

@@ -14,7 +14,7 @@ from rsep.windows import reference
 from rsep.windows.resolved import Window
 
 # Example 3: W1 = landmark from 1 (Example 4's query text says [LND 9]; Example 3 and
-# Examples 7-11 use t0 = 1: see docs/events_reference.md), W2 = [RANGE 5] (5, 1).
+# Examples 7-11 use t0 = 1: see docs/semantics.md), W2 = [RANGE 5] (5, 1).
 EXAMPLE4 = """PREFIX : <http://example.org/>
 REGISTER {r2s} :out AS
 SELECT {proj}

@@ -11,7 +11,9 @@ import pytest
 from conftest import EX, ev, run, short, triples
 
 from rsep import Engine, QueryError
+from rsep.algebra import selection
 from rsep.algebra.events import Selection
+from rsep.algebra.selection import TABLE1
 from rsep.epsparql import reference as ep
 from rsep.epsparql import runtime as epr
 from rsep.lang.epsparql import parse_epsparql
@@ -295,3 +297,33 @@ def test_generated_hierarchy_subclass_query_matches_the_closure():
     eng.register(parse_epsparql(bench.QUERY))
     got = sorted((o.time, o.start, o.bindings["x"]) for o in eng.run(events))
     assert got == want
+
+
+@pytest.mark.parametrize("row", [r for r in TABLE1 if r.language == "EP-SPARQL"],
+                         ids=lambda r: r.setting)
+def test_table1_rows_go_through_the_one_policy_implementation(row, figure1, monkeypatch):
+    """Each EP-SPARQL row of Table 1 (rsep.algebra.selection.TABLE1, as data): its setting
+    is the row's RSEP-QL selection, and both sides of the correspondence choose SEQ^c /
+    SEQ^r's right operands by the same function (recorded here with the evaluator that
+    called it); unrestricted selects nothing."""
+    assert parse_epsparql(EPSPARQL, policy=row.setting).policy is row.selection
+    assert row.selection.consumes == ("P^" in row.rsepql)
+    calls = []
+    real = selection.select
+
+    def spy(policy, usable, interval, compatible):
+        calls.append((policy, interval.__module__))
+        return real(policy, usable, interval, compatible)
+
+    monkeypatch.setattr(selection, "select", spy)
+    rq = run(RSEPQL % row.selection.name, figure1)
+    for e in figure1:
+        e.seq = 0
+    out = ep_run([EPSPARQL], figure1, policy=row.setting)
+    assert sorted((o["time"], o["from"], o["to"]) for o in out) \
+        == sorted((o["time"], o["from"], o["to"]) for o in rq)
+    if row.selection.consumes:
+        assert {p for p, _ in calls} == {row.selection}
+        assert {m for _, m in calls} == {"rsep.events.reference", "rsep.epsparql.reference"}
+    else:
+        assert calls == []

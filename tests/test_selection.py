@@ -7,6 +7,7 @@ import pytest
 from rsep import parse_query
 from rsep.algebra import selection
 from rsep.algebra.selection import TABLE1, Selection
+from rsep.stream.time import precedes
 
 # Candidates: (name, interval, group); rivals are compatible when their groups agree.
 A = ("a", (2, 2), 1)
@@ -83,3 +84,16 @@ def test_table1_as_printed():
         ("W^τ + SEQ^n", "C-SPARQL", "SEQ (timestamp)"),
         ("W^τ", "C-SPARQL", "time-window"),
     ]
+
+
+def test_select_orders_by_precedes():
+    """Of two compatible candidates, chronological keeps the one 000's order puts first,
+    recent the other (equal intervals: both), on every pair of small intervals."""
+    spans = [(a, b) for b in range(4) for a in range(b + 1)]
+    for x in spans:
+        for y in spans:
+            cands = [("x", x, 1), ("y", y, 1)]
+            chrono = names(selection.select(Selection.CHRONOLOGICAL, cands, span, same_group))
+            recent = names(selection.select(Selection.RECENT, cands, span, same_group))
+            assert chrono == (["x"] if precedes(x, y) else ["y"] if precedes(y, x) else ["x", "y"])
+            assert recent == (["y"] if precedes(x, y) else ["x"] if precedes(y, x) else ["x", "y"])

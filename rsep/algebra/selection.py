@@ -5,7 +5,8 @@ candidates and consume what a selected match used by the same definitions, so bo
 the functions here:
 
 - :func:`first` / :func:`last`: Eqs. (5)/(6), the candidates no other precedes / follows
-  under 000's order on intervals (:func:`rsep.stream.time.precedes`: by end, then start);
+  under 000's order on intervals (:func:`rsep.stream.time.precedes`: by end, then start,
+  compared here as the key ``(end, start)``);
 - :func:`select`: Eqs. (10)/(11)'s choice of the right operand of SEQ^c / SEQ^r: the
   usable candidates that no compatible rival precedes (chronological) or that precede no
   compatible rival (recent); :func:`pick` the left operand's FIRST / LAST;
@@ -28,8 +29,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
-
-from rsep.stream.time import precedes
 
 
 class Selection(Enum):
@@ -71,18 +70,18 @@ Interval = tuple[float, float]
 def first(cands: Sequence[C], interval: Callable[[C], Interval]) -> list[C]:
     """Eq. (5): the candidates no other precedes. The order is total on (end, start), so
     they are the ones with the least key."""
+    if len(cands) < 2:  # the common case in a SeqJoin, and free
+        return list(cands)
     keys = [(b, a) for a, b in map(interval, cands)]
-    if not keys:
-        return []
     k = min(keys)
     return [c for c, kc in zip(cands, keys, strict=True) if kc == k]
 
 
 def last(cands: Sequence[C], interval: Callable[[C], Interval]) -> list[C]:
     """Eq. (6): the candidates no other follows."""
+    if len(cands) < 2:
+        return list(cands)
     keys = [(b, a) for a, b in map(interval, cands)]
-    if not keys:
-        return []
     k = max(keys)
     return [c for c, kc in zip(cands, keys, strict=True) if kc == k]
 
@@ -97,18 +96,18 @@ def select(policy: Selection, usable: Sequence[C], interval: Callable[[C], Inter
            compatible: Callable[[C, C], bool]) -> list[C]:
     """Eq. (10) / (11): of the right operands that have a left one (``usable``), those no
     compatible rival precedes (chronological) or follows (recent)."""
+    if len(usable) < 2:  # no rival
+        return list(usable)
+    # precedes(x, y) is key(x) < key(y) with key = (end, start); a candidate never
+    # precedes itself, so it need not be skipped as its own rival.
+    keys = [(b, a) for a, b in map(interval, usable)]
     chrono = policy is Selection.CHRONOLOGICAL
-    spans = [interval(c) for c in usable]
     out = []
-    for i, m in enumerate(usable):
-        im = spans[i]
-        beaten = False
-        for j, o in enumerate(usable):
-            if j != i and (precedes(spans[j], im) if chrono else precedes(im, spans[j])) \
-                    and compatible(o, m):
-                beaten = True
+    for m, k in zip(usable, keys, strict=True):
+        for o, ko in zip(usable, keys, strict=True):
+            if (ko < k if chrono else k < ko) and compatible(o, m):
                 break
-        if not beaten:
+        else:
             out.append(m)
     return out
 

@@ -4,6 +4,7 @@ compatibility with SPARQL, and RSEP-QL's Table 1 correspondence (000)."""
 from __future__ import annotations
 
 import random
+import sys
 from collections import Counter
 
 import pyoxigraph as ox
@@ -304,18 +305,24 @@ def test_generated_hierarchy_subclass_query_matches_the_closure():
 def test_table1_rows_go_through_the_one_policy_implementation(row, figure1, monkeypatch):
     """Each EP-SPARQL row of Table 1 (rsep.algebra.selection.TABLE1, as data): its setting
     is the row's RSEP-QL selection, and both sides of the correspondence choose SEQ^c /
-    SEQ^r's right operands by the same function (recorded here with the evaluator that
-    called it); unrestricted selects nothing."""
+    SEQ^r's right operands and consume what their outputs used by the same functions
+    (recorded here with the module that called them); unrestricted does neither."""
     assert parse_epsparql(EPSPARQL, policy=row.setting).policy is row.selection
     assert row.selection.consumes == ("P^" in row.rsepql)
-    calls = []
-    real = selection.select
+    selects, consumes = [], []
+    real_select, real_just = selection.select, selection.justification
 
-    def spy(policy, usable, interval, compatible):
-        calls.append((policy, interval.__module__))
-        return real(policy, usable, interval, compatible)
+    def spy_select(policy, usable, interval, compatible):
+        selects.append((policy, sys._getframe(1).f_globals["__name__"]))
+        return real_select(policy, usable, interval, compatible)
 
-    monkeypatch.setattr(selection, "select", spy)
+    def spy_just(justs):
+        got = real_just(justs)
+        consumes.append((sys._getframe(1).f_globals["__name__"], frozenset(got)))
+        return got
+
+    monkeypatch.setattr(selection, "select", spy_select)
+    monkeypatch.setattr(selection, "justification", spy_just)
     rq = run(RSEPQL % row.selection.name, figure1)
     for e in figure1:
         e.seq = 0
@@ -323,7 +330,9 @@ def test_table1_rows_go_through_the_one_policy_implementation(row, figure1, monk
     assert sorted((o["time"], o["from"], o["to"]) for o in out) \
         == sorted((o["time"], o["from"], o["to"]) for o in rq)
     if row.selection.consumes:
-        assert {p for p, _ in calls} == {row.selection}
-        assert {m for _, m in calls} == {"rsep.events.reference", "rsep.epsparql.reference"}
+        assert {p for p, _ in selects} == {row.selection}
+        assert {m for _, m in selects} == {"rsep.events.reference", "rsep.epsparql.reference"}
+        assert {m for m, items in consumes if items} == {"rsep.events.reference",
+                                                          "rsep.epsparql.policy"}
     else:
-        assert calls == []
+        assert selects == [] and consumes == []

@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench(sub)
     add_spark(sub)
+    from rsep.cli.serve import add_parser as add_serve
+
+    add_serve(sub)
     return p
 
 
@@ -251,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             from rsep.spark.cli import main as spark_main
 
             return spark_main(args)
+        if args.command == "serve":
+            from rsep.cli.serve import main as serve_main
+
+            return serve_main(args)
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR

@@ -89,7 +89,9 @@ def main(args: argparse.Namespace) -> int:
     sock.bind((args.host, args.port))
     sock.listen(2048)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(hub, args.token), log_level=args.log_level, lifespan="on")
+    # open result streams would hold a graceful shutdown forever
+    config = uvicorn.Config(build_app(hub, args.token), log_level=args.log_level, lifespan="on",
+                            timeout_graceful_shutdown=2)
     print(f"rsep serve: listening on http://{args.host}:{port}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[sock])
     return 0

@@ -155,13 +155,13 @@ class QueryWorker:
                     self.engine.push(arg)
                     self.latency_ms = (time.monotonic() - extra) * 1000
                 elif op == "clock":
-                    try:
-                        self.engine.close(until=arg)
-                    finally:
-                        extra.set()
+                    self.engine.close(until=arg)
                 self._publish()
             except (EngineError, QueryError, ValueError) as e:
                 self.fail(str(e))
+            finally:
+                if op == "clock":
+                    extra.set()  # after the outputs went out: the caller reads them next
 
     def _publish(self) -> None:
         for o in self.engine.drain():
@@ -338,10 +338,13 @@ class Hub:
             for w in self.workers.values():
                 done = threading.Event()
                 w.inbox.put(("clock", until, done))
-                dones.append(done)
+                dones.append((w, done))
         deadline = None if timeout is None else time.monotonic() + timeout
-        for d in dones:
-            d.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for w, d in dones:
+            # a query that failed (a runaway evaluation still holding its thread) is not waited for
+            while not d.wait(0.05) and w.error is None:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "queries": len(self.workers), "events": self.events,

@@ -26,13 +26,20 @@ demo: $(STAMP) $(NATIVE)
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
 
-# What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto).
+# What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto),
+# and for rsep serve's console the browser its test drives (chromium) and Graphviz's dot,
+# which draws SPASEQ automata.
 system-deps:
 	@command -v mosquitto >/dev/null 2>&1 || test -x /usr/sbin/mosquitto || { \
 	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
 	    echo "installing mosquitto (Debian) for the MQTT tests"; \
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q mosquitto >/dev/null; }
+	@{ command -v chromium >/dev/null 2>&1 && command -v dot >/dev/null 2>&1; } || { \
+	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    echo "installing chromium and graphviz (Debian) for rsep serve's console"; \
+	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
 
 test: $(STAMP) $(NATIVE) system-deps
 	$(BIN)/ruff check rsep tests benchmarks

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="replay recorded streams through continuous queries")
     r.add_argument("queries", nargs="+", metavar="QUERY_FILE")
     r.add_argument("--stream", action="append", type=_stream_arg, default=[], metavar="IRI=PATH",
-                   help="a stream file (TriG or N-Quads); repeat for several streams")
+                   help="a stream file (TriG, N-Quads, JSON lines, or an RML mapping *.rml.ttl of CSV / JSON-lines rows); repeat for several streams")
     r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
@@ -190,8 +190,11 @@ def run(args: argparse.Namespace) -> int:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
             what, args.max_eval_seconds, (out,)))
     from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
+    from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
+    from rsep.stream.mapping import MappedStreamFile
 
     files = [JsonlStreamFile(path, iri) if path.lower().endswith(SUFFIXES)
+             else MappedStreamFile(path, iri) if path.lower().endswith(RML_SUFFIXES)
              else StreamFile(path, iri, time=tc) for iri, path in args.stream]
     for f in files:
         if not f.path.is_file():

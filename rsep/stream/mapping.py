@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -240,10 +241,11 @@ class _Reader:
     def error(self, node: object, what: str) -> MappingError:
         return MappingError(f"{self.path}: {node}: {what}")
 
-    def values(self, s: ox.NamedNode | ox.BlankNode, p: str) -> list:
+    # nodes are Any: pyoxigraph types a quad's subject as NamedNode | BlankNode | Triple
+    def values(self, s: Any, p: str) -> list[Any]:
         return [q.object for q in self.store.quads_for_pattern(s, ox.NamedNode(p), None)]
 
-    def one(self, s: ox.NamedNode | ox.BlankNode, p: str, required: bool = False):
+    def one(self, s: Any, p: str, required: bool = False) -> Any:
         vs = self.values(s, p)
         if len(vs) > 1:
             raise self.error(s, f"more than one <{p}>")
@@ -270,7 +272,7 @@ def _template_parts(text: str) -> tuple[tuple[bool, str], ...]:
     return tuple(parts)
 
 
-def _term_map(r: _Reader, node: ox.NamedNode | ox.BlankNode, position: str) -> TermMap:
+def _term_map(r: _Reader, node: Any, position: str) -> TermMap:
     for p in _UNSUPPORTED:
         if r.values(node, p):
             raise r.error(node, f"<{p}> is RML that rsep does not run")
@@ -297,7 +299,7 @@ def _term_map(r: _Reader, node: ox.NamedNode | ox.BlankNode, position: str) -> T
         term_type = "iri"
     if term_type == "literal" and position != "object":
         raise r.error(node, f"a {position} cannot be a literal")
-    kw = {"term_type": term_type, "datatype": dt.value if dt is not None else None,
+    kw: dict[str, Any] = {"term_type": term_type, "datatype": dt.value if dt is not None else None,
           "language": lang.value if lang is not None else None}
     if const is not None:
         if isinstance(const, ox.Literal):
@@ -315,7 +317,7 @@ def _term_map(r: _Reader, node: ox.NamedNode | ox.BlankNode, position: str) -> T
     return _function(r, fn, kw)
 
 
-def _function(r: _Reader, fn_node: ox.NamedNode | ox.BlankNode, kw: dict) -> TermMap:
+def _function(r: _Reader, fn_node: Any, kw: dict[str, Any]) -> TermMap:
     """An FNML function value: a triples map whose predicate-object maps name the FnO
     function (fno:executes) and give its parameters."""
     fn_iri: str | None = None
@@ -346,7 +348,7 @@ def _function(r: _Reader, fn_node: ox.NamedNode | ox.BlankNode, kw: dict) -> Ter
     return TermMap("function", "", function=fn_iri, args=tuple(given[p] for p in params), **kw)
 
 
-def _map_of(r: _Reader, node: ox.NamedNode | ox.BlankNode, short: str, full: str,
+def _map_of(r: _Reader, node: Any, short: str, full: str,
             position: str) -> TermMap:
     """A term map given in full (rr:subjectMap [...]) or by its constant shortcut (rr:subject)."""
     c = r.one(node, RR + short)

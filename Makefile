@@ -9,7 +9,7 @@ NATIVE := rsep/_native.json
 NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/') \
 	$(wildcard rsep/*/*.pxd)
 
-.PHONY: demo test lint bench clean system-deps
+.PHONY: demo test lint bench clean system-deps citybench-q1
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
@@ -25,6 +25,15 @@ demo: $(STAMP) $(NATIVE)
 	$(BIN)/rsep run examples/srbench-hot.rq \
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
+
+# CityBench's Q1 (the congestion join of two road segments) over the real Aarhus feeds, mapped
+# by examples/citybench/*.rml.ttl: its first results
+citybench-q1: $(STAMP)
+	$(BIN)/rsep run examples/citybench/q1.rq \
+	    --stream 'http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData182955=examples/citybench/traffic-182955.rml.ttl' \
+	    --stream 'http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData158505=examples/citybench/traffic-158505.rml.ttl' \
+	    --graph http://127.0.0.1:9000/WebGlCity/RDF/SensorRepository.rdf=../shared/data/citybench/SensorRepository.n3 \
+	    --format table 2>/dev/null | head -12
 
 # What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto),
 # and for rsep serve's console the browser its test drives (chromium) and Graphviz's dot,

@@ -27,6 +27,8 @@ from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
 from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
+from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
+from rsep.stream.mapping import MappedStreamFile
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import parse_datetime_ms, parse_time_unit
 
@@ -66,7 +68,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="replay recorded streams through continuous queries")
     r.add_argument("queries", nargs="+", metavar="QUERY_FILE")
     r.add_argument("--stream", action="append", type=_stream_arg, default=[], metavar="IRI=PATH",
-                   help="a stream file (TriG or N-Quads); repeat for several streams")
+                   help="a stream file (TriG, N-Quads, JSON lines, or an RML mapping *.rml.ttl of "
+                   "CSV / JSON-lines rows); repeat for several streams")
     r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
@@ -256,6 +259,7 @@ def main(args: argparse.Namespace) -> int:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
             what, args.max_eval_seconds, (out,)))
     files = [JsonlStreamFile(path, iri) if path.lower().endswith(SUFFIXES)
+             else MappedStreamFile(path, iri) if path.lower().endswith(RML_SUFFIXES)
              else StreamFile(path, iri, time=tc) for iri, path in args.stream]
     for f in files:
         if not f.path.is_file():

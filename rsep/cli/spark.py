@@ -31,6 +31,7 @@ from rsep.spark.package import (
 )
 from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
 from rsep.spark.session import get_session, shipped_session
+from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
 from rsep.stream.time import parse_time_unit
 
 
@@ -169,6 +170,10 @@ def run(args: argparse.Namespace) -> int:
     for _, path in args.stream:
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")
+        if path.lower().endswith(RML_SUFFIXES):
+            # the Spark sources split raw RDF records; a mapping's rows are not RDF yet
+            raise EngineError(f"{path}: an RML-mapped stream runs in-process (rsep run without "
+                              "--engine spark)")
     tty = sys.stderr.isatty() and not args.quiet
     # The driver JVM may run in another directory (--ship): Spark gets absolute paths.
     if args.checkpoint and _absolute(args.checkpoint) == args.checkpoint and \

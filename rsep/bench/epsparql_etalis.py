@@ -260,13 +260,13 @@ def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | No
     log(f"rsep bench epsparql-etalis: {m['cpu']}, {m['cpus']} CPUs, load {m['load']}, "
         f"commit {m['commit']}")
     rows: list[dict] = []
+    path = outdir / "epsparql-etalis.csv"
     for pattern, policy in cases(selection):
         rows += run_case(pattern, policy, sizes or SIZES, runs, outdir, timeout, log)
-    path = outdir / "epsparql-etalis.csv"
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, FIELDS)
-        w.writeheader()
-        w.writerows(rows)
+        with open(path, "w", encoding="utf-8", newline="") as f:  # after each case: a long
+            w = csv.DictWriter(f, FIELDS)                          # run's rows so far
+            w.writeheader()
+            w.writerows(rows)
     log(f"wrote {path} (load after: {machine()['load']})")
     if plots:
         log(f"wrote {plot(rows, outdir / 'bench-epsparql-etalis.png')}")

@@ -49,6 +49,11 @@ system-deps:
 	    echo "installing chromium and graphviz (Debian) for rsep serve's console"; \
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
+	@command -v swipl >/dev/null 2>&1 || { \
+	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    echo "installing swi-prolog-nox (Debian) for ETALIS in tests/test_bench_etalis.py"; \
+	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q swi-prolog-nox >/dev/null; }
 
 test: $(STAMP) $(NATIVE) system-deps
 	$(BIN)/ruff check rsep tests benchmarks

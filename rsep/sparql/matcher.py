@@ -19,7 +19,7 @@ Oxigraph's store does (``"01"^^xsd:integer`` is stored and returned as
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -563,14 +563,17 @@ def prefixes_of(prologue: str) -> dict[str, str]:
 
 
 class CompiledGPM:
-    """A GPM's local pattern (BGP + FILTERs) and its stateful FILTERs as Python functions."""
+    """A group pattern (BGP + FILTERs) matched on one item, and FILTERs on variables bound
+    elsewhere (a GPM's stateful ones), as Python functions: a SPASEQ GPM's local pattern
+    and an RSEP-QL BEP are the same thing."""
 
-    def __init__(self, gpm: GPM, canon: Canon) -> None:
-        prefixes = prefixes_of(gpm.prologue)
-        self.triples, self.local_filters = _Parser(gpm.local_pattern, prefixes, canon).group()
+    def __init__(self, prologue: str, pattern: str, stateful_filters: Sequence[str],
+                 canon: Canon) -> None:
+        prefixes = prefixes_of(prologue)
+        self.triples, self.local_filters = _Parser(pattern, prefixes, canon).group()
         if not self.triples:
             raise NotCompiled("no triple pattern")
-        self.stateful = [_filter_of(f, prefixes, canon) for f in gpm.stateful_filters]
+        self.stateful = [_filter_of(f, prefixes, canon) for f in stateful_filters]
         # The BGP with its variables numbered by first occurrence: GPMs that differ only in
         # their variables' names (Queries 3 and 4's A, B, C ...) are matched once per event.
         names: list[str] = []
@@ -805,7 +808,13 @@ def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
     """The compiled form, or None when the GPM needs pyoxigraph."""
     if gpm.background:
         return None
+    return compile_pattern(gpm.prologue, gpm.local_pattern, canon, gpm.stateful_filters)
+
+
+def compile_pattern(prologue: str, pattern: str, canon: Canon,
+                    stateful_filters: Sequence[str] = ()) -> CompiledGPM | None:
+    """A group graph pattern ``{ ... }`` compiled, or None when it needs pyoxigraph."""
     try:
-        return CompiledGPM(gpm, canon)
+        return CompiledGPM(prologue, pattern, stateful_filters, canon)
     except (NotCompiled, Fallback, IndexError):
         return None

@@ -30,6 +30,7 @@ MODULES = (
     "rsep.algebra.spaseq",
     "rsep.spaseq.chain",
     "rsep.sparql.matcher",
+    "rsep.sparql.filters",
     "rsep.spaseq.gpm",
     "rsep.spaseq.nfa",
     "rsep.spaseq.runtime",

@@ -161,7 +161,8 @@ def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
 def test_integer_tests_are_the_lexical_rules(v):
     import re
 
-    from rsep.sparql.matcher import _canonical_int, _lexical_int
+    from rsep.sparql.filters import canonical_int as _canonical_int
+    from rsep.sparql.filters import lexical_int as _lexical_int
 
     assert _canonical_int(v) == (re.fullmatch(r"0|-?[1-9][0-9]*", v) is not None)
     assert _lexical_int(v) == (re.fullmatch(r"[+-]?[0-9]+", v) is not None)

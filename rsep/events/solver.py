@@ -6,7 +6,8 @@ matched once, when it is first needed, by the per-item matcher SPASEQ's GPMs use
 (rsep.sparql.matcher: a BEP and a GPM are the same thing), and what that matcher
 leaves to pyoxigraph (patterns outside its subset, values it cannot decide) is
 matched for the new items of an evaluation together, as named graphs of one store,
-in one query per pattern. Either way an item's mappings are the same bag, sorted.
+in one query per pattern. Either way an item's mappings are the same bag; an item with
+more than one is left to pyoxigraph, whose order the outputs show.
 """
 
 from __future__ import annotations
@@ -71,10 +72,11 @@ class BatchSolver:
         except Fallback:
             self.fallbacks += 1
             return None
-        mus = [tuple([(k, str(t)) for k, t in m]) for m in sols]
-        if len(mus) > 1:
-            mus.sort()
-        return mus
+        if len(sols) > 1:
+            # pyoxigraph's order of an item's solutions (its index order) shows in the
+            # outputs' order, which no Python order reproduces: ask it.
+            return None
+        return [tuple([(k, str(t)) for k, t in m]) for m in sols]
 
     def __call__(self, bep: BasicEventPattern, item: Event, triples: tuple[ox.Triple, ...]) -> list[Mu]:
         key = (bep.name, item.seq, len(triples))
@@ -83,7 +85,7 @@ class BatchSolver:
             c = self.matcher(bep)
             got = self._match(c, triples) if c is not None else None
             if got is None:
-                got = sorted(solve_item(bep, triples))
+                got = solve_item(bep, triples)
                 self.queries += 1
             hit = self._cache[key] = got
         return hit
@@ -105,7 +107,7 @@ class BatchSolver:
             return
         if len(todo) == 1:
             e, trs = todo[0]
-            self._cache[(bep.name, e.seq, len(trs))] = sorted(solve_item(bep, trs))
+            self._cache[(bep.name, e.seq, len(trs))] = solve_item(bep, trs)
             self.queries += 1
             return
         store = ox.Store()
@@ -122,8 +124,6 @@ class BatchSolver:
         self.queries += 1
         for sol, mu in _rows(res, skip=_ITEM):
             self._cache[graphs[sol[_ITEM].value]].append(mu)
-        for key in graphs.values():
-            self._cache[key].sort()
 
     def clear(self) -> None:
         self._cache.clear()

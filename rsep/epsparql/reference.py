@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TypedDict
 
 import pyoxigraph as ox
@@ -441,8 +442,8 @@ def _seq(n: SeqJoin, w: World, sel: Selection, hi: float, subst: Mu) -> list[Sol
     return out
 
 
-def interval(s: Solution) -> tuple[float, float]:
-    return s.ta, s.tw
+# A solution's interval (ta, tw), read in C: selection reads it once per candidate.
+interval: Callable[[Solution], tuple[float, float]] = attrgetter("ta", "tw")
 
 
 def _compatible(a: Solution, b: Solution) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 from rsep.algebra import selection
 from rsep.algebra.events import BasicEventPattern, EventPattern, First, Last, Selection, Seq
@@ -44,8 +45,8 @@ class EventMapping:
         return dict(self.mu)
 
 
-def interval(m: EventMapping) -> tuple[int, int]:
-    return m.t1, m.t2
+# An event mapping's interval (t1, t2), read in C: selection reads it once per candidate.
+interval: Callable[[EventMapping], tuple[int, int]] = attrgetter("t1", "t2")
 
 
 def first(ms: list[EventMapping]) -> list[EventMapping]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rsep.algebra.query import ContinuousQuery, Query
 from rsep.lars.core import LarsError
+from rsep.windows.incremental import plan
 
 if TYPE_CHECKING:
     from rsep.algebra.epsparql import EpSparqlQuery, Expr, Node
@@ -25,7 +26,8 @@ def explain(q: Query, *, lars: bool = False, fmt: str = "text",
 
         if fmt == "dot":
             return lars_explain.explain_dot(q, lars, time_unit_ms)
-        return lars_explain.explain_text(q, lars, time_unit_ms)
+        path, why = plan(q)  # rsep.windows.incremental: which evaluation path, and why
+        return lars_explain.explain_text(q, lars, time_unit_ms) + f"\nevaluation: {path}: {why}\n"
     from rsep.algebra.spaseq import SpaseqQuery
 
     if isinstance(q, SpaseqQuery):

@@ -27,9 +27,11 @@ from pathlib import Path
 # Where a stream's events spend their time (rsep run --stage-times): reading, SPASEQ's
 # GPMs and runs, and the engine loop.
 MODULES = (
+    "rsep.algebra.mapping",
     "rsep.algebra.spaseq",
     "rsep.spaseq.chain",
     "rsep.sparql.matcher",
+    "rsep.sparql.filters",
     "rsep.spaseq.gpm",
     "rsep.spaseq.nfa",
     "rsep.spaseq.runtime",

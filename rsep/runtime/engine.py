@@ -28,7 +28,7 @@ from rsep.events import reference as events_reference
 from rsep.events.incremental import IncrementalMatcher
 from rsep.events.reference import EventMapping
 from rsep.events.solver import BatchSolver
-from rsep.lang import QueryError, parse_query
+from rsep.lang import QueryError, dialect_of, parse_query
 from rsep.runtime.common import (
     XSD_INTEGER,
     Limits,
@@ -458,13 +458,10 @@ class Engine:
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if not isinstance(q, ContinuousQuery):
             # A query kind with a runtime of its own (an automaton): rsep.runtime.dialects
-            # R2S and report policies are RSP-QL's (000 Def. 5): these queries push each
-            # complex event once, when it is detected
-            for opt, given in (("--r2s / r2s", r2s), ("--report / report", report)):
+            # R2S and report policies are RSP-QL's (000 Def. 5): its dialect refuses them
+            for opt, given in (("--r2s", r2s), ("--report", report)):
                 if given is not None:
-                    raise QueryError(f"{opt} applies to RSP-QL, C-SPARQL and CQELS queries: a "
-                                     f"{type(q).__name__.removesuffix('Query')} query outputs each "
-                                     "complex event once, when it is detected", source=source)
+                    dialect_of(q).check(opt, source)
             n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
             if any(rt.name == n for rt in self.queries):
                 raise QueryError(f"a query named {n!r} is already registered", source=source)

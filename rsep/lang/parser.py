@@ -10,7 +10,6 @@ import functools
 import importlib.util
 import re
 from collections.abc import Iterable
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +95,9 @@ def sparql_grammar() -> str:
     sparqlib's own Earley parser (seconds) that rsep never uses.
     """
     spec = importlib.util.find_spec("sparqlib")
-    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        text = files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
-    else:
-        text = (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(
-            encoding="utf-8")
+    assert spec is not None and spec.submodule_search_locations  # (a dependency)
+    text = (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(
+        encoding="utf-8")
     return text + "\n" + NAME_CHARS
 
 
@@ -209,7 +206,7 @@ def sparql_lalr(extension: str, start: str) -> Lark:
 
 @functools.cache
 def parser() -> Lark:
-    ext = files("rsep.lang").joinpath("rsep_ext.lark").read_text(encoding="utf-8")
+    ext = (Path(__file__).parent / "rsep_ext.lark").read_text(encoding="utf-8")
     return sparql_lalr(ext, "rsp_unit")
 
 

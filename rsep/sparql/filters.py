@@ -464,7 +464,7 @@ def _check(kind: str, v: Any) -> Operand:
 
 
 def _arith(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
-    fn, dec = _INT_OP[op], _DEC_OP[op]
+    fn, dec, mul = _INT_OP[op], _DEC_OP[op], op == "*"
 
     def f(mu: dict) -> object:
         a, b = left(mu), right(mu)
@@ -475,12 +475,18 @@ def _arith(op: str, left: Callable, right: Callable) -> Callable[[dict], object]
             if -_I64 <= r < _I64:
                 return ("n", r)
             raise Fallback("integer overflow")
-        x, y, k = _promote(_num(a), _num(b))
-        if k == "d":
+        ka, kb = _num(a)[0], _num(b)[0]
+        if ka != "f" and kb != "f":  # an int and a Decimal: _EXACT reads the int exactly
             try:
-                return _decimal(dec(x, y))
+                r = dec(a[1], b[1])
             except InvalidOperation:
                 raise Fallback("decimal arithmetic") from None
+            if mul:
+                return _decimal(r)
+            if not abs(r) < _DEC_MAX:  # a sum keeps its operands' fractional digits
+                raise Fallback("decimal range")
+            return ("d", r)
+        x, y, k = _promote(a, b)
         return (k, fn(x, y))
     return f
 
@@ -503,6 +509,8 @@ def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], objec
             return _ERROR
         ka, kb = a[0], b[0]
         if ka == kb and ka != "i":  # the same type: Python orders it as SPARQL does
+            return fn(a[1], b[1])
+        if ka in ("n", "d") and kb in ("n", "d"):  # Python compares int and Decimal exactly
             return fn(a[1], b[1])
         if ka in ("n", "d", "f") and kb in ("n", "d", "f"):
             x, y, _ = _promote(a, b)

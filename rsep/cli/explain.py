@@ -19,6 +19,7 @@ from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.lars import explain as lars_explain
 from rsep.lars.core import LarsError
 from rsep.spaseq.explain import explain as nfa_explain
+from rsep.windows.incremental import plan
 
 
 def explain(q: Query, *, lars: bool = False, fmt: str = "text",
@@ -34,11 +35,11 @@ def explain(q: Query, *, lars: bool = False, fmt: str = "text",
 
 def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
     # an RSP query's explanation: its model (V, P, D, S), and its LARS program with --lars.
-    # A line about how its windows are evaluated belongs here, after the model.
     assert isinstance(q, ContinuousQuery)  # (the family's algebra)
     if fmt == "dot":
         return lars_explain.explain_dot(q, lars, time_unit_ms)
-    return lars_explain.explain_text(q, lars, time_unit_ms)
+    path, why = plan(q)  # rsep.windows.incremental: which evaluation path, and why
+    return lars_explain.explain_text(q, lars, time_unit_ms) + f"\nevaluation: {path}: {why}\n"
 
 
 def _spaseq(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:

@@ -22,9 +22,11 @@ def parse_query(text: str, dialect: str | None = None, *,
     # the dialects with a grammar of their own are recognised in the text before the shared
     # parser runs
     for d in DIALECTS.values():
-        if d.parse is not None and (forced is d or (forced is None and d.marker is not None
-                                                    and d.marker.search(text))):
-            return d.parse(text, source=source)
+        if d.parser is not None and (forced is d or (forced is None and d.marker is not None
+                                                     and d.marker.search(text))):
+            parse = d.parse
+            assert parse is not None
+            return parse(text, source=source)
     tree = parse_tree(text, source)
     syn = Syntax.of(text, tree, source)
     build = DIALECTS[syn.detect(dialect)].build

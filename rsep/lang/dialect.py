@@ -10,18 +10,19 @@ every family has all three and walks the option x dialect matrix.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
-from rsep.algebra.epsparql import EpSparqlQuery
 from rsep.algebra.query import ContinuousQuery, Query
-from rsep.algebra.spaseq import SpaseqQuery
-from rsep.lang import cqels, csparql, rspql
-from rsep.lang.epsparql import parse_epsparql
 from rsep.lang.errors import QueryError
-from rsep.lang.spaseq import parse_spaseq
-from rsep.lang.syntax import Syntax
+
+if TYPE_CHECKING:
+    from rsep.algebra.epsparql import EpSparqlQuery
+    from rsep.lang.syntax import Syntax
 
 RSP, SPASEQ, EPSPARQL = "rsp", "spaseq", "epsparql"  # the families (one algebra and runtime each)
 
@@ -69,11 +70,21 @@ class Dialect:
     family: str  # RSP, SPASEQ or EPSPARQL: which algebra and runtime
     takes: frozenset[str]  # the OPTIONS it takes
     shows: str  # what rsep explain prints for it
-    # the RSP dialects: the builder over the shared parse tree (rsep.lang.parse_query)
-    build: Callable[[Syntax], ContinuousQuery] | None = None
+    # Entry points as "module:function", imported when the dialect is first used (a run
+    # of one dialect never loads the others' grammars and algebras).
+    # The RSP dialects: the builder over the shared parse tree (rsep.lang.parse_query)
+    builder: str | None = None
     # a grammar of its own: recognised in the text by a construct no RSP query has, and parsed
     marker: re.Pattern[str] | None = None
-    parse: Callable[..., Query] | None = None
+    parser: str | None = None
+
+    @property
+    def build(self) -> Callable[[Syntax], ContinuousQuery] | None:
+        return None if self.builder is None else entry(self.builder)
+
+    @property
+    def parse(self) -> Callable[..., Query] | None:
+        return None if self.parser is None else entry(self.parser)
 
     def refusal(self, option: str) -> str | None:
         """Why this dialect refuses ``option``; None if it takes it (or it is no OPTION)."""
@@ -93,27 +104,40 @@ class Dialect:
             raise QueryError(why, source=source)
 
 
+@functools.cache
+def entry(ref: str) -> Any:
+    """What a "module:name" reference names, its module imported on first use (as entry
+    points are): the registries name a dialect's modules, so that a run imports only those
+    of the dialects it reads."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _with_policy(q: Query, policy: str) -> Query:
-    assert isinstance(q, EpSparqlQuery)  # (the dialect that takes --policy)
-    return q.with_policy(policy)
+    assert dialect_of(q).family == EPSPARQL  # (the dialect that takes --policy)
+    return cast("EpSparqlQuery", q).with_policy(policy)
 
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
-    Dialect("rspql", "RSP-QL", RSP, _RSP_OPTIONS, "its RSP model", build=rspql.build),
-    Dialect("csparql", "C-SPARQL", RSP, _RSP_OPTIONS, "its RSP model", build=csparql.build),
-    Dialect("cqels", "CQELS", RSP, _RSP_OPTIONS, "its RSP model", build=cqels.build),
+    Dialect("rspql", "RSP-QL", RSP, _RSP_OPTIONS, "its RSP model",
+            builder="rsep.lang.rspql:build"),
+    Dialect("csparql", "C-SPARQL", RSP, _RSP_OPTIONS, "its RSP model",
+            builder="rsep.lang.csparql:build"),
+    Dialect("cqels", "CQELS", RSP, _RSP_OPTIONS, "its RSP model", builder="rsep.lang.cqels:build"),
     # SPASEQ's DEFINE GPM (002)
     Dialect("spaseq", "SPASEQ", SPASEQ, frozenset(), "its automaton",
-            marker=re.compile(r"\bDEFINE\s+GPM\b", re.I), parse=parse_spaseq),
+            marker=re.compile(r"\bDEFINE\s+GPM\b", re.I), parser="rsep.lang.spaseq:parse_spaseq"),
     # EP-SPARQL's operators between groups or its time functions (003 Sec. 4.1)
     Dialect("epsparql", "EP-SPARQL", EPSPARQL, frozenset({"--policy"}), "its operators",
             marker=re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
                               r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I),
-            parse=parse_epsparql),
+            parser="rsep.lang.epsparql:parse_epsparql"),
 )}
 
-# How a parsed query of a family with an algebra of its own names its dialect
-_BY_ALGEBRA: dict[type, str] = {SpaseqQuery: "spaseq", EpSparqlQuery: "epsparql"}
+# How a parsed query of a family with an algebra of its own names its dialect: by its type's
+# qualified name (naming the type would import every dialect's algebra)
+_BY_ALGEBRA: dict[str, str] = {"rsep.algebra.spaseq.SpaseqQuery": "spaseq",
+                               "rsep.algebra.epsparql.EpSparqlQuery": "epsparql"}
 
 # What applies an option's value to a parsed query, by option (the dialects that take it)
 _APPLY: dict[str, Callable[[Query, str], Query]] = {"--policy": _with_policy}
@@ -131,7 +155,8 @@ def dialect_of(q: Query) -> Dialect:
     """The dialect a parsed query was written in."""
     if isinstance(q, ContinuousQuery):
         return DIALECTS[q.dialect]
-    return DIALECTS[_BY_ALGEBRA[type(q)]]
+    t = type(q)
+    return DIALECTS[_BY_ALGEBRA[f"{t.__module__}.{t.__qualname__}"]]
 
 
 def apply_option(q: Query, option: str, value: str, source: str | None = None) -> Query:

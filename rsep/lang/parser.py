@@ -7,16 +7,25 @@ out as QueryError with line, column and the expected tokens in words.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
 import importlib.util
+import io
+import os
+import pickle
 import re
+import sys
+import tempfile
+import types
 from collections.abc import Iterable
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import lark
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import BasicLexer, ContextualLexer
+from lark.parsers import lalr_analysis
 
 from rsep.lang.errors import QueryError
 
@@ -96,11 +105,9 @@ def sparql_grammar() -> str:
     sparqlib's own Earley parser (seconds) that rsep never uses.
     """
     spec = importlib.util.find_spec("sparqlib")
-    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        text = files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
-    else:
-        text = (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(
-            encoding="utf-8")
+    assert spec is not None and spec.submodule_search_locations  # (a dependency)
+    text = (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(
+        encoding="utf-8")
     return text + "\n" + NAME_CHARS
 
 
@@ -201,15 +208,73 @@ def lex_one_by_one(p: Lark) -> Lark:
     return p
 
 
+LALR_OPTIONS: dict[str, Any] = {"parser": "lalr", "propagate_positions": True,
+                                "maybe_placeholders": False}
+CACHE_FORMAT = 1  # of the files below: a new one never reads an old one's
+
+
+def cache_dir() -> Path:
+    """Where the built parsers are kept: $RSEP_CACHE_DIR, else the user's cache directory."""
+    if os.environ.get("RSEP_CACHE_DIR"):
+        return Path(os.environ["RSEP_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rsep"
+
+
+def cache_file(grammar: str, start: str) -> Path:
+    """The file of a built parser, named by everything it is built from."""
+    key = repr((CACHE_FORMAT, grammar, start, sorted(LALR_OPTIONS.items()), lark.__version__,
+                sys.version_info[:2]))
+    return cache_dir() / f"lalr-{hashlib.sha256(key.encode()).hexdigest()[:32]}.pickle"
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a Lark parser whole: the modules it holds (its ``re``) and the parse table's
+    two actions, which the parser compares by identity, by reference."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        if obj is lalr_analysis.Shift or obj is lalr_analysis.Reduce:
+            return getattr, (lalr_analysis, "Shift" if obj is lalr_analysis.Shift else "Reduce")
+        return NotImplemented
+
+
 def sparql_lalr(extension: str, start: str) -> Lark:
-    """An LALR parser for SPARQL 1.1 extended by a dialect's grammar text."""
-    return lex_one_by_one(Lark(sparql_grammar() + "\n" + extension, start=start, parser="lalr",
-                               propagate_positions=True, maybe_placeholders=False, cache=True))
+    """An LALR parser for SPARQL 1.1 extended by a dialect's grammar text.
+
+    The parser built is pickled whole in :func:`cache_dir` (Lark's own cache stores its
+    grammar analysis, which takes twice as long to turn back into a parser: most of a tiny
+    run's start-up); any file that does not load is rebuilt, and a cache directory that
+    cannot be written is done without."""
+    grammar = sparql_grammar() + "\n" + extension
+    path = cache_file(grammar, start)
+    try:
+        with path.open("rb") as f:
+            p = pickle.load(f)
+        if isinstance(p, lark.Lark):
+            return lex_one_by_one(p)
+    except Exception:  # none yet, or a damaged or foreign file: (re)built below
+        pass
+    p = Lark(grammar, start=start, **LALR_OPTIONS)
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(p)  # before lex_one_by_one
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # written beside and renamed into place: a concurrent start reads all of it or none
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return lex_one_by_one(p)
 
 
 @functools.cache
 def parser() -> Lark:
-    ext = files("rsep.lang").joinpath("rsep_ext.lark").read_text(encoding="utf-8")
+    ext = (Path(__file__).parent / "rsep_ext.lark").read_text(encoding="utf-8")
     return sparql_lalr(ext, "rsp_unit")
 
 

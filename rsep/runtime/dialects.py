@@ -6,18 +6,14 @@ runtime and the algebra stays plain data. RSP-QL, C-SPARQL and CQELS queries (on
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
-from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy
 from rsep.algebra.output import Output
 from rsep.algebra.query import Query
-from rsep.algebra.spaseq import SpaseqQuery
-from rsep.epsparql.etalis import EtalisRuntime
-from rsep.epsparql.runtime import EpSparqlRuntime
-from rsep.lang.dialect import EPSPARQL, SPASEQ, dialect_of
-from rsep.spaseq.runtime import SpaseqRuntime
+from rsep.lang.dialect import EPSPARQL, SPASEQ, dialect_of, entry
 
 if TYPE_CHECKING:
+    from rsep.algebra.epsparql import EpSparqlQuery
     from rsep.runtime.engine import Engine
     from rsep.stream.event import Event
     from rsep.stream.time import TimeKind
@@ -54,20 +50,27 @@ class Deferring(Runtime, Protocol):
 
 def _spaseq(query: Query, engine: Engine, name: str,
             callback: Callable[[Output], None] | None) -> Runtime:
-    assert isinstance(query, SpaseqQuery)  # (the family's algebra)
-    return SpaseqRuntime(query, engine, name, callback)
+    assert isinstance(query, entry("rsep.algebra.spaseq:SpaseqQuery"))  # (the family's algebra)
+    rt: Runtime = entry("rsep.spaseq.runtime:SpaseqRuntime")(query, engine, name, callback)
+    return rt
 
 
 def _epsparql(query: Query, engine: Engine, name: str,
               callback: Callable[[Output], None] | None) -> Runtime:
-    assert isinstance(query, EpSparqlQuery)  # (the family's algebra)
-    if isinstance(query.policy, EtalisPolicy):  # ETALIS's own step-wise consumption
-        return EtalisRuntime(query, engine, name, callback)
-    return EpSparqlRuntime(query, engine, name, callback)
+    assert isinstance(query, entry("rsep.algebra.epsparql:EpSparqlQuery"))  # (its algebra)
+    # ETALIS's policies have their own step-wise consumption
+    etalis = isinstance(cast("EpSparqlQuery", query).policy,
+                        entry("rsep.algebra.epsparql:EtalisPolicy"))
+    runtime = entry("rsep.epsparql.etalis:EtalisRuntime" if etalis
+                    else "rsep.epsparql.runtime:EpSparqlRuntime")
+    rt: Runtime = runtime(query, engine, name, callback)
+    return rt
 
 
 # The runtime of each family with an automaton of its own (rsep.lang.dialect); the RSP family
-# runs on the engine's own window runtime (rsep.runtime.engine.QueryRuntime).
+# runs on the engine's own window runtime (rsep.runtime.engine.QueryRuntime). Each family's
+# runtime module is imported (by name, rsep.lang.dialect.entry) when its first query is
+# registered: an RSP run never loads the automata.
 RUNTIMES: dict[str, Callable[[Query, Engine, str, Callable[[Output], None] | None], Runtime]] = {
     SPASEQ: _spaseq, EPSPARQL: _epsparql}
 

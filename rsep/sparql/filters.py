@@ -1,20 +1,26 @@
 """The FILTER compiler: SPARQL FILTER expressions compiled to Python functions, one for
-every per-item match (rsep.sparql.matcher's GPMs and BEPs).
+every FILTER that rsep evaluates per row: rsep.sparql.matcher's GPMs and BEPs, and
+EP-SPARQL's FILTERs (rsep.epsparql.expr).
 
-Comparisons, ``&&``, ``||``, ``!`` and ``+ - *`` over variables and constants are
-compiled; anything else (functions, division, ...) is refused with :class:`NotCompiled`
-and the caller asks pyoxigraph. Exactness against pyoxigraph is kept by refusing what is
-not mirrored exactly: a FILTER that meets a value it does not handle (an xsd:float, a
-date, a language string, a derived integer type, an ill-typed literal, a result outside
-xsd:integer's 64 bits ...) raises :class:`Fallback`, and the caller asks pyoxigraph for
-that row. Proven equal to pyoxigraph by tests/test_spaseq_compiled.py.
+Comparisons, ``&&``, ``||``, ``!``, ``BOUND``, effective boolean values and ``+ - *``
+over variables and constants are compiled; anything else (functions, division, ...) is
+refused with :class:`NotCompiled` and the caller asks pyoxigraph. Exactness against
+pyoxigraph is kept by refusing what is not mirrored exactly: a FILTER that meets a value
+it does not handle (an xsd:float, a date, a language string, an ill-typed literal, a
+result outside xsd:integer's 64 bits or xsd:decimal's 18 fractional digits ...) raises
+:class:`Fallback`, and the caller asks pyoxigraph for that row. Variables are read with
+a reader the caller chooses (pyoxigraph terms: :func:`value_of`; N-Triples strings:
+:func:`nt_value`); ``given`` variables hold operands the caller made (EP-SPARQL's time
+functions). Proven equal to pyoxigraph by tests/test_spaseq_compiled.py and
+tests/test_epsparql_expr.py.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 import pyoxigraph as ox
@@ -31,8 +37,22 @@ _DEC_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\Z")
 DEC_CANON = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9]\Z")
 _DBL_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
+# Oxigraph reads derived integer types as xsd:integer (no range check: "300"^^xsd:byte is 300)
+_INTEGERS = frozenset(XSD + t for t in (
+    "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "negativeInteger", "nonPositiveInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte"))
+_DURATIONS = frozenset((XSD + "duration", XSD + "dayTimeDuration"))
+# a day-time duration (no years or months); what else Oxigraph reads is left to it
+_DUR_RE = re.compile(r"(-?)P(?:([0-9]+)D)?(?:T(?=[0-9])(?:([0-9]+)H)?(?:([0-9]+)M)?"
+                     r"(?:([0-9]+(?:\.[0-9]+)?)S)?)?\Z")
+# Oxigraph's xsd:decimal has 18 fractional digits; results are checked below 10^17
+_DEC_MAX = Decimal(10) ** 17
+_EXACT = Context(prec=100)  # exact + - * of two such decimals (Python's default rounds at 28)
+
 # A FILTER operand (see _value): ("n", int) | ("d", Decimal) | ("f", float) | ("s", str) |
-# ("i", NamedNode). The value's type is the one its kind names, which no type can say.
+# ("i", NamedNode) | ("u", a day-time duration in ms: int or Decimal). The value's type is
+# the one its kind names, which no type can say.
 Operand = tuple[str, Any]
 
 
@@ -113,11 +133,15 @@ class TermParser:
     literal as the store returns it."""
 
     def __init__(self, text: str, prefixes: dict[str, str],
-                 canon: Callable[[object], object]) -> None:
+                 canon: Callable[[object], object],
+                 read: Callable[[Any], Operand] | None = None,
+                 given: frozenset[str] = frozenset()) -> None:
         self.toks = _tokens(text)
         self.i = 0
         self.prefixes = prefixes
         self.canon = canon
+        self.read = _value if read is None else read  # a variable's value as an Operand
+        self.given = given  # variables whose values are Operands already
 
     def peek(self) -> tuple[str, str] | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -201,26 +225,62 @@ class TermParser:
         return e
 
     def rel(self) -> Callable[[dict], object]:
-        if self.at("!"):
+        if self.at("!"):  # '!' PrimaryExpression
             self.take()
-            return _not(self.rel())
+            return self.boolean(_not(self.primary_bool()))
         if self.at("("):
             save = self.i
             self.take()
             try:
                 e = self.or_()
                 self.take(")")
-                if not any(self.at(o) for o in ("=", "!=", "<", ">", "<=", ">=", "+", "-", "*")):
+                if not self.at_operator():
                     return e
             except NotCompiled:
                 pass
             self.i = save
+        if self.bound_next():
+            return self.boolean(self.bound())
         left = self.add()
-        for op in ("=", "!=", "<=", ">=", "<", ">"):
+        for op in _COMPARISONS:
             if self.at(op):
                 self.take()
                 return _compare(op, left, self.add())
-        raise NotCompiled("a FILTER operand that is not a comparison")
+        return _ebv(left)
+
+    def at_operator(self) -> bool:
+        return any(self.at(o) for o in _OPERATORS)
+
+    def boolean(self, e: Callable[[dict], object]) -> Callable[[dict], object]:
+        """A boolean that must not be an operand (booleans are not compiled as values)."""
+        if self.at_operator():
+            raise NotCompiled("a boolean operand")
+        return e
+
+    def primary_bool(self) -> Callable[[dict], object]:
+        """The PrimaryExpression after '!', as a boolean."""
+        if self.at("("):
+            self.take()
+            e = self.or_()
+            self.take(")")
+            return e
+        if self.bound_next():
+            return self.bound()
+        return _ebv(self.primary())
+
+    def bound_next(self) -> bool:
+        tok = self.peek()
+        return tok is not None and tok[0] == "word" and tok[1].upper() == "BOUND"
+
+    def bound(self) -> Callable[[dict], object]:
+        self.take()
+        self.take("(")
+        kind, text = self.take()
+        if kind != "var":
+            raise NotCompiled("BOUND of a non-variable")
+        self.take(")")
+        name = text[1:]
+        return lambda mu: mu.get(name) is not None
 
     def add(self) -> Callable[[dict], object]:
         e = self.mul()
@@ -251,15 +311,22 @@ class TermParser:
             e = self.add()
             self.take(")")
             return e
+        return self.primary()
+
+    def primary(self) -> Callable[[dict], object]:
+        """A variable or a constant, as an Operand (or _ERROR: unbound)."""
         t = self.term()
         if isinstance(t, tuple):
             name = t[1]
+            if name in self.given:
+                return lambda mu: mu.get(name, _ERROR)
+            read = self.read
 
-            def var(mu: dict, name: str = name) -> object:
+            def var(mu: dict) -> object:
                 v = mu.get(name)
                 if v is None:
                     return _ERROR
-                return _value(v)
+                return read(v)
             return var
         val = _value(t)
         return lambda mu: val
@@ -275,6 +342,15 @@ class _Err:
 
 _ERROR = _Err()  # a SPARQL expression error (the FILTER is false), distinct from Fallback
 _BOOL = ox.NamedNode(XSD + "boolean")
+_COMPARISONS = ("=", "!=", "<=", ">=", "<", ">")
+_OPERATORS = (*_COMPARISONS, "+", "-", "*", "/")
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le, ">=": operator.ge}
+_INT_OP: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul}
+_DEC_OP: dict[str, Callable[[Any, Any], Any]] = {
+    "+": _EXACT.add, "-": _EXACT.subtract, "*": _EXACT.multiply}
 
 
 _VALUES: dict[object, Operand] = {}
@@ -293,21 +369,74 @@ def _value(t: object) -> Operand:
 
 
 def value_of(t: object) -> Operand:
+    """A pyoxigraph term as an Operand; Fallback for what is not mirrored."""
     if type(t) is ox.NamedNode:
         return ("i", t)
     if type(t) is ox.Literal:
-        dt = t.datatype
-        v = t.value
-        # integers first: most of a stream's literals, most of them new
-        if dt == INTEGER and lexical_int(v):
-            return ("n", int(v))
-        if dt == STRING:
-            return ("s", v)
-        if dt == DECIMAL and _DEC_RE.match(v):
-            return ("d", Decimal(v))
-        if dt == DOUBLE and _DBL_RE.match(v):
-            return ("f", float(v))
+        return literal_value(t.value, t.datatype.value)
     raise Fallback(repr(t))
+
+
+def literal_value(v: str, dt: str) -> Operand:
+    """The literal ``v^^dt`` as an Operand, read as Oxigraph reads it; Fallback otherwise."""
+    # integers first: most of a stream's literals, most of them new
+    if dt in _INTEGERS and lexical_int(v):
+        n = int(v)
+        if -_I64 <= n < _I64:
+            return ("n", n)
+    elif dt == XSD + "string":
+        return ("s", v)
+    elif dt == XSD + "decimal" and _DEC_RE.match(v):
+        return _decimal(Decimal(v))
+    elif dt == XSD + "double" and _DBL_RE.match(v):
+        return ("f", float(v))
+    elif dt in _DURATIONS and (m := _DUR_RE.match(v)) and any(m.groups()[1:]):
+        sign, d, h, mi, sec = m.groups()
+        ms = ((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60_000
+        exact = Decimal(sec or 0)
+        if exact.as_tuple().exponent >= -18:  # type: ignore[operator]
+            ms_sec = exact * 1000
+            total = ms + (int(ms_sec) if ms_sec == ms_sec.to_integral_value() else ms_sec)
+            if total < _DEC_MAX:
+                return ("u", -total if sign else total)
+    raise Fallback(f"{v!r}^^<{dt}>")
+
+
+_NT: dict[str, Operand] = {}
+
+
+def nt_value(t: str) -> Operand:
+    """An N-Triples term (a string, as EP-SPARQL holds values) as an Operand."""
+    got = _NT.get(t)
+    if got is not None:
+        return got
+    if t[:1] == '"':
+        if t[-1:] == '"':
+            lex, dt = t[1:-1], XSD + "string"
+        elif t[-1:] == ">" and '"^^<' in t:
+            lex, dt = t[1:-1].rsplit('"^^<', 1)
+        else:
+            raise Fallback(t)  # a language string
+        if "\\" in lex:
+            raise Fallback(t)  # escapes: rare, read by pyoxigraph
+        got = literal_value(lex, dt)
+    elif t[:1] == "<" and t[-1:] == ">" and "\\" not in t:
+        got = ("i", ox.NamedNode(t[1:-1]))
+    else:
+        raise Fallback(t)  # a blank node
+    if len(_NT) > 100_000:
+        _NT.clear()
+    _NT[t] = got
+    return got
+
+
+def _decimal(v: Decimal) -> Operand:
+    """An xsd:decimal Oxigraph holds exactly: below 10^17, at most 18 fractional digits."""
+    if not abs(v) < _DEC_MAX:
+        raise Fallback("decimal range")
+    if v.as_tuple().exponent < -18 and v.normalize(_EXACT).as_tuple().exponent < -18:  # type: ignore[operator]
+        raise Fallback("decimal precision")
+    return ("d", v)
 
 
 def _num(a: Operand) -> Operand:
@@ -329,22 +458,36 @@ def _promote(a: Operand, b: Operand) -> tuple[Any, Any, str]:
 def _check(kind: str, v: Any) -> Operand:
     if kind == "n" and not -_I64 <= v < _I64:
         raise Fallback("integer overflow")
-    if kind == "d" and abs(v) >= Decimal(10) ** 17:
-        raise Fallback("decimal range")
+    if kind == "d":
+        return _decimal(v)
     return (kind, v)
 
 
 def _arith(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
+    fn, dec, mul = _INT_OP[op], _DEC_OP[op], op == "*"
+
     def f(mu: dict) -> object:
         a, b = left(mu), right(mu)
         if a is _ERROR or b is _ERROR:
             return _ERROR
-        x, y, k = _promote(_num(a), _num(b))
-        try:
-            r = x + y if op == "+" else x - y if op == "-" else x * y
-        except InvalidOperation:
-            raise Fallback("decimal arithmetic") from None
-        return _check(k, r)
+        if a[0] == "n" and b[0] == "n":
+            r = fn(a[1], b[1])
+            if -_I64 <= r < _I64:
+                return ("n", r)
+            raise Fallback("integer overflow")
+        ka, kb = _num(a)[0], _num(b)[0]
+        if ka != "f" and kb != "f":  # an int and a Decimal: _EXACT reads the int exactly
+            try:
+                r = dec(a[1], b[1])
+            except InvalidOperation:
+                raise Fallback("decimal arithmetic") from None
+            if mul:
+                return _decimal(r)
+            if not abs(r) < _DEC_MAX:  # a sum keeps its operands' fractional digits
+                raise Fallback("decimal range")
+            return ("d", r)
+        x, y, k = _promote(a, b)
+        return (k, fn(x, y))
     return f
 
 
@@ -357,36 +500,44 @@ def _neg(a: Any) -> object:
 
 
 def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
+    fn = _CMP[op]
+    eq = op in ("=", "!=")
+
     def f(mu: dict) -> object:
         a, b = left(mu), right(mu)
         if a is _ERROR or b is _ERROR:
             return _ERROR
         ka, kb = a[0], b[0]
-        if ka in "ndf" and kb in "ndf":
+        if ka == kb and ka != "i":  # the same type: Python orders it as SPARQL does
+            return fn(a[1], b[1])
+        if ka in ("n", "d") and kb in ("n", "d"):  # Python compares int and Decimal exactly
+            return fn(a[1], b[1])
+        if ka in ("n", "d", "f") and kb in ("n", "d", "f"):
             x, y, _ = _promote(a, b)
-        elif ka == kb == "s":
-            x, y = a[1], b[1]
-        elif ka == "i" or kb == "i":
-            if op not in ("=", "!="):
+            return fn(x, y)
+        if ka == "i" or kb == "i":
+            if not eq:
                 raise Fallback("an IRI ordered")
-            if ka != kb:
-                # an IRI is never equal to a literal (RDFterm-equal)
-                return op == "!="
-            x, y = a[1], b[1]
-            return (x == y) == (op == "=")
-        else:
-            raise Fallback("mixed operand types")
-        if op == "=":
-            return x == y
-        if op == "!=":
-            return x != y
-        if op == "<":
-            return x < y
-        if op == ">":
-            return x > y
-        if op == "<=":
-            return x <= y
-        return x >= y
+            # an IRI is never equal to a literal (RDFterm-equal)
+            return fn(ka == kb and a[1] == b[1], True)
+        raise Fallback("mixed operand types")
+    return f
+
+
+def _ebv(inner: Callable) -> Callable[[dict], object]:
+    """An operand's effective boolean value (SPARQL 17.2.2)."""
+    def f(mu: dict) -> object:
+        a = inner(mu)
+        if a is _ERROR:
+            return _ERROR
+        k, v = a
+        if k == "s":
+            return v != ""
+        if k == "n" or k == "d":
+            return v != 0
+        if k == "f":
+            return v == v and v != 0  # NaN is false
+        raise Fallback("the EBV of an IRI or a duration")
     return f
 
 
@@ -421,7 +572,6 @@ def _not(inner: Callable) -> Callable[[dict], object]:
     return f
 
 
-
 def prefixes_of(prologue: str) -> dict[str, str]:
     # BASE is harmless: relative IRIs are refused, in the pattern and in PREFIX.
     out = {m.group(1) or "": m.group(2)
@@ -442,3 +592,15 @@ def filter_of(text: str, prefixes: dict[str, str], canon: Callable[[object], obj
         raise NotCompiled("text after the FILTER")
     return e
 
+
+def expression_of(text: str, prefixes: dict[str, str], canon: Callable[[object], object],
+                  read: Callable[[Any], Operand] | None = None,
+                  given: frozenset[str] = frozenset()) -> Callable[[dict], object]:
+    """A FILTER's expression (no outer parentheses needed) as a function of the row:
+    True, False or an error (neither). ``read``: a variable's value as an Operand (default
+    pyoxigraph terms); ``given``: variables whose values are Operands already."""
+    p = TermParser(text, prefixes, canon, read, given)
+    e = p.or_()
+    if p.peek() is not None:
+        raise NotCompiled("text after the expression")
+    return e

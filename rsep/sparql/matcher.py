@@ -17,10 +17,11 @@ returns.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from rsep.algebra.spaseq import GPM, Mapping
+from rsep.algebra.mapping import SolutionMapping
 from rsep.sparql.filters import (
     DEC_CANON,
     DECIMAL,
@@ -35,6 +36,12 @@ from rsep.sparql.filters import (
     prefixes_of,
 )
 from rsep.sparql.filters import value_of as value_of  # re-exported: SPASEQ's NFA reads it here
+
+if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
+    from rsep.algebra.spaseq import GPM
+
+# solutions valued in pyoxigraph terms (SPASEQ's Def. 5 mappings are these)
+Mapping = SolutionMapping[ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple]
 
 __all__ = ["Canon", "CompiledGPM", "Fallback", "Indexed", "NotCompiled", "compile_gpm",
            "compile_pattern", "value_of"]

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_stock import STREAM_IRI, TRIPLES_PER_EVENT, generate  # noqa: E402
 
 from rsep import Engine, parse_query  # noqa: E402
-from rsep.spaseq.nfa import NFAOptions  # noqa: E402
+from rsep.spaseq.options import NFAOptions  # noqa: E402
 from rsep.spaseq.reference import ReferenceEvaluator  # noqa: E402
 from rsep.stream.event import Event  # noqa: E402
 from rsep.stream.files import StreamFile  # noqa: E402

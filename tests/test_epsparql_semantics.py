@@ -4,6 +4,7 @@ compatibility with SPARQL, and RSEP-QL's Table 1 correspondence (000)."""
 from __future__ import annotations
 
 import random
+import sys
 from collections import Counter
 
 import pyoxigraph as ox
@@ -11,7 +12,9 @@ import pytest
 from conftest import EX, ev, run, short, triples
 
 from rsep import Engine, QueryError
+from rsep.algebra import selection
 from rsep.algebra.events import Selection
+from rsep.algebra.selection import TABLE1
 from rsep.epsparql import reference as ep
 from rsep.epsparql import runtime as epr
 from rsep.lang.epsparql import parse_epsparql
@@ -295,3 +298,41 @@ def test_generated_hierarchy_subclass_query_matches_the_closure():
     eng.register(parse_epsparql(bench.QUERY))
     got = sorted((o.time, o.start, o.bindings["x"]) for o in eng.run(events))
     assert got == want
+
+
+@pytest.mark.parametrize("row", [r for r in TABLE1 if r.language == "EP-SPARQL"],
+                         ids=lambda r: r.setting)
+def test_table1_rows_go_through_the_one_policy_implementation(row, figure1, monkeypatch):
+    """Each EP-SPARQL row of Table 1 (rsep.algebra.selection.TABLE1, as data): its setting
+    is the row's RSEP-QL selection, and both sides of the correspondence choose SEQ^c /
+    SEQ^r's right operands and consume what their outputs used by the same functions
+    (recorded here with the module that called them); unrestricted does neither."""
+    assert parse_epsparql(EPSPARQL, policy=row.setting).policy is row.selection
+    assert row.selection.consumes == ("P^" in row.rsepql)
+    selects, consumes = [], []
+    real_select, real_just = selection.select, selection.justification
+
+    def spy_select(policy, usable, interval, compatible):
+        selects.append((policy, sys._getframe(1).f_globals["__name__"]))
+        return real_select(policy, usable, interval, compatible)
+
+    def spy_just(justs):
+        got = real_just(justs)
+        consumes.append((sys._getframe(1).f_globals["__name__"], frozenset(got)))
+        return got
+
+    monkeypatch.setattr(selection, "select", spy_select)
+    monkeypatch.setattr(selection, "justification", spy_just)
+    rq = run(RSEPQL % row.selection.name, figure1)
+    for e in figure1:
+        e.seq = 0
+    out = ep_run([EPSPARQL], figure1, policy=row.setting)
+    assert sorted((o["time"], o["from"], o["to"]) for o in out) \
+        == sorted((o["time"], o["from"], o["to"]) for o in rq)
+    if row.selection.consumes:
+        assert {p for p, _ in selects} == {row.selection}
+        assert {m for _, m in selects} == {"rsep.events.reference", "rsep.epsparql.reference"}
+        assert {m for m, items in consumes if items} == {"rsep.events.reference",
+                                                          "rsep.epsparql.policy"}
+    else:
+        assert selects == [] and consumes == []

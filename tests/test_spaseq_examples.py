@@ -18,8 +18,8 @@ from conftest import EX, ROOT, ev, short, triples
 
 from rsep import Engine, QueryError, parse_query
 from rsep.cli.main import main
+from rsep.spaseq.automaton import compile_query
 from rsep.spaseq.explain import explain
-from rsep.spaseq.nfa import compile_query
 from rsep.spaseq.reference import ReferenceEvaluator
 from rsep.stream.files import StreamFile
 from rsep.stream.source import DeadLetter, merge_streams

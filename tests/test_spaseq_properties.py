@@ -20,9 +20,12 @@ from hypothesis import strategies as st
 
 from rsep import Engine, QueryError
 from rsep.lang.spaseq import parse_spaseq
+from rsep.spaseq.automaton import compile_query
 from rsep.spaseq.chain import ChainEngine, chain_eligible
 from rsep.spaseq.gpm import GPMEvaluator
-from rsep.spaseq.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
+from rsep.spaseq.matches import SpaseqCutWarning
+from rsep.spaseq.nfa import NFAEngine
+from rsep.spaseq.options import NFAOptions
 from rsep.spaseq.reference import ReferenceEvaluator
 from rsep.spaseq.streamset import merge_events
 

@@ -6,7 +6,7 @@ import pytest
 from conftest import EX, ev
 
 from rsep import Engine, parse_query
-from rsep.spaseq.nfa import SpaseqCutWarning
+from rsep.spaseq.matches import SpaseqCutWarning
 from rsep.spaseq.reference import ReferenceEvaluator
 
 U1, U2 = EX + "u1", EX + "u2"

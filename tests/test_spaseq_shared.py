@@ -14,8 +14,11 @@ import pytest
 from conftest import EX, ev
 
 from rsep import Engine, parse_query
+from rsep.spaseq.automaton import compile_query
 from rsep.spaseq.gpm import GPMEvaluator
-from rsep.spaseq.nfa import NFAEngine, NFAOptions, SpaseqCutWarning, compile_query
+from rsep.spaseq.matches import SpaseqCutWarning
+from rsep.spaseq.nfa import NFAEngine
+from rsep.spaseq.options import NFAOptions
 from rsep.spaseq.partition import partition_key
 from rsep.spaseq.reference import ReferenceEvaluator
 from rsep.spaseq.streamset import merge_events

@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from enum import Enum
 
-
-class Selection(Enum):
-    """The SEQ variant and consumption policy a MATCH uses (000 Table 1)."""
-
-    UNRESTRICTED = "UNRESTRICTED"  # SEQ, Eq. (7); nothing consumed
-    NAIVE = "NAIVE"  # SEQ^n, Eq. (9): C-SPARQL's timestamp sequencing
-    CHRONOLOGICAL = "CHRONOLOGICAL"  # SEQ^c, Eq. (10), consumption P^c
-    RECENT = "RECENT"  # SEQ^r, Eq. (11), consumption P^r
-
-    @property
-    def consumes(self) -> bool:
-        return self in (Selection.CHRONOLOGICAL, Selection.RECENT)
+from rsep.algebra.selection import Selection
 
 
 class EventPattern(ABC):

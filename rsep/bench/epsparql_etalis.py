@@ -32,7 +32,7 @@ from rsep.algebra.epsparql import EpSparqlQuery
 from rsep.bench import peers
 from rsep.bench.etalis import fact, rules
 from rsep.bench.workloads import StreamOut, StreamWriter
-from rsep.epsparql.etalis import compile_query
+from rsep.epsparql.etalis_rules import compile_query
 from rsep.lang import parse_query
 
 EX = "http://example.org/"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rsep.epsparql.etalis import Atom, Op, Program, Where
+from rsep.epsparql.etalis_rules import Atom, Op, Program, Where
 from rsep.epsparql.reference import Var
 from rsep.stream.time import TimeKind
 

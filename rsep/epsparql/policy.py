@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from rsep.algebra import selection
 from rsep.algebra.epsparql import (
     BGP,
     INF,
@@ -114,7 +115,9 @@ class PolicyState:
             w.lo, w.lo_strict, w.consumed, w.memo = -INF, False, set(), None
 
     def consume(self, items: frozenset[int]) -> None:
-        self.consumed |= items
+        """P^c / P^r (000 Appendix A) for one output whose justification is ``items``: they
+        are invisible to every later evaluation of the query."""
+        self.consumed |= selection.justification((items,))
         self.consumed_since = True
         for i in items:
             self.dirty |= self.item_parts.get(i, set())

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TypedDict
 
 import pyoxigraph as ox
 
+from rsep.algebra import selection
 from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its evaluator
     BGP,
     DOMAIN,
@@ -83,7 +85,7 @@ from rsep.epsparql.matcher import (
     match_bgp,
 )
 from rsep.sparql.rows import ROWS, rows_block
-from rsep.stream.time import TimeKind, format_datetime_ms, precedes
+from rsep.stream.time import TimeKind, format_datetime_ms
 
 # What EXISTS reads for a solution: the store, its default graphs (the visible items) and
 # named graphs (the background).
@@ -427,17 +429,17 @@ def _seq(n: SeqJoin, w: World, sel: Selection, hi: float, subst: Mu) -> list[Sol
         lefts[id(m2)] = [m1 for m1 in evaluate(n.left, w, sel, min(hi, m2.ta - 1), sub)
                          if m1.tw < m2.ta]
     usable = [m2 for m2 in rights if lefts[id(m2)]]
-    chrono = sel is Selection.CHRONOLOGICAL
-    for m2 in usable:
-        rivals = [o for o in usable if o is not m2 and compatible(o.mu, m2.mu)]
-        if chrono and any(precedes((o.ta, o.tw), (m2.ta, m2.tw)) for o in rivals):
-            continue
-        if not chrono and any(precedes((m2.ta, m2.tw), (o.ta, o.tw)) for o in rivals):
-            continue
-        ls = lefts[id(m2)]
-        k = (min if chrono else max)((m.tw, m.ta) for m in ls)
-        out.extend(combine(m1, m2) for m1 in ls if (m1.tw, m1.ta) == k)
+    for m2 in selection.select(sel, usable, interval, _compatible):
+        out.extend(combine(m1, m2) for m1 in selection.pick(sel, lefts[id(m2)], interval))
     return out
+
+
+# A solution's interval (ta, tw), read in C: selection reads it once per candidate.
+interval: Callable[[Solution], tuple[float, float]] = attrgetter("ta", "tw")
+
+
+def _compatible(a: Solution, b: Solution) -> bool:
+    return compatible(a.mu, b.mu)
 
 
 def extend_solutions(n: Extend, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
+from rsep.algebra import selection
 from rsep.algebra.events import BasicEventPattern, EventPattern, First, Last, Selection, Seq
 from rsep.algebra.mapping import SolutionMapping
 from rsep.algebra.mapping import compatible as compatible  # re-exported for the evaluators
@@ -43,21 +45,18 @@ class EventMapping:
         return dict(self.mu)
 
 
+# An event mapping's interval (t1, t2), read in C: selection reads it once per candidate.
+interval: Callable[[EventMapping], tuple[int, int]] = attrgetter("t1", "t2")
+
+
 def first(ms: list[EventMapping]) -> list[EventMapping]:
-    """Eq. (5): the mappings no other precedes. The order is total on (end, start), so
-    they are the ones with the least key."""
-    if not ms:
-        return []
-    k = min((m.t2, m.t1) for m in ms)
-    return [m for m in ms if (m.t2, m.t1) == k]
+    """Eq. (5) (rsep.algebra.selection.first)."""
+    return selection.first(ms, interval)
 
 
 def last(ms: list[EventMapping]) -> list[EventMapping]:
-    """Eq. (6): the mappings no other follows."""
-    if not ms:
-        return []
-    k = max((m.t2, m.t1) for m in ms)
-    return [m for m in ms if (m.t2, m.t1) == k]
+    """Eq. (6) (rsep.algebra.selection.last)."""
+    return selection.last(ms, interval)
 
 
 # A BEP's matches on one item: (BEP, item, triples of the item still available) -> mus
@@ -117,25 +116,19 @@ def _seq(e: Seq, sel: Selection, ctx: Context, hi: int | None, subst: Mu) -> lis
                 if precedes((m1.t1, m1.t2), (m2.t1, m2.t2)):
                     out.append(EventMapping(merge(m1.mu, m2.mu), m1.t1, m2.t2, m1.just | m2.just))
         return out
-    # Eq. (10) and (11)
+    # Eq. (10) and (11), by 000's policies' one implementation
     lefts = {id(m2): evaluate(e.left, sel, ctx, _before(hi, m2.t1), merge(subst, m2.mu)) for m2 in rights}
     usable = [m2 for m2 in rights if lefts[id(m2)]]
-    chrono = sel is Selection.CHRONOLOGICAL
-    for m2 in usable:
-        rivals = [o for o in usable if o is not m2 and compatible(o.mu, m2.mu)]
-        if chrono and any(precedes((o.t1, o.t2), (m2.t1, m2.t2)) for o in rivals):
-            continue
-        if not chrono and any(precedes((m2.t1, m2.t2), (o.t1, o.t2)) for o in rivals):
-            continue
-        pick = first(lefts[id(m2)]) if chrono else last(lefts[id(m2)])
-        for m1 in pick:
+    for m2 in selection.select(sel, usable, interval, _compatible):
+        for m1 in selection.pick(sel, lefts[id(m2)], interval):
             out.append(EventMapping(merge(m1.mu, m2.mu), m1.t1, m2.t2, m1.just | m2.just))
     return out
 
 
+def _compatible(a: EventMapping, b: EventMapping) -> bool:
+    return compatible(a.mu, b.mu)
+
+
 def justification(results: Iterable[EventMapping]) -> set[int]:
     """just(MATCH E, I, t): the items the outputs were built from (Appendix A)."""
-    out: set[int] = set()
-    for m in results:
-        out |= m.just
-    return out
+    return selection.justification(m.just for m in results)

@@ -1,6 +1,7 @@
 """LARS (001): streams, windows, programs and answer streams; translations of RSP
 queries (tau_1 for C-SPARQL, tau_2 for CQELS) and push-pull agreement."""
 
+from rsep.lars.answer import answer_stream, derived_at
 from rsep.lars.core import (
     NOW,
     NULL,
@@ -18,10 +19,8 @@ from rsep.lars.core import (
     TupleWindow,
     Var,
     WindowAtom,
-    answer_stream,
     cmp_test,
     data_stream,
-    derived_at,
     mod_test,
 )
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from rsep.algebra.window import WindowKind
-from rsep.lars.core import Atom, Program, Stream, Window, derived_at, show_term
+from rsep.lars.answer import derived_at
+from rsep.lars.core import Atom, Program, Stream, Window, show_term
 from rsep.lars.rsp import TP, Pattern, RSPQuery, StreamPattern, sub_matches, triple_patterns
 from rsep.lars.rsp import Minus as MinusP
 from rsep.lars.rsp import Stream as StreamGP

@@ -24,16 +24,12 @@ from typing import Any
 
 from rsep.algebra.spaseq import AtomKind, Leaf, Strategy
 from rsep.sparql.matcher import CompiledGPM
+from rsep.spaseq.automaton import NFA
 from rsep.spaseq.gpm import GPMEvaluator
-from rsep.spaseq.nfa import (
-    NFA,
-    NFAOptions,
-    Stats,
-    _number,
-    range_filter,
-    range_is_whole,
-    warn_cut,
-)
+from rsep.spaseq.matches import warn_cut
+from rsep.spaseq.options import NFAOptions
+from rsep.spaseq.ranges import number, range_filter, range_is_whole
+from rsep.spaseq.runs import Stats
 from rsep.spaseq.streamset import Match, SEvent
 
 # A bucket's runs whose pushed FILTER cannot be looked up by value; the others sorted by
@@ -212,7 +208,7 @@ class ChainEngine:
             # Runs found by value pass a whole-FILTER range without testing it again.
             sure = False
             if ranged and rng is not None and len(group) == 1:
-                ev = _number(group[0][st.ridx])
+                ev = number(group[0][st.ridx])
                 lo, hi = _bounds(ys, rng[1], ev)
                 sure = st.exact and ev is not None
             took = 0
@@ -326,7 +322,7 @@ class ChainEngine:
         if b is None:
             b = buckets[v] = [[], [], []]
         rng = self._state[i].rng
-        y = _number(envs[0].get(rng[2])) if one and rng is not None else None
+        y = number(envs[0].get(rng[2])) if one and rng is not None else None
         if y is None:
             b[_PLAIN].append(r)
         else:

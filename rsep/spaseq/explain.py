@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from rsep.algebra.spaseq import SpaseqQuery, Strategy
+from rsep.spaseq.automaton import NFA, Edge, compile_query
 from rsep.spaseq.chain import chain_eligible
 from rsep.spaseq.gpm import GPMEvaluator
-from rsep.spaseq.nfa import NFA, Edge, compile_query
 from rsep.spaseq.partition import partition_key
 from rsep.spaseq.runtime import engine_options
 

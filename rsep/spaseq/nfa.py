@@ -1,18 +1,9 @@
-"""NFA_scep (002 Sec. 6, Appendix C): SPASEQ sequence expressions as automata, run over a streamset.
+"""NFA_scep's evaluation (002 Sec. 6.3, Appendix C): a compiled automaton run over a streamset.
 
-**Compilation** (Sec. 6.2, Def. 17). A sequence ``a_0 op_1 a_1 ... a_(n-1)``
-becomes states ``x_0 ... x_(n-1)`` and a final state ``x_f``; state ``x_i``
-waits for atom ``a_i`` and its edges carry state-transition predicates
-``theta = (U, op, P)``:
-
-- a GPM: one edge to ``x_(i+1)`` (op ``∅`` after ``,`` or at ``x_0``, else ``;`` / ``:``),
-  plus, after ``;`` or ``:``, a self-loop matching any event (Figure 7);
-- ``P+``: two ``+`` edges on P, a self-loop (take) and one to ``x_(i+1)`` (Figure 5);
-- ``P & Q`` / ``P | Q``: one ``&`` / ``|`` edge per GPM, all to ``x_(i+1)`` (Figures 8, 9);
-- ``P?``: a ``?`` edge and an ε edge to ``x_(i+1)`` (Figure 24);
-- ``P!``: an ε edge to ``x_(i+1)`` and a ``!`` edge that ends the run (Figure 25).
-
-**Evaluation** (Sec. 6.3, Algorithms 1-9). Events are taken one *instant* at
+The automaton is :mod:`rsep.spaseq.automaton`'s (Sec. 6.2), runs and their history
+:mod:`rsep.spaseq.runs`'s, the engine's switches :mod:`rsep.spaseq.options`'s, the range
+index of pushed FILTERs :mod:`rsep.spaseq.ranges`'s, output enumeration
+:mod:`rsep.spaseq.matches`'s. Events are taken one *instant* at
 a time (every event of the query's streams with that timestamp): Definition
 12's contiguity and Definition 11's "first match" are about timestamps, and
 Definition 8's conjunction pairs events of one timestamp. Per instant:
@@ -41,14 +32,8 @@ engine equal to :mod:`rsep.spaseq.reference`.
 
 from __future__ import annotations
 
-import re
-import warnings
-from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from bisect import bisect_left, insort
 from typing import Any, cast
-
-import pyoxigraph as ox
 
 from rsep.algebra.spaseq import (
     GPM,
@@ -58,269 +43,22 @@ from rsep.algebra.spaseq import (
     AtomKind,
     BopNode,
     Leaf,
-    Mapping,
     Omega,
     Or,
-    SpaseqQuery,
     Strategy,
     drop,
 )
-from rsep.sparql.matcher import Fallback, value_of
+from rsep.spaseq.automaton import NFA, State, future_variables, start_states
 from rsep.spaseq.gpm import GPMEvaluator
-from rsep.spaseq.partition import common_variables
+from rsep.spaseq.matches import Enumerator, warn_cut
+from rsep.spaseq.options import NFAOptions
+from rsep.spaseq.ranges import ANY, binding, number, range_filter, select
+from rsep.spaseq.runs import Arrival, LStep, Run, Stats
 from rsep.spaseq.streamset import Match, SEvent
-
-OP_SYMBOL = {Strategy.STRICT: "∅", Strategy.NEXT: ";", Strategy.ANY: ":"}
 
 
 class NFALimitError(RuntimeError):
     """More partial matches alive than the configured bound."""
-
-
-# ---------------------------------------------------------------- the automaton (Def. 17)
-
-
-@dataclass(frozen=True)
-class Predicate:
-    """A state-transition predicate ``theta = (U, op, P)``; P is None for "any event"."""
-
-    streams: frozenset[str]
-    op: str
-    leaf: Leaf | None = None
-
-    def render(self, names: dict[str, str]) -> str:
-        u = "{" + ", ".join(sorted(names.get(s, s) for s in self.streams)) + "}" \
-            if self.streams else "*"
-        return f"({u}, {self.op}, {self.leaf.gpm.name if self.leaf else '*'})"
-
-
-@dataclass
-class Edge:
-    src: int
-    dst: int | None  # None: the run is deleted (a negation's forbidden edge)
-    theta: Predicate | None  # None: an ε transition
-    role: str  # proceed | take | ignore | epsilon | forbid
-
-
-@dataclass
-class State:
-    index: int
-    name: str
-    kind: str  # initial | ordinary | final
-    atom: Atom | None
-    op_in: Strategy | None  # the selection strategy before the state's atom (None at x_0)
-    op_out: Strategy | None  # ... and after it
-    edges: list[Edge] = field(default_factory=list)
-
-    @property
-    def streams(self) -> frozenset[str]:
-        """The stream names the state's non-trivial edges wait for (its run index keys)."""
-        return frozenset(s for e in self.edges if e.theta is not None and e.theta.leaf is not None
-                         and e.role != "forbid" for s in e.theta.streams)
-
-
-@dataclass
-class NFA:
-    query: SpaseqQuery
-    states: list[State]
-    partition_key: tuple[str, ...]
-
-    @property
-    def initial(self) -> State:
-        return self.states[0]
-
-    @property
-    def final(self) -> State:
-        return self.states[-1]
-
-
-def _edges_for(i: int, atom: Atom, op_in: Strategy | None, all_streams: frozenset[str]) -> list[Edge]:
-    sym = OP_SYMBOL[op_in] if op_in is not None else "∅"
-    out: list[Edge] = []
-    if op_in in (Strategy.NEXT, Strategy.ANY) or (atom.kind is AtomKind.KLEENE and i == 0):
-        out.append(Edge(i, i, Predicate(all_streams, sym if op_in else ";"), "ignore"))
-    if atom.kind is AtomKind.KLEENE:
-        th = Predicate(frozenset({atom.leaf.stream}), "+", atom.leaf)
-        out += [Edge(i, i, th, "take"), Edge(i, i + 1, th, "proceed")]
-    elif atom.kind is AtomKind.OPTIONAL:
-        out += [Edge(i, i + 1, Predicate(frozenset({atom.leaf.stream}), "?", atom.leaf), "proceed"),
-                Edge(i, i + 1, None, "epsilon")]
-    elif atom.kind is AtomKind.NEGATION:
-        out += [Edge(i, i + 1, None, "epsilon"),
-                Edge(i, None, Predicate(frozenset({atom.leaf.stream}), "!", atom.leaf), "forbid")]
-    else:
-        body = atom.body
-        if isinstance(body, Leaf):
-            out.append(Edge(i, i + 1, Predicate(frozenset({body.stream}), sym, body), "proceed"))
-        else:
-            op = "&" if isinstance(body, And) else "|"
-            for lf in body.leaves():
-                out.append(Edge(i, i + 1, Predicate(frozenset({lf.stream}), op, lf), "proceed"))
-    return out
-
-
-def compile_query(q: SpaseqQuery) -> NFA:
-    """The NFA_scep of a query's sequence expression (Sec. 6.2)."""
-    atoms = q.seq.atoms
-    all_streams = frozenset(q.streams.values())
-    states: list[State] = []
-    for i, a in enumerate(atoms):
-        op_in = q.seq.ops[i - 1] if i else None
-        op_out = q.seq.ops[i] if i < len(q.seq.ops) else None
-        st = State(i, f"x{i}", "initial" if i == 0 else "ordinary", a, op_in, op_out)
-        st.edges = _edges_for(i, a, op_in, all_streams)
-        states.append(st)
-    states.append(State(len(atoms), "xf", "final", None, q.seq.ops[-1] if q.seq.ops else None, None))
-    return NFA(q, states, index_variables(q))
-
-
-def index_variables(q: SpaseqQuery) -> tuple[str, ...]:
-    """Variables every GPM binds: the engine indexes runs by their value (the stream-level
-    partition key, which also needs the strategies' consent, is rsep.spaseq.partition's)."""
-    common = common_variables(q, negated=False)
-    return tuple(v for v in q.partition_by if v in common) or tuple(common)
-
-
-# ---------------------------------------------------------------- options
-
-
-@dataclass
-class NFAOptions:
-    """The engine's optimisations, each switchable for benchmarks; results never depend on them.
-
-    ``stream_index`` (Sec. 7.2.2): runs are found by the GPM occurrences their state waits
-    for; off, every live run is tried at every instant. ``partition_index``: within that,
-    by the value of a variable every such GPM binds (e.g. ?company), so an event touches
-    only the runs of its value. ``window_pushing`` (Sec. 7.2.1): runs of closed windows are
-    dropped before matching; off, when next touched (and by a sweep every 1024 instants).
-    ``predicate_pushing`` (Sec. 7.2.1): a GPM's event-local part is evaluated once per event
-    for all runs; off, each run evaluates the GPM itself. ``lazy_conjunction`` (Sec. 7.3):
-    no conjunct is evaluated before every conjunct's stream has an event at the timestamp.
-    ``compiled_gpm``: simple GPMs matched in Python (rsep.sparql.matcher). ``shared_runs``:
-    runs that can only go on alike (same state, window, contiguity and mappings restricted
-    to the variables later GPMs read) are one run whose history is a DAG; matches are
-    enumerated from it when output, at most ``max_matches`` per match group (a run reaching
-    x_f at one instant), the rest counted in ``Stats.matches_cut``. ``max_runs`` bounds live
-    runs: beyond it the oldest are dropped and counted in ``Stats.runs_cut``. ``chain``: a
-    sequence of plain GPMs under ``,`` and ``;`` runs on rsep.spaseq.chain's per-partition run
-    buckets instead of this engine (then only ``partition_index`` and ``predicate_pushing``
-    apply to it).
-    """
-
-    stream_index: bool = True
-    partition_index: bool = True
-    window_pushing: bool = True
-    predicate_pushing: bool = True
-    lazy_conjunction: bool = True
-    compiled_gpm: bool = True
-    shared_runs: bool = True
-    chain: bool = True
-    max_runs: int = 1_000_000
-    max_matches: int | None = None
-
-    SWITCHES = ("stream_index", "partition_index", "window_pushing", "predicate_pushing",
-                "lazy_conjunction", "compiled_gpm", "shared_runs", "chain")
-
-    @classmethod
-    def all_off(cls, **kw: Any) -> NFAOptions:
-        return cls(**{**{k: False for k in cls.SWITCHES}, **kw})
-
-    @classmethod
-    def parse(cls, spec: str) -> NFAOptions:
-        """``"no-stream-index,max-runs=1000,max-matches=10"``; ``"all-off"`` turns every switch off."""
-        opts = cls()
-        for part in filter(None, (p.strip() for p in spec.split(","))):
-            name, _, value = part.partition("=")
-            key = name.replace("-", "_")
-            if key == "all_off":
-                opts = cls.all_off(max_runs=opts.max_runs, max_matches=opts.max_matches)
-            elif key.startswith("no_") and key[3:] in cls.SWITCHES:
-                setattr(opts, key[3:], False)
-            elif key in cls.SWITCHES:
-                setattr(opts, key, True)
-            elif key in ("max_runs", "max_matches") and value.isdigit():
-                setattr(opts, key, int(value))
-            else:
-                raise ValueError(f"unknown SPASEQ engine option {part!r} (switches: "
-                                 + ", ".join(s.replace("_", "-") for s in cls.SWITCHES)
-                                 + "; no-SWITCH, all-off, max-runs=N, max-matches=N)")
-        return opts
-
-
-# ---------------------------------------------------------------- runs and their history
-
-
-# One instant's step of a run: (time, leaf key, the event's local mappings for that GPM).
-LStep = tuple[int, int, Omega]
-
-
-@dataclass(slots=True, eq=False)
-class Arrival:
-    """How a run came to be: its parent's paths (those before ``time``) and this instant's steps.
-
-    Without shared runs every run has one arrival (a chain, clones sharing their past);
-    with them a run merges the arrivals of runs that can only go on alike, and its paths
-    are all the matches it stands for."""
-
-    time: int
-    parent: Run | None
-    steps: tuple[LStep, ...]
-
-
-@dataclass(slots=True, eq=False)
-class Run:
-    id: int
-    state: int
-    omega: Omega  # the mappings so far (shared runs: restricted to the variables still read)
-    arrivals: list[Arrival]
-    last: int
-    window: int
-    op: Strategy  # the contiguity of the run's next step
-    iterations: int = 0  # Kleene+ iterations taken at the current state
-    standalone: bool = False  # a Kleene+ that nothing precedes: iterations skip-till-next
-    negs: tuple[tuple[Leaf, Omega], ...] = ()  # forbidden GPMs and the mappings they join
-    keys: tuple = ()  # its entries in the run index
-    ckey: tuple | None = None  # shared runs: what it is equivalent by
-
-    def paths(self, before: int | None = None) -> Iterator[tuple[LStep, ...]]:
-        """Every event path the run stands for, ending before ``before``. Iterative, with the
-        suffix as a linked list: a Kleene+ run can be thousands of steps deep."""
-        stack: list[tuple[list[Arrival], int, int | None, tuple | None]] = [
-            (self.arrivals, 0, before, None)]
-        while stack:
-            arrs, i, lim, suffix = stack.pop()
-            while i < len(arrs):
-                a = arrs[i]
-                if lim is not None and a.time >= lim:
-                    break  # arrivals are in time order
-                i += 1
-                cell = (a.steps, suffix)
-                if a.parent is None:
-                    out: list[LStep] = []
-                    c: tuple | None = cell
-                    while c is not None:
-                        out.extend(c[0])
-                        c = c[1]
-                    yield tuple(out)
-                else:
-                    stack.append((arrs, i, lim, suffix))
-                    stack.append((a.parent.arrivals, 0, a.time, cell))
-                    break
-
-
-@dataclass
-class Stats:
-    runs_created: int = 0
-    runs_deleted: int = 0
-    runs_expired: int = 0
-    runs_merged: int = 0  # runs folded into an equivalent one (shared_runs)
-    runs_cut: int = 0  # live runs dropped at the max_runs bound: matches may be missing
-    matches: int = 0
-    matches_cut: int = 0  # matches not enumerated past max_matches per group
-    max_live: int = 0
-    runs_touched: int = 0  # runs matched against an instant's events, summed
-    gpm_evaluations: int = 0
-    gpm_fallbacks: int = 0
 
 
 class NFAEngine:
@@ -354,11 +92,9 @@ class NFAEngine:
         self.D: dict[tuple[int, int, int], int] = {}
         self.stats = Stats()
         self._next_id = 0
-        self._starts = self._closure_from_start()
+        self._starts = start_states(nfa)
         q = nfa.query
-        self._leaves = {lf.key: lf for lf in q.seq.leaves()}
-        self._leaf_gpm = {lf.key: lf.gpm for lf in q.seq.leaves()}
-        self._kleene_leaf = {a.leaf.key: a for a in q.seq.atoms if a.kind is AtomKind.KLEENE}
+        self._emit = Enumerator(q, gpm, opts, self.stats).emit
         self._by_stream: dict[str, list[Leaf]] = {}
         for lf in q.seq.leaves():
             self._by_stream.setdefault(lf.stream, []).append(lf)
@@ -377,7 +113,7 @@ class NFAEngine:
                     rng = range_filter(lf.gpm)
                     if rng is not None:
                         self._range[lf.key] = rng
-        self._future = self._future_variables()
+        self._future = future_variables(nfa)
         # _touched's per-leaf constants, by stream.
         self._touch_info: dict[str, list[tuple]] = {
             st: [(lf.gpm, lf.key, self._conj.get(lf.key), (lf.key, ANY), self._range.get(lf.key),
@@ -415,22 +151,6 @@ class NFAEngine:
         self._next_id += 1
         return self._next_id
 
-    def _future_variables(self) -> list[frozenset[str]]:
-        """Per state, the variables a run's future can read: those of the GPMs from that state
-        on, and of every negated GPM (a run carries them past their state)."""
-        atoms = self.nfa.query.seq.atoms
-        negv = {v for a in atoms if a.kind is AtomKind.NEGATION
-                for lf in a.body.leaves() for v in lf.gpm.variables | lf.gpm.filter_variables}
-        out: list[frozenset[str]] = []
-        acc: set[str] = set(negv)
-        for a in reversed(atoms):
-            for lf in a.body.leaves():
-                acc |= lf.gpm.variables | lf.gpm.filter_variables
-            out.append(frozenset(acc))
-        out.reverse()
-        out.append(frozenset())  # x_f
-        return out
-
     def _index_keys(self, r: Run) -> tuple:
         """The run's index entries: (leaf key, partition value | ANY) for the GPMs its state
         waits for and the negated GPMs it carries; and, where a GPM's stateful FILTER
@@ -447,8 +167,8 @@ class NFAEngine:
                 if rng is not None and x:
                     entries = []
                     for mu in x:
-                        v = _get(mu, pv) if bound else ANY
-                        y = _number(_get(mu, rng[2]))
+                        v = binding(mu, pv) if bound else ANY
+                        y = number(binding(mu, rng[2]))
                         if v is None or y is None:
                             break
                         entries.append(("R", key, v, y))
@@ -459,7 +179,7 @@ class NFAEngine:
                 if bound:
                     vals = set()
                     for mu in x:
-                        v = _get(mu, pv)
+                        v = binding(mu, pv)
                         if v is None:
                             vals = None
                             break
@@ -543,19 +263,6 @@ class NFAEngine:
     def window_end(self, k: int) -> int | None:
         return None if self.window is None else self.t0 + (k + 1) * self.window
 
-    def _closure_from_start(self) -> list[int]:
-        """States a run with no event yet is in: x_0, and past optional atoms (ε edges)."""
-        out = []
-        i = 0
-        states = self.nfa.states
-        while states[i].kind != "final":
-            out.append(i)
-            a = states[i].atom
-            if a is None or a.kind is not AtomKind.OPTIONAL:
-                break
-            i += 1
-        return out
-
     # ------------------------------------------------------------ one instant
 
     def process(self, t: int, events: list[SEvent]) -> list[Match]:
@@ -605,7 +312,7 @@ class NFAEngine:
                 if got:
                     touched |= got
                 for mu in local:
-                    v = _get(mu, pv) if keyed else ANY
+                    v = binding(mu, pv) if keyed else ANY
                     if keyed:
                         got = index.get((key, v))
                         if got:
@@ -613,8 +320,8 @@ class NFAEngine:
                     if rng is not None:
                         lst = ranges.get((key, v))
                         if lst:
-                            touched.update([rid for _, rid in _select(lst, rng[1],
-                                                                      _number(_get(mu, rng[0])))])
+                            touched.update([rid for _, rid in select(lst, rng[1],
+                                                                     number(binding(mu, rng[0])))])
         return touched
 
     def _process(self, t: int, evs: dict[str, SEvent]) -> list[Match]:
@@ -891,206 +598,3 @@ class NFAEngine:
         return out
 
     # ------------------------------------------------------------ matches
-
-    def _emit(self, r: Run, matches: list[Match]) -> None:
-        """Enumerate the matches a run reaching x_f stands for (one group), up to the limit;
-        the rest are counted (a sum over the history DAG), not enumerated."""
-        limit = self.options.max_matches
-        n = 0
-        for path in r.paths():
-            if limit is not None and n >= limit:
-                cut = _count_paths(r) - n
-                if not self.stats.matches_cut:
-                    warnings.warn(SpaseqCutWarning(
-                        f"SPASEQ: a match group at {r.last} has {n + cut} matches; "
-                        f"{cut} beyond max-matches={limit} are not output"), stacklevel=2)
-                self.stats.matches_cut += cut
-                return
-            m = self._fold(path, r.last)
-            if m is not None:
-                matches.append(m)
-                n += 1
-
-    def _fold(self, path: tuple[LStep, ...], time: int) -> Match | None:
-        """A path's mappings, rebuilt step by step as the run computed them."""
-        omega: Omega = UNIT
-        trail = []
-        kleene = self._kleene_leaf
-        if kleene:
-            gpms = self._leaf_gpm
-            extend = self.gpm.extend
-            for step in path:
-                t, key, local = step
-                ka = kleene.get(key)
-                x = drop(omega, ka.local_vars) if ka is not None else omega
-                omega = extend(gpms[key], x, local)
-                if not omega:
-                    return None
-                trail.append((t, key, omega))
-            return _match(time, omega, path, trail)
-        # Without Kleene+ (whose iterations drop variables) a path is rebuilt by rejoin;
-        # while every step has one mapping, by one dict carried along the path.
-        d: dict = {}
-        for step in path:
-            t, key, local = step
-            if len(local) != 1:
-                break
-            (b,) = local
-            if not d:
-                # the first step's mappings are the event's own (b is sorted already)
-                d.update(b)
-                trail.append((t, key, local))
-                omega = local
-                continue
-            for k, v in b:
-                w = d.get(k)
-                if w is None:
-                    d[k] = v
-                elif w != v:
-                    return None
-            omega = frozenset((tuple(sorted(d.items())),))
-            trail.append((t, key, omega))
-        else:
-            return _match(time, omega, path, trail)
-        omega = UNIT
-        trail = []
-        gpms = self._leaf_gpm
-        rejoin = self.gpm.rejoin
-        for step in path:
-            t, key, local = step
-            omega = rejoin(gpms[key], omega, local)
-            if not omega:
-                return None
-            trail.append((t, key, omega))
-        return _match(time, omega, path, trail)
-
-
-def _match(time: int, omega: Omega, path: tuple[LStep, ...], trail: list) -> Match:
-    return Match(time, omega, tuple(sorted((t, k) for t, k, _ in path)), tuple(trail))
-
-
-class SpaseqCutWarning(RuntimeWarning):
-    """Live partial matches were dropped at the engine's bound: some matches are missing."""
-
-
-def warn_cut(max_runs: int, t: int) -> None:
-    warnings.warn(SpaseqCutWarning(
-        f"SPASEQ: more than {max_runs} partial matches alive at {t}; the oldest are dropped "
-        "and their matches lost (raise max-runs, or shorten the window)"), stacklevel=3)
-
-
-class _Any:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "ANY"
-
-
-ANY = _Any()
-
-
-_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
-_CMP = re.compile(r"\s*\(?\s*\?(\w+)\s*(<=|>=|<|>|=)\s*\?(\w+)\s*(?:\)\s*)?(?:&&|\Z)")
-
-
-def range_filter(g: GPM) -> tuple[str, str, str] | None:
-    """``(event variable, op, run variable)`` if a stateful FILTER of g is, or begins a
-    ``&&`` chain with, a comparison of a variable g binds with one an earlier GPM binds: a
-    run can only match events for which that comparison holds."""
-    for f in g.stateful_filters:
-        text = _unwrapped(f)
-        if text is None:
-            continue
-        m = _CMP.match(text)
-        if m is None or "(" in text[:m.end()].lstrip().lstrip("("):
-            continue
-        a, op, b = m.groups()
-        if a in g.required_variables and b not in g.variables:
-            return a, op, b
-        if b in g.required_variables and a not in g.variables:
-            return b, _FLIP[op], a
-    return None
-
-
-def range_is_whole(g: GPM) -> bool:
-    """Whether :func:`range_filter`'s comparison is all of g's stateful FILTERs: then a run
-    found by its value (both numbers) passes them, and they need not be tested again."""
-    if len(g.stateful_filters) != 1:
-        return False
-    text = _unwrapped(g.stateful_filters[0])
-    return text is not None and "&&" not in text and _CMP.match(text) is not None
-
-
-def _unwrapped(f: str) -> str | None:
-    """A FILTER's text without its outer parentheses; None if it has ``||`` or unbalanced ones."""
-    text = f.strip()
-    if "||" in text or text.count("(") != text.count(")"):
-        return None
-    if text.startswith("(") and text.endswith(")"):
-        text = text[1:-1]
-    return text
-
-
-_NUMBERS: dict[object, Any] = {}
-
-
-def _number(t: object) -> Any:
-    """An integer or decimal literal's value (exact, comparable across both), else None."""
-    if type(t) is not ox.Literal:
-        return None
-    got = _NUMBERS.get(t, _NUMBERS)  # the dict itself marks "not cached" (None is a value)
-    if got is not _NUMBERS:
-        return got
-    try:
-        k, v = value_of(t)  # not _value: its cache is for FILTERs, this one is their own
-        got = v if k in ("n", "d") else None
-    except Fallback:
-        got = None
-    if len(_NUMBERS) > 100_000:  # distinct values of a long stream: stay bounded
-        _NUMBERS.clear()
-    _NUMBERS[t] = got
-    return got
-
-
-_TOP = float("inf")
-
-
-def _select(lst: list[tuple[Any, int]], op: str, ev: Any) -> list[tuple[Any, int]]:
-    """The runs (sorted by run value y) for which ``ev op y`` can hold."""
-    if ev is None:
-        return lst
-    if op == ">":
-        return lst[:bisect_left(lst, (ev,))]
-    if op == ">=":
-        return lst[:bisect_right(lst, (ev, _TOP))]
-    if op == "<":
-        return lst[bisect_right(lst, (ev, _TOP)):]
-    if op == "<=":
-        return lst[bisect_left(lst, (ev,)):]
-    return lst[bisect_left(lst, (ev,)):bisect_right(lst, (ev, _TOP))]
-
-
-def _count_paths(r: Run) -> int:
-    """How many paths ``r.paths()`` yields, by dynamic programming over (run, time limit)."""
-    memo: dict[tuple[int, int | None], int] = {}
-
-    def count(run: Run, before: int | None) -> int:
-        key = (id(run), before)
-        got = memo.get(key)
-        if got is None:
-            got = 0
-            for a in run.arrivals:
-                if before is not None and a.time >= before:
-                    break
-                got += 1 if a.parent is None else count(a.parent, a.time)
-            memo[key] = got
-        return got
-
-    return count(r, None)
-
-
-def _get(mu: Mapping, var: str | None) -> object:
-    for k, v in mu:
-        if k == var:
-            return v
-    return None

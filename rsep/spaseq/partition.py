@@ -13,7 +13,7 @@ declared there.
 A planner splitting the streamset by ?k (one NFA per value, e.g. on Spark)
 must keep the query's windows: they start at the query's start t0 for every
 value, not at each value's first event. Inside one engine the run index uses
-such a variable whatever the strategies (rsep.spaseq.nfa.NFAOptions.partition_index).
+such a variable whatever the strategies (rsep.spaseq.options.NFAOptions.partition_index).
 """
 
 from __future__ import annotations

@@ -20,9 +20,12 @@ from rsep.algebra.output import EngineError, Output
 from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible
 from rsep.lang.errors import QueryError
 from rsep.sparql.rows import rows_block
+from rsep.spaseq.automaton import NFA, compile_query
 from rsep.spaseq.chain import ChainEngine, chain_eligible
 from rsep.spaseq.gpm import GPMEvaluator
-from rsep.spaseq.nfa import NFA, NFAEngine, NFALimitError, NFAOptions, Stats, compile_query
+from rsep.spaseq.nfa import NFAEngine, NFALimitError
+from rsep.spaseq.options import NFAOptions
+from rsep.spaseq.runs import Stats
 from rsep.spaseq.streamset import Match, SEvent, merge_events
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time

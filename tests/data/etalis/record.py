@@ -8,7 +8,7 @@ Neither is needed by the tests, which read recorded.json.
 
 Each case is an EP-SPARQL SELECT query and a stream of items (start, end, triples). For
 each policy the query is translated into an ETALIS event rule as rsep's ETALIS mode reads
-it (rsep.epsparql.etalis.compile_query, rendered by rsep.bench.etalis.rules: docs/semantics.md,
+it (rsep.epsparql.etalis_rules.compile_query, rendered by rsep.bench.etalis.rules: docs/semantics.md,
 "EP-SPARQL as ETALIS runs it"), the stream into input/4 facts, and driver.pl runs them under ETALIS's
 event_consumption_policy. recorded.json keeps, per case and policy, the query, the rules
 and the stream ETALIS ran, and every complex event it fired: its values, its interval as
@@ -30,7 +30,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from rsep.bench.etalis import NUMBERS, XSD_INTEGER, facts, rules  # noqa: E402
-from rsep.epsparql.etalis import compile_query  # noqa: E402
+from rsep.epsparql.etalis_rules import compile_query  # noqa: E402
 from rsep.lang.epsparql import parse_epsparql  # noqa: E402
 
 EX = "http://ex.org/"

@@ -1,0 +1,27 @@
+"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | architecture``."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+from rsep.testing.architecture import architecture_doc_with_diagram
+from rsep.testing.suite import DIALECTS
+from rsep.testing.w3c import report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["architecture"]:  # rewrite docs/architecture.md's diagram from the code
+        doc = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+        doc.write_text(architecture_doc_with_diagram(doc.read_text(encoding="utf-8")), encoding="utf-8")
+        return 0
+    if not args or args[0] != "w3c":
+        print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet] | architecture", file=sys.stderr)
+        return 2
+    warnings.simplefilter("ignore")
+    dialects = [a for a in args[1:] if not a.startswith("-")] or list(DIALECTS)
+    report(dialects, failures="--quiet" not in args)
+    return 0
+

@@ -34,7 +34,9 @@ MODULES = (
     "rsep.spaseq.nfa",
     "rsep.spaseq.runtime",
     "rsep.runtime.engine",
+    "rsep.stream.assembly",
     "rsep.stream.files",
+    "rsep.stream.framing",
     "rsep.stream.source",
 )
 

@@ -24,7 +24,8 @@ from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Sink
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
-from rsep.stream.files import StreamFile, TimeConfig
+from rsep.stream.files import TimeConfig
+from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import TimeError, parse_datetime_ms, parse_time_unit
 
@@ -54,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="replay recorded streams through continuous queries")
     r.add_argument("queries", nargs="+", metavar="QUERY_FILE")
     r.add_argument("--stream", action="append", type=_stream_arg, default=[], metavar="IRI=PATH",
-                   help="a stream file (TriG or N-Quads); repeat for several streams")
+                   help="a stream file (TriG or N-Quads; an RDF Message Log; Jelly; JSON lines), "
+                   "'-' for standard input; repeat for several streams")
+    r.add_argument("--stream-format", choices=STREAM_FORMATS, default="auto",
+                   help="how to read the --stream inputs: timestamped graphs (events), RDF Message "
+                   "Logs (rdfm: TriG/Turtle/N-Quads with @message delimiters; jelly); default auto: "
+                   "by name and content")
     r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
@@ -74,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "durations with units apply to integer timestamps")
     r.add_argument("--time-predicate", action="append", default=[], metavar="IRI",
                    help="predicate giving an event's time (default prov:generatedAtTime and "
-                   "friends)")
+                   "friends); 'arrival': an RDF Message Log's messages take their arrival time")
     r.add_argument("--time-in-graph", action="store_true",
                    help="also read the time from a triple inside the event graph")
     r.add_argument("--allowed-lateness", type=int, default=0, metavar="UNITS",
@@ -101,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench(sub)
     add_spark(sub)
+    from rsep.cli.convert import add_parser as add_convert
+
+    add_convert(sub)
     return p
 
 
@@ -181,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise EngineError("the queries read stream(s) with no --stream given: "
                           + ", ".join(f"<{m}>" for m in sorted(missing)))
-    tc = TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
+    tc = TimeConfig(in_graph=args.time_in_graph) if args.time_predicate == ["arrival"] else \
+        TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
         if len(args.time_predicate) == 1 else TimeConfig(
             point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
     dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
@@ -189,13 +199,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
             what, args.max_eval_seconds, (out,)))
-    from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
-
-    files = [JsonlStreamFile(path, iri) if path.lower().endswith(SUFFIXES)
-             else StreamFile(path, iri, time=tc) for iri, path in args.stream]
-    for f in files:
-        if not f.path.is_file():
-            raise EngineError(f"stream file not found: {f.path}")
+    try:
+        files = [open_stream(iri, path, fmt=args.stream_format, time=tc,
+                             time_predicates=args.time_predicate) for iri, path in args.stream]
+    except FileNotFoundError as e:
+        raise EngineError(str(e)) from e
     events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
     sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())
@@ -251,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
             from rsep.spark.cli import main as spark_main
 
             return spark_main(args)
+        if args.command == "convert":
+            from rsep.cli.convert import main as convert_main
+
+            return convert_main(args)
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR

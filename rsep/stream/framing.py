@@ -322,3 +322,55 @@ def _quad_graph(line: str) -> str | None:
     if not quads or isinstance(quads[0].graph_name, ox.DefaultGraph):
         return None
     return str(quads[0].graph_name)
+
+
+# ------------------------------------------------------------------ RDF Messages
+
+# W3C RSP CG, RDF Messages (spec/messages.bs): in N-Triples, N-Quads, Turtle and TriG
+# "the delimiter is a comment in the document that matches /^\s*@message/" (the regex
+# applies to the comment's text, after its "#").
+MESSAGE_DELIMITER = re.compile(r"#[ \t\f\v]*@message")
+_LINE_DELIMITER = re.compile(r"^[ \t\f\v]*#[ \t\f\v]*@message[^\n]*", re.M)
+# Where a delimiter is, in the text pyoxigraph parses: a statement that ends the message
+# parsed before it (the markers locate the message boundaries in one parse of many messages).
+MESSAGE_MARK_IRI = "urn:rsep:message-delimiter"
+MESSAGE_MARK = f"<{MESSAGE_MARK_IRI}> <{MESSAGE_MARK_IRI}> <{MESSAGE_MARK_IRI}> ."
+
+
+def find_delimiters(text: str, final: bool) -> tuple[list[tuple[int, int]], int]:
+    """The ``@message`` delimiter comments of ``text`` as (start, end) offsets (from the
+    "#" to the end of its line), and the offset up to which the text was searched: all of
+    it, unless a long string is still open at the end of a non-final text.
+
+    Where every candidate starts its line and no long string (the only token that spans
+    lines) is in the text, a regex finds them; otherwise the tokenizer tells comments from
+    strings and IRIs.
+    """
+    if "@message" not in text:
+        return [], len(text)
+    if '"""' not in text and "'''" not in text:
+        found = [(m.start(), m.end()) for m in _LINE_DELIMITER.finditer(text)]
+        if len(found) == sum(1 for _ in MESSAGE_DELIMITER.finditer(text)):
+            return [(text.index("#", s), e) for s, e in found], len(text)
+    out: list[tuple[int, int]] = []
+    for m in TOKEN.finditer(text):
+        if m.group("open3") is not None:
+            if not final:
+                return out, m.start()
+            continue
+        tok = m.group(0)
+        if tok.startswith("#") and MESSAGE_DELIMITER.match(tok):
+            out.append((m.start(), m.end()))
+    return out, len(text)
+
+
+def mark_delimiters(text: str, delimiters: list[tuple[int, int]]) -> str:
+    """``text`` with each delimiter comment replaced by the marker statement (lines stay)."""
+    parts = []
+    pos = 0
+    for s, e in delimiters:
+        parts.append(text[pos:s])
+        parts.append(MESSAGE_MARK)
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)

@@ -71,7 +71,7 @@ def test_the_specs_message_log_example_parses_into_its_four_messages(tmp_path, c
     p = tmp_path / "log.trig"
     p.write_text(SPEC_LOG)
     msgs = list(MessageLog(p, "urn:s", chunk_size=chunk).messages())
-    assert [(m.number, m.line, len(m.quads)) for m in msgs] == [(1, 1, 2), (2, 9, 3), (3, 14, 0), (4, 15, 3)]
+    assert [(m.number, m.line, len(m.quads)) for m in msgs] == [(1, 6, 2), (2, 9, 3), (3, 14, 0), (4, 15, 3)]
     assert _subjects(msgs[0]) == [EX + "Stream1"]
     assert _subjects(msgs[1]) == [EX + "Observation1"]
     assert _subjects(msgs[3]) == [EX + "Observation2"]
@@ -83,7 +83,7 @@ def test_the_specs_example_as_events_with_sosa_result_time(tmp_path):
     items = list(MessageLog(p, "urn:s", time=TimeConfig.with_predicate(SOSA + "resultTime")))
     rej, obs1, empty, obs2 = items
     # the context message carries no time: dead-lettered with the reason, the rest goes on
-    assert rej.line == 1 and rej.reason.startswith(f"message 1 has no time (expected a triple with <{SOSA}resultTime>")
+    assert rej.line == 6 and rej.reason.startswith(f"message 1 has no time (expected a triple with <{SOSA}resultTime>")
     t1, t2 = parse_datetime_ms("2026-01-01T00:00:00Z"), parse_datetime_ms("2026-01-01T00:10:00Z")
     assert (obs1.graph, obs1.start, obs1.end, obs1.kind, len(obs1.triples)) == \
         (EX + "Observation1", t1, t1, TimeKind.DATETIME, 3)
@@ -257,3 +257,17 @@ def test_jelly_keeps_literals_languages_and_blank_nodes(tmp_path):
     objs = sorted(str(t.object) for t in e.triples)
     assert objs == ['"1.50"^^<http://www.w3.org/2001/XMLSchema#decimal>', '"a\\"b"@en']
     assert isinstance(e.triples[0].subject, ox.BlankNode) and e.triples[0].subject == e.triples[1].subject
+
+
+def test_the_documented_example(capsys):
+    # README "RDF Message Logs": the spec's log, timed by sosa:resultTime
+    ex = ROOT / "docs" / "examples"
+    args = ["run", str(ex / "observations.rq"), "--stream", f"http://example.org/obs={ex / 'observations.trig'}",
+            "--time-predicate", SOSA + "resultTime"]
+    assert main(args) == 3  # the context message has no time: dead-lettered
+    out, err = capsys.readouterr()
+    assert [(o["time"], o["triple"].split()[0]) for o in map(json.loads, out.splitlines())] == [
+        ("2026-01-01T00:00:00Z", "<http://example.org/Observation1>"),
+        ("2026-01-01T00:10:00Z", "<http://example.org/Observation2>"),
+        ("2026-01-01T00:10:00Z", "<http://example.org/Observation1>")]
+    assert "observations.trig:8: message 1 has no time" in err

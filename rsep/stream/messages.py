@@ -40,7 +40,7 @@ from typing import IO
 
 import pyoxigraph as ox
 
-from rsep.stream.assembly import scope_blank_nodes
+from rsep.stream.assembly import SKIP, scope_blank_nodes
 from rsep.stream.event import Event, Rejected
 from rsep.stream.framing import (
     MESSAGE_MARK_IRI,
@@ -299,9 +299,10 @@ class _TextLog:
             if edge and not quads:
                 continue  # no triple before the first delimiter / after the last: no message
             self.number += 1
-            piece = text[s:e]
-            lead = len(piece) - len(piece.lstrip())
-            yield Message(self.number, line + piece.count("\n", 0, lead), quads)
+            # located at its first statement, past blank lines, comments and directives
+            m = SKIP.match(text, s, e)
+            lead = m.end() if m else s
+            yield Message(self.number, line + text.count("\n", s, lead), quads)
         if delims:
             self.started = True
         self.line += text.count("\n")

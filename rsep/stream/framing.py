@@ -349,9 +349,21 @@ def find_delimiters(text: str, final: bool) -> tuple[list[tuple[int, int]], int]
     if "@message" not in text:
         return [], len(text)
     if '"""' not in text and "'''" not in text:
-        found = [(m.start(), m.end()) for m in _LINE_DELIMITER.finditer(text)]
-        if len(found) == sum(1 for _ in MESSAGE_DELIMITER.finditer(text)):
-            return [(text.index("#", s), e) for s, e in found], len(text)
+        found = []
+        find = text.find
+        i = find("@message")
+        while i >= 0:
+            start = text.rfind("\n", 0, i) + 1
+            m = _LINE_DELIMITER.match(text, start)
+            if m is None:
+                if MESSAGE_DELIMITER.search(text, start, i + 8):
+                    break  # a delimiter after a statement on its line: the tokenizer decides
+            else:
+                found.append((find("#", start), m.end()))
+                i = m.end()
+            i = find("@message", i + 1)
+        else:
+            return found, len(text)
     out: list[tuple[int, int]] = []
     for m in TOKEN.finditer(text):
         if m.group("open3") is not None:

@@ -35,6 +35,8 @@ import time as _time
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from pathlib import Path
 from typing import IO
 
@@ -55,7 +57,13 @@ from rsep.stream.time import XSD, TimeConfig, TimeError, TimeKind, timestamp_fro
 FORMATS = ("trig", "nquads", "jelly")
 ARRIVAL = "arrival"  # --time-predicate arrival: a message's time is when it was read
 _MARK = ox.NamedNode(MESSAGE_MARK_IRI)
-_DEFAULT = ox.DefaultGraph()
+_DG = ox.DefaultGraph
+_BN = ox.BlankNode
+_GRAPH = attrgetter("graph_name")
+_TRIPLE = attrgetter("triple")
+_SUBJECT = attrgetter("subject")
+_OBJECT = attrgetter("object")
+_PREDICATE_VALUE = attrgetter("predicate.value")
 
 
 def log_format(path: str | Path) -> str:
@@ -194,29 +202,25 @@ class MessageLog:
                      f"{self.origin}:{m.line}")
 
     def _timed(self, m: Message, roles: dict[str, str]) -> Event | Rejected:
-        named: dict[str, None] = {}
+        quads = m.quads
+        # Whole-message checks mapped over the quads; a loop only over the few time triples.
+        named = list(dict.fromkeys(g.value for g in set(map(_GRAPH, quads)) if g.__class__ is not _DG))
         found: dict[str, dict[tuple[int, TimeKind], str | None]] = {}
-        bnodes = False
-        for q in m.quads:
-            g = q.graph_name
-            if not isinstance(g, ox.DefaultGraph):
-                named[g.value] = None
-            if isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode):
-                bnodes = True
-            role = roles.get(q.predicate.value)
-            if role is None or self.arrival:
-                continue
-            try:
-                stamp = _stamp(q.object)
-            except TimeError as e:
-                return Rejected(self.stream, self.origin, m.line, 0,
-                                f"message {m.number}: bad time in {q}: {e}", str(q))
-            subject = q.subject.value if isinstance(q.subject, ox.NamedNode) else None
-            found.setdefault(role, {}).setdefault(stamp, subject)
+        if not self.arrival and not roles.keys().isdisjoint(map(_PREDICATE_VALUE, quads)):
+            for q in quads:
+                role = roles.get(q.predicate.value)
+                if role is None:
+                    continue
+                try:
+                    stamp = _stamp(q.object)
+                except TimeError as e:
+                    return Rejected(self.stream, self.origin, m.line, 0,
+                                    f"message {m.number}: bad time in {q}: {e}", str(q))
+                subject = q.subject.value if q.subject.__class__ is ox.NamedNode else None
+                found.setdefault(role, {}).setdefault(stamp, subject)
+        about: str | None = None
         if self.arrival:
-            now = (int(_time.time() * 1000), TimeKind.DATETIME)
-            start = end = now
-            about: str | None = None
+            start = end = (int(_time.time() * 1000), TimeKind.DATETIME)
         else:
             for role, values in found.items():
                 if len(values) > 1:
@@ -239,12 +243,16 @@ class MessageLog:
             if end[0] < start[0]:
                 return Rejected(self.stream, self.origin, m.line, 0,
                                 f"the interval of message {m.number} ends before it starts")
-        triples = [q.triple for q in m.quads
-                   if not (isinstance(q.graph_name, ox.DefaultGraph) and named
-                           and isinstance(q.subject, ox.NamedNode) and q.subject.value in named)]
-        if bnodes:
+        if named:
+            names = set(named)
+            triples = [q.triple for q in quads
+                       if not (q.graph_name.__class__ is _DG and q.subject.__class__ is ox.NamedNode
+                               and q.subject.value in names)]
+        else:
+            triples = list(map(_TRIPLE, quads))
+        if _BN in set(map(type, map(_SUBJECT, quads))) or _BN in set(map(type, map(_OBJECT, quads))):
             triples = scope_blank_nodes(triples, f"m{m.number}")
-        name = next(iter(named)) if len(named) == 1 else about or self._name(m)
+        name = named[0] if len(named) == 1 else about or self._name(m)
         return self._event(m, name, start, end, triples)
 
 
@@ -318,14 +326,15 @@ class _TextLog:
             quads, parser = self._parse(mark_delimiters(text, delims) if delims else text)
         except SyntaxError:
             return None
-        groups: list[list[ox.Quad]] = [[]]
-        for q in quads:
-            if q.subject == _MARK and q.predicate == _MARK:
-                if not isinstance(q.graph_name, ox.DefaultGraph):
-                    return None  # a delimiter inside a graph block: the messages decide
-                groups.append([])
-            else:
-                groups[-1].append(q)
+        # the markers' positions, found by comparisons mapped over the quads
+        marks = list(compress(range(len(quads)), map(eq, repeat(_MARK), map(_SUBJECT, quads))))
+        for i in marks:
+            if quads[i].predicate != _MARK:
+                return None
+            if quads[i].graph_name.__class__ is not _DG:
+                return None  # a delimiter inside a graph block: the messages decide
+        bounds = [-1, *marks, len(quads)]
+        groups = [quads[a + 1:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         if len(groups) != len(delims) + 1:
             return None
         self._directives(parser)

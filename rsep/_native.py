@@ -37,6 +37,7 @@ MODULES = (
     "rsep.stream.assembly",
     "rsep.stream.files",
     "rsep.stream.framing",
+    "rsep.stream.messages",
     "rsep.stream.source",
 )
 

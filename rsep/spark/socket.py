@@ -33,6 +33,9 @@ from pyspark.sql.datasource import DataSource
 
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
 from rsep.stream.framing import Framer
+from rsep.stream.live import tcp_url
+
+parse_url = tcp_url  # one URL syntax for rsep run's live sources and Spark's
 
 FORMAT = "rsep-socket"
 
@@ -160,13 +163,3 @@ def socket_records(spark: SparkSession, host: str, port: int, *, stream: str | N
     opts.update({k: str(v) for k, v in options.items()})
     register(spark)
     return spark.readStream.format(FORMAT).options(**opts).load()
-
-
-def parse_url(url: str) -> tuple[str, int]:
-    """``tcp://host:port`` -> (host, port)."""
-    if not url.startswith("tcp://"):
-        raise ValueError(f"not a TCP URL (tcp://host:port): {url!r}")
-    host, _, port = url[len("tcp://"):].rstrip("/").rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"TCP URL needs a host and a port (tcp://host:port): {url!r}")
-    return host, int(port)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from itertools import accumulate, groupby, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 import pyoxigraph as ox
 
@@ -75,8 +75,10 @@ class StreamFile:
         max_pending: int = 10_000,
         batch_records: int = 512,
         chunk_size: int = 1 << 16,
+        text: str | None = None,
     ) -> None:
         self.path = Path(path)
+        self.text = text  # read this text instead of the file (a frame of a live source)
         self.stream = stream
         self.time = time or TimeConfig()
         suffix = self.path.suffix.lower()
@@ -118,7 +120,7 @@ class StreamFile:
 
     def _trig(self, asm: Assembly) -> Iterator[bool]:
         size = self.chunk_size
-        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+        with self._open() as f:
             buf = ""
             line = 1
             eof = False
@@ -153,6 +155,11 @@ class StreamFile:
                 if not records and len(buf) > 64 * size:
                     # One record larger than 64 chunks: refuse instead of buffering forever.
                     raise ValueError(f"{self.path}:{line}: a single record exceeds {64 * size} bytes")
+
+    def _open(self) -> IO[str]:
+        if self.text is not None:
+            return io.StringIO(self.text, newline="")
+        return open(self.path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
 
     def _fast_trig(self, chunk: str, line: int, asm: Assembly, marked: bool = False) -> int | None:
         """Parse and assemble a chunk in one call: the line after it, or None (and nothing
@@ -193,7 +200,7 @@ class StreamFile:
 
     def _nquads(self, asm: Assembly) -> Iterator[bool]:
         size = self.chunk_size
-        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+        with self._open() as f:
             line = 1
             while chunk := f.read(size):
                 chunk += f.readline()

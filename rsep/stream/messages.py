@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sys
 import time as _time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -99,13 +99,16 @@ class MessageLog:
     plus the rejected messages. ``time=None`` with ``arrival``: times of arrival."""
 
     def __init__(self, path: str | Path, stream: str, *, time: TimeConfig | None = None,
-                 fmt: str | None = None, arrival: bool = False, chunk_size: int = 1 << 20) -> None:
+                 fmt: str | None = None, arrival: bool = False, chunk_size: int = 1 << 20,
+                 source: Iterable[str] | None = None) -> None:
         self.path = Path(path)
         self.stdin = str(path) == "-"
         self.origin = "<stdin>" if self.stdin else str(path)
+        # text as it arrives (a live source; ``path`` then only names it)
+        self.source = source
         self.stream = stream
         self.time = time or TimeConfig()
-        self.fmt = fmt or ("trig" if self.stdin else log_format(path))
+        self.fmt = fmt or ("trig" if self.stdin or source is not None else log_format(path))
         if self.fmt not in FORMATS:
             raise ValueError(f"unknown message log format {self.fmt!r} (expected one of {', '.join(FORMATS)})")
         self.arrival = arrival
@@ -133,32 +136,44 @@ class MessageLog:
             except JellyError as e:
                 yield Rejected(self.stream, self.origin, n + 1, 0, f"frame {n + 1}: {e}")
 
+    def _pieces(self) -> Iterator[str]:
+        """The log's text in pieces: a file by chunks cut at line ends, standard input line
+        by line (a message is read as soon as its delimiter arrives), a live source as sent."""
+        if self.source is not None:
+            yield from self.source
+            return
+        if self.stdin:
+            yield from sys.stdin
+            return
+        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+            while data := f.read(self.chunk_size):
+                yield data + f.readline()  # whole lines: one-line tokens are never cut
+
     def _text(self) -> Iterator[Message | Rejected]:
         reader = _TextLog(self)
-        ctx: IO[str] = sys.stdin if self.stdin else open(  # noqa: SIM115
-            self.path, encoding="utf-8", errors="replace", newline="")
-        with ctx if not self.stdin else nullcontext(ctx) as f:
-            buf = ""
-            eof = False
-            while not eof:
-                data = f.read(self.chunk_size)
-                if data:
-                    data += f.readline()  # whole lines: one-line tokens are never cut
-                    buf += data
-                else:
-                    eof = True
-                delims, searched = find_delimiters(buf, eof)
-                if not eof:
-                    if not delims:
-                        if len(buf) > 256 * self.chunk_size:
-                            raise ValueError(f"{self.origin}:{reader.line}: a single message exceeds "
-                                             f"{256 * self.chunk_size} characters")
-                        continue
-                    cut = delims[-1][1]  # up to the end of the last delimiter comment
-                else:
-                    cut = len(buf)
-                yield from reader.chunk(buf[:cut], delims, eof)
-                buf = buf[cut:]
+        buf = ""
+        pieces = self._pieces()
+        eof = False
+        while not eof:
+            data = next(pieces, None)
+            if data is None:
+                eof = True
+            else:
+                buf += data
+            delims, _ = find_delimiters(buf, eof)
+            if not eof and delims and delims[-1][1] == len(buf):
+                delims.pop()  # its line may not have arrived whole yet
+            if not eof:
+                if not delims:
+                    if len(buf) > 256 * self.chunk_size:
+                        raise ValueError(f"{self.origin}:{reader.line}: a single message exceeds "
+                                         f"{256 * self.chunk_size} characters")
+                    continue
+                cut = delims[-1][1]  # up to the end of the last delimiter comment
+            else:
+                cut = len(buf)
+            yield from reader.chunk(buf[:cut], delims, eof)
+            buf = buf[cut:]
 
     # ------------------------------------------------------------ events
 

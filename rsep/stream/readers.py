@@ -4,7 +4,8 @@
 ``.jelly`` Jelly (an RDF Message Log), a text file with an ``@message`` delimiter in its
 first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
 Standard input (``-``) cannot be looked at twice: it is a stream file unless the format is
-given (``rdfm`` or ``jelly``).
+given (``rdfm`` or ``jelly``); so are the live sources ``tcp://`` and ``mqtt://``
+(rsep.stream.live; ``rdfm`` only, Jelly is read from files and standard input).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
+from rsep.stream.live import LiveStream, is_live
 from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
 from rsep.stream.time import TimeConfig
 
@@ -43,6 +45,12 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
     messages take their arrival times (for stream files, time always comes from the data)."""
     preds = list(time_predicates)
     arrival = preds == [ARRIVAL]
+    if is_live(path):
+        if fmt not in ("auto", "events", "rdfm"):
+            raise ValueError(f"a live source ({path}) carries stream text or an RDF Message Log, not {fmt}")
+        if arrival and fmt != "rdfm":
+            raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs (give --stream-format rdfm)")
+        return LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
     if path != STDIN and not Path(path).is_file():
         raise FileNotFoundError(f"stream file not found: {path}")
     kind = stream_kind(path, fmt)

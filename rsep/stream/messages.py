@@ -221,11 +221,12 @@ class MessageLog:
         # Whole-message checks mapped over the quads; a loop only over the few time triples.
         named = list(dict.fromkeys(g.value for g in set(map(_GRAPH, quads)) if g.__class__ is not _DG))
         found: dict[str, dict[tuple[int, TimeKind], str | None]] = {}
-        if not self.arrival and not roles.keys().isdisjoint(map(_PREDICATE_VALUE, quads)):
-            for q in quads:
-                role = roles.get(q.predicate.value)
-                if role is None:
-                    continue
+        if not self.arrival:
+            preds = list(map(_PREDICATE_VALUE, quads))
+            timed = compress(quads, map(roles.__contains__, preds)) \
+                if not roles.keys().isdisjoint(preds) else ()
+            for q in timed:
+                role = roles[q.predicate.value]
                 try:
                     stamp = _stamp(q.object)
                 except TimeError as e:
@@ -248,9 +249,9 @@ class MessageLog:
                 (start, about), = (found.get("start") or found["end"]).items()
                 (end, _), = (found.get("end") or found["start"]).items()
             else:
-                preds = ", ".join(f"<{p}>" for p in self.time.point) or "a time predicate"
+                wanted = ", ".join(f"<{p}>" for p in self.time.point) or "a time predicate"
                 return Rejected(self.stream, self.origin, m.line, 0,
-                                f"message {m.number} has no time (expected a triple with {preds}; "
+                                f"message {m.number} has no time (expected a triple with {wanted}; "
                                 "or read the log with --time-predicate arrival)")
             if start[1] is not end[1]:
                 return Rejected(self.stream, self.origin, m.line, 0,

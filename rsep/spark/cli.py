@@ -198,12 +198,11 @@ def run(args: argparse.Namespace) -> int:
         raise EngineError("--stage-times times the in-process engine; a Spark job's stages "
                           "are in Spark's own metrics (see docs/benchmarks.md, Spark pipeline)")
     for _, path in args.stream:
-        if path == "-" or path.lower().endswith(".jelly") \
-                or getattr(args, "stream_format", "auto") == "jelly":
-            # Spark reads stream files as text; the in-process engine reads stdin and Jelly.
-            raise EngineError(f"--engine spark reads stream files and directories of TriG, N-Quads, "
-                              f"RDF Message Logs or JSON lines, not {'standard input' if path == '-' else 'Jelly'} "
-                              f"({path}): use the in-process engine, or rsep convert to a text log")
+        if path == "-" or path.startswith(("tcp://", "mqtt://")):
+            # A Spark job replays files (its live sources are rsep.spark.mqtt / socket's API).
+            raise EngineError(f"--engine spark reads stream files and directories (TriG, N-Quads, "
+                              f"RDF Message Logs, Jelly files, JSON lines), not {path}: use the "
+                              "in-process engine (without --engine spark)")
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")
     if getattr(args, "time_predicate", None) == ["arrival"]:

@@ -11,7 +11,9 @@ A (streaming or static) DataFrame with at least these columns:
                        N-Quads document (its prefixes included), or JSON lines
 ``arrival`` timestamp  when the text arrived (end-to-end latency is measured from it)
 
-Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl`` | ``rdfm``); when it
+A ``.jelly`` origin's text is the file's bytes in base64 (Jelly: frames are RDF Messages).
+
+Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl`` | ``rdfm`` | ``jelly``); when it
 is missing or null the format comes from the origin's suffix (``.nq``/``.nquads``,
 ``.jsonl``/``.ndjson``, else TriG), a text whose first non-blank character is ``{`` is
 read as JSON lines, and a TriG / N-Quads text with an ``@message`` delimiter as an RDF
@@ -40,6 +42,7 @@ dead-letter output with the reason; nothing is dropped silently.
 
 from __future__ import annotations
 
+import base64
 import os
 import tempfile
 import time
@@ -60,7 +63,7 @@ END_OF_INPUT = "urn:rsep:end-of-input"
 
 RAW_COLUMNS = ("stream", "origin", "text", "arrival")
 
-FORMATS = ("trig", "nquads", "jsonl", "rdfm")
+FORMATS = ("trig", "nquads", "jsonl", "rdfm", "jelly")
 
 
 def detect_format(origin: str, text: str, given: str | None = None) -> str:
@@ -69,6 +72,8 @@ def detect_format(origin: str, text: str, given: str | None = None) -> str:
             raise ValueError(f"unknown stream format {given!r} (expected one of {', '.join(FORMATS)})")
         return given
     low = origin.lower().split("#", 1)[0]
+    if low.endswith(".jelly"):
+        return "jelly"
     if low.endswith(JSONL_SUFFIXES):
         return "jsonl"
     if not low.endswith((".nq", ".nquads", ".trig", ".ttl")) and text.lstrip().startswith("{"):
@@ -98,10 +103,16 @@ def parse_text(text: str, stream: str, origin: str, fmt: str,
         yield from parse_lines(text.splitlines(), stream, origin)
         return
     path = _scratch()
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
+    if fmt == "jelly":
+        with open(path, "wb") as fb:
+            fb.write(base64.b64decode(text))
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
     try:
-        if fmt == "rdfm":
+        if fmt == "jelly":
+            items = list(MessageLog(path, stream, time=time, fmt="jelly"))
+        elif fmt == "rdfm":
             syntax = log_format(origin.split("#", 1)[0])
             items = list(MessageLog(path, stream, time=time, fmt="trig" if syntax == "jelly" else syntax))
         else:

@@ -281,3 +281,17 @@ def test_a_delimiter_inside_a_graph_block_breaks_both_halves_and_the_log_goes_on
     assert (first.line, first.reason) == (4, "message 1: Unexpected end")
     assert (second.line, second.reason) == (6, "message 2: } is not a valid subject or graph name")
     assert (event.graph, event.start) == ("urn:h", 2)
+
+
+def test_a_live_log_gives_each_message_once_its_delimiter_line_is_whole():
+    pieces = ["<urn:a> <urn:t> 1 .\n# @mess", "age a comment", "\n", "<urn:b> <urn:t> 2 .\n"]
+    read: list[str] = []
+
+    def source():
+        for p in pieces:
+            read.append(p)
+            yield p
+
+    got = [(e.graph, e.start, len(read))
+           for e in MessageLog("tcp://h:1", "urn:s", time=TimeConfig.with_predicate("urn:t"), source=source())]
+    assert got == [("urn:a", 1, 3), ("urn:b", 2, 4)]

@@ -154,14 +154,22 @@ class MessageLog:
         buf = ""
         pieces = self._pieces()
         eof = False
+        held_back = False  # a delimiter whose line is not whole yet: look again
         while not eof:
             data = next(pieces, None)
             if data is None:
                 eof = True
             else:
                 buf += data
+                if not held_back and "@message" not in buf[-len(data) - 8:]:
+                    # no delimiter came in (a piece may cut one: the overlap): read on
+                    if len(buf) > 256 * self.chunk_size:
+                        raise ValueError(f"{self.origin}:{reader.line}: a single message exceeds "
+                                         f"{256 * self.chunk_size} characters")
+                    continue
             delims, _ = find_delimiters(buf, eof)
-            if not eof and delims and delims[-1][1] == len(buf):
+            held_back = not eof and bool(delims) and delims[-1][1] == len(buf)
+            if held_back:
                 delims.pop()  # its line may not have arrived whole yet
             if not eof:
                 if not delims:

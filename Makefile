@@ -9,7 +9,7 @@ NATIVE := rsep/_native.json
 NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/') \
 	$(wildcard rsep/*/*.pxd)
 
-.PHONY: demo test lint bench clean system-deps
+.PHONY: demo test lint bench clean system-deps citybench-q1
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
@@ -26,13 +26,34 @@ demo: $(STAMP) $(NATIVE)
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
 
-# What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto).
+# CityBench's Q1 (the congestion join of two road segments) over the real Aarhus feeds, mapped
+# by examples/citybench/*.rml.ttl: its first results
+citybench-q1: $(STAMP)
+	$(BIN)/rsep run examples/citybench/q1.rq \
+	    --stream 'http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData182955=examples/citybench/traffic-182955.rml.ttl' \
+	    --stream 'http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData158505=examples/citybench/traffic-158505.rml.ttl' \
+	    --graph http://127.0.0.1:9000/WebGlCity/RDF/SensorRepository.rdf=../shared/data/citybench/SensorRepository.n3 \
+	    --format table 2>/dev/null | head -12
+
+# What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto),
+# and for rsep serve's console the browser its test drives (chromium) and Graphviz's dot,
+# which draws SPASEQ automata.
 system-deps:
 	@command -v mosquitto >/dev/null 2>&1 || test -x /usr/sbin/mosquitto || { \
 	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
 	    echo "installing mosquitto (Debian) for the MQTT tests"; \
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q mosquitto >/dev/null; }
+	@{ command -v chromium >/dev/null 2>&1 && command -v dot >/dev/null 2>&1; } || { \
+	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    echo "installing chromium and graphviz (Debian) for rsep serve's console"; \
+	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
+	@command -v swipl >/dev/null 2>&1 || { \
+	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    echo "installing swi-prolog-nox (Debian) for ETALIS in tests/test_bench_etalis.py"; \
+	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q swi-prolog-nox >/dev/null; }
 
 test: $(STAMP) $(NATIVE) system-deps
 	$(BIN)/ruff check rsep tests benchmarks

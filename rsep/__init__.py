@@ -1,16 +1,43 @@
 """rsep: RDF stream processing and semantic complex event processing."""
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from rsep import _native  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rsep import _native
+
+__version__ = "0.1.0"
 
 _native.install()  # before the first compiled module loads: never a stale build
 
-from rsep.algebra.policy import R2S, ReportPolicy  # noqa: E402
-from rsep.lang import QueryError, parse_query  # noqa: E402
-from rsep.runtime.engine import Engine, EngineError, Limits, Output  # noqa: E402
-from rsep.stream.event import Event  # noqa: E402
-from rsep.stream.files import StreamFile, TimeConfig  # noqa: E402
+if TYPE_CHECKING:
+    from rsep.algebra.policy import R2S, ReportPolicy
+    from rsep.lang import QueryError, parse_query
+    from rsep.runtime.engine import Engine, EngineError, Limits, Output
+    from rsep.stream.event import Event
+    from rsep.stream.files import StreamFile, TimeConfig
+
+# The public names, by the module that defines them: imported on first use (PEP 562), so that
+# `import rsep` (every subcommand's first step) loads neither the engine nor the grammars.
+_PUBLIC = {"Engine": "rsep.runtime.engine", "EngineError": "rsep.runtime.engine",
+           "Limits": "rsep.runtime.engine", "Output": "rsep.runtime.engine",
+           "QueryError": "rsep.lang", "parse_query": "rsep.lang", "R2S": "rsep.algebra.policy",
+           "ReportPolicy": "rsep.algebra.policy", "Event": "rsep.stream.event",
+           "StreamFile": "rsep.stream.files", "TimeConfig": "rsep.stream.files"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'rsep' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # once: later lookups are plain attributes
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
 
 __all__ = ["Engine", "EngineError", "Event", "Limits", "Output", "QueryError", "R2S",
            "ReportPolicy", "StreamFile", "TimeConfig", "parse_query", "__version__"]

@@ -2,7 +2,8 @@
 
 ``python -m rsep.native build`` compiles the modules in :data:`MODULES` with Cython
 (unchanged Python source, no annotations enforced), in place, and records each source's
-SHA-256 in ``rsep/_native.json``. A module may have a ``.pxd`` beside it (the chain
+SHA-256 in ``rsep/_native.json`` (with its size and modification time, so that a start
+hashes a source only when its stat changed). A module may have a ``.pxd`` beside it (the chain
 engine's, the compiled GPMs'): C types for its classes' fields and C calls between its
 methods, which the pure build never reads; it counts as part of the source. On import,
 :func:`install` puts a finder first on ``sys.meta_path`` that lets Python load a compiled
@@ -15,7 +16,6 @@ run the same code, so either gives the same results; the compiled one runs a SPA
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -23,13 +23,16 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 # Where a stream's events spend their time (rsep run --stage-times): reading, SPASEQ's
 # GPMs and runs, and the engine loop.
 MODULES = (
+    "rsep.algebra.mapping",
     "rsep.algebra.spaseq",
     "rsep.spaseq.chain",
     "rsep.sparql.matcher",
+    "rsep.sparql.filters",
     "rsep.spaseq.gpm",
     "rsep.spaseq.nfa",
     "rsep.spaseq.runtime",
@@ -59,20 +62,51 @@ def digest(path: Path) -> str:
     return h.hexdigest()
 
 
-class _Guard(importlib.abc.MetaPathFinder):
-    """Loads the .py of a compiled module whose build does not match its source."""
+def stat(path: Path) -> list[int]:
+    """A module's sources' sizes and modification times (its .py's and .pxd's): while they
+    are the build's, so is the source, and the guard need not hash it."""
+    out = []
+    for f in (path, path.with_suffix(".pxd")):
+        try:
+            st = f.stat()
+        except OSError:
+            out += [-1, -1]
+        else:
+            out += [st.st_size, st.st_mtime_ns]
+    return out
 
-    def __init__(self, built: dict[str, str], pure: bool) -> None:
-        self.built = built
+
+def record(name: str) -> dict[str, Any]:
+    """What the manifest records of a module the build compiled."""
+    py = source(name)
+    return {"sha256": digest(py), "stat": stat(py)}
+
+
+class _Guard:
+    """Loads the .py of a compiled module whose build does not match its source (a finder
+    on ``sys.meta_path``: only ``find_spec`` is asked of it)."""
+
+    def __init__(self, built: dict[str, Any], pure: bool) -> None:
+        # name -> its record (older manifests: the hash alone)
+        self.built = {n: r if isinstance(r, dict) else {"sha256": r} for n, r in built.items()}
         self.pure = pure
         self.stale: list[str] = []
+
+    def current(self, name: str) -> bool:
+        """Whether the build of ``name`` is from its current source."""
+        rec, py = self.built.get(name), source(name)
+        if rec is None:
+            return False
+        if rec.get("stat") == stat(py):
+            return True
+        return bool(rec.get("sha256") == digest(py))
 
     def find_spec(self, name: str, path: object = None, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:
         if name not in MODULES:
             return None
         py = source(name)
-        if not self.pure and self.built.get(name) == digest(py):
+        if not self.pure and self.current(name):
             return None  # the normal finders load the extension module
         if name in self.built and not self.pure:
             self.stale.append(name)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rsep._native import MANIFEST, MODULES, ROOT, digest, source
+from rsep._native import MANIFEST, MODULES, ROOT, record, source
 
 
 def compiled() -> list[str]:
@@ -29,7 +29,8 @@ def build(jobs: int = 2) -> int:
     from Cython.Build import cythonize  # build-time only
     from setuptools import Distribution
 
-    hashes = {n: digest(source(n)) for n in MODULES}
+    # recorded before compiling: a source edited meanwhile is not taken for the build's
+    hashes = {n: record(n) for n in MODULES}
     cwd = os.getcwd()
     os.chdir(ROOT.parent)
     try:

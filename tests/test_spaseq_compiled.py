@@ -16,11 +16,15 @@ from conftest import EX
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rsep.algebra.events import BasicEventPattern
 from rsep.algebra.spaseq import UNIT
+from rsep.events.solver import BatchSolver, solve_item
 from rsep.lang.spaseq import parse_spaseq
 from rsep.sparql.matcher import Canon, compile_gpm
 from rsep.spaseq.gpm import GPMEvaluator
 from rsep.spaseq.streamset import SEvent
+from rsep.stream.event import Event
+from rsep.stream.time import TimeKind
 
 U = EX + "s"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -157,7 +161,44 @@ def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
 def test_integer_tests_are_the_lexical_rules(v):
     import re
 
-    from rsep.sparql.matcher import _canonical_int, _lexical_int
+    from rsep.sparql.filters import canonical_int as _canonical_int
+    from rsep.sparql.filters import lexical_int as _lexical_int
 
     assert _canonical_int(v) == (re.fullmatch(r"0|-?[1-9][0-9]*", v) is not None)
     assert _lexical_int(v) == (re.fullmatch(r"[+-]?[0-9]+", v) is not None)
+
+
+BEP_PATTERNS = [
+    "{{ ?e :a ?a ; :b ?b . ?e :c ?c FILTER({f}) }}",
+    "{{ ?e :a ?a . ?x :b ?b ; :c ?c FILTER({f}) }}",
+    "{{ ?e :r [ :c ?c ; :b ?b ], [ :b ?a ] FILTER({f}) }}",
+    "{{ ?e ?p ?a . ?e :b ?b . ?e :c ?c FILTER({f}) }}",
+    "{{ ?e :a ?a OPTIONAL {{ ?e :b ?b }} ?e :c ?c FILTER({f}) }}",  # pyoxigraph's
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(rnd=st.randoms(use_true_random=False))
+def test_bep_matching_equals_pyoxigraph(rnd):
+    """RSEP-QL's BEPs go through the GPMs' per-item matcher (BatchSolver): on random items
+    (repeated and non-canonical values, blank nodes) each item's mappings are pyoxigraph's
+    bag (in its order, one item at a time), one item at a time and batched, compiled or not."""
+    pattern = rnd.choice(BEP_PATTERNS).format(f=expr(rnd))
+    bep = BasicEventPattern("E", EX + "w", pattern, ("e", "a", "b", "c"),
+                            f"PREFIX : <{EX}> PREFIX xsd: <{XSD}> ")
+    v = lambda: rnd.choice(VALUES)  # noqa: E731
+    prefixes = f"@prefix : <{EX}> . @prefix xsd: <{XSD}> .\n"
+    items = []
+    for i in range(rnd.randint(1, 4)):
+        ttl = (f":e :a {v()}, {v()} ; :b {v()}, {v()} ; :c {v()} ; "
+               f":r [ :c {v()} ; :b {v()} ], [ :c {v()} ; :b {v()} ] . :f :b {v()} ; :c {v()} .")
+        trs = tuple(qd.triple for qd in ox.parse(prefixes + ttl, format=ox.RdfFormat.TURTLE))
+        items.append((Event(U, f"{EX}g{i}", i, i, trs, TimeKind.ABSTRACT, i + 1), trs))
+    want = [solve_item(bep, trs) for _, trs in items]
+    for compiled in (True, False):
+        one, batch = BatchSolver(compiled), BatchSolver(compiled)
+        batch.prepare(bep, items)
+        assert [one(bep, e, trs) for e, trs in items] == want, pattern
+        assert [sorted(batch(bep, e, trs)) for e, trs in items] == [sorted(w) for w in want], \
+            pattern
+    assert (BatchSolver().matcher(bep) is None) == ("OPTIONAL" in pattern)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rsep.algebra.events import Selection
+from rsep.algebra.mapping import SolutionMapping
 
 INF = float("inf")
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -20,7 +21,7 @@ SUBCLASS, SUBPROP = f"<{RDFS}subClassOf>", f"<{RDFS}subPropertyOf>"
 DOMAIN, RANGE = f"<{RDFS}domain>", f"<{RDFS}range>"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
-Mu = tuple[tuple[str, str], ...]  # sorted (variable, N-Triples term)
+Mu = SolutionMapping[str]  # SPARQL's mappings (rsep.algebra.mapping) of N-Triples terms
 
 
 # ---------------------------------------------------------------- algebra

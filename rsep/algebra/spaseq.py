@@ -7,94 +7,41 @@ left to right by the three selection strategies. An atom is a binary-operator
 expression (a GPM, or GPMs joined by ``&`` and ``|``), a Kleene+ GPM, or (the
 extensions of 002 Appendix B) an optional or negated GPM.
 
-Solution mappings are immutable here (sorted ``(variable, term)`` tuples), so
-sets of mappings (``Omega``) can be compared and hashed by both evaluators.
+Solution mappings are SPARQL's (rsep.algebra.mapping: sorted ``(variable, term)``
+tuples), so sets of mappings (``Omega``) can be compared and hashed by both evaluators.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 import pyoxigraph as ox
 
+from rsep.algebra.mapping import EMPTY, SolutionMapping
+from rsep.algebra.mapping import UNIT as mapping_unit
+
+# re-exported: SPASEQ's evaluators take the mapping operations from their algebra
+from rsep.algebra.mapping import compatible as compatible
+from rsep.algebra.mapping import drop as drop
+from rsep.algebra.mapping import join as join
+from rsep.algebra.mapping import mapping as mapping
+from rsep.algebra.mapping import merge as merge
+from rsep.algebra.mapping import project as project
+from rsep.algebra.mapping import variables_of as variables_of
 from rsep.stream.time import Duration
 
 # ---------------------------------------------------------------- mappings (Def. 5)
 
+# Def. 5's mappings are SPARQL's (rsep.algebra.mapping), valued in pyoxigraph terms.
 Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
-Mapping = tuple[tuple[str, Term], ...]  # sorted by variable name
+Mapping = SolutionMapping[Term]  # sorted by variable name
 Omega = frozenset[Mapping]
 
-EMPTY_MAPPING: Mapping = ()
-UNIT: Omega = frozenset({EMPTY_MAPPING})  # {mu_0}: the identity of the join
-
-
-def mapping(d: dict[str, Term]) -> Mapping:
-    return tuple(sorted(d.items()))  # variable names are unique: terms are never compared
-
-
-def compatible(a: Mapping, b: Mapping) -> bool:
-    if not a or not b:
-        return True
-    db = dict(b)
-    return all(db.get(k, v) == v for k, v in a)
-
-
-def merge(a: Mapping, b: Mapping) -> Mapping:
-    if not a:
-        return b
-    if not b:
-        return a
-    d = dict(a)
-    d.update(b)
-    return tuple(sorted(d.items()))
-
-
-def join(x: Omega, y: Omega) -> Omega:
-    """Omega_1 join Omega_2 of Definition 5."""
-    if x == UNIT:
-        return y
-    if y == UNIT:
-        return x
-    out = []
-    for a in x:
-        da = dict(a)
-        get = da.get
-        for b in y:
-            extra = False
-            for k, v in b:
-                w = get(k)
-                if w is None:
-                    extra = True
-                elif w != v:
-                    break
-            else:
-                if extra:
-                    d = dict(da)
-                    d.update(b)
-                    out.append(tuple(sorted(d.items())))
-                else:
-                    out.append(a)
-    return frozenset(out)
-
-
-def project(x: Omega, variables: Iterable[str]) -> Omega:
-    keep = set(variables)
-    return frozenset(tuple(kv for kv in m if kv[0] in keep) for m in x)
-
-
-def drop(x: Omega, variables: frozenset[str]) -> Omega:
-    if not variables:
-        return x
-    return frozenset(tuple(kv for kv in m if kv[0] not in variables) for m in x)
-
-
-def variables_of(x: Omega) -> set[str]:
-    return {k for m in x for k, _ in m}
+EMPTY_MAPPING: Mapping = EMPTY
+UNIT: Omega = mapping_unit
 
 
 # ---------------------------------------------------------------- selection strategies

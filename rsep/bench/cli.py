@@ -7,13 +7,16 @@ import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from rsep.bench.epsparql_etalis import SIZES
     from rsep.bench.runner import NAMES
 
     b = sub.add_parser("bench", help="measure rsep side by side with other engines (CORE, Flink "
                        "MATCH_RECOGNIZE, RSP-JS, a naive baseline, rsep's reference evaluators) "
                        "on generated workloads; writes a CSV and PNG plots")
-    b.add_argument("workload", choices=NAMES, metavar="WORKLOAD",
-                   help="a comparison, a sweep, or all: " + ", ".join(NAMES))
+    b.add_argument("workload", choices=(*NAMES, "epsparql-etalis"), metavar="WORKLOAD",
+                   help="a comparison, a sweep, or all: " + ", ".join(NAMES) + "; or "
+                   "epsparql-etalis (EP-SPARQL against ETALIS on SWI-Prolog, sizes "
+                   f"{', '.join(map(str, SIZES))} unless --size)")
     b.add_argument("--size", type=int, help="events per workload (default: per comparison, "
                    "10^5 for the peer comparisons and sweep-spark, 2*10^4 for the other sweeps)")
     b.add_argument("--engine", choices=("local", "spark"), default="local",
@@ -23,6 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--runs", type=int, default=3, help="runs per engine; the median is reported")
     b.add_argument("--out", default="benchmarks/results/peers", help="output folder")
     b.add_argument("--no-plots", action="store_true")
+    b.add_argument("--cases", help="epsparql-etalis: patterns and policies, e.g. a,b-recent "
+                   "(default: every pattern a-d under every policy)")
+    b.add_argument("--timeout", type=float, default=600,
+                   help="epsparql-etalis: seconds a run may take (an engine over it is not run "
+                   "on larger sizes)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -32,6 +40,12 @@ def main(args: argparse.Namespace) -> int:
         print("rsep bench: --runs must be at least 1", file=sys.stderr)
         return 2
     try:
+        if args.workload == "epsparql-etalis":
+            from rsep.bench.epsparql_etalis import main as etalis
+
+            return etalis((args.size,) if args.size else None, args.runs, args.out, args.cases,
+                          args.timeout, plots=not args.no_plots,
+                          log=lambda s: print(s, file=sys.stderr, flush=True))
         return run(args.workload, args.size, args.engine, args.peers, args.runs, args.out,
                    plots=not args.no_plots, log=lambda s: print(s, file=sys.stderr, flush=True))
     except ValueError as e:

@@ -6,12 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from rsep.algebra.query import ContinuousQuery
+from rsep.cli.explain import explain
+from rsep.cli.run import pair_arg
+from rsep.lang import DIALECTS, dialect_of, parse_query
+from rsep.lars import aggregates
+from rsep.lars import compare as cmp
+from rsep.lars.core import LarsError
+from rsep.spark.plan import partitioning
+from rsep.stream.time import parse_time_unit
+
 EXIT_AGREE, EXIT_DISAGREE, EXIT_FAILED = 0, 1, 2
 
 
-def add_parsers(sub: argparse._SubParsersAction, pair: object) -> None:
-    from rsep.lang import DIALECTS
-
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    pair = pair_arg
     e = sub.add_parser("explain", help="show what the engine runs: an RSP query's algebra, dataset "
                        "and windows and (--lars) its LARS program (001); a SPASEQ query's "
                        "automaton; an EP-SPARQL query's operators")
@@ -36,33 +45,20 @@ def add_parsers(sub: argparse._SubParsersAction, pair: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rsep.lang import parse_query
-    from rsep.lars import compare as cmp
-    from rsep.stream.time import parse_time_unit
-
     unit = parse_time_unit(args.time_unit) if args.time_unit else None
     text = Path(args.query).read_text(encoding="utf-8")
     q = parse_query(text, args.dialect, source=args.query)
     if args.command == "explain":
-        from rsep.cli.explain import explain
-
         sys.stdout.write(explain(q, lars=args.lars, fmt=args.format, time_unit_ms=unit))
         if args.format == "text":
-            from rsep.spark.plan import partitioning
-
             print("on Spark: " + partitioning(q).describe())
         return 0
-    from rsep.algebra.query import ContinuousQuery
-    from rsep.lars import aggregates
-
+    why = dialect_of(q).refusal("compare")
+    if why:
+        raise LarsError(why)
     # an aggregate query is compared by 001 Sec. 6's notion (COUNT/MAX/MIN); AVG, MEDIAN
     # and the others have none: NoAgreementNotion, reported with exit status 2
-    if not isinstance(q, ContinuousQuery):
-        from rsep.lars.core import LarsError
-
-        raise LarsError("rsep compare runs a query as C-SPARQL and as CQELS (001): it takes "
-                        "RSP queries (RSP-QL, C-SPARQL, CQELS), not "
-                        f"{'SPASEQ' if type(q).__name__ == 'SpaseqQuery' else 'EP-SPARQL'}")
+    assert isinstance(q, ContinuousQuery)  # (the RSP family's algebra: the dialects taking it)
     found = aggregates.find_aggregate(q)
     if not args.stream:
         raise ValueError("no input: give at least one --stream IRI=PATH")
@@ -79,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Exit 0 (agree / explained), 1 (disagree), 2 (error) for compare."""
+    """``rsep explain`` and ``rsep compare``. Exit 0 (agree / explained), 1 (disagree), 2 (error) for compare."""
     try:
         return run(args)
     except Exception as e:  # noqa: BLE001 - every failure is reported, with status 2

@@ -8,41 +8,53 @@ with ``--lars``, their LARS program (001); SPASEQ queries print their compiled N
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy, Expr, Node
 from rsep.algebra.query import ContinuousQuery, Query
+from rsep.algebra.spaseq import SpaseqQuery
+from rsep.lang import dialect_of
+from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
+from rsep.lars import explain as lars_explain
 from rsep.lars.core import LarsError
-
-if TYPE_CHECKING:
-    from rsep.algebra.epsparql import EpSparqlQuery, Expr, Node
+from rsep.spaseq.explain import explain as nfa_explain
+from rsep.windows.incremental import plan
 
 
 def explain(q: Query, *, lars: bool = False, fmt: str = "text",
             time_unit_ms: int | None = None) -> str:
-    """The explanation of a parsed query as text or Graphviz DOT (``fmt``)."""
-    if isinstance(q, ContinuousQuery):
-        from rsep.lars import explain as lars_explain
+    """The explanation of a parsed query as text or Graphviz DOT (``fmt``), by its
+    dialect's family (``EXPLAIN``)."""
+    d = dialect_of(q)
+    why = d.refusal("--lars") if lars else None
+    if why:
+        raise LarsError(why)
+    return EXPLAIN[d.family](q, lars, fmt, time_unit_ms)
 
-        if fmt == "dot":
-            return lars_explain.explain_dot(q, lars, time_unit_ms)
-        return lars_explain.explain_text(q, lars, time_unit_ms)
-    from rsep.algebra.spaseq import SpaseqQuery
 
-    if isinstance(q, SpaseqQuery):
-        if lars:
-            raise LarsError("--lars: 001's translation covers RSP queries (RSP-QL, C-SPARQL, "
-                            "CQELS), not SPASEQ; explain without --lars prints its automaton")
-        from rsep.spaseq.explain import explain as nfa_explain
+def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
+    # an RSP query's explanation: its model (V, P, D, S), and its LARS program with --lars.
+    assert isinstance(q, ContinuousQuery)  # (the family's algebra)
+    if fmt == "dot":
+        return lars_explain.explain_dot(q, lars, time_unit_ms)
+    path, why = plan(q)  # rsep.windows.incremental: which evaluation path, and why
+    return lars_explain.explain_text(q, lars, time_unit_ms) + f"\nevaluation: {path}: {why}\n"
 
-        return nfa_explain(q, fmt)
-    from rsep.algebra.epsparql import EpSparqlQuery
 
-    if isinstance(q, EpSparqlQuery):
-        if lars:
-            raise LarsError("--lars: 001's translation covers RSP queries (RSP-QL, C-SPARQL, "
-                            "CQELS), not EP-SPARQL; explain without --lars prints its operators")
-        return _ep_dot(q) if fmt == "dot" else _ep_text(q)
-    raise LarsError(f"nothing to explain for a {type(q).__name__}")
+def _spaseq(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
+    assert isinstance(q, SpaseqQuery)  # (the family's algebra)
+    return nfa_explain(q, fmt)
+
+
+def _epsparql(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
+    assert isinstance(q, EpSparqlQuery)  # (the family's algebra)
+    return _ep_dot(q) if fmt == "dot" else _ep_text(q)
+
+
+# Each family's explanation (rsep.lang.dialect): (query, lars, fmt, time_unit_ms) -> text
+EXPLAIN: dict[str, Callable[[Query, bool, str, int | None], str]] = {
+    RSP: _rsp, SPASEQ: _spaseq, EPSPARQL: _epsparql}
 
 
 # ---------------------------------------------------------------- EP-SPARQL
@@ -91,8 +103,6 @@ def _ep_label(n: Any) -> tuple[str, list[str]]:
 
 
 def _ep_text(q: EpSparqlQuery) -> str:
-    from rsep.epsparql.etalis import EtalisPolicy
-
     policy = q.policy.value if isinstance(q.policy, EtalisPolicy) else q.policy.name.lower()
     lines = [f"query: {q.name or '(unnamed)'}  dialect: epsparql  form: "
              f"{'CONSTRUCT (a rule: its results re-enter the stream)' if q.construct else 'SELECT'}",

@@ -13,6 +13,8 @@ from rsep.algebra.epsparql import (
     TriplePattern,
     Var,
 )
+from rsep.algebra.mapping import compatible as compatible  # re-exported for the evaluators
+from rsep.algebra.mapping import merge
 
 # ---------------------------------------------------------------- solutions
 
@@ -37,22 +39,9 @@ class Solution:
         return (self.mu, self.ta, self.tw, self.just)
 
 
-def compatible(a: Mu, b: Mu) -> bool:
-    if not a or not b:
-        return True
-    db = dict(b)
-    for k, v in a:
-        w = db.get(k)
-        if w is not None and w != v:
-            return False
-    return True
-
-
 def combine(a: Solution, b: Solution) -> Solution:
     """(mu, ta, tw) join (mu', ta', tw') = (mu u mu', min(ta, ta'), max(tw, tw'))."""
-    d = dict(a.mu)
-    d.update(b.mu)
-    return Solution(tuple(sorted(d.items())), min(a.ta, b.ta), max(a.tw, b.tw), a.just | b.just)
+    return Solution(merge(a.mu, b.mu), min(a.ta, b.ta), max(a.tw, b.tw), a.just | b.just)
 
 
 TIMELESS = Solution((), INF, -INF)

@@ -71,7 +71,7 @@ from rsep.algebra.epsparql import (  # noqa: F401 - the algebra, read with its e
 )
 from rsep.algebra.events import Selection
 from rsep.epsparql.data import OccurrenceData, item_of
-from rsep.epsparql.expr import Dur, Fallback, Fn, compile_filter, term_value
+from rsep.epsparql.expr import Fallback, Fn, compile_filter, holds
 from rsep.epsparql.matcher import (
     TIMELESS,
     Occurrence,
@@ -153,16 +153,8 @@ class ExprEvaluator:
             e.__dict__["_fn"] = c  # frozen dataclass: a cache, not part of its value
         return c[1]
 
-    def _fast(self, f: Fn, names: frozenset[str], rows: list[tuple[Solution, float, float]]) -> list[bool]:
-        dt = self.kind is TimeKind.DATETIME
-        out = []
-        for s, ta, tw in rows:
-            vals = {k: term_value(v) for k, v in s.mu if k in names}
-            if ta != INF and tw != -INF:
-                vals["__d"] = Dur(tw - ta) if dt else int(tw - ta)
-                vals["__s"], vals["__e"] = int(ta), int(tw)
-            out.append(f(vals.get) is True)
-        return out
+    def _fast(self, f: Fn, rows: list[tuple[Solution, float, float]]) -> list[bool]:
+        return holds(f, ((s.mu, ta, tw) for s, ta, tw in rows), self.kind is TimeKind.DATETIME)
 
     def test(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> list[bool]:
         """mu(sigma_{ta,tw}(F)) for each (solution, ta, tw): its effective boolean value."""
@@ -171,7 +163,7 @@ class ExprEvaluator:
         f = None if e.reads else self._compiled(e)
         if f is not None:
             try:
-                return self._fast(f, e.variables, rows)
+                return self._fast(f, rows)
             except Fallback:
                 pass
         ok = {i for i, _ in self._run(e, rows, f"SELECT ?__i WHERE {{ {{}} FILTER ({e.text}) }}")}

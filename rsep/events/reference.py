@@ -21,10 +21,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rsep.algebra.events import BasicEventPattern, EventPattern, First, Last, Selection, Seq
+from rsep.algebra.mapping import SolutionMapping
+from rsep.algebra.mapping import compatible as compatible  # re-exported for the evaluators
+from rsep.algebra.mapping import merge as merge
 from rsep.stream.event import Event
 from rsep.stream.time import precedes
 
-Mu = tuple[tuple[str, str], ...]  # sorted (variable, N-Triples term) pairs
+Mu = SolutionMapping[str]  # sorted (variable, N-Triples term) pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +41,6 @@ class EventMapping:
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.mu)
-
-
-def compatible(a: Mu | Mapping[str, str], b: Mu | Mapping[str, str]) -> bool:
-    """mu1 ~ mu2: they agree on their shared variables."""
-    db = b if isinstance(b, Mapping) else dict(b)
-    items = a.items() if isinstance(a, Mapping) else a
-    for k, v in items:
-        w = db.get(k)
-        if w is not None and w != v:
-            return False
-    return True
-
-
-def merge(a: Mu, b: Mu) -> Mu:
-    d = dict(a)
-    d.update(b)
-    return tuple(sorted(d.items()))
 
 
 def first(ms: list[EventMapping]) -> list[EventMapping]:

@@ -7,13 +7,25 @@ out as QueryError with line, column and the expected tokens in words.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
 import importlib.util
-from importlib.resources import files
+import io
+import os
+import pickle
+import re
+import sys
+import tempfile
+import types
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import lark
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lexer import BasicLexer, ContextualLexer
+from lark.parsers import lalr_analysis
 
 from rsep.lang.errors import QueryError
 
@@ -45,36 +57,225 @@ def _readable(name: str, words: dict[str, str] | None = None) -> str:
     return name.lower().replace("_", " ")
 
 
+# SPARQL 1.1's name characters (grammar rules 164-166, 166's VARNAME) as code-point ranges.
+# sparqlib writes each as an alternation of classes, which Python's regex compiler expands
+# character by character (~50,000 per use, ~16 uses in every lexer state's pattern): that was
+# most of a run's start-up. The same sets written as one negated class (their complement is
+# 5x smaller) compile in a fraction of the time; tests/test_parser_startup.py proves them
+# equal on every code point.
+PN_CHARS_BASE = ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x2FF),
+                 (0x370, 0x37D), (0x37F, 0x1FFF), (0x200C, 0x200D), (0x2070, 0x218F),
+                 (0x2C00, 0x2FEF), (0x3001, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFFD),
+                 (0x10000, 0xEFFFF))
+PN_CHARS_U = PN_CHARS_BASE + ((0x5F, 0x5F),)
+# VARNAME's later characters: PN_CHARS without '-'
+VARNAME_CHARS = PN_CHARS_U + ((0x30, 0x39), (0xB7, 0xB7), (0x300, 0x36F), (0x203F, 0x2040))
+PN_CHARS = VARNAME_CHARS + ((0x2D, 0x2D),)
+
+
+def negated_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    """A regex class matching exactly the code points in ``ranges``, written as the
+    negation of their complement (every code point escaped)."""
+    def esc(c: int) -> str:
+        return f"\\u{c:04X}" if c <= 0xFFFF else f"\\U{c:08X}"
+
+    gaps, nxt = [], 0
+    for lo, hi in sorted(ranges):
+        if lo > nxt:
+            gaps.append((nxt, lo - 1))
+        nxt = max(nxt, hi + 1)
+    if nxt <= 0x10FFFF:
+        gaps.append((nxt, 0x10FFFF))
+    return "[^" + "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in gaps) + "]"
+
+
+NAME_CHARS = f"""
+%override PN_CHARS_BASE: /{negated_class(PN_CHARS_BASE)}/
+%override PN_CHARS_U: /{negated_class(PN_CHARS_U)}/
+%override PN_CHARS: /{negated_class(PN_CHARS)}/
+%override VARNAME: /{negated_class(PN_CHARS_U + ((0x30, 0x39),))}{negated_class(VARNAME_CHARS)}*/
+"""
+
+
 def sparql_grammar() -> str:
-    """sparqlib's SPARQL 1.1 grammar text.
+    """sparqlib's SPARQL 1.1 grammar text, its name characters written as single classes
+    (``NAME_CHARS``).
 
     find_spec locates the package without running its __init__, which builds
     sparqlib's own Earley parser (seconds) that rsep never uses.
     """
     spec = importlib.util.find_spec("sparqlib")
-    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        return files("sparqlib").joinpath("grammar.lark").read_text(encoding="utf-8")
-    return (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(encoding="utf-8")
+    assert spec is not None and spec.submodule_search_locations  # (a dependency)
+    text = (Path(next(iter(spec.submodule_search_locations))) / "grammar.lark").read_text(
+        encoding="utf-8")
+    return text + "\n" + NAME_CHARS
+
+
+class _Hit:
+    """What Lark's scanner reads of a match: the text and the terminal's name."""
+
+    __slots__ = ("text", "lastgroup")
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text, self.lastgroup = text, name
+
+    def group(self, _: int = 0) -> str:
+        return self.text
+
+
+class _InOrder:
+    """A lexer state's alternation ``(?P<T1>r1)|(?P<T2>r2)|...`` as its terminals' own
+    patterns tried in the same order: the first that matches wins, as in the alternation
+    (nothing follows it, so no later alternative is ever tried once one has matched)."""
+
+    def __init__(self, parts: Iterable[tuple[str, re.Pattern[str]]]) -> None:
+        self.parts = tuple(parts)
+
+    def match(self, text: str, pos: int = 0, end: int = 2**63 - 1) -> _Hit | None:
+        for name, rx in self.parts:
+            m = rx.match(text, pos, end)
+            if m:
+                return _Hit(m.group(0), name)
+        return None
+
+    def fullmatch(self, text: str) -> _Hit | None:
+        for name, rx in self.parts:
+            if rx.fullmatch(text):
+                return _Hit(text, name)
+        return None
+
+
+class OneByOne:
+    """The ``re`` module as Lark's per-state lexers see it, compiling each terminal once.
+
+    Lark's contextual lexer compiles, for every parser state it reaches, one alternation
+    of the terminals that state accepts: the name terminals (prefixed names, variables)
+    are in nearly all of them, so a short query compiled them ~24 times, most of a run's
+    start-up. Here each terminal's pattern is compiled once (``re``'s own cache) and a
+    state's alternation is the ordered list of them (:class:`_InOrder`); anything else
+    goes to ``re`` itself. tests/test_parser_startup.py parses every query the tests
+    hold both ways and compares the trees."""
+
+    error = re.error
+
+    def __init__(self, regexps: dict[str, str]) -> None:
+        self.regexps = regexps
+        self.matches: dict[tuple[str, str, int], re.Match[str] | None] = {}
+
+    def match(self, pattern: str, string: str, flags: int = 0) -> re.Match[str] | None:
+        # Lark asks every state's lexer which keywords each of its regexps also matches:
+        # the same ~500 questions in every state
+        key = (pattern, string, flags)
+        if key not in self.matches:
+            self.matches[key] = re.match(pattern, string, flags)
+        return self.matches[key]
+
+    def compile(self, pattern: str, flags: int = 0) -> re.Pattern[str] | _InOrder:
+        parts = self.split(pattern)
+        if parts is None:
+            return re.compile(pattern, flags)
+        return _InOrder((name, re.compile(rx, flags)) for name, rx in parts)
+
+    def split(self, pattern: str) -> list[tuple[str, str]] | None:
+        """The (terminal, pattern) alternatives of a lexer's alternation; None for any
+        other pattern."""
+        out, pos = [], 0
+        while True:
+            if not pattern.startswith("(?P<", pos):
+                return None
+            close = pattern.find(">", pos)
+            name = pattern[pos + 4:close]
+            rx = self.regexps.get(name)
+            if close < 0 or rx is None or not pattern.startswith(rx + ")", close + 1):
+                return None
+            out.append((name, rx))
+            pos = close + 1 + len(rx) + 1
+            if pos == len(pattern):
+                return out
+            if pattern[pos] != "|":
+                return None
+            pos += 1
+
+
+def lex_one_by_one(p: Lark) -> Lark:
+    """``p`` with its contextual lexer compiling each terminal once (:class:`OneByOne`)."""
+    lexer = p.parser.lexer
+    if isinstance(lexer, ContextualLexer):
+        one = OneByOne({t.name: t.pattern.to_regexp() for t in p.terminals})
+        for basic in (*lexer.lexers.values(), lexer.root_lexer):
+            if isinstance(basic, BasicLexer):
+                basic.re = one  # type: ignore[assignment]
+    return p
+
+
+LALR_OPTIONS: dict[str, Any] = {"parser": "lalr", "propagate_positions": True,
+                                "maybe_placeholders": False}
+CACHE_FORMAT = 1  # of the files below: a new one never reads an old one's
+
+
+def cache_dir() -> Path:
+    """Where the built parsers are kept: $RSEP_CACHE_DIR, else the user's cache directory."""
+    if os.environ.get("RSEP_CACHE_DIR"):
+        return Path(os.environ["RSEP_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rsep"
+
+
+def cache_file(grammar: str, start: str) -> Path:
+    """The file of a built parser, named by everything it is built from."""
+    key = repr((CACHE_FORMAT, grammar, start, sorted(LALR_OPTIONS.items()), lark.__version__,
+                sys.version_info[:2]))
+    return cache_dir() / f"lalr-{hashlib.sha256(key.encode()).hexdigest()[:32]}.pickle"
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a Lark parser whole: the modules it holds (its ``re``) and the parse table's
+    two actions, which the parser compares by identity, by reference."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        if obj is lalr_analysis.Shift or obj is lalr_analysis.Reduce:
+            return getattr, (lalr_analysis, "Shift" if obj is lalr_analysis.Shift else "Reduce")
+        return NotImplemented
 
 
 def sparql_lalr(extension: str, start: str) -> Lark:
-    """An LALR parser for SPARQL 1.1 extended by a dialect's grammar text."""
-    return Lark(sparql_grammar() + "\n" + extension, start=start, parser="lalr",
-                propagate_positions=True, maybe_placeholders=False, cache=True)
+    """An LALR parser for SPARQL 1.1 extended by a dialect's grammar text.
+
+    The parser built is pickled whole in :func:`cache_dir` (Lark's own cache stores its
+    grammar analysis, which takes twice as long to turn back into a parser: most of a tiny
+    run's start-up); any file that does not load is rebuilt, and a cache directory that
+    cannot be written is done without."""
+    grammar = sparql_grammar() + "\n" + extension
+    path = cache_file(grammar, start)
+    try:
+        with path.open("rb") as f:
+            p = pickle.load(f)
+        if isinstance(p, lark.Lark):
+            return lex_one_by_one(p)
+    except Exception:  # none yet, or a damaged or foreign file: (re)built below
+        pass
+    p = Lark(grammar, start=start, **LALR_OPTIONS)
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(p)  # before lex_one_by_one
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # written beside and renamed into place: a concurrent start reads all of it or none
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return lex_one_by_one(p)
 
 
 @functools.cache
 def parser() -> Lark:
-    base = sparql_grammar()
-    ext = files("rsep.lang").joinpath("rsep_ext.lark").read_text(encoding="utf-8")
-    return Lark(
-        base + "\n" + ext,
-        start="rsp_unit",
-        parser="lalr",
-        propagate_positions=True,
-        maybe_placeholders=False,
-        cache=True,
-    )
+    ext = (Path(__file__).parent / "rsep_ext.lark").read_text(encoding="utf-8")
+    return sparql_lalr(ext, "rsp_unit")
 
 
 def _expected(e: UnexpectedInput, p: Lark, extra: dict[str, str] | None = None) -> str:

@@ -9,11 +9,9 @@ is evaluated.
 
 from __future__ import annotations
 
-import gc
 import time as _time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -30,52 +28,28 @@ from rsep.events import reference as events_reference
 from rsep.events.incremental import IncrementalMatcher
 from rsep.events.reference import EventMapping
 from rsep.events.solver import BatchSolver
-from rsep.lang import QueryError, parse_query
+from rsep.lang import QueryError, dialect_of, parse_query
+from rsep.runtime.common import (
+    XSD_INTEGER,
+    Limits,
+    match_values,
+    outputs,
+    relaxed_collector,
+    time_literal,
+    unskolemize,
+)
 from rsep.runtime.dialects import Deferring, Runtime, runtime_for
 from rsep.runtime.r2s import Payload, R2SOperator, Row, Selected
 from rsep.runtime.watchdog import Watchdog
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
+from rsep.windows.incremental import Analysis, LocalWindow, analyse
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window, resolve
 
 if TYPE_CHECKING:
     from rsep.epsparql.runtime import EpContext
-
-XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
-
-
-@dataclass
-class Limits:
-    """Bounds that stop a runaway query with a clear error instead of exhausting memory.
-
-    pyoxigraph queries cannot be cancelled, so the bounds are on inputs (window
-    size) and outputs (solutions per evaluation); evaluation time is checked
-    after each evaluation.
-    """
-
-    max_window_triples: int = 10_000_000
-    max_results: int = 1_000_000
-    max_eval_seconds: float | None = None
-
-
-def outputs(name: str, tau: int, kind: TimeKind | None, form: str,
-            stream: list[tuple[str, Payload]]) -> list[Output]:
-    """Stream elements from what an R2S operator emitted for one evaluation."""
-    outs = []
-    for op, payload in stream:
-        o = Output(name, tau, kind, op)
-        # the query's form decides what its rows carry (QueryRuntime._run)
-        if form == "SELECT":
-            o.variables, o.bindings = cast(Selected, payload)
-        elif form == "ASK":
-            o.boolean = cast(bool, payload)
-        else:
-            o.triple = cast(str, payload)
-        outs.append(o)
-    return outs
-
 
 @dataclass
 class _BoundWindow:
@@ -84,6 +58,7 @@ class _BoundWindow:
     window: Window
     op: WindowOperator
     graph: ox.NamedNode | ox.DefaultGraph
+    local: LocalWindow | None = None  # the event-local plan (rsep.windows.incremental)
 
 
 @dataclass
@@ -126,6 +101,7 @@ class QueryRuntime:
             self._projection = self.query.match_projection or (
                 tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
             self._delta_r2s = self._matchers[0].delta and self.query.r2s is not R2S.RSTREAM
+        self.plan = analyse(self.query)
 
     # ------------------------------------------------------------ setup
 
@@ -157,12 +133,17 @@ class QueryRuntime:
                 self._named.append(graph)
             op = WindowOperator(rw)
             op.track_items = any(b.window == w.iri for m in self.query.matches for b in m.expr.beps())
-            self.windows.append(_BoundWindow(w.iri, w.stream, rw, op, graph))
+            local = None
+            if isinstance(self.plan, Analysis):
+                local = LocalWindow(self.plan.prologue, self.plan.blocks[w.iri])
+                op.track_items = True
+            self.windows.append(_BoundWindow(w.iri, w.stream, rw, op, graph, local))
         rp = self.report
         # Window-close reports over time windows are the one case where the next
         # evaluation instant is known on arrival (the next slide), so the store can
         # follow each arrival and an evaluation only has to run the query.
-        self._stage = (bool(self.windows) and rp.window_close and rp.periodic is None
+        # (the event-local plan decides events in batches, at evaluations)
+        self._stage = (bool(self.windows) and rp.window_close and not isinstance(self.plan, Analysis) and rp.periodic is None
                        and not (rp.content_change or rp.on_arrival or rp.at)
                        and not self.query.matches
                        and all(bw.window.kind is WindowKind.TIME for bw in self.windows))
@@ -267,7 +248,9 @@ class QueryRuntime:
         lim = self.engine.limits
         for bw in self.windows:
             added, removed = bw.op.advance(tau)
-            if added or removed:
+            if bw.local is not None:
+                bw.local.change(bw.op.take_item_changes())
+            elif added or removed:
                 # Occurrence times are only read by C-SPARQL's timestamp().
                 self.store.apply(bw.graph, added, removed, track_time=self._track_time)
             if added and bw.op.size() > lim.max_window_triples:
@@ -333,8 +316,8 @@ class QueryRuntime:
         names = self._projection
         d = em.as_dict()
         if m.expose_interval:
-            d[FROM_VAR] = _time_literal(em.t1)
-            d[TO_VAR] = _time_literal(em.t2)
+            d[FROM_VAR] = time_literal(em.t1)
+            d[TO_VAR] = time_literal(em.t2)
         values = tuple(d.get(n) for n in names)
         return values, (names, {n: v for n, v in zip(names, values, strict=True) if v is not None})
 
@@ -369,6 +352,11 @@ class QueryRuntime:
         lim = self.engine.limits
         t0 = _time.perf_counter()
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql
+        for bw in self.windows:
+            if bw.local is not None:
+                added, removed = bw.local.sync()
+                if added or removed:
+                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
         try:
             res = self.store.store.query(
                 sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
@@ -417,37 +405,6 @@ class QueryRuntime:
 
     def idle(self) -> bool:
         return all(bw.op.idle for bw in self.windows)
-
-
-_BNODE = "urn:rsep:bnode:"
-
-
-def skolemize(v: str) -> str:
-    """An N-Triples term for a VALUES block: blank nodes travel as IRIs (VALUES cannot
-    hold them) and come back with :func:`unskolemize`."""
-    return f"<{_BNODE}{v[2:]}>" if v.startswith("_:") else v
-
-
-def _time_literal(t: int) -> str:
-    # Interval bounds in timeline units (epoch ms for dateTime streams): arithmetic works.
-    return f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>'
-
-
-def match_values(m: MatchPattern, found: list[EventMapping]) -> str:
-    names = list(m.expr.variables)
-    rows = []
-    for em in found:
-        d = em.as_dict()
-        vals = [skolemize(d[n]) if n in d else "UNDEF" for n in names]
-        if m.expose_interval:
-            vals += [_time_literal(em.t1), _time_literal(em.t2)]
-        rows.append("(" + " ".join(vals) + ")")
-    head = m.slot.split("{", 1)[0]
-    return head + "{ " + " ".join(rows) + " }\n"
-
-
-def unskolemize(v: str) -> str:
-    return "_:" + v[len(_BNODE) + 1:-1] if v.startswith("<" + _BNODE) else v
 
 
 class Engine:
@@ -501,13 +458,10 @@ class Engine:
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
         if not isinstance(q, ContinuousQuery):
             # A query kind with a runtime of its own (an automaton): rsep.runtime.dialects
-            # R2S and report policies are RSP-QL's (000 Def. 5): these queries push each
-            # complex event once, when it is detected
-            for opt, given in (("--r2s / r2s", r2s), ("--report / report", report)):
+            # R2S and report policies are RSP-QL's (000 Def. 5): its dialect refuses them
+            for opt, given in (("--r2s", r2s), ("--report", report)):
                 if given is not None:
-                    raise QueryError(f"{opt} applies to RSP-QL, C-SPARQL and CQELS queries: a "
-                                     f"{type(q).__name__.removesuffix('Query')} query outputs each "
-                                     "complex event once, when it is detected", source=source)
+                    dialect_of(q).check(opt, source)
             n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
             if any(rt.name == n for rt in self.queries):
                 raise QueryError(f"a query named {n!r} is already registered", source=source)
@@ -697,28 +651,3 @@ class Engine:
                     yield out.popleft()
             self.close(until)
             yield from self.drain()
-
-
-# CPython's cyclic collector runs every 700 container allocations and then rescans the
-# young runs, windows and matches: a third of a SPASEQ run's time. The engine's objects
-# form no reference cycles (they are freed by reference counting), so while a stream is
-# pushed the collector runs every GC_GEN0 allocations instead; memory stays bounded.
-GC_GEN0 = 50_000
-_depth = 0  # of nested relaxed_collector()s
-_saved = (0, 0, 0)  # the thresholds to restore
-
-
-@contextmanager
-def relaxed_collector() -> Iterator[None]:
-    global _depth, _saved
-    if _depth == 0:
-        _saved = old = gc.get_threshold()
-        if 0 < old[0] < GC_GEN0:
-            gc.set_threshold(GC_GEN0, *old[1:])
-    _depth += 1
-    try:
-        yield
-    finally:
-        _depth -= 1
-        if _depth == 0:
-            gc.set_threshold(*_saved)

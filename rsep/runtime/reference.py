@@ -15,11 +15,12 @@ from collections.abc import Sequence
 import pyoxigraph as ox
 
 from rsep.algebra.dataset import DEFAULT
+from rsep.algebra.output import Output
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind
 from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
-from rsep.runtime.engine import XSD_INTEGER, Output, match_values, outputs, unskolemize
+from rsep.runtime.common import XSD_INTEGER, match_values, outputs, unskolemize
 from rsep.runtime.r2s import R2SOperator, Row
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind

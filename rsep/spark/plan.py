@@ -13,15 +13,19 @@ why (docs/semantics.md, "Spark").
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
+from rsep.algebra.query import Query
+from rsep.algebra.spaseq import SpaseqQuery
+from rsep.lang import apply_option, dialect_of, parse_query
+from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
+from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.partition import partition_key
+from rsep.spaseq.streamset import SEvent
 from rsep.stream.event import Event
-
-if TYPE_CHECKING:
-    from rsep.algebra.query import Query
 
 SINGLE = ()
 
@@ -37,22 +41,31 @@ class Partitioning:
         return f"partition key: none, one key ({self.reason})"
 
 
+def _unsplit_windows(q: Query) -> Partitioning:
+    return Partitioning(SINGLE, "an evaluation joins and aggregates the triples of every "
+                        "event in its windows, and an event may carry several values of "
+                        "any variable, so no split of the events is provably exact")
+
+
+def _spaseq_key(q: Query) -> Partitioning:
+    assert isinstance(q, SpaseqQuery)  # (the family's algebra)
+    var, why = partition_key(q)
+    return Partitioning((var,) if var else SINGLE, why)
+
+
+def _unsplit_operators(q: Query) -> Partitioning:
+    return Partitioning(SINGLE, f"{dialect_of(q).title}: its operators combine events without "
+                        "a shared key, so it runs unsplit")
+
+
+# Each family's partitioning (rsep.lang.dialect)
+PARTITIONING: dict[str, Callable[[Query], Partitioning]] = {
+    RSP: _unsplit_windows, SPASEQ: _spaseq_key, EPSPARQL: _unsplit_operators}
+
+
 def partitioning(q: Query) -> Partitioning:
     """The partition key of a parsed query (any dialect), with the reason."""
-    from rsep.algebra.query import ContinuousQuery
-
-    if isinstance(q, ContinuousQuery):
-        return Partitioning(SINGLE, "an evaluation joins and aggregates the triples of every "
-                            "event in its windows, and an event may carry several values of "
-                            "any variable, so no split of the events is provably exact")
-    from rsep.algebra.spaseq import SpaseqQuery
-    if isinstance(q, SpaseqQuery):
-        from rsep.spaseq.partition import partition_key
-
-        var, why = partition_key(q)
-        return Partitioning((var,) if var else SINGLE, why)
-    return Partitioning(SINGLE, f"{type(q).__name__}: its operators combine events without "
-                        "a shared key, so it runs unsplit")
+    return PARTITIONING[dialect_of(q).family](q)
 
 
 def bucket_of(values: tuple[str, ...], buckets: int) -> int:
@@ -141,15 +154,9 @@ class QueryPlan:
         return self.keys[bucket] if self.keys else f"{self.name}#{bucket}"
 
     def parse(self) -> Query:
-        from rsep.algebra.epsparql import EpSparqlQuery
-        from rsep.lang import QueryError, parse_query
-
         q = parse_query(self.text, self.dialect, source=self.source)
         if self.policy:
-            if not isinstance(q, EpSparqlQuery):  # (the one query with policies)
-                raise QueryError(f"--policy applies to EP-SPARQL queries; {self.source} is not one",
-                                 source=self.source)
-            q = q.with_policy(self.policy)
+            q = apply_option(q, "--policy", self.policy, self.source)
         return q
 
 
@@ -161,9 +168,6 @@ class Router:
         self.streams = set(qp.streams)
         self._eval = None
         if qp.partitioning.key and qp.buckets > 1:
-            from rsep.algebra.spaseq import SpaseqQuery
-            from rsep.spaseq.gpm import GPMEvaluator
-
             q = qp.parse()
             assert isinstance(q, SpaseqQuery)  # (partitioning gives only SPASEQ a key)
             self._gpms = [(g, g.stream) for g in q.gpms.values()]
@@ -174,8 +178,6 @@ class Router:
             return []  # (a runtime reading no declared stream, EP-SPARQL's, takes every event)
         if self._eval is None:
             return [0]
-        from rsep.spaseq.streamset import SEvent
-
         key = self.qp.partitioning.key
         n = self.qp.buckets
         out: set[int] = set()

@@ -1,6 +1,6 @@
-# Cython declarations for compiled.py's compiled build (python -m rsep.native build): an
+# Cython declarations for matcher.py's compiled build (python -m rsep.native build): an
 # event's index and the canonical-term cache as C classes, typed loops in the BGP matcher.
-# compiled.py stays plain Python; RSEP_PURE=1 runs it as such.
+# matcher.py stays plain Python; RSEP_PURE=1 runs it as such.
 cimport cython
 
 cdef class Canon:

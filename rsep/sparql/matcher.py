@@ -1,69 +1,53 @@
-"""GPMs compiled to Python: a basic graph pattern and FILTERs matched over one event's triples.
+"""GPMs compiled to Python: a basic graph pattern and FILTERs matched over one item's triples.
 
 A SPARQL call costs ~40 us however small the graph, far more than matching a
-handful of triple patterns against an event of a handful of triples. GPMs
-whose body is a plain BGP with FILTERs made of comparisons, ``&&``, ``||``,
-``!`` and ``+ - *`` over variables and constants are compiled here; anything
-else (OPTIONAL, UNION, GRAPH, functions, blank nodes in the pattern, BASE) is
-left to pyoxigraph.
+handful of triple patterns against an event of a handful of triples. Group
+patterns whose body is a plain BGP with FILTERs the FILTER compiler
+(rsep.sparql.filters) takes are compiled here, SPASEQ's GPMs and RSEP-QL's BEPs
+alike; anything else (OPTIONAL, UNION, GRAPH, functions, blank nodes in the
+pattern, BASE) is left to pyoxigraph.
 
-Exactness against pyoxigraph is kept by refusing what is not mirrored
-exactly: a FILTER meets a value it does not handle (an xsd:float, a date, a
-language string, a derived integer type, an ill-typed literal, a result
-outside xsd:integer's 64 bits ...) raises :class:`Fallback`, and the caller
-asks pyoxigraph for that row or event. Typed literals are canonicalised as
-Oxigraph's store does (``"01"^^xsd:integer`` is stored and returned as
-``"1"``), so bindings are the same terms the store path returns.
+Exactness against pyoxigraph: a FILTER that cannot be decided raises
+:class:`Fallback` and the caller asks pyoxigraph for that row or item. Typed
+literals are canonicalised as Oxigraph's store does (``"01"^^xsd:integer`` is
+stored and returned as ``"1"``), so bindings are the same terms the store path
+returns.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from rsep.algebra.spaseq import GPM, Mapping
+from rsep.algebra.mapping import SolutionMapping
+from rsep.sparql.filters import (
+    DEC_CANON,
+    DECIMAL,
+    INTEGER,
+    LANG,
+    STRING,
+    Fallback,
+    NotCompiled,
+    TermParser,
+    canonical_int,
+    filter_of,
+    prefixes_of,
+)
+from rsep.sparql.filters import value_of as value_of  # re-exported: SPASEQ's NFA reads it here
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-_STRING = ox.NamedNode(XSD + "string")
-_INTEGER = ox.NamedNode(XSD + "integer")
-_DECIMAL = ox.NamedNode(XSD + "decimal")
-_DOUBLE = ox.NamedNode(XSD + "double")
-_LANG = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
+if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
+    from rsep.algebra.spaseq import GPM
+
+# solutions valued in pyoxigraph terms (SPASEQ's Def. 5 mappings are these)
+Mapping = SolutionMapping[ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple]
+
+__all__ = ["Canon", "CompiledGPM", "Fallback", "Indexed", "NotCompiled", "compile_gpm",
+           "compile_pattern", "value_of"]
+
 _LITERAL = ox.Literal
-_RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-_I64 = 2 ** 63
-_DEC_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\Z")
-_DEC_CANON = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9]\Z")
-_DBL_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
-
 Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
-# A FILTER operand (see _value): ("n", int) | ("d", Decimal) | ("f", float) | ("s", str) |
-# ("i", NamedNode). The value's type is the one its kind names, which no type can say.
-Operand = tuple[str, Any]
-
-
-def _lexical_int(v: str) -> bool:
-    """Whether v is in xsd:integer's lexical space, ``[+-]?[0-9]+``."""
-    d = v[1:] if v[:1] in ("+", "-") else v
-    return d.isascii() and d.isdigit()
-
-
-def _canonical_int(v: str) -> bool:
-    """Whether v is an xsd:integer's canonical lexical form, ``(0|-?[1-9][0-9]*)``."""
-    d = v[1:] if v[:1] == "-" else v
-    return d.isascii() and d.isdigit() and (d[0] != "0" or v == "0")
-
-
-class Fallback(Exception):
-    """The compiled form cannot decide this row exactly: ask pyoxigraph."""
-
-
-class NotCompiled(Exception):
-    """The GPM is outside the compiled subset."""
 
 
 # ---------------------------------------------------------------- canonical terms (as stored)
@@ -89,8 +73,8 @@ class Canon:
         dt = t.datatype
         # integers first: a stream's literals are mostly numbers, and most are new
         got: Term
-        if dt == _INTEGER and _canonical_int(t.value) or dt == _STRING or dt == _LANG \
-                or dt == _DECIMAL and _DEC_CANON.match(t.value):
+        if dt == INTEGER and canonical_int(t.value) or dt == STRING or dt == LANG \
+                or dt == DECIMAL and DEC_CANON.match(t.value):
             got = t
         else:
             self._store.add(ox.Quad(self._s, self._s, t, self._g))
@@ -127,123 +111,14 @@ class Canon:
         return Indexed(out, by_pred)
 
 
-# ---------------------------------------------------------------- tokens
+# ---------------------------------------------------------------- the group pattern
 
 
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+|\#[^\n]*)
-  | (?P<iri><[^<>"{}|^`\\\s]*>)
-  | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<lang>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*)
-  | (?P<var>[?$]\w+)
-  | (?P<num>[0-9]+\.[0-9]*[eE][+-]?[0-9]+|[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+(?:[eE][+-]?[0-9]+)?)
-  | (?P<op>\^\^|&&|\|\||!=|<=|>=|[{}\[\]().;,=<>!+*/-])
-  | (?P<pname>(?:[A-Za-z][\w.-]*)?:(?:[\w-](?:[\w.-]*[\w-])?)?)
-  | (?P<word>[A-Za-z_]+)
-""", re.VERBOSE)
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise NotCompiled(f"unexpected text at {text[pos:pos + 10]!r}")
-        pos = m.end()
-        if m.lastgroup != "ws":
-            out.append((m.lastgroup or "", m.group()))
-    return out
-
-
-_ESC = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    i = 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "\\":
-            nxt = s[i + 1]
-            if nxt not in _ESC:
-                raise NotCompiled("unicode escape")
-            out.append(_ESC[nxt])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-class _Parser:
+class _Parser(TermParser):
     def __init__(self, text: str, prefixes: dict[str, str], canon: Canon) -> None:
-        self.toks = _tokens(text)
-        self.i = 0
-        self.prefixes = prefixes
-        self.canon = canon
+        super().__init__(text, prefixes, canon.term)
         self.blanks = 0
 
-    def peek(self) -> tuple[str, str] | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        tok = self.peek()
-        if tok is None or (value is not None and tok[1] != value):
-            raise NotCompiled(f"expected {value!r}")
-        self.i += 1
-        return tok
-
-    def at(self, value: str) -> bool:
-        tok = self.peek()
-        return tok is not None and tok[1] == value and tok[0] in ("op", "word")
-
-    # ---------------------------------------------------------------- terms
-
-    def iri(self, kind: str, text: str) -> ox.NamedNode:
-        if kind == "iri":
-            iri = text[1:-1]
-            if ":" not in iri:
-                raise NotCompiled("relative IRI")
-            return ox.NamedNode(iri)
-        prefix, _, local = text.partition(":")
-        if prefix not in self.prefixes or "\\" in local or "%" in local:
-            raise NotCompiled("prefixed name")
-        return ox.NamedNode(self.prefixes[prefix] + local)
-
-    def term(self, allow_var: bool = True) -> object:
-        kind, text = self.take()
-        if kind == "var":
-            if not allow_var:
-                raise NotCompiled("variable")
-            return ("var", text[1:])
-        if kind in ("iri", "pname"):
-            return self.iri(kind, text)
-        if kind == "word" and text == "a":
-            return _RDF_TYPE
-        if kind == "word" and text in ("true", "false"):
-            return ox.Literal(text, datatype=ox.NamedNode(XSD + "boolean"))
-        if kind == "str":
-            if text.startswith(('"""', "'''")):
-                raise NotCompiled("long string")
-            value = _unescape(text[1:-1])
-            nxt = self.peek()
-            if nxt and nxt[0] == "lang":
-                self.take()
-                return ox.Literal(value, language=nxt[1][1:])
-            if nxt and nxt[1] == "^^":
-                self.take()
-                dk, dtext = self.take()
-                return self.canon.term(ox.Literal(value, datatype=self.iri(dk, dtext)))
-            return ox.Literal(value)
-        if kind == "num":
-            dt = _DOUBLE if "e" in text.lower() else _DECIMAL if "." in text else _INTEGER
-            return self.canon.term(ox.Literal(text, datatype=dt))
-        raise NotCompiled(f"term {text!r}")
-
-    # ---------------------------------------------------------------- the group
 
     def group(self) -> tuple[list[tuple[object, object, object]], list[Callable[[dict], object]]]:
         """``{ triples . FILTER(...) ... }``: the triple patterns and the FILTERs' token spans."""
@@ -306,271 +181,23 @@ class _Parser:
         self.take("]")
         return b
 
-    # ---------------------------------------------------------------- FILTER expressions
-
-    def filter(self) -> Callable[[dict], object]:
-        if not self.at("("):
-            raise NotCompiled("FILTER without parentheses")
-        self.take("(")
-        e = self.or_()
-        self.take(")")
-        return e
-
-    def or_(self) -> Callable[[dict], object]:
-        e = self.and_()
-        while self.at("||"):
-            self.take()
-            e = _or(e, self.and_())
-        return e
-
-    def and_(self) -> Callable[[dict], object]:
-        e = self.rel()
-        while self.at("&&"):
-            self.take()
-            e = _and(e, self.rel())
-        return e
-
-    def rel(self) -> Callable[[dict], object]:
-        if self.at("!"):
-            self.take()
-            return _not(self.rel())
-        if self.at("("):
-            save = self.i
-            self.take()
-            try:
-                e = self.or_()
-                self.take(")")
-                if not any(self.at(o) for o in ("=", "!=", "<", ">", "<=", ">=", "+", "-", "*")):
-                    return e
-            except NotCompiled:
-                pass
-            self.i = save
-        left = self.add()
-        for op in ("=", "!=", "<=", ">=", "<", ">"):
-            if self.at(op):
-                self.take()
-                return _compare(op, left, self.add())
-        raise NotCompiled("a FILTER operand that is not a comparison")
-
-    def add(self) -> Callable[[dict], object]:
-        e = self.mul()
-        while self.at("+") or self.at("-"):
-            op = self.take()[1]
-            e = _arith(op, e, self.mul())
-        return e
-
-    def mul(self) -> Callable[[dict], object]:
-        e = self.unary()
-        while self.at("*"):
-            self.take()
-            e = _arith("*", e, self.unary())
-        if self.at("/"):
-            raise NotCompiled("division")
-        return e
-
-    def unary(self) -> Callable[[dict], object]:
-        if self.at("-"):
-            self.take()
-            inner = self.unary()
-            return lambda mu: _neg(inner(mu))
-        if self.at("+"):
-            self.take()
-            return self.unary()
-        if self.at("("):
-            self.take()
-            e = self.add()
-            self.take(")")
-            return e
-        t = self.term()
-        if isinstance(t, tuple):
-            name = t[1]
-
-            def var(mu: dict, name: str = name) -> object:
-                v = mu.get(name)
-                if v is None:
-                    return _ERROR
-                return _value(v)
-            return var
-        val = _value(t)
-        return lambda mu: val
-
-
-# ---------------------------------------------------------------- values (SPARQL operators)
-
-
-class _Err:
-    __slots__ = ()
-
-
-_ERROR = _Err()  # a SPARQL expression error (the FILTER is false), distinct from Fallback
-_BOOL = ox.NamedNode(XSD + "boolean")
-
-
-_VALUES: dict[object, Operand] = {}
-
-
-def _value(t: object) -> Operand:
-    """A term as the operand of a comparison: ("n", number) | ("s", str) | ("i", NamedNode)."""
-    got = _VALUES.get(t)
-    if got is not None:
-        return got
-    got = value_of(t)
-    if len(_VALUES) > 100_000:  # distinct values of a long stream: stay bounded
-        _VALUES.clear()
-    _VALUES[t] = got
-    return got
-
-
-def value_of(t: object) -> Operand:
-    if type(t) is ox.NamedNode:
-        return ("i", t)
-    if type(t) is ox.Literal:
-        dt = t.datatype
-        v = t.value
-        # integers first: most of a stream's literals, most of them new
-        if dt == _INTEGER and _lexical_int(v):
-            return ("n", int(v))
-        if dt == _STRING:
-            return ("s", v)
-        if dt == _DECIMAL and _DEC_RE.match(v):
-            return ("d", Decimal(v))
-        if dt == _DOUBLE and _DBL_RE.match(v):
-            return ("f", float(v))
-    raise Fallback(repr(t))
-
-
-def _num(a: Operand) -> Operand:
-    if a[0] not in ("n", "d", "f"):
-        raise Fallback("non-numeric operand")
-    return a
-
-
-def _promote(a: Operand, b: Operand) -> tuple[Any, Any, str]:
-    """The two numbers in one type (the kind returned)."""
-    ka, kb = a[0], b[0]
-    if ka == kb:
-        return a[1], b[1], ka
-    if "f" in (ka, kb):
-        return float(a[1]), float(b[1]), "f"
-    return Decimal(a[1]), Decimal(b[1]), "d"
-
-
-def _check(kind: str, v: Any) -> Operand:
-    if kind == "n" and not -_I64 <= v < _I64:
-        raise Fallback("integer overflow")
-    if kind == "d" and abs(v) >= Decimal(10) ** 17:
-        raise Fallback("decimal range")
-    return (kind, v)
-
-
-def _arith(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
-    def f(mu: dict) -> object:
-        a, b = left(mu), right(mu)
-        if a is _ERROR or b is _ERROR:
-            return _ERROR
-        x, y, k = _promote(_num(a), _num(b))
-        try:
-            r = x + y if op == "+" else x - y if op == "-" else x * y
-        except InvalidOperation:
-            raise Fallback("decimal arithmetic") from None
-        return _check(k, r)
-    return f
-
-
-def _neg(a: Any) -> object:
-    """``-a``: ``a`` an Operand, or _ERROR (what a FILTER expression's function returns)."""
-    if a is _ERROR:
-        return _ERROR
-    k, v = _num(a)
-    return _check(k, -v)
-
-
-def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
-    def f(mu: dict) -> object:
-        a, b = left(mu), right(mu)
-        if a is _ERROR or b is _ERROR:
-            return _ERROR
-        ka, kb = a[0], b[0]
-        if ka in "ndf" and kb in "ndf":
-            x, y, _ = _promote(a, b)
-        elif ka == kb == "s":
-            x, y = a[1], b[1]
-        elif ka == "i" or kb == "i":
-            if op not in ("=", "!="):
-                raise Fallback("an IRI ordered")
-            if ka != kb:
-                # an IRI is never equal to a literal (RDFterm-equal)
-                return op == "!="
-            x, y = a[1], b[1]
-            return (x == y) == (op == "=")
-        else:
-            raise Fallback("mixed operand types")
-        if op == "=":
-            return x == y
-        if op == "!=":
-            return x != y
-        if op == "<":
-            return x < y
-        if op == ">":
-            return x > y
-        if op == "<=":
-            return x <= y
-        return x >= y
-    return f
-
-
-def _and(left: Callable, right: Callable) -> Callable[[dict], object]:
-    def f(mu: dict) -> object:
-        a = left(mu)
-        if a is False:
-            return False
-        b = right(mu)
-        if b is False:
-            return False
-        return _ERROR if a is _ERROR or b is _ERROR else True
-    return f
-
-
-def _or(left: Callable, right: Callable) -> Callable[[dict], object]:
-    def f(mu: dict) -> object:
-        a = left(mu)
-        if a is True:
-            return True
-        b = right(mu)
-        if b is True:
-            return True
-        return _ERROR if a is _ERROR or b is _ERROR else False
-    return f
-
-
-def _not(inner: Callable) -> Callable[[dict], object]:
-    def f(mu: dict) -> object:
-        a = inner(mu)
-        return a if a is _ERROR else not a
-    return f
 
 
 # ---------------------------------------------------------------- compiled GPMs
 
 
-def prefixes_of(prologue: str) -> dict[str, str]:
-    # BASE is harmless: relative IRIs are refused, in the pattern and in PREFIX.
-    out = {m.group(1) or "": m.group(2)
-           for m in re.finditer(r"PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", prologue, re.I)}
-    if any(":" not in iri for iri in out.values()):
-        raise NotCompiled("relative PREFIX IRI")
-    return out
-
-
 class CompiledGPM:
-    """A GPM's local pattern (BGP + FILTERs) and its stateful FILTERs as Python functions."""
+    """A group pattern (BGP + FILTERs) matched on one item, and FILTERs on variables bound
+    elsewhere (a GPM's stateful ones), as Python functions: a SPASEQ GPM's local pattern
+    and an RSEP-QL BEP are the same thing."""
 
-    def __init__(self, gpm: GPM, canon: Canon) -> None:
-        prefixes = prefixes_of(gpm.prologue)
-        self.triples, self.local_filters = _Parser(gpm.local_pattern, prefixes, canon).group()
+    def __init__(self, prologue: str, pattern: str, stateful_filters: Sequence[str],
+                 canon: Canon) -> None:
+        prefixes = prefixes_of(prologue)
+        self.triples, self.local_filters = _Parser(pattern, prefixes, canon).group()
         if not self.triples:
             raise NotCompiled("no triple pattern")
-        self.stateful = [_filter_of(f, prefixes, canon) for f in gpm.stateful_filters]
+        self.stateful = [filter_of(f, prefixes, canon.term) for f in stateful_filters]
         # The BGP with its variables numbered by first occurrence: GPMs that differ only in
         # their variables' names (Queries 3 and 4's A, B, C ...) are matched once per event.
         names: list[str] = []
@@ -644,16 +271,6 @@ def _filtered(sols: list[tuple], names: tuple[str, ...], fs: list) -> list[tuple
     return [vals for vals in sols
             if all(f(mu) is True for mu in (dict(zip(names, vals, strict=True)),) for f in fs)]
 
-
-def _filter_of(text: str, prefixes: dict[str, str], canon: Canon) -> Callable[[dict], object]:
-    p = _Parser(text, prefixes, canon)
-    if (tok := p.peek()) is not None and tok[1] == "(":
-        e = p.filter()
-    else:
-        raise NotCompiled("FILTER without parentheses")
-    if p.peek() is not None:
-        raise NotCompiled("text after the FILTER")
-    return e
 
 
 class Indexed:
@@ -805,7 +422,13 @@ def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
     """The compiled form, or None when the GPM needs pyoxigraph."""
     if gpm.background:
         return None
+    return compile_pattern(gpm.prologue, gpm.local_pattern, canon, gpm.stateful_filters)
+
+
+def compile_pattern(prologue: str, pattern: str, canon: Canon,
+                    stateful_filters: Sequence[str] = ()) -> CompiledGPM | None:
+    """A group graph pattern ``{ ... }`` compiled, or None when it needs pyoxigraph."""
     try:
-        return CompiledGPM(gpm, canon)
+        return CompiledGPM(prologue, pattern, stateful_filters, canon)
     except (NotCompiled, Fallback, IndexError):
         return None

@@ -51,7 +51,6 @@ from rsep.stream.framing import (
     find_delimiters,
     mark_delimiters,
 )
-from rsep.stream.jelly import JellyError, read_frames
 from rsep.stream.time import XSD, TimeConfig, TimeError, TimeKind, timestamp_from_literal
 
 FORMATS = ("trig", "nquads", "jelly")
@@ -123,6 +122,9 @@ class MessageLog:
             yield from self._text()
 
     def _jelly(self) -> Iterator[Message | Rejected]:
+        # (imported here: pyjelly and Protobuf cost a run that reads no Jelly its start-up time)
+        from rsep.stream.jelly import JellyError, read_frames
+
         ctx: IO[bytes] = sys.stdin.buffer if self.stdin else open(self.path, "rb")  # noqa: SIM115
         with ctx if not self.stdin else nullcontext(ctx) as f:
             n = 0

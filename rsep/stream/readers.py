@@ -1,6 +1,7 @@
 """One entry point for every stream reader: which one reads a ``--stream IRI=PATH``.
 
 ``auto`` (the default) picks by name, then content: ``.jsonl``/``.ndjson`` JSON lines,
+``*.rml.ttl`` an RML mapping of CSV / JSON-lines rows (rsep.stream.mapping),
 ``.jelly`` Jelly (an RDF Message Log), a text file with an ``@message`` delimiter in its
 first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
 Standard input (``-``) cannot be looked at twice: it is a stream file unless the format is
@@ -16,7 +17,8 @@ from pathlib import Path
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
-from rsep.stream.live import LiveStream, is_live
+from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
+from rsep.stream.mapping import MappedStreamFile
 from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
 from rsep.stream.time import TimeConfig
 
@@ -45,7 +47,10 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
     messages take their arrival times (for stream files, time always comes from the data)."""
     preds = list(time_predicates)
     arrival = preds == [ARRIVAL]
-    if is_live(path):
+    if path.startswith(("tcp://", "mqtt://")):
+        # (imported here: a run that reads files does not load an MQTT client)
+        from rsep.stream.live import LiveStream
+
         if fmt not in ("auto", "events", "rdfm"):
             raise ValueError(f"a live source ({path}) carries stream text or an RDF Message Log, not {fmt}")
         if arrival and fmt != "rdfm":
@@ -53,6 +58,8 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
         return LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
     if path != STDIN and not Path(path).is_file():
         raise FileNotFoundError(f"stream file not found: {path}")
+    if path.lower().endswith(RML_SUFFIXES):
+        return MappedStreamFile(path, iri)
     kind = stream_kind(path, fmt)
     if arrival and kind not in ("rdfm", "jelly"):
         raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs; {path} is not one "

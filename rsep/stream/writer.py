@@ -15,7 +15,6 @@ from typing import IO
 
 import pyoxigraph as ox
 
-from rsep.stream.jelly import JellyWriter
 from rsep.stream.time import PROV, XSD, TimeKind, format_time
 
 FORMATS = ("rdfm-trig", "rdfm-nquads", "jelly")
@@ -38,7 +37,12 @@ class MessageWriter:
         self.fmt = fmt
         self.out = out
         self.count = 0
-        self._jelly = JellyWriter(out) if fmt == "jelly" else None  # type: ignore[arg-type]
+        self._jelly = None
+        if fmt == "jelly":
+            # (imported here: pyjelly and Protobuf cost the runs that write no Jelly start-up time)
+            from rsep.stream.jelly import JellyWriter
+
+            self._jelly = JellyWriter(out)  # type: ignore[arg-type]
 
     def write(self, graph: str, start: int, end: int, kind: TimeKind | None,
               triples: Sequence[str], *, inline: bool = False) -> None:

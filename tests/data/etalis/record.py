@@ -8,8 +8,8 @@ Neither is needed by the tests, which read recorded.json.
 
 Each case is an EP-SPARQL SELECT query and a stream of items (start, end, triples). For
 each policy the query is translated into an ETALIS event rule as rsep's ETALIS mode reads
-it (rsep.epsparql.etalis.compile_query, rendered by :func:`rules`: docs/semantics.md, "EP-SPARQL
-as ETALIS runs it"), the stream into input/4 facts, and driver.pl runs them under ETALIS's
+it (rsep.epsparql.etalis.compile_query, rendered by rsep.bench.etalis.rules: docs/semantics.md,
+"EP-SPARQL as ETALIS runs it"), the stream into input/4 facts, and driver.pl runs them under ETALIS's
 event_consumption_policy. recorded.json keeps, per case and policy, the query, the rules
 and the stream ETALIS ran, and every complex event it fired: its values, its interval as
 ETALIS labelled it ([second, counter] at each end) and the item whose arrival fired it
@@ -29,167 +29,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
-from rsep.epsparql.etalis import Atom, Op, Program, Where, compile_query  # noqa: E402
-from rsep.epsparql.reference import Var  # noqa: E402
+from rsep.bench.etalis import NUMBERS, XSD_INTEGER, facts, rules  # noqa: E402
+from rsep.epsparql.etalis import compile_query  # noqa: E402
 from rsep.lang.epsparql import parse_epsparql  # noqa: E402
-from rsep.stream.time import TimeKind  # noqa: E402
 
-XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 EX = "http://ex.org/"
 PREFIX = f"PREFIX : <{EX}>\n"
 BOTH = ("chronological", "recent")
-NUMBERS: dict[float, str] = {}  # the float literals rendered, by value
-
-
-# ---------------------------------------------------------------- the translation's text
-
-
-def term(t: object) -> str:
-    """An RDF term (N-Triples) or variable as a Prolog term: IRIs are quoted atoms of
-    their N-Triples form, integers numbers (as ETALIS's EP-SPARQL compiler reads them)."""
-    if isinstance(t, Var):
-        return "V_" + t.name
-    s = str(t)
-    m = re.fullmatch(rf'"([+-]?\d+)"\^\^<{re.escape(XSD_INTEGER)}>', s)
-    if m:
-        return str(int(m.group(1)))
-    m = re.fullmatch(r'"([+-]?\d+(?:\.\d+)?)"\^\^<http://www.w3.org/2001/XMLSchema#(?:decimal|double)>', s)
-    if m:  # a float; NUMBERS maps it back to the literal
-        v = float(m.group(1))
-        if NUMBERS.setdefault(v, s) != s:
-            raise ValueError(f"two literals with the value {v}")
-        return repr(v)
-    if s.startswith("<") and "'" not in s and "\\" not in s:
-        return f"'{s}'"
-    raise ValueError(f"the recorder renders IRIs and integers only, not {s}")
-
-
-_TOKEN = re.compile(r"\s*(\?\w+|\d+(?:\.\d+)?|\"[^\"]*\"\^\^\S+|&&|\|\||<=|>=|!=|[<>=!+\-*/()])")
-
-
-def condition(text: str, fresh: list[int]) -> str:
-    """A FILTER condition (numbers, variables, + - * /, comparisons, && || !) as a Prolog
-    goal, comparisons written as ETALIS's EP-SPARQL compiler writes them (ep_sparql.P,
-    cep_rule: ``A is X, B is Y, A < B``)."""
-    toks = [m for m in _TOKEN.findall(text)]
-    if "".join(toks).replace(" ", "") != text.replace(" ", ""):
-        raise ValueError(f"cannot render {text!r}")
-    pos = [0]
-
-    def peek() -> str | None:
-        return toks[pos[0]] if pos[0] < len(toks) else None
-
-    def take() -> str:
-        pos[0] += 1
-        return toks[pos[0] - 1]
-
-    def orx() -> str:
-        a = andx()
-        while peek() == "||":
-            take()
-            a = f"({a} ; {andx()})"
-        return a
-
-    def andx() -> str:
-        a = notx()
-        while peek() == "&&":
-            take()
-            a = f"({a}, {notx()})"
-        return a
-
-    def notx() -> str:
-        if peek() == "!":
-            take()
-            return f"\\+ ({notx()})"
-        if peek() == "(" and _is_bool_group():
-            take()
-            g = orx()
-            assert take() == ")"
-            return g
-        return cmp()
-
-    def _is_bool_group() -> bool:
-        depth, i = 0, pos[0]
-        while i < len(toks):
-            t = toks[i]
-            depth += t == "("
-            depth -= t == ")"
-            if depth == 0:
-                return False
-            if depth == 1 and t in ("&&", "||", "<", "<=", ">", ">=", "=", "!="):
-                return True
-            i += 1
-        return False
-
-    def cmp() -> str:
-        a = add()
-        op = take()
-        ops = {"<": "<", "<=": "=<", ">": ">", ">=": ">=", "=": "=:=", "!=": "=\\="}
-        b = add()
-        fresh[0] += 2
-        x, y = f"E{fresh[0] - 1}", f"E{fresh[0]}"
-        return f"({x} is {a}, {y} is {b}, {x} {ops[op]} {y})"
-
-    def add() -> str:
-        a = mul()
-        while peek() in ("+", "-"):
-            a = f"({a} {take()} {mul()})"
-        return a
-
-    def mul() -> str:
-        a = unary()
-        while peek() in ("*", "/"):
-            a = f"({a} {take()} {unary()})"
-        return a
-
-    def unary() -> str:
-        t = take()
-        if t == "(":
-            a = add()
-            assert take() == ")"
-            return a
-        if t == "-":
-            return f"(- {unary()})"
-        if t.startswith("?"):
-            return "V_" + t[1:]
-        if t.startswith('"'):
-            return term(t)
-        return t
-
-    out = orx()
-    if peek() is not None:
-        raise ValueError(f"cannot render {text!r}")
-    return out
-
-
-def formula(f: object) -> str:
-    if isinstance(f, Atom):
-        return "rdf(" + ",".join(term(x) for x in f.pattern) + ")"
-    if isinstance(f, Op):
-        return f"({formula(f.left)} '{f.op}' {formula(f.right)})"
-    assert isinstance(f, Where)
-    fresh = [0]  # the comparisons' Prolog variables, E1, E2, ..., fresh in each where
-    return f"({formula(f.arg)} 'where' ({', '.join(condition(c.text, fresh) for c in f.conds)}))"
-
-
-def rules(p: Program) -> str:
-    """The ETALIS rule: ``select_event([V...]) <- Body``, labelled with its window
-    (event_rule_window, in seconds: ``getDURATION() < c`` is ``=< c - 1`` on integer times)."""
-    head = "select_event([" + ",".join("V_" + v for v in p.head) + "])"
-    rule = f"{head} <- {formula(p.body)}."
-    h, strict = p.window(TimeKind.ABSTRACT)
-    if h != float("inf"):
-        w = int(h) - 1 if strict else int(h)
-        rule = f"q([property(event_rule_window,{w})]) 'rule:' {rule}"
-    return rule + "\n"
-
-
-def facts(stream: list) -> str:
-    out = []
-    for i, (s, e, trs) in enumerate(stream):
-        ts = ", ".join("rdf(" + ",".join(term(x) for x in tr) + ")" for tr in trs)
-        out.append(f"input({i}, {s}, {e}, [{ts}]).")
-    return "\n".join(out) + "\n"
 
 
 # ---------------------------------------------------------------- the corpus

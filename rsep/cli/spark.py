@@ -1,4 +1,5 @@
-"""``rsep run --engine spark``: the CLI's run on a Spark job, same outputs and exit codes."""
+"""``rsep run --engine spark``: the CLI's run on a Spark job, same outputs and exit codes;
+and ``rsep spark package``."""
 
 from __future__ import annotations
 
@@ -6,55 +7,32 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-from rsep.runtime.engine import EngineError, Limits
+from pyspark.sql import DataFrame, SparkSession
+
+from rsep.cli.run import EXIT_OK, EXIT_REJECTED, check_options, limits, time_config, until
+from rsep.runtime.engine import EngineError
 from rsep.runtime.sinks import Sink
-from rsep.stream.files import TimeConfig
+from rsep.spark.package import (
+    ALIAS,
+    EXECUTOR_PYTHON,
+    ExecutorError,
+    PackageError,
+    check_executors,
+    ensure_archive,
+    explain_failure,
+)
+from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
+from rsep.spark.session import get_session, shipped_session
+from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
 from rsep.stream.time import parse_time_unit
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-
-def add_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--engine", choices=("inprocess", "spark"), default="inprocess",
-                   help="run in this process (default) or as a Spark job")
-    r.add_argument("--master", default=None,
-                   help="Spark master with --engine spark: local[*], local[2], spark://host:7077, "
-                   "yarn, ... (default local[*], or spark-submit's when run by spark-submit)")
-    r.add_argument("--ship", action="store_true",
-                   help="with --engine spark: ship rsep to the executors, a packed virtual "
-                   "environment built once per source and cached (`rsep spark package`; "
-                   "docs/deploy.md): the workers need only Python at the same path")
-    r.add_argument("--spark-conf", action="append", type=_conf_arg, default=[],
-                   metavar="KEY=VALUE", help="with --engine spark: a Spark setting, e.g. "
-                   "spark.sql.shuffle.partitions=4 (one state partition per executor core "
-                   "is best); repeat for several")
-    r.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory: a rerun "
-                   "with the same directory resumes where the last run stopped")
-    r.add_argument("--batch", action="store_true",
-                   help="with --engine spark: one Spark batch job instead of a streaming one")
-    r.add_argument("--sink-dir", metavar="DIR", help="with --engine spark: also write results "
-                   "here, one directory per micro-batch (exactly once)")
-    r.add_argument("--sink-format", choices=("jsonl", "parquet"), default="jsonl")
-    r.add_argument("--follow", action="store_true", help="with --engine spark: keep reading "
-                   "new files in the stream directories until interrupted")
-    r.add_argument("--trigger", type=float, metavar="SECONDS",
-                   help="with --engine spark: micro-batch interval (default: as soon as "
-                   "the last one ends)")
-    r.add_argument("--max-files-per-batch", type=int, metavar="N",
-                   help="with --engine spark: at most N new files per micro-batch")
-
-
-def _conf_arg(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--spark-conf must be KEY=VALUE, got {text!r}")
-    return key.strip(), value
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -81,11 +59,9 @@ sys.exit(main(sys.argv[1:]))
 
 
 def main(args: argparse.Namespace) -> int:
-    """``rsep spark package``."""
-    import shutil
-
-    from rsep.spark.package import ALIAS, EXECUTOR_PYTHON, PackageError, ensure_archive
-
+    """``rsep spark package``, or ``rsep run --engine spark``."""
+    if args.command == "run":
+        return run(args)
     try:
         a = ensure_archive(force=args.force,
                            log=None if args.quiet else lambda s: print(s, file=sys.stderr))
@@ -156,8 +132,6 @@ class _StageProgress:
     """A batch replay's progress on stderr: tasks done per running Spark stage."""
 
     def __init__(self, spark: SparkSession, out: TextIO) -> None:
-        import threading
-
         self.tracker = spark.sparkContext.statusTracker()
         self.out = out
         self.done = threading.Event()
@@ -190,13 +164,9 @@ def _absolute(path: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rsep.spark.session import get_session
-
+    check_options(args)  # before Spark starts: a refused option costs no session
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
-    if getattr(args, "stage_times", False):
-        raise EngineError("--stage-times times the in-process engine; a Spark job's stages "
-                          "are in Spark's own metrics (see docs/benchmarks.md, Spark pipeline)")
     for _, path in args.stream:
         if path == "-" or path.startswith(("tcp://", "mqtt://")):
             # A Spark job replays files (its live sources are rsep.spark.mqtt / socket's API).
@@ -205,22 +175,14 @@ def run(args: argparse.Namespace) -> int:
                               "in-process engine (without --engine spark)")
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")
+        if path.lower().endswith(RML_SUFFIXES):
+            # the Spark sources split raw RDF records; a mapping's rows are not RDF yet
+            raise EngineError(f"{path}: an RML-mapped stream runs in-process (rsep run without "
+                              "--engine spark)")
     if getattr(args, "time_predicate", None) == ["arrival"]:
         raise EngineError("--time-predicate arrival is read by the in-process engine only "
                           "(a Spark job replays its files: their time must be in the data)")
     tty = sys.stderr.isatty() and not args.quiet
-    import tempfile
-
-    from pyspark.sql import SparkSession
-
-    from rsep.spark.package import (
-        EXECUTOR_PYTHON,
-        ExecutorError,
-        PackageError,
-        check_executors,
-        explain_failure,
-    )
-
     # The driver JVM may run in another directory (--ship): Spark gets absolute paths.
     if args.checkpoint and _absolute(args.checkpoint) == args.checkpoint and \
             not args.checkpoint.startswith("/"):
@@ -244,8 +206,6 @@ def run(args: argparse.Namespace) -> int:
             raise EngineError("--ship starts the driver itself; under spark-submit pass the "
                               "archive with --archives (`rsep spark package` prints the "
                               "line; docs/deploy.md)")
-        from rsep.spark.package import ensure_archive
-
         try:
             archive = ensure_archive(log=None if args.quiet else
                                      lambda s: print(s, file=sys.stderr, flush=True))
@@ -255,8 +215,6 @@ def run(args: argparse.Namespace) -> int:
         if existing is not None:
             spark = existing
         elif archive is not None:
-            from rsep.spark.session import shipped_session
-
             spark = shipped_session(master, archive, conf=conf)
         else:
             spark = get_session(master, conf=conf)
@@ -288,18 +246,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty: bool,
              checkpoint: str | None, sink_dir: str | None) -> int:
-    from rsep.cli.main import EXIT_OK, EXIT_REJECTED, _until
-    from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
-
-    tc = TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
-        if len(args.time_predicate) == 1 else TimeConfig(
-            point=tuple(args.time_predicate) or TimeConfig().point, in_graph=args.time_in_graph)
+    tc = time_config(args)
     pipe = SparkPipeline(
         spark, args.queries, streams=args.stream, graphs=args.graph, dialect=args.dialect,
         r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None), time=tc,
         time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None,
-        limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds),
-        allowed_lateness=args.allowed_lateness, until=_until(args.until),
+        limits=limits(args), allowed_lateness=args.allowed_lateness, until=until(args.until),
         allow_dereference=args.allow_dereference)
     wanted = {s for qp in pipe.config.queries for s in qp.streams}
     missing = wanted - {iri for iri, _ in args.stream}
@@ -316,7 +268,7 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
     def on_batch(df: DataFrame, batch_id: int) -> None:
         nonlocal rejected
         if sink_dir:
-            write_batch(df, sink_dir, batch_id, args.sink_format)
+            write_batch(df, sink_dir, batch_id, args.sink_format or "jsonl")
         if batch_id in seen:  # a replayed batch: already written
             return
         seen.add(batch_id)

@@ -1,0 +1,302 @@
+"""``rsep run``: its options, their check against each query's dialect and engine, and the
+in-process run (``--engine spark``'s run is rsep.cli.spark's).
+
+New ``rsep run`` options go in :func:`add_parser`; one whose meaning depends on the query's
+language goes in rsep.lang.dialect's OPTIONS too (checked by :func:`check_options`), one that
+only an engine takes in ENGINE_ONLY.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.query import Query
+from rsep.lang import DIALECTS, apply_option, dialect_of, parse_query
+from rsep.lang.dialect import OPTIONS
+from rsep.runtime.engine import Engine, EngineError, Limits
+from rsep.runtime.sinks import FORMATS, Sink
+from rsep.runtime.stages import StageClock, table
+from rsep.runtime.watchdog import Watchdog
+from rsep.stream.event import Event
+from rsep.stream.files import TimeConfig
+from rsep.stream.readers import STREAM_FORMATS, open_stream
+from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
+from rsep.stream.time import parse_datetime_ms, parse_time_unit
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+
+# The options one engine takes and the other refuses (the others apply to both): the engine,
+# and the refusal's message when the plain one says too little
+ENGINE_ONLY: dict[str, tuple[str, str | None]] = {
+    **{o: ("spark", None) for o in (
+        "--master", "--ship", "--spark-conf", "--checkpoint", "--batch", "--sink-dir",
+        "--sink-format", "--follow", "--trigger", "--max-files-per-batch")},
+    "--stage-times": ("inprocess", "--stage-times times the in-process engine; a Spark job's "
+                      "stages are in Spark's own metrics (see docs/benchmarks.md, Spark pipeline)"),
+}
+
+
+def _pair(text: str, what: str) -> tuple[str, str]:
+    iri, sep, path = text.partition("=")
+    if not sep or not iri or not path:
+        raise argparse.ArgumentTypeError(f"{what} must be IRI=PATH, got {text!r}")
+    return iri.strip("<>"), path
+
+
+def _stream_arg(text: str) -> tuple[str, str]:
+    return _pair(text, "--stream")
+
+
+def _graph_arg(text: str) -> tuple[str, str]:
+    return _pair(text, "--graph")
+
+
+def pair_arg(text: str) -> tuple[str, str]:
+    return _pair(text, "IRI=PATH")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("run", help="replay recorded streams through continuous queries")
+    r.add_argument("queries", nargs="+", metavar="QUERY_FILE")
+    r.add_argument("--stream", action="append", type=_stream_arg, default=[], metavar="IRI=PATH",
+                   help="a stream file (TriG, N-Quads, JSON lines, an RDF Message Log, Jelly, or an "
+                   "RML mapping *.rml.ttl of CSV / JSON-lines rows); '-' for standard input, "
+                   "tcp://HOST:PORT or mqtt://HOST:PORT/TOPIC for a live source; repeat for "
+                   "several streams")
+    r.add_argument("--stream-format", choices=STREAM_FORMATS, default="auto",
+                   help="how to read the --stream inputs: timestamped graphs (events), RDF Message "
+                   "Logs (rdfm: TriG/Turtle/N-Quads with @message delimiters; jelly); default auto: "
+                   "by name and content")
+    r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
+                   help="a background graph; 'default=PATH' for the default graph")
+    r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
+    r.add_argument("--until", help="keep evaluating time-driven policies up to this time")
+    r.add_argument("--format", choices=FORMATS, default="jsonl")
+    r.add_argument("--output", "-o", help="write results here instead of standard output")
+    r.add_argument("--r2s", choices=[x.value for x in R2S], type=str.upper,
+                   help="override the query's relation-to-stream operator")
+    r.add_argument("--report", help="override the report policy, e.g. window-close,non-empty, "
+                   "content-change, on-arrival, periodic:5")
+    r.add_argument("--policy", choices=["unrestricted", "chronological", "recent",
+                                        "etalis-chronological", "etalis-recent"],
+                   help="EP-SPARQL: event selection and consumption (default unrestricted); "
+                   "chronological / recent are RSEP-QL's (000), etalis-chronological / "
+                   "etalis-recent ETALIS's step-wise ones (docs/semantics.md)")
+    r.add_argument("--time-unit", help="length of one abstract time unit (e.g. 1m), so that "
+                   "durations with units apply to integer timestamps")
+    r.add_argument("--time-predicate", action="append", default=[], metavar="IRI",
+                   help="predicate giving an event's time (default prov:generatedAtTime and "
+                   "friends); 'arrival': an RDF Message Log's messages take their arrival time")
+    r.add_argument("--time-in-graph", action="store_true",
+                   help="also read the time from a triple inside the event graph")
+    r.add_argument("--allowed-lateness", type=int, default=0, metavar="UNITS",
+                   help="accept events this far behind their stream's latest time (reordered); "
+                   "later ones are rejected (default 0: reject any backwards timestamp)")
+    r.add_argument("--dead-letter", metavar="PATH", help="write rejected records here (JSON lines)")
+    # (None when not given: the RSP dialects' limits, refused by the others)
+    r.add_argument("--max-window-triples", type=int, default=None,
+                   help=f"RSP queries: at most this many triples in a window (default "
+                   f"{Limits.max_window_triples:,})")
+    r.add_argument("--max-results", type=int, default=None,
+                   help=f"RSP queries: at most this many results of one evaluation (default "
+                   f"{Limits.max_results:,})")
+    r.add_argument("--max-eval-seconds", type=float, default=None)
+    r.add_argument("--allow-dereference", action="store_true",
+                   help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
+    r.add_argument("--quiet", "-q", action="store_true", help="no progress or rejection messages")
+    r.add_argument("--stage-times", action="store_true",
+                   help="print on stderr where the run's time went: parse, match, state, "
+                   "output, engine (costs a few per cent)")
+    add_engine_options(r)
+
+
+def add_engine_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--engine", choices=("inprocess", "spark"), default="inprocess",
+                   help="run in this process (default) or as a Spark job")
+    r.add_argument("--master", default=None,
+                   help="Spark master with --engine spark: local[*], local[2], spark://host:7077, "
+                   "yarn, ... (default local[*], or spark-submit's when run by spark-submit)")
+    r.add_argument("--ship", action="store_true",
+                   help="with --engine spark: ship rsep to the executors, a packed virtual "
+                   "environment built once per source and cached (`rsep spark package`; "
+                   "docs/deploy.md): the workers need only Python at the same path")
+    r.add_argument("--spark-conf", action="append", type=_conf_arg, default=[],
+                   metavar="KEY=VALUE", help="with --engine spark: a Spark setting, e.g. "
+                   "spark.sql.shuffle.partitions=4 (one state partition per executor core "
+                   "is best); repeat for several")
+    r.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory: a rerun "
+                   "with the same directory resumes where the last run stopped")
+    r.add_argument("--batch", action="store_true",
+                   help="with --engine spark: one Spark batch job instead of a streaming one")
+    r.add_argument("--sink-dir", metavar="DIR", help="with --engine spark: also write results "
+                   "here, one directory per micro-batch (exactly once)")
+    r.add_argument("--sink-format", choices=("jsonl", "parquet"), default=None,
+                   help="with --sink-dir: jsonl (default) or parquet")
+    r.add_argument("--follow", action="store_true", help="with --engine spark: keep reading "
+                   "new files in the stream directories until interrupted")
+    r.add_argument("--trigger", type=float, metavar="SECONDS",
+                   help="with --engine spark: micro-batch interval (default: as soon as "
+                   "the last one ends)")
+    r.add_argument("--max-files-per-batch", type=int, metavar="N",
+                   help="with --engine spark: at most N new files per micro-batch")
+
+
+def _conf_arg(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--spark-conf must be KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _given(args: argparse.Namespace, option: str) -> bool:
+    """Whether ``option`` was given (its value is not argparse's default of nothing)."""
+    return getattr(args, option[2:].replace("-", "_"), None) not in (None, False, [])
+
+
+def check_options(args: argparse.Namespace) -> list[Query]:
+    """Each query file parsed, with the options given applied: an option its dialect or the
+    engine does not take is refused (a QueryError or EngineError naming both), never ignored."""
+    for o, (engine, message) in ENGINE_ONLY.items():
+        if engine != args.engine and _given(args, o):
+            raise EngineError(message or f"{o} applies to --engine {engine} runs, not "
+                              f"--engine {args.engine}")
+    given = [o for o in OPTIONS if o.startswith("--") and _given(args, o)]
+    out = []
+    for qf in args.queries:
+        q = parse_query(Path(qf).read_text(encoding="utf-8"), args.dialect, source=qf)
+        for o in given:
+            dialect_of(q).check(o, qf)
+        if args.policy:  # EP-SPARQL's setting (docs/semantics.md)
+            q = apply_option(q, "--policy", args.policy, qf)
+        out.append(q)
+    return out
+
+
+def limits(args: argparse.Namespace) -> Limits:
+    d = Limits()
+    return Limits(d.max_window_triples if args.max_window_triples is None else args.max_window_triples,
+                  d.max_results if args.max_results is None else args.max_results,
+                  args.max_eval_seconds)
+
+
+def time_config(args: argparse.Namespace) -> TimeConfig:
+    if args.time_predicate == ["arrival"]:  # message logs' arrival times (rsep.stream.readers)
+        return TimeConfig(in_graph=args.time_in_graph)
+    if len(args.time_predicate) == 1:
+        return TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph)
+    return TimeConfig(point=tuple(args.time_predicate) or TimeConfig().point,
+                      in_graph=args.time_in_graph)
+
+
+def until(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return parse_datetime_ms(text)
+
+
+class _Progress:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.last = time.monotonic()
+        self.t0 = self.last
+
+    def tick(self, events: int, outputs: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last >= 0.5:
+            self.last = now
+            rate = events / max(now - self.t0, 1e-9)
+            print(f"\r{events} events, {outputs} results, {rate:,.0f} events/s", end="",
+                  file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.enabled and self.last != self.t0:
+            print(file=sys.stderr)
+
+
+def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
+    """The watchdog's thread, while an evaluation overruns: say so, keep what was output
+    (the evaluation itself cannot be cancelled), and end the process."""
+    print(f"rsep: error: {what} is still running after the limit of {limit} s "
+          "(--max-eval-seconds); stopped", file=sys.stderr, flush=True)
+    for f in flush:
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(EXIT_ERROR)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``rsep run`` in this process."""
+    queries = check_options(args)
+    time_unit = parse_time_unit(args.time_unit) if args.time_unit else None
+    engine = Engine(time_unit_ms=time_unit, allow_dereference=args.allow_dereference,
+                    limits=limits(args))
+    for iri, path in args.graph:
+        engine.add_graph(iri, path)
+    report = ReportPolicy.parse(args.report) if args.report else None
+    for qf, q in zip(args.queries, queries, strict=True):
+        engine.register(q, source=qf, default_name=Path(qf).stem,
+                        r2s=R2S(args.r2s) if args.r2s else None, report=report)
+    if not args.stream:
+        raise EngineError("no input: give at least one --stream IRI=PATH")
+    wanted = {s for rt in engine.queries for s in rt.streams}
+    given = {iri for iri, _ in args.stream}
+    missing = wanted - given
+    if missing:
+        raise EngineError("the queries read stream(s) with no --stream given: "
+                          + ", ".join(f"<{m}>" for m in sorted(missing)))
+    tc = time_config(args)
+    dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    if args.max_eval_seconds is not None:
+        engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
+            what, args.max_eval_seconds, (out,)))
+    try:
+        files = [open_stream(iri, path, fmt=args.stream_format, time=tc,
+                             time_predicates=args.time_predicate) for iri, path in args.stream]
+    except FileNotFoundError as e:
+        raise EngineError(str(e)) from e
+    events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
+    sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
+    progress = _Progress(not args.quiet and sys.stderr.isatty())
+    clock = None
+    write = sink.write
+    if args.stage_times:
+        clock = StageClock()
+        clock.instrument(engine)
+        events = clock.iterate("parse", events)
+        write = clock.timed("output", write)
+    t0 = time.perf_counter()
+    try:
+        for o in engine.run(events, until=until(args.until)):
+            write(o)
+            progress.tick(engine.events, sink.count)
+    finally:
+        sink.close()
+        progress.done()
+        dead.close()
+        if args.output:
+            out.close()
+    if clock is not None:
+        sys.stdout.flush()
+        print(table(clock.report(time.perf_counter() - t0), engine.events), file=sys.stderr)
+    if dead.count:
+        if not args.quiet:
+            print(f"rsep: {dead.count} input record(s) rejected"
+                  + (f" (written to {args.dead_letter})" if args.dead_letter else ""),
+                  file=sys.stderr)
+        return EXIT_REJECTED
+    return EXIT_OK

@@ -1,0 +1,267 @@
+"""The HTTP API of ``rsep serve`` (Starlette): queries, events, graphs, results as
+Server-Sent Events and WebSocket, health, statistics, the dead letter and the console.
+The routes are described in :mod:`rsep.serve.openapi` (served at /openapi.json)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from rsep.algebra.output import EngineError
+from rsep.algebra.spaseq import SpaseqQuery
+from rsep.lang import QueryError
+from rsep.serve.hub import Hub, Item, QueryWorker
+from rsep.serve.ingest import body_format
+from rsep.serve.openapi import schema
+from rsep.spaseq.explain import to_dot
+
+KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _describe(w: QueryWorker) -> dict[str, Any]:
+    return {**w.stats(), "query": w.text}
+
+
+class BearerAuth:
+    """Every request (HTTP and WebSocket) needs ``Authorization: Bearer TOKEN``, or
+    ``?token=TOKEN`` (a browser's EventSource and WebSocket cannot set headers)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and not self._allowed(scope):
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
+                               headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: Scope) -> bool:
+        given = b""
+        for k, v in scope.get("headers", []):
+            if k == b"authorization" and v[:7].lower() == b"bearer ":
+                given = v[7:].strip()
+        if not given:
+            for part in scope.get("query_string", b"").split(b"&"):
+                if part.startswith(b"token="):
+                    given = part[6:]
+        return hmac.compare_digest(given, self.token)
+
+
+def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
+    """The ASGI application over ``hub``; with ``token``, every route needs it."""
+
+    async def console(request: Request) -> Response:
+        html = resources.files("rsep.serve").joinpath("console.html").read_text(encoding="utf-8")
+        return HTMLResponse(html)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(schema())
+
+    async def health(request: Request) -> Response:
+        return JSONResponse(hub.health())
+
+    async def list_queries(request: Request) -> Response:
+        return JSONResponse([_describe(w) for w in hub.all()])
+
+    async def register(request: Request) -> Response:
+        body = (await request.body()).decode("utf-8", errors="replace")
+        name = request.query_params.get("name") or None
+        dialect = request.query_params.get("dialect") or None
+        if request.headers.get("content-type", "").startswith("application/json"):
+            try:
+                d = json.loads(body)
+                if not isinstance(d, dict) or not isinstance(d.get("query"), str):
+                    raise ValueError('a JSON body must be {"query": TEXT, "name"?, "dialect"?}')
+            except ValueError as e:
+                return _error(400, str(e))
+            body, name, dialect = d["query"], d.get("name") or name, d.get("dialect") or dialect
+        try:
+            w = await run_in_threadpool(hub.register, body, name=name, dialect=dialect)
+        except (QueryError, EngineError) as e:
+            return _error(400, str(e))
+        return JSONResponse(_describe(w), status_code=201)
+
+    def _worker(request: Request) -> QueryWorker | None:
+        return hub.get(request.path_params["name"])
+
+    async def get_query(request: Request) -> Response:
+        w = _worker(request)
+        return JSONResponse(_describe(w)) if w else _error(404, "no such query")
+
+    async def unregister(request: Request) -> Response:
+        if not hub.unregister(request.path_params["name"]):
+            return _error(404, "no such query")
+        return Response(status_code=204)
+
+    async def automaton(request: Request) -> Response:
+        w = _worker(request)
+        if w is None:
+            return _error(404, "no such query")
+        if not isinstance(w.query, SpaseqQuery):
+            return _error(400, f"query {w.name} is not a SPASEQ query: it has no automaton")
+        dot = to_dot(w.query)
+        if request.query_params.get("format", "svg") == "dot":
+            return Response(dot, media_type="text/vnd.graphviz")
+        exe = shutil.which("dot")
+        if exe is None:
+            return _error(503, "Graphviz's dot is not installed (make system-deps installs it); "
+                               "?format=dot gives the DOT text")
+        proc = await run_in_threadpool(subprocess.run, [exe, "-Tsvg"], input=dot.encode(),
+                                       capture_output=True, timeout=30)
+        if proc.returncode:
+            return _error(500, proc.stderr.decode(errors="replace"))
+        return Response(proc.stdout, media_type="image/svg+xml")
+
+    def _since(request: Request) -> int:
+        v = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+        return int(v) if v.isdigit() else 0
+
+    async def _items(w: QueryWorker, since: int) -> AsyncIterator[Item | None]:
+        """The query's items after ``since``, then live ones (None: nothing for a while)."""
+        loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue[Item] = asyncio.Queue()
+
+        def deliver(item: Item) -> None:
+            loop.call_soon_threadsafe(inbox.put_nowait, item)
+
+        backlog = w.channel.subscribe(deliver, since)
+        try:
+            for it in backlog:
+                yield it
+                if it[0] == "end":
+                    return
+            while True:
+                try:
+                    it = await asyncio.wait_for(inbox.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield None
+                    continue
+                yield it
+                if it[0] == "end":
+                    return
+        finally:
+            w.channel.unsubscribe(deliver)
+
+    async def sse(request: Request) -> Response:
+        w = _worker(request)
+        if w is None:
+            return _error(404, "no such query")
+
+        async def events() -> AsyncIterator[str]:
+            async for it in _items(w, _since(request)):
+                if it is None:
+                    yield ": keep-alive\n\n"
+                else:
+                    kind, seq, data = it
+                    yield f"event: {kind}\nid: {seq}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def ws(websocket: WebSocket) -> None:
+        w = hub.get(websocket.path_params["name"])
+        if w is None:
+            await websocket.close(code=1008, reason="no such query")
+            return
+        await websocket.accept()
+        since = websocket.query_params.get("since", "0")
+        try:
+            async for it in _items(w, int(since) if since.isdigit() else 0):
+                if it is None:
+                    continue
+                kind, _, data = it
+                if kind == "end":
+                    break
+                await websocket.send_text(json.dumps(data, ensure_ascii=False))
+            await websocket.close(code=1000)
+        except WebSocketDisconnect:
+            pass
+
+    async def post_events(request: Request) -> Response:
+        stream = request.query_params.get("stream")
+        if not stream:
+            return _error(400, "give the stream's IRI: POST /events?stream=IRI")
+        try:
+            fmt = body_format(request.headers.get("content-type"),
+                              request.query_params.get("format"))
+        except ValueError as e:
+            return _error(415, str(e))
+        body = await request.body()
+        accepted, rejected = await run_in_threadpool(hub.post_events, stream, body, fmt)
+        return JSONResponse({"accepted": accepted, "rejected": rejected}, status_code=202)
+
+    async def put_graph(request: Request) -> Response:
+        iri = request.query_params.get("iri")
+        if not iri:
+            return _error(400, "give the graph's IRI: PUT /graphs?iri=IRI ('default' for the "
+                               "default graph)")
+        body = await request.body()
+        try:
+            n = await run_in_threadpool(hub.put_graph, iri, body,
+                                        request.headers.get("content-type"))
+        except ValueError as e:
+            return _error(400, str(e))
+        return JSONResponse({"graph": iri, "triples": n})
+
+    async def clock(request: Request) -> Response:
+        try:
+            d = json.loads(await request.body() or b"{}")
+            until = d.get("until") if isinstance(d, dict) else None
+            if not isinstance(until, int) or isinstance(until, bool):
+                raise ValueError('the body must be {"until": TIME} with an integer time '
+                                 "(timeline units: epoch ms for dateTime streams)")
+            await run_in_threadpool(hub.advance, until)
+        except ValueError as e:
+            return _error(400, str(e))
+        return JSONResponse(hub.health())
+
+    async def dead_letters(request: Request) -> Response:
+        return JSONResponse(hub.dead_letters())
+
+    routes = [
+        Route("/", console, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/queries", list_queries, methods=["GET"]),
+        Route("/queries", register, methods=["POST"]),
+        Route("/queries/{name}", get_query, methods=["GET"]),
+        Route("/queries/{name}", unregister, methods=["DELETE"]),
+        Route("/queries/{name}/results", sse, methods=["GET"]),
+        Route("/queries/{name}/automaton", automaton, methods=["GET"]),
+        WebSocketRoute("/queries/{name}/ws", ws),
+        Route("/events", post_events, methods=["POST"]),
+        Route("/graphs", put_graph, methods=["PUT"]),
+        Route("/clock", clock, methods=["POST"]),
+        Route("/deadletters", dead_letters, methods=["GET"]),
+    ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        hub.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    return BearerAuth(app, token) if token else app

@@ -1,0 +1,363 @@
+"""The engine side of ``rsep serve``: registered queries, events in, results out.
+
+Each query runs in an :class:`~rsep.runtime.engine.Engine` of its own, driven by a thread
+of its own that takes the events from an inbox. pyoxigraph releases the GIL while it
+evaluates, so a slow evaluation holds only its own query's thread; the others go on. A
+pyoxigraph query cannot be cancelled: when one evaluation overruns the per-query limit
+(``--max-eval-seconds``), its watchdog marks the query failed and detaches it from the
+streams, so nothing more is queued for it, and its thread ends when pyoxigraph returns.
+
+Every query's engine sees every accepted event in the same order (as the queries of
+``rsep run`` do), so a query's results are the CLI's for the same events.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from rsep.algebra.epsparql import EpSparqlQuery
+from rsep.algebra.output import EngineError, Output
+from rsep.algebra.query import Query
+from rsep.algebra.spaseq import SpaseqQuery
+from rsep.lang import QueryError, parse_query
+from rsep.runtime.engine import Engine, Limits, QueryRuntime
+from rsep.runtime.watchdog import Watchdog
+from rsep.serve.ingest import StreamOrder, read_body, rejected
+from rsep.stream.event import Event, Rejected
+from rsep.stream.files import TimeConfig
+from rsep.stream.source import DeadLetter
+from rsep.stream.time import TimeKind
+
+HISTORY = 10_000  # results kept per query for subscribers that connect late
+
+# What a subscriber receives: ("result", seq, the CLI's jsonl object), ("error", seq,
+# {"error": message}) when the query fails, ("end", seq, {}) when it is unregistered.
+Item = tuple[str, int, dict[str, Any]]
+
+
+@dataclass
+class Settings:
+    """The server's options, as ``rsep serve`` parses them."""
+
+    time_unit_ms: int | None = None
+    time: TimeConfig = field(default_factory=TimeConfig)
+    allowed_lateness: int = 0
+    limits: Limits = field(default_factory=lambda: Limits(max_eval_seconds=10.0))
+    allow_dereference: bool = False
+
+
+def kind_of(q: Query) -> str:
+    """The family of a parsed query: its runtime, and what the console draws."""
+    if isinstance(q, SpaseqQuery):
+        return "spaseq"
+    if isinstance(q, EpSparqlQuery):
+        return "epsparql"
+    return "rsp"
+
+
+class Channel:
+    """A query's results for its subscribers: the last :data:`HISTORY` items, then the
+    live ones. ``publish`` is called from the query's thread, each subscriber's callback
+    hands the item to its own event loop."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.history: deque[Item] = deque(maxlen=HISTORY)
+        self.subscribers: list[Callable[[Item], None]] = []
+        self.seq = 0
+        self.closed = False
+
+    def publish(self, kind: str, data: dict[str, Any]) -> None:
+        with self.lock:
+            self.seq += 1
+            item = (kind, self.seq, data)
+            self.history.append(item)
+            if kind == "end":
+                self.closed = True
+            subs = list(self.subscribers)
+        for deliver in subs:
+            deliver(item)
+
+    def subscribe(self, deliver: Callable[[Item], None], since: int = 0) -> list[Item]:
+        """Register ``deliver`` for the items after the returned backlog (those after
+        ``since`` that were already published)."""
+        with self.lock:
+            backlog = [it for it in self.history if it[1] > since]
+            if not self.closed:
+                self.subscribers.append(deliver)
+            return backlog
+
+    def unsubscribe(self, deliver: Callable[[Item], None]) -> None:
+        with self.lock:
+            if deliver in self.subscribers:
+                self.subscribers.remove(deliver)
+
+
+class QueryWorker:
+    """One registered query: its engine, its inbox and the thread that drains it."""
+
+    def __init__(self, name: str, text: str, query: Query, engine: Engine) -> None:
+        self.name = name
+        self.text = text
+        self.query = query
+        self.kind = kind_of(query)
+        self.engine = engine
+        self.runtime = engine.queries[0]
+        self.channel = Channel()
+        self.inbox: queue.SimpleQueue[tuple[str, Any, Any]] = queue.SimpleQueue()
+        self.pending = 0  # events queued and not yet taken in
+        self.results = 0
+        self.state: int | None = None
+        self.latency_ms: float | None = None  # accepted -> taken in, for the last event
+        self.error: str | None = None
+        self.registered = time.time()
+        self.thread = threading.Thread(target=self._run, name=f"rsep-serve-{name}", daemon=True)
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.error else "running"
+
+    def stats(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "status": self.status, "error": self.error,
+                "events_in": self.engine.events, "results_out": self.results,
+                "state_triples": self.state, "pending_events": self.pending,
+                "lag_ms": self.latency_ms, "engine_time": self.engine.now}
+
+    def fail(self, message: str) -> None:
+        if self.error is None:
+            self.error = message
+            self.channel.publish("error", {"error": message})
+
+    def _run(self) -> None:
+        while True:
+            op, arg, extra = self.inbox.get()
+            if op == "stop":
+                self.channel.publish("end", {})
+                return
+            if self.error is not None:
+                if op == "event":
+                    self.pending -= 1
+                elif op == "clock":
+                    extra.set()
+                continue  # failed: nothing more is evaluated, the inbox is only emptied
+            try:
+                if op == "event":
+                    self.pending -= 1
+                    self.engine.push(arg)
+                    self.latency_ms = (time.monotonic() - extra) * 1000
+                elif op == "clock":
+                    self.engine.close(until=arg)
+                self._publish()
+            except (EngineError, QueryError, ValueError) as e:
+                self.fail(str(e))
+            finally:
+                if op == "clock":
+                    extra.set()  # after the outputs went out: the caller reads them next
+
+    def _publish(self) -> None:
+        for o in self.engine.drain():
+            self.results += 1
+            self.channel.publish("result", line(o))
+        if isinstance(self.runtime, QueryRuntime):
+            self.state = sum(bw.op.size() for bw in self.runtime.windows)
+
+
+def line(o: Output) -> dict[str, Any]:
+    """The CLI's jsonl object for an output of a run with several queries."""
+    return {"query": o.query, **o.to_json()}
+
+
+class Hub:
+    """The registered queries, the streams' orderers, the background graphs and the dead
+    letter. Its methods are called from the web server's threads; one lock orders them."""
+
+    def __init__(self, settings: Settings, dead: DeadLetter | None = None) -> None:
+        self.settings = settings
+        self.lock = threading.Lock()
+        self.workers: dict[str, QueryWorker] = {}
+        self.graphs: dict[str, list[ox.Triple]] = {}
+        self.orders: dict[str, StreamOrder] = {}
+        self.dead = dead or DeadLetter()
+        self.kind: TimeKind | None = None
+        self.now: int | None = None  # the latest time handed to the queries
+        self.floor: int | None = None  # the latest --until given (advance): no event at or before
+        self.start: int | None = None
+        self.events = 0
+        self.requests = itertools.count(1)
+        self.started = time.time()
+
+    # ------------------------------------------------------------ queries
+
+    def register(self, text: str, *, name: str | None = None,
+                 dialect: str | None = None) -> QueryWorker:
+        """Parse and register a query; a :class:`QueryError` (located in ``name`` or
+        "query") if it cannot run."""
+        source = name or "query"
+        q = parse_query(text, dialect, source=source)
+        s = self.settings
+        with self.lock:
+            n = name or getattr(q, "name", "") or self._fresh_name()
+            if n in self.workers:
+                raise QueryError(f"a query named {n!r} is already registered", source=source)
+            engine = Engine(time_unit_ms=s.time_unit_ms, limits=s.limits,
+                            allow_dereference=s.allow_dereference)
+            engine.graphs = dict(self.graphs)
+            # the query starts at the server's current time, as one registered between two
+            # events of `rsep run` would
+            engine.kind, engine.now, engine.start = self.kind, self.now, self.start
+            engine.register(q, source=source, default_name=n)
+            w = QueryWorker(n, text, q, engine)
+            if s.limits.max_eval_seconds is not None:
+                limit = s.limits.max_eval_seconds
+                engine.watchdog = Watchdog(limit, lambda what: self._overrun(w, what, limit))
+            self.workers[n] = w
+            w.thread.start()
+        return w
+
+    def _fresh_name(self) -> str:
+        for i in itertools.count(len(self.workers) + 1):
+            if f"q{i}" not in self.workers:
+                return f"q{i}"
+        raise AssertionError("unreachable")
+
+    def _overrun(self, w: QueryWorker, what: str, limit: float) -> None:
+        """The watchdog's thread: the evaluation cannot be stopped, so the query is failed
+        and detached; the other queries never wait for it."""
+        w.fail(f"{what} is still running after the limit of {limit} s (--max-eval-seconds); "
+               "the query is stopped")
+
+    def unregister(self, name: str) -> bool:
+        with self.lock:
+            w = self.workers.pop(name, None)
+        if w is None:
+            return False
+        w.inbox.put(("stop", None, None))
+        return True
+
+    def get(self, name: str) -> QueryWorker | None:
+        return self.workers.get(name)
+
+    def all(self) -> list[QueryWorker]:
+        return list(self.workers.values())
+
+    # ------------------------------------------------------------ graphs
+
+    def put_graph(self, iri: str, body: bytes, media_type: str | None) -> int:
+        """Replace a background graph; queries registered afterwards read it."""
+        fmt = ox.RdfFormat.from_media_type(media_type or "text/turtle") or ox.RdfFormat.TURTLE
+        try:
+            triples = [q.triple for q in ox.parse(body, format=fmt)]
+        except (SyntaxError, ValueError) as e:
+            raise ValueError(f"graph <{iri}>: {e}") from None
+        with self.lock:
+            self.graphs[iri] = triples
+        return len(triples)
+
+    # ------------------------------------------------------------ events
+
+    def post_events(self, stream: str, body: bytes, fmt: str) -> tuple[int, int]:
+        """Take in a body of events for ``stream``: (events accepted, records rejected)."""
+        origin = f"request-{next(self.requests)}"
+        items = read_body(body, stream, fmt, origin, self.settings.time)
+        accepted = rejected_n = 0
+        with self.lock:
+            order = self.orders.setdefault(stream, StreamOrder(self.settings.allowed_lateness))
+            for it in items:
+                if isinstance(it, Rejected):
+                    self._reject(it)
+                    rejected_n += 1
+                    continue
+                released, why = order.offer(it)
+                if why is not None:
+                    self._reject(why)
+                    rejected_n += 1
+                for e in released:
+                    if self._forward(e):
+                        accepted += 1
+                    else:
+                        rejected_n += 1
+        return accepted, rejected_n
+
+    def _reject(self, r: Rejected) -> None:
+        self.dead(r)
+
+    def _forward(self, e: Event) -> bool:
+        """Hand an in-order event to every query (under the lock)."""
+        if self.kind is not None and e.kind is not self.kind:
+            self._reject(rejected(e, f"<{e.graph}> has a {e.kind.value} timestamp but the "
+                                     f"server's earlier events have {self.kind.value} ones"))
+            return False
+        if self.now is not None and e.time < self.now:
+            self._reject(rejected(e, f"timestamp {e.time} of <{e.graph}> is behind the engine's "
+                                     f"time {self.now} (another stream is ahead; events of "
+                                     "all streams must come in time order)"))
+            return False
+        if self.floor is not None and e.time <= self.floor:
+            self._reject(rejected(e, f"timestamp {e.time} of <{e.graph}> is not after the time "
+                                     f"{self.floor} the engine was advanced to"))
+            return False
+        if self.kind is None:
+            self.kind, self.start = e.kind, e.time
+        self.now = e.time
+        self.events += 1
+        t = time.monotonic()
+        for w in self.workers.values():
+            if w.error is None:
+                w.pending += 1
+                # a copy per engine: each numbers the events it takes in (Event.seq)
+                w.inbox.put(("event", Event(e.stream, e.graph, e.start, e.end, e.triples,
+                                            e.kind, 0, e.origin), t))
+        return True
+
+    def advance(self, until: int, timeout: float | None = None) -> None:
+        """Engine time moves to ``until``: held events up to it are released, and every
+        query carries out its evaluations due up to it (as ``rsep run --until`` does at
+        the end of its input); later events at or before ``until`` are rejected. Returns
+        when every query has done so (or ``timeout`` has passed)."""
+        with self.lock:
+            for order in self.orders.values():
+                for e in order.flush(until):
+                    self._forward(e)
+            if self.now is None:
+                return
+            if until < self.now:
+                raise ValueError(f"the engine is already at time {self.now}, after {until}")
+            # an event at `until` after its evaluations would be lost: refuse it from now on
+            self.now = until
+            self.floor = until
+            dones = []
+            for w in self.workers.values():
+                done = threading.Event()
+                w.inbox.put(("clock", until, done))
+                dones.append((w, done))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for w, d in dones:
+            # a query that failed (a runaway evaluation still holding its thread) is not waited for
+            while not d.wait(0.05) and w.error is None:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "queries": len(self.workers), "events": self.events,
+                "dead_letters": self.dead.count, "engine_time": self.now,
+                "uptime_s": round(time.time() - self.started, 3)}
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return [{"stream": r.stream, "origin": r.origin, "line": r.line, "column": r.column,
+                 "reason": r.reason, "record": r.text, "message": r.message()}
+                for r in list(self.dead.items)]
+
+    def close(self) -> None:
+        for name in list(self.workers):
+            self.unregister(name)
+        self.dead.close()
+

@@ -1,0 +1,108 @@
+"""Events POSTed to ``rsep serve``: a request body read as a stream file, and each stream's
+events put in time order with ``--allowed-lateness`` as ``rsep run`` does.
+
+:func:`read_body` is the one place where a body becomes events, so the readers it calls
+(rsep.stream's file readers today) can be swapped for another framing in one edit.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from rsep.stream.event import Event, Rejected
+from rsep.stream.files import StreamFile, TimeConfig
+from rsep.stream.jsonl import parse_lines
+from rsep.stream.time import TimeKind, format_time
+
+# media type (or ?format=) -> the reader's format
+FORMATS = {
+    "application/trig": "trig", "trig": "trig",
+    "application/n-quads": "nquads", "nquads": "nquads",
+    "application/x-ndjson": "jsonl", "application/jsonl": "jsonl", "jsonl": "jsonl",
+}
+
+
+def body_format(content_type: str | None, fmt: str | None) -> str:
+    """The reader for a request: ``?format=`` first, then the Content-Type."""
+    key = (fmt or (content_type or "").split(";")[0].strip() or "application/trig").lower()
+    if key not in FORMATS:
+        raise ValueError(f"unknown event format {key!r}: use application/trig, "
+                         "application/n-quads or application/x-ndjson (or ?format=trig|nquads|jsonl)")
+    return FORMATS[key]
+
+
+def read_body(body: bytes, stream: str, fmt: str, origin: str,
+              time: TimeConfig) -> list[Event | Rejected]:
+    """The events and rejected records of one request body, in body order; records are
+    located as ``origin:line``."""
+    text = body.decode("utf-8", errors="replace")
+    if fmt == "jsonl":
+        return list(parse_lines(text.splitlines(), stream, origin))
+    # StreamFile reads paths (chunked, with its fast one-call-per-chunk path): the body goes
+    # through a temporary file, and the file's name is replaced by the request's in messages.
+    fd, path = tempfile.mkstemp(suffix=".nq" if fmt == "nquads" else ".trig", prefix="rsep-serve-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        items = list(StreamFile(path, stream, time=time, fmt=fmt))
+    finally:
+        os.unlink(path)
+    for it in items:
+        it.origin = it.origin.replace(path, origin, 1)
+    return items
+
+
+@dataclass
+class StreamOrder:
+    """One stream's events released in non-decreasing time: with lateness 0 an event behind
+    the stream's last one is rejected; with lateness L events are held until the stream has
+    seen an event L units later (the reorder buffer of rsep.stream.source, fed one event at
+    a time instead of from a file)."""
+
+    lateness: int = 0
+    last_out: int | None = None
+    max_seen: int | None = None
+    kind: TimeKind | None = None
+    held: list[tuple[int, int, Event]] = field(default_factory=list)
+    n: int = 0
+
+    def offer(self, e: Event) -> tuple[list[Event], Rejected | None]:
+        """The events released by taking ``e``, or why ``e`` is rejected."""
+        if self.kind is not None and e.kind is not self.kind:
+            return [], rejected(e, f"<{e.graph}> has a {e.kind.value} timestamp but the "
+                                   f"stream's earlier events have {self.kind.value} ones")
+        if self.last_out is not None and e.time < self.last_out:
+            return [], rejected(e, f"timestamp {format_time(e.time, e.kind)} of <{e.graph}> goes "
+                                   f"backwards: the stream is already at "
+                                   f"{format_time(self.last_out, e.kind)}"
+                                   + (f" (allowed lateness {self.lateness})" if self.lateness
+                                      else " (accept late events with --allowed-lateness)"))
+        self.kind = e.kind
+        if self.lateness <= 0:
+            self.last_out = e.time
+            return [e], None
+        self.max_seen = e.time if self.max_seen is None else max(self.max_seen, e.time)
+        self.n += 1
+        heapq.heappush(self.held, (e.time, self.n, e))
+        return list(self._release(self.max_seen - self.lateness)), None
+
+    def flush(self, until: int) -> list[Event]:
+        """The held events at or before ``until`` (the engine's clock moved past them)."""
+        return list(self._release(until))
+
+    def _release(self, bound: int) -> Iterator[Event]:
+        while self.held and self.held[0][0] <= bound:
+            t, _, ev = heapq.heappop(self.held)
+            self.last_out = t
+            yield ev
+
+
+def rejected(e: Event, reason: str) -> Rejected:
+    """A dead-letter record for an event that parsed but cannot be taken in."""
+    origin, _, line = e.origin.rpartition(":")
+    return Rejected(e.stream, origin or e.origin, int(line) if line.isdigit() else 0, 0,
+                    reason, e.graph)

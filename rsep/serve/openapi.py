@@ -1,0 +1,168 @@
+"""The OpenAPI 3.1 description of ``rsep serve``'s API, served at /openapi.json.
+tests/test_serve.py checks it against the routes of :func:`rsep.serve.app.build_app` and
+against the OpenAPI schema, so it cannot drift from what the server does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rsep import __version__
+
+
+def _json(ref: str, description: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+_ERROR = _json("Error", "the error, e.g. a query's located message")
+_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+_TEXT = {"schema": {"type": "string"}}
+
+
+def schema() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "rsep serve", "version": __version__,
+                 "description": "A running rsep engine: continuous queries registered while "
+                                "streams run, results pushed as Server-Sent Events and "
+                                "WebSocket messages (docs/serve.md)."},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"],
+                          "properties": {"error": {"type": "string"}}},
+                "Query": {"type": "object", "required": ["name", "kind", "status", "query"],
+                          "properties": {
+                              "name": {"type": "string"},
+                              "kind": {"enum": ["rsp", "spaseq", "epsparql"]},
+                              "status": {"enum": ["running", "failed"]},
+                              "error": {"type": ["string", "null"]},
+                              "events_in": {"type": "integer"},
+                              "results_out": {"type": "integer"},
+                              "state_triples": {"type": ["integer", "null"]},
+                              "pending_events": {"type": "integer"},
+                              "lag_ms": {"type": ["number", "null"]},
+                              "engine_time": {"type": ["integer", "null"]},
+                              "query": {"type": "string"}}},
+                "Health": {"type": "object",
+                           "properties": {"status": {"const": "ok"},
+                                          "queries": {"type": "integer"},
+                                          "events": {"type": "integer"},
+                                          "dead_letters": {"type": "integer"},
+                                          "engine_time": {"type": ["integer", "null"]},
+                                          "uptime_s": {"type": "number"}}},
+                "Result": {"type": "object", "description": "one line of `rsep run`'s jsonl "
+                           "output for a run of several queries",
+                           "required": ["query", "time"],
+                           "properties": {"query": {"type": "string"},
+                                          "time": {"type": ["integer", "string"]},
+                                          "bindings": {"type": "object"},
+                                          "triple": {"type": "string"},
+                                          "boolean": {"type": "boolean"},
+                                          "op": {"const": "delete"}}},
+                "DeadLetter": {"type": "object",
+                               "properties": {k: {"type": t} for k, t in (
+                                   ("stream", "string"), ("origin", "string"),
+                                   ("line", "integer"), ("column", "integer"),
+                                   ("reason", "string"), ("record", "string"),
+                                   ("message", "string"))}},
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/": {"get": {"summary": "the web console",
+                          "responses": {"200": {"description": "HTML",
+                                                "content": {"text/html": _TEXT}}}}},
+            "/openapi.json": {"get": {"summary": "this description",
+                                      "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+            "/health": {"get": {"summary": "liveness and totals",
+                                "responses": {"200": _json("Health", "the server's totals")}}},
+            "/queries": {
+                "get": {"summary": "the registered queries and their statistics",
+                        "responses": {"200": {"description": "queries", "content": {
+                            "application/json": {"schema": {"type": "array", "items": {
+                                "$ref": "#/components/schemas/Query"}}}}}}},
+                "post": {"summary": "register a query (any dialect)",
+                         "parameters": [
+                             {"name": "name", "in": "query", "schema": {"type": "string"}},
+                             {"name": "dialect", "in": "query", "schema": {
+                                 "enum": ["rspql", "csparql", "cqels", "spaseq", "epsparql"]}}],
+                         "requestBody": {"required": True, "content": {
+                             "application/sparql-query": _TEXT, "text/plain": _TEXT,
+                             "application/json": {"schema": {
+                                 "type": "object", "required": ["query"],
+                                 "properties": {"query": {"type": "string"},
+                                                "name": {"type": "string"},
+                                                "dialect": {"type": "string"}}}}}},
+                         "responses": {"201": _json("Query", "registered"),
+                                       "400": _ERROR}}},
+            "/queries/{name}": {
+                "parameters": [_NAME],
+                "get": {"summary": "one query and its statistics",
+                        "responses": {"200": _json("Query", "the query"), "404": _ERROR}},
+                "delete": {"summary": "unregister a query (its result streams end)",
+                           "responses": {"204": {"description": "unregistered"},
+                                         "404": _ERROR}}},
+            "/queries/{name}/results": {
+                "parameters": [_NAME],
+                "get": {"summary": "the query's results as Server-Sent Events: event "
+                                   "'result' (data: a Result), 'error' (the query failed), "
+                                   "'end' (unregistered); ids count per query, Last-Event-ID "
+                                   "or ?since=N resumes",
+                        "parameters": [{"name": "since", "in": "query",
+                                        "schema": {"type": "integer"}}],
+                        "responses": {"200": {"description": "an event stream",
+                                              "content": {"text/event-stream": _TEXT}},
+                                      "404": _ERROR}}},
+            "/queries/{name}/ws": {
+                "parameters": [_NAME],
+                "get": {"summary": "the query's results over WebSocket: one Result (or "
+                                   "{error}) per text message; closed with 1000 when the "
+                                   "query is unregistered",
+                        "responses": {"101": {"description": "switching protocols"},
+                                      "404": _ERROR}}},
+            "/queries/{name}/automaton": {
+                "parameters": [_NAME],
+                "get": {"summary": "a SPASEQ query's automaton (rsep explain --format dot), "
+                                   "as SVG drawn by Graphviz, or ?format=dot",
+                        "parameters": [{"name": "format", "in": "query",
+                                        "schema": {"enum": ["svg", "dot"]}}],
+                        "responses": {"200": {"description": "the drawing", "content": {
+                            "image/svg+xml": _TEXT, "text/vnd.graphviz": _TEXT}},
+                            "400": _ERROR, "404": _ERROR, "503": _ERROR}}},
+            "/events": {"post": {
+                "summary": "events for a stream, as TriG, N-Quads or JSON lines",
+                "parameters": [{"name": "stream", "in": "query", "required": True,
+                                "schema": {"type": "string"}},
+                               {"name": "format", "in": "query",
+                                "schema": {"enum": ["trig", "nquads", "jsonl"]}}],
+                "requestBody": {"required": True, "content": {
+                    "application/trig": _TEXT, "application/n-quads": _TEXT,
+                    "application/x-ndjson": _TEXT}},
+                "responses": {"202": {"description": "taken in; rejected records are in "
+                                                     "the dead letter", "content": {
+                    "application/json": {"schema": {"type": "object", "properties": {
+                        "accepted": {"type": "integer"}, "rejected": {"type": "integer"}}}}}},
+                    "400": _ERROR, "415": _ERROR}}},
+            "/graphs": {"put": {
+                "summary": "replace a background graph (read by queries registered afterwards)",
+                "parameters": [{"name": "iri", "in": "query", "required": True,
+                                "schema": {"type": "string"}}],
+                "requestBody": {"required": True, "content": {
+                    "text/turtle": _TEXT, "application/n-triples": _TEXT}},
+                "responses": {"200": {"description": "the graph's size"}, "400": _ERROR}}},
+            "/clock": {"post": {
+                "summary": "advance engine time: the evaluations due up to `until` are "
+                           "carried out (as rsep run --until); later events must be after it",
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"type": "object", "required": ["until"],
+                               "properties": {"until": {"type": "integer"}}}}}},
+                "responses": {"200": _json("Health", "the server's totals after it"),
+                              "400": _ERROR}}},
+            "/deadletters": {"get": {
+                "summary": "the rejected records (the last 10,000)",
+                "responses": {"200": {"description": "rejected records", "content": {
+                    "application/json": {"schema": {"type": "array", "items": {
+                        "$ref": "#/components/schemas/DeadLetter"}}}}}}}},
+        },
+    }

@@ -1,0 +1,402 @@
+"""Event-local windows: each event's part of a window query decided once, on arrival.
+
+A window's graph patterns (every ``GRAPH <w> { P }`` of the query, P a basic graph pattern
+with FILTERs) are *event-local* on a window's content when every solution of P over the
+window's graph comes from the triples of one event. Then only the triples of events that
+have a solution of some P can take part in a solution, and the snapshot store needs to hold
+those alone: a subgraph G' of the window's graph G that holds every solution's triples gives
+P the same solutions as G (a BGP is monotone, and G' holds all of them). The query itself is
+still evaluated by pyoxigraph, on the same text, so aggregates, ORDER BY, HAVING, GROUP_CONCAT
+and the rest are pyoxigraph's own and the output is the snapshot path's.
+
+Whether a window is event-local is a checked property, per evaluation: P is connected by its
+variables (static, or the query takes the snapshot path), and no term bound by a variable
+P uses twice (its *join* variables) occurs in two live events (counted here as events enter
+and leave). A solution's triples then all hold its join terms, so they all come from the one
+event where those terms occur. When the check fails (a term shared by events), the window's
+store graph holds every live triple that matches a pattern of P, as the snapshot path's
+would, until the check holds again.
+
+An event's solutions are computed once, for a batch of events at a time: one pyoxigraph
+query over a scratch store holding each event as a named graph.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import pyoxigraph as ox
+from lark import Token, Tree
+
+from rsep.algebra.query import ContinuousQuery
+from rsep.lang.errors import QueryError
+from rsep.lang.parser import parse_tree
+from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
+from rsep.sparql.rows import stored_form
+from rsep.stream.event import Event
+
+INCREMENTAL = "incremental"
+SNAPSHOT = "snapshot"
+
+_VAR = "urn:rsep:var:"
+_EVENT = "urn:rsep:event:"
+# Functions whose value changes from one evaluation to the next: an event's solutions
+# computed on arrival could differ from the snapshot's.
+_VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.I)
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+Position = int  # 0 subject, 1 predicate, 2 object
+_Check = tuple[int, int, ox.NamedNode | None, ox.NamedNode | None, tuple[Position, ...]]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One triple pattern: per position an IRI the triple must carry, or None (a variable,
+    a blank node or a literal: literals are compared by value in the store, so here they
+    match anything), and the positions whose terms the locality check counts (none: the
+    whole triple, for a block of one pattern)."""
+
+    consts: tuple[ox.NamedNode | None, ox.NamedNode | None, ox.NamedNode | None]
+    tracked: tuple[Position, ...]
+
+
+@dataclass
+class Block:
+    """One ``GRAPH <w> { P }`` of the query: P's text, its patterns, and the FILTERs of the
+    enclosing group that only P's variables decide (pushed down: see :func:`analyse`)."""
+
+    text: str
+    patterns: list[Pattern]
+    pushed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Analysis:
+    prologue: str
+    blocks: dict[str, list[Block]]  # window IRI -> its GRAPH blocks
+
+
+def plan(query: ContinuousQuery) -> tuple[str, str]:
+    """Which path the runtime takes for the query: (INCREMENTAL | SNAPSHOT, why)."""
+    a = analyse(query)
+    if isinstance(a, str):
+        return SNAPSHOT, a
+    return INCREMENTAL, ("every window's graph patterns are basic graph patterns connected by "
+                         "their variables: each event's solutions are found once, on arrival, and "
+                         "only the triples of events with solutions enter the snapshot store "
+                         "(checked per evaluation: no join term in two live events)")
+
+
+def analyse(query: ContinuousQuery) -> Analysis | str:
+    """The windows' graph patterns, or why the query must take the snapshot path."""
+    if query.matches:
+        return "the query has MATCH event patterns"
+    if query.uses_timestamp:
+        return "timestamp() reads the time of every triple in the window"
+    if query.form == "DESCRIBE":
+        return "DESCRIBE reads every triple about a resource"
+    if not query.dataset.windows:
+        return "the query reads no window"
+    if any(w.in_default for w in query.dataset.windows):
+        return "a window is merged into the default graph (FROM STREAM): its patterns are not isolated"
+    try:
+        tree = parse_tree(query.sparql)
+        syn = Syntax.of(query.sparql, tree)
+    except QueryError as e:  # (the registered text always parses; kept safe)
+        return f"the query text does not parse here: {e}"
+    windows = {w.iri for w in query.dataset.windows}
+    blocks: dict[str, list[Block]] = {w: [] for w in windows}
+    for g in nodes_in(tree, "graph_graph_pattern"):
+        if syn.is_var(g.children[1]):
+            return "GRAPH ?var reads every named graph, the windows' included"
+        iri = syn.iri(g.children[1])
+        if iri not in windows:
+            continue
+        b = _block(syn, g)
+        if isinstance(b, str):
+            return f"window <{iri}>: {b}"
+        _push_filters(syn, tree, g, b)
+        blocks[iri].append(b)
+    return Analysis(syn.prologue_text(), blocks)
+
+
+def _block(syn: Syntax, g: Tree) -> Block | str:
+    group = g.children[2]
+    sub = group.children[0]
+    if not isinstance(sub, Tree) or sub.data != "group_graph_pattern_sub":
+        return "its pattern is a subquery"
+    triples: list[Tree] = []
+    for c in sub.children:
+        if not isinstance(c, Tree):
+            continue
+        if c.data == "triples_block":
+            triples.append(c)
+            continue
+        for d in c.children:  # group_graph_pattern_sub_other
+            if not isinstance(d, Tree):
+                continue
+            if d.data == "triples_block":
+                triples.append(d)
+            elif d.data == "graph_pattern_not_triples" and d.children[0].data == "filter":
+                f = d.children[0]
+                if nodes_in(f, "exists_func") or nodes_in(f, "not_exists_func"):
+                    return "a FILTER (NOT) EXISTS reads other triples of the window"
+                if _VOLATILE.search(syn.text[start_of(f):end_of(f)]):
+                    return "a FILTER calls NOW, RAND, UUID, STRUUID or BNODE"
+            else:
+                return "its pattern is more than triples and FILTERs (OPTIONAL, UNION, MINUS, " \
+                       "BIND, VALUES, subgroups)"
+    if not triples:
+        return "its pattern has no triples"
+    patterns = _patterns(syn, triples)
+    if isinstance(patterns, str):
+        return patterns
+    text = syn.text[start_of(sub):end_of(sub)]
+    return Block(text, patterns)
+
+
+def _patterns(syn: Syntax, blocks: list[Tree]) -> list[Pattern] | str:
+    """The triple patterns, read by the Turtle parser with variables as IRIs (a property
+    path is not Turtle: refused)."""
+    body = []
+    for tb in blocks:
+        text = syn.text[start_of(tb):end_of(tb)]
+        edits = sorted(((start_of(v) - start_of(tb), end_of(v) - start_of(tb), v)
+                        for v in nodes_in(tb, "var")), key=lambda e: e[0], reverse=True)
+        for s, e, v in edits:
+            name = str(v.children[0])[1:] if isinstance(v.children[0], Token) else ""
+            text = text[:s] + f"<{_VAR}{name}>" + text[e:]
+        body.append(text.rstrip().rstrip(".") + " .")
+    try:
+        parsed = [q.triple for q in ox.parse(syn.prologue_text() + "\n".join(body),
+                                             format=ox.RdfFormat.TURTLE)]
+    except SyntaxError:
+        return "a triple pattern uses a property path (or a form Turtle cannot read)"
+    raw: list[tuple[Term | ox.Triple, ...]] = [(t.subject, t.predicate, t.object) for t in parsed]
+    if any(isinstance(x, ox.Triple) for r in raw for x in r):
+        return "a triple pattern holds a quoted triple"
+
+    def var(x: object) -> str | None:
+        if isinstance(x, ox.BlankNode):
+            return "_:" + x.value  # a blank node in a pattern is a variable
+        if isinstance(x, ox.NamedNode) and x.value.startswith(_VAR):
+            return x.value
+        return None
+
+    names = [{n for x in r if (n := var(x)) is not None} for r in raw]
+    uses: dict[str, int] = {}
+    for ns in names:
+        for n in ns:
+            uses[n] = uses.get(n, 0) + 1
+    if len(raw) > 1 and not _connected(names):
+        return "its triple patterns are not connected by variables (a cross product of events)"
+    out = []
+    for r in raw:
+        vs = [var(x) for x in r]
+        # a lone pattern has no join: its solutions repeat only when a triple is in two
+        # events, so the triple itself is counted (tracked == ())
+        tracked = () if len(raw) == 1 else tuple(
+            i for i, v in enumerate(vs) if v is not None and uses[v] > 1)
+        consts = tuple(x if v is None and isinstance(x, ox.NamedNode) else None
+                       for x, v in zip(r, vs, strict=True))
+        out.append(Pattern(consts, tracked))  # type: ignore[arg-type]
+    return out
+
+
+def _connected(sets: list[set[str]]) -> bool:
+    seen = {0}
+    vs = set(sets[0])
+    grew = True
+    while grew:
+        grew = False
+        for i, s in enumerate(sets):
+            if i not in seen and s & vs:
+                seen.add(i)
+                vs |= s
+                grew = True
+    return len(seen) == len(sets)
+
+
+def _push_filters(syn: Syntax, tree: Tree, g: Tree, b: Block) -> None:
+    """FILTERs of the WHERE clause's top group that only the block's variables decide,
+    when that group is a plain conjunction (triples, GRAPH blocks, FILTERs): a solution of
+    the block they reject is in no solution of the query, so its event need not be kept."""
+    where = nodes_in(tree, "where_clause")
+    if not where:
+        return
+    sub = where[0].children[-1].children[0]
+    if not isinstance(sub, Tree) or sub.data != "group_graph_pattern_sub":
+        return
+    filters: list[Tree] = []
+    top = False
+    for c in sub.children:
+        if not isinstance(c, Tree) or c.data == "triples_block":
+            continue
+        for d in c.children:
+            if not isinstance(d, Tree) or d.data == "triples_block":
+                continue
+            kind = d.children[0]
+            if kind is g:
+                top = True
+            elif kind.data == "filter":
+                filters.append(kind)
+            elif kind.data != "graph_graph_pattern":
+                return
+    if not top:
+        return
+    inner = {str(v.children[0])[1:] for v in nodes_in(g, "var")}
+    for f in filters:
+        text = syn.text[start_of(f):end_of(f)]
+        names = {str(v.children[0])[1:] for v in nodes_in(f, "var")}
+        if names and names <= inner and not nodes_in(f, "exists_func") \
+                and not nodes_in(f, "not_exists_func") and not _VOLATILE.search(text):
+            b.pushed.append(text)
+
+
+# ------------------------------------------------------------------ runtime
+
+
+@dataclass(slots=True)
+class _Entry:
+    matching: tuple[ox.Triple, ...]  # the event's triples that some pattern's IRIs match
+    terms: frozenset[object]  # its join terms (locality check)
+    relevant: bool | None = None  # has a solution of some block (None: not decided yet)
+    stored: tuple[ox.Triple, ...] = ()  # what it has in the store graph
+
+
+class LocalWindow:
+    """A window's store graph under the event-local plan (see the module's text)."""
+
+    def __init__(self, prologue: str, blocks: Sequence[Block]) -> None:
+        self.blocks = list(blocks)
+        self.queries = [
+            f"{prologue}SELECT DISTINCT ?__g WHERE {{ GRAPH ?__g {{ {b.text}\n"
+            + "\n".join(b.pushed) + " } }" for b in self.blocks]
+        # per pattern: (block, bit of the pattern in its block, subject IRI, object IRI,
+        # tracked positions), by predicate IRI (None: any predicate)
+        self._by_pred: dict[ox.NamedNode | None, list[_Check]] = {}
+        for bi, b in enumerate(self.blocks):
+            for k, p in enumerate(b.patterns):
+                self._by_pred.setdefault(p.consts[1], []).append(
+                    (bi, 1 << k, p.consts[0], p.consts[2], p.tracked))
+        self._any_pred = self._by_pred.pop(None, [])
+        self._full_mask = [(1 << len(b.patterns)) - 1 for b in self.blocks]
+        self.live: dict[int, _Entry] = {}
+        self._entered: list[int] = []  # since the last sync
+        self._counts: dict[object, int] = {}
+        self.conflicts = 0  # join terms in two or more live events
+        self.full = False  # the store graph holds every matching triple (check failed)
+        self.batches = 0
+        self._removed: list[ox.Triple] = []
+
+    # ---------------------------------------------------------------- changes
+
+    def change(self, changes: Iterable[tuple[bool, Event, tuple[ox.Triple, ...]]]) -> None:
+        """Events entering and leaving the window, in order (WindowOperator's item changes)."""
+        for entered, e, triples in changes:
+            if entered:
+                self._enter(e.seq, triples)
+            else:
+                self._leave(e.seq)
+
+    def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
+        matching = []
+        terms: set[object] = set()
+        hit = [0] * len(self.blocks)
+        by_pred, any_pred = self._by_pred, self._any_pred
+        for t in triples:
+            checks = by_pred.get(t.predicate)
+            if any_pred:
+                checks = (checks or []) + any_pred
+            if checks is None:
+                continue
+            matched = False
+            for bi, bit, s, o, tracked in checks:
+                if (s is not None and s != t.subject) or (o is not None and o != t.object):
+                    continue
+                matched = True
+                hit[bi] |= bit
+                if not tracked:
+                    o_ = t.object
+                    terms.add((t.subject, t.predicate,
+                               stored_form(str(o_)) if isinstance(o_, ox.Literal) else o_))
+                for pos in tracked:
+                    x = t.subject if pos == 0 else t.object if pos == 2 else t.predicate
+                    terms.add(stored_form(str(x)) if isinstance(x, ox.Literal) else x)
+            if matched:
+                matching.append(t)
+        if self.live.get(seq) is not None:  # (an item re-entering with fewer triples)
+            self._leave(seq)
+        entry = _Entry(tuple(matching), frozenset(terms))
+        if hit != self._full_mask and not any(
+                h == m for h, m in zip(hit, self._full_mask, strict=True)):
+            entry.relevant = False  # each block has a pattern none of its triples matches
+        self._entered.append(seq)
+        counts = self._counts
+        for term in entry.terms:
+            c = counts.get(term, 0) + 1
+            counts[term] = c
+            if c == 2:
+                self.conflicts += 1
+        self.live[seq] = entry
+
+    def _leave(self, seq: int) -> None:
+        entry = self.live.pop(seq, None)
+        if entry is None:
+            return
+        counts = self._counts
+        for x in entry.terms:
+            c = counts[x] - 1
+            if c:
+                counts[x] = c
+                if c == 1:
+                    self.conflicts -= 1
+            else:
+                del counts[x]
+        self._removed.extend(entry.stored)
+
+    # ---------------------------------------------------------------- store
+
+    def sync(self) -> tuple[list[ox.Triple], list[ox.Triple]]:
+        """What the store graph gains and loses so that it holds, for the live events, every
+        triple a solution can use: (added, removed). Only the events that entered since the
+        last call are looked at, unless the locality check changed its verdict."""
+        removed, self._removed = self._removed, []
+        live = self.live
+        if self.conflicts and not self.full or not self.conflicts and self.full:
+            targets = list(live.values())  # the verdict changed: every live event
+            self.full = bool(self.conflicts)
+        else:
+            targets = [e for s in self._entered if (e := live.get(s)) is not None]
+        self._entered = []
+        if not self.full:
+            self._decide([e for e in targets if e.relevant is None])
+        added: list[ox.Triple] = []
+        for e in targets:
+            want = e.matching if self.full or e.relevant else ()
+            if want is e.stored:
+                continue
+            if e.stored:
+                removed.extend(e.stored)
+            added.extend(want)
+            e.stored = want
+        return added, removed
+
+    def _decide(self, entries: list[_Entry]) -> None:
+        """Which of the events have a solution of some block: one query per block over a
+        scratch store holding each event as a named graph."""
+        if not entries:
+            return
+        st = ox.Store()
+        st.extend([ox.Quad(t.subject, t.predicate, t.object, ox.NamedNode(f"{_EVENT}{i}"))
+                   for i, e in enumerate(entries) for t in e.matching])
+        found: set[str] = set()
+        for q in self.queries:
+            res = st.query(q)
+            assert isinstance(res, ox.QuerySolutions)
+            found.update(str(sol[0]) for sol in res)
+        self.batches += 1
+        for i, e in enumerate(entries):
+            e.relevant = f"<{_EVENT}{i}>" in found

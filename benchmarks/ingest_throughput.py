@@ -16,6 +16,13 @@ rsep/stream/files.py as it was at a git revision, for before/after numbers.
     python benchmarks/ingest_throughput.py                       # generated 200,000 events + SRBench weather
     python benchmarks/ingest_throughput.py --events 20000 --runs 5
     python benchmarks/ingest_throughput.py --baseline c37c384~1  # with the reader before issue #8
+    python benchmarks/ingest_throughput.py --messages            # the weather stream as RDF Message Logs
+
+``--messages`` reads the SRBench weather stream (or the files given) as a stream file and
+as RDF Message Logs written from it by ``rsep convert`` (untimed): TriG and N-Quads text
+logs and Jelly, one message per event and one per observation (``--split resources``).
+It gives events/s and quads/s by CPU time through ``merge_streams`` (the path of
+``rsep run``) and each file's size.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ import pyoxigraph as ox
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_stream import STREAM_IRI, generate  # noqa: E402
 
+from rsep.cli.main import main as rsep_main  # noqa: E402
 from rsep.stream.event import Event  # noqa: E402
 from rsep.stream.files import StreamFile  # noqa: E402
+from rsep.stream.messages import MessageLog  # noqa: E402
 from rsep.stream.source import DeadLetter, merge_streams  # noqa: E402
 
 GRAPH = attrgetter("graph_name")
@@ -140,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--runs", type=int, default=3, help="runs per reader; the median is reported")
     ap.add_argument("--baseline", metavar="REV", help="also time StreamFile as of this git revision")
+    ap.add_argument("--messages", action="store_true",
+                    help="stream file against RDF Message Logs (TriG, N-Quads, Jelly) of the same events")
     args = ap.parse_args(argv)
+    if args.messages:
+        return messages(args.files or [SRBENCH], args.runs)
 
     work = Path(tempfile.gettempdir()) / "rsep-bench"
     work.mkdir(exist_ok=True)
@@ -167,6 +180,44 @@ def main(argv: list[str] | None = None) -> int:
                 ref = ref or cpu
                 print(f"| {trig.name} | {'N-Quads' if path.suffix == '.nq' else 'TriG'} | {name} | "
                       f"{n:,} | {cpu:.3f} | {n / cpu:,.0f} | {ref / cpu:.2f} |", flush=True)
+    print(f"\nload average at end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+def messages(files: list[Path], runs: int) -> int:
+    work = Path(tempfile.gettempdir()) / "rsep-bench"
+    work.mkdir(exist_ok=True)
+    print(f"Python {platform.python_version()}, pyoxigraph {ox.__version__}, {os.cpu_count()} CPUs, "
+          f"load average at start {os.getloadavg()[0]:.1f}\n")
+    print(f"| file | read as | events | quads | bytes | CPU s (median of {runs}) | events/s (CPU) | "
+          "quads/s (CPU) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for src in files:
+        inputs: list[tuple[str, Path, type]] = [("stream file (TriG, timestamp triples)", src, StreamFile)]
+        for split in ("events", "resources"):
+            for fmt, suffix in (("rdfm-trig", "trig"), ("rdfm-nquads", "nq"), ("jelly", "jelly")):
+                out = work / f"{src.stem}-{split}.{suffix}"
+                if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+                    rsep_main(["convert", str(src), "--to", fmt, "--split", split, "-o", str(out), "-q"])
+                label = {"rdfm-trig": "RDF Message Log, TriG", "rdfm-nquads": "RDF Message Log, N-Quads",
+                         "jelly": "Jelly"}[fmt]
+                inputs.append((f"{label}, one message per {'event' if split == 'events' else 'observation'}",
+                               out, MessageLog))
+        for label, path, cls in inputs:
+            size = path.stat().st_size
+
+            def run(path: Path = path, cls: type = cls) -> tuple[int, int]:
+                n = q = 0
+                for e in merge_streams([cls(path, STREAM_IRI)], DeadLetter()):
+                    n += 1
+                    q += len(e.triples)
+                return n, q
+
+            events, quads = run()
+            repeat = max(1, round(20e6 / max(size, 1)))
+            _, cpu = measure(lambda run=run: run()[0], runs, repeat)
+            print(f"| {src.name} | {label} | {events:,} | {quads:,} | {size:,} | {cpu:.3f} | "
+                  f"{events / cpu:,.0f} | {quads / cpu:,.0f} |", flush=True)
     print(f"\nload average at end {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -40,7 +40,10 @@ MODULES = (
     "rsep.spaseq.matches",
     "rsep.spaseq.runtime",
     "rsep.runtime.engine",
+    "rsep.stream.assembly",
     "rsep.stream.files",
+    "rsep.stream.framing",
+    "rsep.stream.messages",
     "rsep.stream.source",
 )
 

@@ -7,9 +7,10 @@ import json
 import pyoxigraph as ox
 import pytest
 
-from rsep.stream import files
+from rsep.stream import assembly
 from rsep.stream.event import Event, Rejected
-from rsep.stream.files import StreamFile, TimeConfig, iter_records
+from rsep.stream.files import StreamFile, TimeConfig
+from rsep.stream.framing import iter_records
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import TimeKind
 
@@ -299,13 +300,13 @@ def test_bulk_assembly_agrees_with_run_by_run(tmp_path, monkeypatch, chunk_size,
     waiting = "".join(f'<http://example.org/x{i}> <http://www.w3.org/ns/prov#generatedAtTime> "{i}"'
                       "^^<http://www.w3.org/2001/XMLSchema#integer> .\n" for i in range(3))
     nq.write_text(waiting + "".join(quads))
-    points = files._Assembly.points
+    points = assembly.Assembly.points
     used = []
-    monkeypatch.setattr(files._Assembly, "points", lambda self, *a: used.append(points(self, *a)) or used[-1])
+    monkeypatch.setattr(assembly.Assembly, "points", lambda self, *a: used.append(points(self, *a)) or used[-1])
     for p in (trig, nq):
         bulk = summary(StreamFile(p, "http://s", chunk_size=chunk_size, max_pending=max_pending))
         with monkeypatch.context() as m:
-            m.setattr(files._Assembly, "points", lambda self, *a: False)
+            m.setattr(assembly.Assembly, "points", lambda self, *a: False)
             assert summary(StreamFile(p, "http://s", chunk_size=chunk_size, max_pending=max_pending)) == bulk
         assert any(i[0] == "Rejected" for i in bulk)
     assert True in used or chunk_size == 1 << 16  # the bulk path ran (not on a whole file with odd events)
@@ -325,5 +326,5 @@ def test_bulk_assembly_leaves_an_overflow_to_the_runs(tmp_path, monkeypatch):
     p.write_text("".join(f"{q:<148}.\n" for q in lines))
     bulk = summary(StreamFile(p, "http://s", chunk_size=1500, max_pending=1))
     assert [k for k, i in enumerate(bulk) if i[0] == "Rejected"] == [5] and "never" in bulk[5][4]
-    monkeypatch.setattr(files._Assembly, "points", lambda self, *a: False)
+    monkeypatch.setattr(assembly.Assembly, "points", lambda self, *a: False)
     assert summary(StreamFile(p, "http://s", chunk_size=1500, max_pending=1)) == bulk

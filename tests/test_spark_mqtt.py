@@ -298,8 +298,8 @@ def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_pat
     from rsep.runtime.engine import Engine
     from rsep.spark.parse import END_OF_INPUT
     from rsep.spark.pipeline import SparkPipeline
-    from rsep.spark.socket import Framer
     from rsep.stream.files import StreamFile
+    from rsep.stream.framing import Framer
 
     stream_file = ROOT.parent / "shared/data/srbench-weather/weather-stream.trig"
     sr = "http://example.org/srbench"

@@ -11,10 +11,11 @@ from conftest import ROOT
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from rsep.spark.parse import parse_text
-from rsep.spark.socket import Framer, SocketStreamReader, parse_url, socket_records
+from rsep.spark.socket import SocketStreamReader, parse_url, socket_records
 from rsep.spark.spool import SpoolError
 from rsep.stream.event import Event
 from rsep.stream.files import StreamFile
+from rsep.stream.framing import Framer
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 SR = "http://example.org/srbench"

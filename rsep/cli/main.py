@@ -24,7 +24,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # subcommand -> the module that adds its parser and runs it
 SUBCOMMANDS = {"run": "rsep.cli.run", "explain": "rsep.cli.compare",
                "compare": "rsep.cli.compare", "bench": "rsep.bench.cli",
-               "spark": "rsep.cli.spark", "serve": "rsep.cli.serve"}
+               "spark": "rsep.cli.spark", "serve": "rsep.cli.serve",
+               "convert": "rsep.cli.convert"}
 # `rsep run --engine ENGINE`: the module that runs it
 ENGINES = {"inprocess": "rsep.cli.run", "spark": "rsep.cli.spark"}
 

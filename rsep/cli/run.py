@@ -25,10 +25,8 @@ from rsep.runtime.sinks import FORMATS, Sink
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
-from rsep.stream.files import StreamFile, TimeConfig
-from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
-from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
-from rsep.stream.mapping import MappedStreamFile
+from rsep.stream.files import TimeConfig
+from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import parse_datetime_ms, parse_time_unit
 
@@ -68,8 +66,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="replay recorded streams through continuous queries")
     r.add_argument("queries", nargs="+", metavar="QUERY_FILE")
     r.add_argument("--stream", action="append", type=_stream_arg, default=[], metavar="IRI=PATH",
-                   help="a stream file (TriG, N-Quads, JSON lines, or an RML mapping *.rml.ttl of "
-                   "CSV / JSON-lines rows); repeat for several streams")
+                   help="a stream file (TriG, N-Quads, JSON lines, an RDF Message Log, Jelly, or an "
+                   "RML mapping *.rml.ttl of CSV / JSON-lines rows); '-' for standard input, "
+                   "tcp://HOST:PORT or mqtt://HOST:PORT/TOPIC for a live source; repeat for "
+                   "several streams")
+    r.add_argument("--stream-format", choices=STREAM_FORMATS, default="auto",
+                   help="how to read the --stream inputs: timestamped graphs (events), RDF Message "
+                   "Logs (rdfm: TriG/Turtle/N-Quads with @message delimiters; jelly); default auto: "
+                   "by name and content")
     r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
@@ -89,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "durations with units apply to integer timestamps")
     r.add_argument("--time-predicate", action="append", default=[], metavar="IRI",
                    help="predicate giving an event's time (default prov:generatedAtTime and "
-                   "friends)")
+                   "friends); 'arrival': an RDF Message Log's messages take their arrival time")
     r.add_argument("--time-in-graph", action="store_true",
                    help="also read the time from a triple inside the event graph")
     r.add_argument("--allowed-lateness", type=int, default=0, metavar="UNITS",
@@ -183,6 +187,8 @@ def limits(args: argparse.Namespace) -> Limits:
 
 
 def time_config(args: argparse.Namespace) -> TimeConfig:
+    if args.time_predicate == ["arrival"]:  # message logs' arrival times (rsep.stream.readers)
+        return TimeConfig(in_graph=args.time_in_graph)
     if len(args.time_predicate) == 1:
         return TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph)
     return TimeConfig(point=tuple(args.time_predicate) or TimeConfig().point,
@@ -258,12 +264,11 @@ def main(args: argparse.Namespace) -> int:
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
             what, args.max_eval_seconds, (out,)))
-    files = [JsonlStreamFile(path, iri) if path.lower().endswith(SUFFIXES)
-             else MappedStreamFile(path, iri) if path.lower().endswith(RML_SUFFIXES)
-             else StreamFile(path, iri, time=tc) for iri, path in args.stream]
-    for f in files:
-        if not f.path.is_file():
-            raise EngineError(f"stream file not found: {f.path}")
+    try:
+        files = [open_stream(iri, path, fmt=args.stream_format, time=tc,
+                             time_predicates=args.time_predicate) for iri, path in args.stream]
+    except FileNotFoundError as e:
+        raise EngineError(str(e)) from e
     events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
     sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())

@@ -168,12 +168,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
     for _, path in args.stream:
+        if path == "-" or path.startswith(("tcp://", "mqtt://")):
+            # A Spark job replays files (its live sources are rsep.spark.mqtt / socket's API).
+            raise EngineError(f"--engine spark reads stream files and directories (TriG, N-Quads, "
+                              f"RDF Message Logs, Jelly files, JSON lines), not {path}: use the "
+                              "in-process engine (without --engine spark)")
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")
         if path.lower().endswith(RML_SUFFIXES):
             # the Spark sources split raw RDF records; a mapping's rows are not RDF yet
             raise EngineError(f"{path}: an RML-mapped stream runs in-process (rsep run without "
                               "--engine spark)")
+    if getattr(args, "time_predicate", None) == ["arrival"]:
+        raise EngineError("--time-predicate arrival is read by the in-process engine only "
+                          "(a Spark job replays its files: their time must be in the data)")
     tty = sys.stderr.isatty() and not args.quiet
     # The driver JVM may run in another directory (--ship): Spark gets absolute paths.
     if args.checkpoint and _absolute(args.checkpoint) == args.checkpoint and \

@@ -8,8 +8,11 @@ import re
 from typing import IO
 
 from rsep.runtime.engine import Output
+from rsep.stream.writer import FORMATS as MESSAGE_FORMATS
+from rsep.stream.writer import MessageWriter
 
-FORMATS = ("jsonl", "csv", "tsv", "table", "trig")
+# rdfm-*: RDF Message Logs (W3C RSP CG), one message per evaluation (rsep.stream.writer)
+FORMATS = ("jsonl", "csv", "tsv", "table", "trig", *MESSAGE_FORMATS)
 
 _LIT = re.compile(r'^"(.*)"(?:@[A-Za-z0-9\-]+|\^\^<[^>]*>)?$', re.S)
 
@@ -58,17 +61,47 @@ class Sink:
         self._writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
         self._group: tuple | None = None
         self._rows: list[Output] = []
+        self._messages: MessageWriter | None = None
+        self._triples: list[str] = []
+        if fmt in MESSAGE_FORMATS:
+            # Jelly is binary: it goes to the text stream's underlying buffer.
+            self._messages = MessageWriter(_binary(out) if fmt == "jelly" else out, fmt)
 
     def write(self, o: Output) -> None:
         self.count += 1
-        getattr(self, "_" + self.fmt)(o)
+        if self._messages is not None:
+            self._message(o)
+        else:
+            getattr(self, "_" + self.fmt)(o)
 
     def close(self) -> None:
         if self.fmt == "table":
             self._flush_table()
         elif self.fmt == "trig" and self._group is not None:
             self.out.write("}\n")
+        elif self._messages is not None:
+            self._flush_message()
+            self._messages.close()
         self.out.flush()
+
+    def _message(self, o: Output) -> None:
+        if o.triple is None:
+            raise ValueError(f"--format {self.fmt} needs a CONSTRUCT or DESCRIBE query")
+        group = (o.query, o.time, o.op, o.kind)
+        if group != self._group:
+            self._flush_message()
+            self._group = group
+        self._triples.append(o.triple)
+
+    def _flush_message(self) -> None:
+        """The evaluation's result as one RDF Message, named as --format trig names it."""
+        if self._group is None or self._messages is None:
+            return
+        query, t, op, kind = self._group
+        name = f"urn:rsep:result:{query}:{t}{':delete' if op == 'delete' else ''}"
+        self._messages.write(name, t, t, kind, self._triples)
+        self._triples = []
+        self._group = None
 
     # -- formats
 
@@ -154,3 +187,11 @@ class Sink:
                    else f'"{t}"^^<http://www.w3.org/2001/XMLSchema#integer>')
             self.out.write(f"{g} <http://www.w3.org/ns/prov#generatedAtTime> {lit} .\n{g} {{\n")
         self.out.write(f"  {o.triple} .\n")
+
+
+def _binary(out: IO[str]) -> IO[bytes]:
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        raise ValueError("--format jelly writes bytes: give a file or standard output")
+    out.flush()
+    return buffer

@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from urllib.parse import unquote
 
 import paho.mqtt.client as paho
 from paho.mqtt.packettypes import PacketTypes
@@ -37,28 +36,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource
 
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
+from rsep.stream.live import mqtt_url
+
+parse_url = mqtt_url  # one URL syntax for rsep run's live sources and Spark's
 
 FORMAT = "rsep-mqtt"
-
-
-def parse_url(url: str) -> tuple[str, int, str]:
-    """``mqtt://host[:port]/topic`` -> (host, port, topic). The topic is the whole rest of
-    the URL, ``#`` and ``+`` wildcards included (not a URL fragment)."""
-    if not url.startswith("mqtt://"):
-        raise ValueError(f"not an MQTT URL (mqtt://host:port/topic): {url!r}")
-    rest = url[len("mqtt://"):]
-    hostport, sep, topic = rest.partition("/")
-    topic = unquote(topic)
-    if not sep or not topic:
-        raise ValueError(f"MQTT URL without a topic (mqtt://host:port/topic): {url!r}")
-    host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "1883")
-    if not host:
-        raise ValueError(f"MQTT URL without a host: {url!r}")
-    try:
-        p = int(port)
-    except ValueError:
-        raise ValueError(f"MQTT URL with a bad port {port!r}: {url!r}") from None
-    return host, p, topic
 
 
 class MqttDataSource(DataSource):

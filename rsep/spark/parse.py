@@ -11,10 +11,13 @@ A (streaming or static) DataFrame with at least these columns:
                        N-Quads document (its prefixes included), or JSON lines
 ``arrival`` timestamp  when the text arrived (end-to-end latency is measured from it)
 
-Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl``); when it is
-missing or null the format comes from the origin's suffix (``.nq``/``.nquads``,
-``.jsonl``/``.ndjson``, else TriG) and a text whose first non-blank character is
-``{`` is read as JSON lines.
+A ``.jelly`` origin's text is the file's bytes in base64 (Jelly: frames are RDF Messages).
+
+Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl`` | ``rdfm`` | ``jelly``); when it
+is missing or null the format comes from the origin's suffix (``.nq``/``.nquads``,
+``.jsonl``/``.ndjson``, else TriG), a text whose first non-blank character is ``{`` is
+read as JSON lines, and a TriG / N-Quads text with an ``@message`` delimiter as an RDF
+Message Log (``rdfm``: one message, one event; rsep.stream.messages).
 
 Each text is parsed on its own (its own prefixes, its own blank-node scope); an
 event's time triple ``<g> prov:generatedAtTime T`` must be in the same text as
@@ -39,6 +42,7 @@ dead-letter output with the reason; nothing is dropped silently.
 
 from __future__ import annotations
 
+import base64
 import os
 import tempfile
 import time
@@ -47,8 +51,10 @@ from typing import TYPE_CHECKING
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
+from rsep.stream.framing import find_delimiters
 from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
 from rsep.stream.jsonl import parse_lines
+from rsep.stream.messages import MessageLog, log_format
 
 if TYPE_CHECKING:
     from rsep.spark.state import PipelineConfig
@@ -57,7 +63,7 @@ END_OF_INPUT = "urn:rsep:end-of-input"
 
 RAW_COLUMNS = ("stream", "origin", "text", "arrival")
 
-FORMATS = ("trig", "nquads", "jsonl")
+FORMATS = ("trig", "nquads", "jsonl", "rdfm", "jelly")
 
 
 def detect_format(origin: str, text: str, given: str | None = None) -> str:
@@ -66,13 +72,15 @@ def detect_format(origin: str, text: str, given: str | None = None) -> str:
             raise ValueError(f"unknown stream format {given!r} (expected one of {', '.join(FORMATS)})")
         return given
     low = origin.lower().split("#", 1)[0]
-    if low.endswith((".nq", ".nquads")):
-        return "nquads"
+    if low.endswith(".jelly"):
+        return "jelly"
     if low.endswith(JSONL_SUFFIXES):
         return "jsonl"
-    if low.endswith((".trig", ".ttl")):
-        return "trig"
-    return "jsonl" if text.lstrip().startswith("{") else "trig"
+    if not low.endswith((".nq", ".nquads", ".trig", ".ttl")) and text.lstrip().startswith("{"):
+        return "jsonl"
+    if find_delimiters(text[:1 << 20], final=True)[0]:
+        return "rdfm"
+    return "nquads" if low.endswith((".nq", ".nquads")) else "trig"
 
 
 _SCRATCH: str | None = None
@@ -95,10 +103,20 @@ def parse_text(text: str, stream: str, origin: str, fmt: str,
         yield from parse_lines(text.splitlines(), stream, origin)
         return
     path = _scratch()
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
+    if fmt == "jelly":
+        with open(path, "wb") as fb:
+            fb.write(base64.b64decode(text))
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
     try:
-        items = list(StreamFile(path, stream, time=time, fmt=fmt))
+        if fmt == "jelly":
+            items = list(MessageLog(path, stream, time=time, fmt="jelly"))
+        elif fmt == "rdfm":
+            syntax = log_format(origin.split("#", 1)[0])
+            items = list(MessageLog(path, stream, time=time, fmt="trig" if syntax == "jelly" else syntax))
+        else:
+            items = list(StreamFile(path, stream, time=time, fmt=fmt))
     except ValueError as e:
         yield Rejected(stream, origin, 0, 0, str(e).replace(path, origin), text[:200])
         return

@@ -88,21 +88,27 @@ class SparkPipeline:
 
     def file_records(self, *, streaming: bool = True, max_files_per_trigger: int | None = None,
                      control: str | None = None) -> DataFrame:
-        """Raw records of the stream files: one row per file (``wholetext``)."""
+        """Raw records of the stream files: one row per file (``wholetext``; a ``.jelly``
+        file's bytes in base64)."""
         from pyspark.sql import functions as F
 
         dfs = []
         for iri, path in self.streams:
             p = Path(path)
+            # Jelly is binary: its bytes travel base64-encoded in the text column
+            # (rsep.spark.parse decodes a ``.jelly`` origin's text).
+            jelly = p.suffix.lower() == ".jelly"
             reader = self.spark.readStream if streaming else self.spark.read
-            reader = reader.format("text").option("wholetext", "true")
+            reader = reader.format("binaryFile").schema(
+                "path string, modificationTime timestamp, length long, content binary") if jelly \
+                else reader.format("text").option("wholetext", "true")
             if max_files_per_trigger and streaming:
                 reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
             where = _file_glob(p) if p.is_file() and streaming else str(p.resolve())
             df = reader.load(where)
             dfs.append(df.select(F.lit(iri).alias("stream"),
                                  F.col("_metadata.file_path").alias("origin"),
-                                 F.col("value").alias("text"),
+                                 F.base64("content").alias("text") if jelly else F.col("value").alias("text"),
                                  F.col("_metadata.file_modification_time").alias("arrival")))
         if control is not None:
             reader = (self.spark.readStream if streaming else self.spark.read)

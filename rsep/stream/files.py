@@ -1,10 +1,9 @@
 """Reading recorded RDF streams from TriG / N-Quads files in bounded memory.
 
-A file is cut into *records* (a directive, a default-graph statement, or one
-named-graph block) by a small tokenizer that knows where strings, IRIs and
-comments are, so one malformed record is rejected with its file, line and column
-while every other record goes on. Records are parsed by pyoxigraph in batches;
-only a batch that fails is re-parsed record by record to isolate the culprit.
+A file is read in chunks, each parsed by one pyoxigraph call; only a chunk that fails
+is cut into records (rsep.stream.framing) and parsed batch by batch, then record by
+record, so one malformed record is rejected with its file, line and column while every
+other record goes on. Parsed quads become events in rsep.stream.assembly.
 
 Each named graph is one event; its time comes from a triple
 ``<g> prov:generatedAtTime T`` in the default graph (or the other configured
@@ -17,578 +16,40 @@ from __future__ import annotations
 import gc
 import io
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from itertools import accumulate, groupby, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 import pyoxigraph as ox
 
-from rsep.stream.event import Event, Rejected
-from rsep.stream.time import XSD, TimeError, TimeKind, timestamp_from_literal
-
-PROV = "http://www.w3.org/ns/prov#"
-TIMEVOCAB = "http://streamreasoning.org/timeVocab#"
-
-POINT_PREDICATES = (PROV + "generatedAtTime", TIMEVOCAB + "startsAtTime")
-START_PREDICATES = (PROV + "startedAtTime",)
-END_PREDICATES = (PROV + "endedAtTime", TIMEVOCAB + "endsAtTime")
-
-
-@dataclass
-class TimeConfig:
-    """Which predicates carry event times and where to look for them."""
-
-    point: tuple[str, ...] = POINT_PREDICATES
-    start: tuple[str, ...] = START_PREDICATES
-    end: tuple[str, ...] = END_PREDICATES
-    in_graph: bool = False  # also read time triples inside the event graph
-
-    @classmethod
-    def with_predicate(cls, iri: str, in_graph: bool = False) -> TimeConfig:
-        return cls(point=(iri,), start=(), end=(), in_graph=in_graph)
-
-    def role(self, predicate: str) -> str | None:
-        if predicate in self.point:
-            return "point"
-        if predicate in self.start:
-            return "start"
-        if predicate in self.end:
-            return "end"
-        return None
-
-
-# ------------------------------------------------------------------ records
-
-TOKEN = re.compile(
-    # The lookahead lets the scanner skip straight to the characters that can start a token.
-    r"(?=[\"'<#{}.])"
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""'
-    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n]|\\.)*"'
-    r"|'(?:[^'\\\n]|\\.)*'"
-    r'|(?P<open3>"""|\'\'\')'
-    r"|<[^>\s]*>"
-    r"|#[^\n]*"
-    r"|(?P<brace>[{}])"
-    r"|(?P<dot>\.(?=[\s#]|\Z))",
-    re.S,
+from rsep.stream.assembly import (
+    BLANK_LABEL,
+    EMPTY_BLOCK,
+    NOT_NAME,
+    SKIP,
+    Assembly,
+    Run,
+    content_lines,
+    mark_empty,
+    scope_blank_nodes,
+    unmark,
 )
-_DIRECTIVE = re.compile(r"\s*(PREFIX|BASE)\b", re.I)
-_AT_DIRECTIVE = re.compile(r"\s*@(prefix|base)\b")
+from rsep.stream.event import Event, Rejected
+from rsep.stream.framing import Record, clean_error, error_position, split_records
+from rsep.stream.time import TimeConfig
 
-
-@dataclass(slots=True)
-class Record:
-    text: str
-    line: int  # 1-based line of the record's first character
-    column: int  # 1-based column of the record's first character
-    directive: bool = False
-
-
-def split_records(text: str, base_line: int, final: bool) -> tuple[list[Record], int, int]:
-    """Cut ``text`` into complete records.
-
-    Returns the records, the offset where the unconsumed tail starts, and the
-    line number of that offset. A non-final chunk stops early at a long string
-    that is not closed yet.
-    """
-    records: list[Record] = []
-    depth = 0
-    start = 0
-    line = base_line
-    counted = 0  # offset up to which newlines have been counted into `line`
-    sparql_directive = False
-    pos = 0
-    n = len(text)
-
-    def skip_ws(i: int) -> int:
-        # Whitespace and comments between records belong to no record.
-        while i < n:
-            if text[i] in " \t\r\n":
-                i += 1
-            elif text[i] == "#":
-                j = text.find("\n", i)
-                i = n if j < 0 else j + 1
-            else:
-                break
-        return i
-
-    start = skip_ws(0)
-    sparql_directive = bool(_DIRECTIVE.match(text, start))
-    pos = start
-    for m in TOKEN.finditer(text, pos):
-        if m.group("open3") is not None:
-            if not final:
-                break
-            continue
-        tok_end = m.end()
-        end_record = False
-        if m.group("brace") == "{":
-            depth += 1
-        elif m.group("brace") == "}":
-            depth -= 1
-            end_record = depth <= 0
-        elif m.group("dot") is not None and depth <= 0:
-            end_record = True
-        elif sparql_directive and m.group(0).startswith("<") and depth <= 0:
-            end_record = True
-        if not end_record:
-            continue
-        line += text.count("\n", counted, start)
-        counted = start
-        col = start - (text.rfind("\n", 0, start) + 1) + 1
-        rec_text = text[start:tok_end]
-        directive = sparql_directive or bool(_AT_DIRECTIVE.match(rec_text))
-        records.append(Record(rec_text, line, col, directive))
-        depth = 0
-        start = skip_ws(tok_end)
-        sparql_directive = bool(_DIRECTIVE.match(text, start))
-    else:
-        if final and text[start:].strip():
-            # Trailing text that never closed: one malformed record.
-            line += text.count("\n", counted, start)
-            counted = start
-            col = start - (text.rfind("\n", 0, start) + 1) + 1
-            records.append(Record(text[start:], line, col))
-            start = n
-    line += text.count("\n", counted, start)
-    return records, start, line
-
-
-def iter_records(path: Path, chunk_size: int = 1 << 22) -> Iterator[Record]:
-    """Yield the records of a TriG file, reading it chunk by chunk."""
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        tail = ""
-        line = 1
-        while True:
-            chunk = f.read(chunk_size)
-            final = not chunk
-            if not final:
-                # Cut chunks at line ends so one-line tokens are never split.
-                rest = f.readline()
-                chunk += rest
-            text = tail + chunk
-            records, consumed, line = split_records(text, line, final)
-            yield from records
-            tail = text[consumed:]
-            if final:
-                return
-            if not records and len(tail) > 64 * chunk_size:
-                # One record larger than 256 MiB: refuse instead of buffering forever.
-                raise ValueError(f"{path}:{line}: a single record exceeds {64 * chunk_size} bytes")
-
-
-def iter_nquads_records(path: Path) -> Iterator[Record]:
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        for i, raw in enumerate(f, 1):
-            s = raw.strip()
-            if s and not s.startswith("#"):
-                yield Record(raw, i, 1)
-
-
-# ------------------------------------------------------------------ parsing
-
-_ERR_POS = re.compile(r"line (\d+) (?:column|between columns) (\d+)")
-_ERR_POS2 = re.compile(r"at (\d+):(\d+)")
-
-
-def _error_position(err: SyntaxError) -> tuple[int, int]:
-    msg = str(err)
-    m = _ERR_POS.search(msg) or _ERR_POS2.search(msg)
-    if m:
-        return int(m.group(1)), int(m.group(2))
-    return getattr(err, "lineno", 0) or 0, getattr(err, "offset", 0) or 0
-
-
-def _clean_error(err: SyntaxError) -> str:
-    msg = str(err)
-    msg = re.sub(r"^Parser error at line \d+ (?:column \d+|between columns \d+ and \d+): ", "", msg)
-    msg = re.sub(r"\s*\(line \d+\)\s*$", "", msg)
-    return msg
-
+__all__ = ["StreamFile", "TimeConfig", "scope_blank_nodes"]
 
 _GRAPH = attrgetter("graph_name")
 _TRIPLE = attrgetter("triple")
-_SUBJECT = attrgetter("subject")
-_PREDICATE = attrgetter("predicate")
-_OBJECT = attrgetter("object")
-_DATATYPE = attrgetter("datatype")
-_VALUE = attrgetter("value")
-_FIRST = itemgetter(0)
 _ITEMS = itemgetter(1)
 _DEFAULT = ox.DefaultGraph
-_LITERAL = ox.Literal
-_NAMED = ox.NamedNode
-_ABSTRACT = TimeKind.ABSTRACT
-_BLANK = ox.BlankNode
-_XSD_INTEGER = XSD + "integer"
 _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line before its "{"
-_BLANK_LABEL = re.compile("_:")  # the regex engine finds it faster than str's "in"
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
-# An empty graph block "<g> { }" (an event with no triples: a heartbeat that advances
-# time) parses to no quad at all: a marker triple put into it before parsing (on the
-# line of its "{": lines stay) keeps the graph's run, and is taken out again.
-_EMPTY_BLOCK = re.compile(r"\{((?:[ \t\r\n]|#[^\n]*\n)*)\}")
 _EMPTY_RECORD = re.compile(r"\{(?:[ \t\r\n]|#[^\n]*\n)*\}\s*\Z")
-_MARK = ox.NamedNode("urn:rsep:empty-graph")
-_MARK_TRIPLE = ox.Triple(_MARK, _MARK, _MARK)
-_MARK_TEXT = "<urn:rsep:empty-graph> <urn:rsep:empty-graph> <urn:rsep:empty-graph> ."
-
-# A run of consecutive parsed quads of one graph, (graph, content): a default-graph run keeps
-# its quads (time metadata), a named graph's run the triples of its event.
-Run = tuple[ox.NamedNode | ox.BlankNode | ox.DefaultGraph, list[ox.Quad] | tuple[ox.Triple, ...]]
-
-
-def _mark_empty(text: str) -> str:
-    return _EMPTY_BLOCK.sub(lambda m: "{" + _MARK_TEXT + m.group(1) + "}", text)
-
-
-def _unmark(groups: list[Run]) -> list[Run]:
-    """Parsed runs without the marker: an empty graph's run holds no triple, and an
-    empty unnamed block leaves nothing."""
-    out: list[Run] = []
-    for g, items in groups:
-        if g.__class__ is _DEFAULT:
-            quads = [q for q in cast("list[ox.Quad]", items) if q.subject != _MARK]
-            if quads:
-                out.append((g, quads))
-        else:
-            out.append((g, tuple(t for t in cast("tuple[ox.Triple, ...]", items) if t != _MARK_TRIPLE)))
-    return out
-
-
-# Whitespace, comments and directives before a default-graph statement.
-_NOT_NAME = frozenset(" \t\r\n#@PpBb")  # may start whitespace, a comment or a directive
-_SKIP = re.compile(
-    r"(?:[ \t\r\n]+|#[^\n]*|@(?:prefix|base)\b[^>]*>\s*\.|(?i:prefix|base)\b[^>]*>)*"
-)
-
-
-class _Open:
-    """An event graph being assembled: content and time may come in any order."""
-
-    __slots__ = ("name", "line", "triples", "complete", "point", "start", "end",
-                 "time_error", "time_line", "bnodes")
-
-    def __init__(self, name: str, line: int, triples: tuple[ox.Triple, ...] = ()) -> None:
-        self.name = name
-        self.line = line
-        self.triples = triples
-        self.complete = False
-        self.point: tuple[int, TimeKind] | None = None
-        self.start: tuple[int, TimeKind] | None = None
-        self.end: tuple[int, TimeKind] | None = None
-        self.time_error: str | None = None
-        self.time_line = 0
-        self.bnodes = False
-
-
-class _Assembly:
-    """Turns parsed quads into events, whichever path parsed them.
-
-    A run of consecutive quads of one named graph (default-graph statements in
-    between do not end it) is one event's content; it is complete when a quad of
-    another named graph follows, or at the end of the file. Emitted items are
-    collected in ``out`` for the reader to yield.
-    """
-
-    def __init__(self, sf: StreamFile) -> None:
-        self.stream = sf.stream
-        self.origin = str(sf.path)
-        self.time = sf.time
-        self.max_pending = sf.max_pending
-        roles: dict[str, str] = {}
-        # The same precedence as TimeConfig.role: point, then start, then end.
-        for role, preds in (("end", sf.time.end), ("start", sf.time.start), ("point", sf.time.point)):
-            roles.update(dict.fromkeys(preds, role))
-        self.roles = roles
-        self.point_predicates = frozenset(p for p, r in roles.items() if r == "point")
-        self.in_graph = sf.time.in_graph
-        self.opened: dict[str, _Open] = {}
-        self.orphans: dict[str, int] = {}
-        self.current: _Open | None = None
-        self.out: list[Event | Rejected] = []
-        self.events = 0
-        self.bnodes = True  # False when the text being assembled cannot hold blank nodes
-        self.marked = False  # True once a record's empty graph block holds the marker triple
-
-    def points(self, groups: list[Run], lines: list[int]) -> bool:
-        """Assemble a chunk of the common shape in bulk; False (and nothing done) for any other.
-
-        The shape: runs alternate between one default-graph quad ``<g> <point predicate>
-        "n"^^xsd:integer`` and the triples of that graph ``<g>``, a graph not seen before,
-        without blank nodes. ``lines`` holds the line of each graph run. The checks and
-        conversions map over the whole chunk at once instead of stepping through it run
-        by run; the result is what ``runs`` would make of it.
-        """
-        if self.bnodes or self.in_graph or len(groups) % 2 or not groups:
-            return False
-        graphs, items = zip(*groups, strict=True)
-        nodes = graphs[1::2]
-        if set(map(type, graphs[::2])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
-            return False
-        times = items[::2]
-        if set(map(len, times)) != {1}:
-            return False
-        # Each time triple is about the graph that follows it, with a point predicate ...
-        quads = list(map(_FIRST, times))
-        if tuple(map(_SUBJECT, quads)) != nodes \
-                or not self.point_predicates.issuperset(map(_VALUE, map(_PREDICATE, quads))):
-            return False
-        # ... and an xsd:integer in ASCII digits (what runs reads without timestamp_from_literal).
-        objects = list(map(_OBJECT, quads))
-        if set(map(type, objects)) != {_LITERAL} \
-                or set(map(_VALUE, map(_DATATYPE, objects))) != {_XSD_INTEGER}:
-            return False
-        lexicals = list(map(_VALUE, objects))
-        digits = "".join(lexicals)
-        if not (all(lexicals) and digits.isascii() and digits.isdigit()):
-            return False
-        # Only new graphs: none repeats, none has a time or content waiting.
-        names = list(map(_VALUE, nodes))
-        opened = self.opened
-        cur = self.current
-        if len(set(names)) != len(names) or not opened.keys().isdisjoint(names):
-            return False
-        # The event left open by the chunk before must be one runs finishes without finish().
-        if cur is not None and (cur.point is None or cur.time_error is not None or cur.bnodes
-                                or opened.get(cur.name) is not cur):
-            return False
-        # runs checks for overflow after each graph run, when the open events are the ones
-        # before the chunk (less the current one, finished) plus the graph just read.
-        if len(opened) - (cur is not None) + 1 > self.max_pending:
-            return False
-        stream = self.stream
-        out = self.out
-        if cur is not None:
-            del opened[cur.name]
-            self.events += 1
-            point = cur.point
-            assert point is not None  # (checked above)
-            out.append(Event(stream, cur.name, point[0], point[0], cur.triples, point[1], 0,
-                             f"{self.origin}:{cur.line}"))
-        # Each graph's event is complete when the next graph starts; the last one stays open.
-        ints = list(map(int, lexicals))
-        triples = items[1::2]
-        last = len(names) - 1
-        origin = self.origin
-        origins = [f"{origin}:{n}" for n in lines[:last]]
-        out += map(Event, repeat(stream, last), names, ints, ints, triples, repeat(_ABSTRACT, last),
-                   repeat(0, last), origins)
-        self.events += last
-        o = opened[names[last]] = _Open(names[last], lines[last], triples[last])
-        o.point = (ints[last], _ABSTRACT)
-        self.current = o
-        return True
-
-    def runs(self, groups: list[Run], lines: list[int], step: bool = False) -> None:
-        """Assemble parsed quads grouped into runs of one graph, with the line of each run.
-
-        A named graph's run holds its triples, a default-graph run its quads;
-        ``step``: a default-graph run's quads are on consecutive lines (N-Quads).
-        """
-        opened = self.opened
-        roles = self.roles
-        cur = self.current
-        bnodes = self.bnodes
-        in_graph = self.in_graph
-        max_pending = self.max_pending
-        stream = self.stream
-        origin = self.origin
-        for (g, items), line in zip(groups, lines, strict=True):
-            if g.__class__ is _DEFAULT:
-                for q in items:
-                    role = roles.get(q.predicate.value)
-                    subj = q.subject
-                    if role is None or (subj.__class__ is not _NAMED and subj.__class__ is not _BLANK):
-                        self.orphans.setdefault(str(q), line)
-                    else:
-                        name = subj.value
-                        o = opened.get(name)
-                        if o is None:
-                            o = opened[name] = _Open(name, line)
-                        obj = q.object
-                        lexical = obj.value if obj.__class__ is _LITERAL else ""
-                        if (role == "point" and lexical.isascii() and lexical.isdigit()
-                                and cast(ox.Literal, obj).datatype.value == _XSD_INTEGER):
-                            o.point = (int(lexical), _ABSTRACT)
-                        else:
-                            self.set_time(o, role, obj, line)
-                        if o.complete:
-                            self.finish(o)
-                    if step:
-                        line += 1
-            else:
-                name = g.value
-                if cur is not None and cur.name != name:
-                    cur.complete = True
-                    point = cur.point
-                    if point is not None and cur.time_error is None and not cur.bnodes \
-                            and opened.get(cur.name) is cur:
-                        # the common case of finish(): a point event, nothing to check or rename
-                        del opened[cur.name]
-                        self.events += 1
-                        self.out.append(Event(stream, cur.name, point[0], point[0], cur.triples, point[1],
-                                              0, f"{origin}:{cur.line}"))
-                    else:
-                        self.finish(cur)
-                triples = cast("tuple[ox.Triple, ...]", items)  # a named graph's run (Run)
-                o = opened.get(name)
-                if o is None:
-                    o = opened[name] = _Open(name, line, triples)
-                elif not o.triples:
-                    o.triples = triples
-                    o.line = line  # its time came first; the event is located by its graph
-                else:
-                    o.triples += triples
-                if bnodes:
-                    o.bnodes = True
-                if in_graph:
-                    for t in triples:
-                        role = roles.get(t.predicate.value)
-                        if role is not None:
-                            self.set_time(o, role, t.object, line)
-                cur = o
-                if len(opened) > max_pending:
-                    self.overflow()
-        self.current = cur
-
-    def set_time(self, o: _Open, role: str,
-                 obj: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple, line: int) -> None:
-        if obj.__class__ is not _LITERAL:
-            o.time_error = f"time of <{o.name}> is not a literal: {obj}"
-            o.time_line = line
-            return
-        lexical = obj.value
-        datatype = obj.datatype.value if obj.datatype else None
-        try:
-            if datatype == _XSD_INTEGER:
-                try:
-                    setattr(o, role, (int(lexical), TimeKind.ABSTRACT))
-                    return
-                except ValueError:
-                    pass
-            ts = timestamp_from_literal(lexical, datatype)
-        except TimeError as e:
-            o.time_error = f"bad timestamp for <{o.name}>: {e}"
-            o.time_line = line
-            return
-        setattr(o, role, (ts.value, ts.kind))
-
-    def finish(self, o: _Open) -> None:
-        if not o.complete or self.opened.get(o.name) is not o:
-            return
-        if o.time_error:
-            del self.opened[o.name]
-            self.out.append(Rejected(self.stream, self.origin, o.time_line, 0, o.time_error, o.name))
-            return
-        if o.point is None and o.start is None and o.end is None:
-            return  # wait for its time
-        del self.opened[o.name]
-        start: tuple[int, TimeKind] | None
-        end: tuple[int, TimeKind] | None
-        if o.point is not None:
-            start = end = o.point
-        else:
-            start = o.start if o.start is not None else o.end
-            end = o.end if o.end is not None else o.start
-            assert start is not None and end is not None  # (checked above)
-        if start[1] is not end[1]:
-            self.out.append(Rejected(self.stream, self.origin, o.line, 0,
-                                     f"<{o.name}> mixes dateTime and integer times", o.name))
-            return
-        if end[0] < start[0]:
-            self.out.append(Rejected(self.stream, self.origin, o.line, 0,
-                                     f"interval of <{o.name}> ends before it starts", o.name))
-            return
-        self.events += 1
-        triples: Sequence[ox.Triple] = o.triples
-        if o.bnodes:
-            for t in triples:
-                if t.subject.__class__ is _BLANK or t.object.__class__ is _BLANK:
-                    triples = scope_blank_nodes(triples, f"e{self.events}")
-                    break
-        self.out.append(Event(self.stream, o.name, start[0], end[0], tuple(triples), start[1], 0,
-                              f"{self.origin}:{o.line}"))
-
-    def overflow(self) -> None:
-        opened = self.opened
-        while len(opened) > self.max_pending:
-            name = next(iter(opened))
-            o = opened.pop(name)
-            self.out.append(Rejected(
-                self.stream, self.origin, o.line, 0,
-                f"event graph <{name}> has no timestamp within the next {self.max_pending} "
-                "events (expected <g> prov:generatedAtTime T in the default graph)",
-                name,
-            ))
-
-    def close(self) -> None:
-        cur = self.current
-        if cur is not None:
-            cur.complete = True
-            self.finish(cur)
-        for o in list(self.opened.values()):
-            if not o.complete:
-                # Time metadata about a graph that never came (every graph read is complete here).
-                self.out.append(Rejected(
-                    self.stream, self.origin, o.line, 0,
-                    f"timestamp given for <{o.name}>, but the file has no graph of that name", o.name,
-                ))
-            elif o.time_error:
-                self.out.append(Rejected(self.stream, self.origin, o.time_line, 0, o.time_error, o.name))
-            else:
-                point = self.time.point[0] if self.time.point else PROV + "generatedAtTime"
-                self.out.append(Rejected(
-                    self.stream, self.origin, o.line, 0,
-                    f"event graph <{o.name}> has no timestamp (expected <{o.name}> <{point}> T "
-                    "in the default graph)",
-                    o.name,
-                ))
-        self.opened.clear()
-        for text, line in self.orphans.items():
-            self.out.append(Rejected(
-                self.stream, self.origin, line, 0,
-                "default-graph triple is not stream metadata (no time predicate about an event graph)",
-                text,
-            ))
-
-    def quads(self, quads: list[ox.Quad], line: int, graph_lines: dict[str, int] | None = None,
-              quad_lines: list[int] | None = None) -> None:
-        """Assemble quads parsed by the record path (``line``: where they start)."""
-        groups: list[Run] = []
-        lines: list[int] = []
-        i = 0
-        for g, grp in groupby(quads, _GRAPH):
-            qs = list(grp)
-            if g.__class__ is _DEFAULT:
-                for k, q in enumerate(qs, i):
-                    if self.marked and q.subject == _MARK:
-                        continue  # an empty unnamed block's marker
-                    groups.append((g, [q]))
-                    lines.append(quad_lines[k] if quad_lines else line)
-            else:
-                triples = tuple(map(_TRIPLE, qs))
-                if self.marked:
-                    triples = tuple(t for t in triples if t != _MARK_TRIPLE)
-                groups.append((g, triples))
-                lines.append(quad_lines[i] if quad_lines else (graph_lines or {}).get(g.value, line))
-            i += len(qs)
-        self.runs(groups, lines)
-
-
-def _content_lines(chunk: str) -> list[int]:
-    """0-based numbers of the lines of an N-Quads chunk that hold a statement."""
-    out = []
-    for i, raw in enumerate(chunk.split("\n")):
-        s = raw.strip()
-        if s and not s.startswith("#"):
-            out.append(i)
-    return out
 
 
 class StreamFile:
@@ -614,8 +75,10 @@ class StreamFile:
         max_pending: int = 10_000,
         batch_records: int = 512,
         chunk_size: int = 1 << 16,
+        text: str | None = None,
     ) -> None:
         self.path = Path(path)
+        self.text = text  # read this text instead of the file (a frame of a live source)
         self.stream = stream
         self.time = time or TimeConfig()
         suffix = self.path.suffix.lower()
@@ -631,7 +94,7 @@ class StreamFile:
 
     def __iter__(self) -> Iterator[Event | Rejected]:
         self._prefixes, self._prefix_text, self._prefix_lines, self._base = {}, "", 0, None
-        asm = _Assembly(self)
+        asm = Assembly(self.stream, str(self.path), self.time, self.max_pending)
         chunks = self._nquads(asm) if self.fmt == "nquads" else self._trig(asm)
         while True:
             # A chunk's objects hold no reference cycles: pausing the collector
@@ -655,9 +118,9 @@ class StreamFile:
 
     # -- reading: one pyoxigraph call per chunk, records only where that fails
 
-    def _trig(self, asm: _Assembly) -> Iterator[bool]:
+    def _trig(self, asm: Assembly) -> Iterator[bool]:
         size = self.chunk_size
-        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+        with self._open() as f:
             buf = ""
             line = 1
             eof = False
@@ -693,7 +156,12 @@ class StreamFile:
                     # One record larger than 64 chunks: refuse instead of buffering forever.
                     raise ValueError(f"{self.path}:{line}: a single record exceeds {64 * size} bytes")
 
-    def _fast_trig(self, chunk: str, line: int, asm: _Assembly, marked: bool = False) -> int | None:
+    def _open(self) -> IO[str]:
+        if self.text is not None:
+            return io.StringIO(self.text, newline="")
+        return open(self.path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
+
+    def _fast_trig(self, chunk: str, line: int, asm: Assembly, marked: bool = False) -> int | None:
         """Parse and assemble a chunk in one call: the line after it, or None (and nothing
         done) if it cannot be. ``marked``: its empty graph blocks hold the marker triple."""
         header = self._prefix_text
@@ -706,22 +174,22 @@ class StreamFile:
         except SyntaxError:
             return None
         if marked:
-            groups = _unmark(groups)
+            groups = unmark(groups)
         # Locate every graph block by its braces, to give each event its line. A
         # brace inside a string or comment, an unnamed block, or two adjacent
         # blocks of one graph make the counts differ: then the records decide.
         parts = chunk.split("{")
         nb = len(parts) - 1
         if nb != sum(g.__class__ is not _DEFAULT for g, _ in groups):
-            if not marked and _EMPTY_BLOCK.search(chunk):
-                return self._fast_trig(_mark_empty(chunk), line, asm, marked=True)
+            if not marked and EMPTY_BLOCK.search(chunk):
+                return self._fast_trig(mark_empty(chunk), line, asm, marked=True)
             return None
         # The braces alternate {}{}...: no "}" before the first "{", one after each.
         closes = list(map(str.count, parts, repeat("}")))
         if closes[0] or closes.count(1) != nb:
             return None
         self._update_prefixes(parser)
-        asm.bnodes = "[" in chunk or "(" in chunk or _BLANK_LABEL.search(chunk) is not None
+        asm.bnodes = "[" in chunk or "(" in chunk or BLANK_LABEL.search(chunk) is not None
         # The line of each "{" and, last, the line after the chunk.
         lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
         # With each graph name on the line of its "{", those are the lines of the graph runs.
@@ -730,9 +198,9 @@ class StreamFile:
         asm.runs(groups, _trig_lines(chunk, line, groups))
         return lines[-1]
 
-    def _nquads(self, asm: _Assembly) -> Iterator[bool]:
+    def _nquads(self, asm: Assembly) -> Iterator[bool]:
         size = self.chunk_size
-        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+        with self._open() as f:
             line = 1
             while chunk := f.read(size):
                 chunk += f.readline()
@@ -751,7 +219,7 @@ class StreamFile:
                     line = i + 1
                 yield True
 
-    def _fast_nquads(self, chunk: str, line: int, newlines: int, asm: _Assembly) -> bool:
+    def _fast_nquads(self, chunk: str, line: int, newlines: int, asm: Assembly) -> bool:
         if "\r" in chunk and chunk.count("\r") != chunk.count("\r\n"):
             return False  # lone CR line ends: let the line reader count them
         try:
@@ -763,7 +231,7 @@ class StreamFile:
         lines = list(accumulate(map(len, map(_ITEMS, groups)), initial=line))
         total = lines[-1] - line
         if total == newlines + (not chunk.endswith("\n")):
-            asm.bnodes = _BLANK_LABEL.search(chunk) is not None
+            asm.bnodes = BLANK_LABEL.search(chunk) is not None
             # A chunk may start inside an event and end with a time triple: those runs
             # go one by one, the runs in between in bulk where they have its shape.
             i = 1 if groups and groups[0][0].__class__ is not _DEFAULT else 0
@@ -773,10 +241,10 @@ class StreamFile:
                 asm.runs(groups[i:j], lines[i:j], step=True)
             asm.runs(groups[j:], lines[j:-1], step=True)
             return True
-        rows = _content_lines(chunk)  # blank or comment lines
+        rows = content_lines(chunk)  # blank or comment lines
         if len(rows) != total:
             return False
-        asm.bnodes = _BLANK_LABEL.search(chunk) is not None
+        asm.bnodes = BLANK_LABEL.search(chunk) is not None
         lines = []
         i = 0
         # Blank or comment lines in between: every default-graph quad gets its own line.
@@ -796,7 +264,7 @@ class StreamFile:
 
     # -- the record path
 
-    def _records(self, records: list[Record], asm: _Assembly) -> None:
+    def _records(self, records: list[Record], asm: Assembly) -> None:
         asm.bnodes = True
         batch: list[Record] = []
         for rec in records:
@@ -811,7 +279,7 @@ class StreamFile:
             if rec.text.endswith("}") and (m := _EMPTY_RECORD.search(rec.text)):
                 if not rec.text[:m.start()].strip():
                     continue  # an empty unnamed block: nothing at all
-                rec = Record(_mark_empty(rec.text), rec.line, rec.column)
+                rec = Record(mark_empty(rec.text), rec.line, rec.column)
                 asm.marked = True
             batch.append(rec)
             if len(batch) >= self.batch_records:
@@ -820,7 +288,7 @@ class StreamFile:
         if batch:
             self._run_batch(batch, asm)
 
-    def _run_batch(self, batch: list[Record], asm: _Assembly) -> None:
+    def _run_batch(self, batch: list[Record], asm: Assembly) -> None:
         for rec, result in self._parse_batch(batch):
             if isinstance(result, Rejected):
                 asm.out.append(result)
@@ -832,12 +300,12 @@ class StreamFile:
             else:
                 self._trig_batch(batch, result, asm)
 
-    def _trig_batch(self, batch: list[Record], quads: list[ox.Quad], asm: _Assembly) -> None:
+    def _trig_batch(self, batch: list[Record], quads: list[ox.Quad], asm: Assembly) -> None:
         """Assemble a parsed batch of TriG records, each run located at its record."""
         groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
                              for g, grp in groupby(quads, _GRAPH)]
         if asm.marked:
-            groups = _unmark(groups)
+            groups = unmark(groups)
         blocks = [i for i, r in enumerate(batch) if r.text.rstrip().endswith("}")]
         if len(blocks) != sum(g.__class__ is not _DEFAULT for g, _ in groups):
             asm.quads(quads, batch[0].line, graph_lines=_block_lines(batch))
@@ -870,12 +338,12 @@ class StreamFile:
             try:
                 yield r, self._parse_text(header + "\n" + r.text if header else r.text)
             except SyntaxError as e:
-                el, ec = _error_position(e)
+                el, ec = error_position(e)
                 hl = (self._prefix_lines + 1) if header else 0
                 line = r.line + max(el - 1 - hl, 0)
                 col = ec + (r.column - 1 if el - hl == 1 else 0)
                 snippet = r.text.strip().splitlines()[0][:200] if r.text.strip() else ""
-                yield r, Rejected(self.stream, str(self.path), line, col, _clean_error(e), snippet)
+                yield r, Rejected(self.stream, str(self.path), line, col, clean_error(e), snippet)
 
     def _directive(self, r: Record) -> Rejected | None:
         parser = ox.parse(self._prefix_text + "\n" + r.text, format=ox.RdfFormat.TRIG,
@@ -883,8 +351,8 @@ class StreamFile:
         try:
             list(parser)
         except SyntaxError as e:
-            el, ec = _error_position(e)
-            return Rejected(self.stream, str(self.path), r.line, ec, _clean_error(e), r.text.strip())
+            el, ec = error_position(e)
+            return Rejected(self.stream, str(self.path), r.line, ec, clean_error(e), r.text.strip())
         self._update_prefixes(parser)
         return None
 
@@ -896,6 +364,7 @@ class StreamFile:
             self._prefix_text = "\n".join(f"@prefix {p}: <{iri}> ." for p, iri in prefixes.items())
             self._prefix_lines = self._prefix_text.count("\n")
         self._base = parser.base_iri
+
 
 
 def _trig_cut(buf: str, any_statement: bool) -> int:
@@ -921,10 +390,10 @@ def _trig_lines(chunk: str, line: int, groups: list[Run]) -> list[int]:
         if g.__class__ is _DEFAULT:
             # Default-graph statements are located where the first of them starts.
             s = closes[k - 1] + 1 if k else 0
-            if chunk.startswith("\n", s) and chunk[s + 1:s + 2] not in _NOT_NAME:
+            if chunk.startswith("\n", s) and chunk[s + 1:s + 2] not in NOT_NAME:
                 s += 1
             else:
-                m = _SKIP.match(chunk, s)
+                m = SKIP.match(chunk, s)
                 assert m is not None  # (it matches the empty string)
                 s = m.end()
         else:
@@ -950,16 +419,3 @@ def _block_lines(batch: list[Record]) -> dict[str, int]:
             out.setdefault(m.group(1), r.line)
     return out
 
-
-def scope_blank_nodes(triples: Iterable[ox.Triple], suffix: str) -> list[ox.Triple]:
-    """Give an event's blank nodes labels of their own: they are scoped to the event."""
-
-    def fix(t):
-        return ox.BlankNode(f"{t.value}_{suffix}") if isinstance(t, ox.BlankNode) else t
-
-    out = []
-    for t in triples:
-        if isinstance(t.subject, ox.BlankNode) or isinstance(t.object, ox.BlankNode):
-            t = ox.Triple(fix(t.subject), t.predicate, fix(t.object))
-        out.append(t)
-    return out

@@ -156,3 +156,34 @@ def parse_time_unit(text: str) -> int:
     if not d.in_ms:
         raise TimeError(f"--time-unit needs a unit, e.g. 1m or PT1S, not {text!r}")
     return d.amount
+
+
+PROV = "http://www.w3.org/ns/prov#"
+TIMEVOCAB = "http://streamreasoning.org/timeVocab#"
+
+POINT_PREDICATES = (PROV + "generatedAtTime", TIMEVOCAB + "startsAtTime")
+START_PREDICATES = (PROV + "startedAtTime",)
+END_PREDICATES = (PROV + "endedAtTime", TIMEVOCAB + "endsAtTime")
+
+
+@dataclass
+class TimeConfig:
+    """Which predicates carry event times and where to look for them."""
+
+    point: tuple[str, ...] = POINT_PREDICATES
+    start: tuple[str, ...] = START_PREDICATES
+    end: tuple[str, ...] = END_PREDICATES
+    in_graph: bool = False  # also read time triples inside the event graph
+
+    @classmethod
+    def with_predicate(cls, iri: str, in_graph: bool = False) -> TimeConfig:
+        return cls(point=(iri,), start=(), end=(), in_graph=in_graph)
+
+    def role(self, predicate: str) -> str | None:
+        if predicate in self.point:
+            return "point"
+        if predicate in self.start:
+            return "start"
+        if predicate in self.end:
+            return "end"
+        return None

@@ -1,0 +1,73 @@
+"""One entry point for every stream reader: which one reads a ``--stream IRI=PATH``.
+
+``auto`` (the default) picks by name, then content: ``.jsonl``/``.ndjson`` JSON lines,
+``*.rml.ttl`` an RML mapping of CSV / JSON-lines rows (rsep.stream.mapping),
+``.jelly`` Jelly (an RDF Message Log), a text file with an ``@message`` delimiter in its
+first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
+Standard input (``-``) cannot be looked at twice: it is a stream file unless the format is
+given (``rdfm`` or ``jelly``); so are the live sources ``tcp://`` and ``mqtt://``
+(rsep.stream.live; ``rdfm`` only, Jelly is read from files and standard input).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from rsep.stream.event import Event, Rejected
+from rsep.stream.files import StreamFile
+from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
+from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
+from rsep.stream.mapping import MappedStreamFile
+from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
+from rsep.stream.time import TimeConfig
+
+STREAM_FORMATS = ("auto", "events", "rdfm", "jelly")
+STDIN = "-"
+
+
+def stream_kind(path: str, fmt: str = "auto") -> str:
+    """``jsonl``, ``events`` (timestamped graphs), ``rdfm`` (a text message log) or ``jelly``."""
+    if fmt not in STREAM_FORMATS:
+        raise ValueError(f"unknown stream format {fmt!r} (expected one of {', '.join(STREAM_FORMATS)})")
+    if fmt != "auto":
+        return fmt
+    if path == STDIN:
+        return "events"
+    if path.lower().endswith(SUFFIXES):
+        return "jsonl"
+    if log_format(path) == "jelly":
+        return "jelly"
+    return "rdfm" if Path(path).is_file() and sniff(path) else "events"
+
+
+def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | None = None,
+                time_predicates: Iterable[str] = ()) -> Iterable[Event | Rejected]:
+    """The reader of one stream. ``time_predicates`` ``["arrival"]``: a message log's
+    messages take their arrival times (for stream files, time always comes from the data)."""
+    preds = list(time_predicates)
+    arrival = preds == [ARRIVAL]
+    if path.startswith(("tcp://", "mqtt://")):
+        # (imported here: a run that reads files does not load an MQTT client)
+        from rsep.stream.live import LiveStream
+
+        if fmt not in ("auto", "events", "rdfm"):
+            raise ValueError(f"a live source ({path}) carries stream text or an RDF Message Log, not {fmt}")
+        if arrival and fmt != "rdfm":
+            raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs (give --stream-format rdfm)")
+        return LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+    if path != STDIN and not Path(path).is_file():
+        raise FileNotFoundError(f"stream file not found: {path}")
+    if path.lower().endswith(RML_SUFFIXES):
+        return MappedStreamFile(path, iri)
+    kind = stream_kind(path, fmt)
+    if arrival and kind not in ("rdfm", "jelly"):
+        raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs; {path} is not one "
+                         "(give --stream-format rdfm)")
+    if kind == "jsonl":
+        return JsonlStreamFile(path, iri)
+    if kind in ("rdfm", "jelly"):
+        text = "trig" if path == STDIN else log_format(path)
+        return MessageLog(path, iri, time=time, arrival=arrival,
+                          fmt="jelly" if kind == "jelly" else ("trig" if text == "jelly" else text))
+    return StreamFile("/dev/stdin" if path == STDIN else path, iri, time=time)

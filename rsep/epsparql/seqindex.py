@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+from rsep.algebra import selection
 from rsep.algebra.epsparql import BGP, Expr, Filter, Mu, Node, Project, SeqJoin, TriplePattern, Var
 from rsep.algebra.events import Selection
 from rsep.epsparql.matcher import Occurrence, Solution, combine, match_one
@@ -49,6 +50,14 @@ _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 _NUM = r"[+-]?\d+(?:\.\d+)?"
 _CMP = re.compile(rf"^\?(\w+)\s*(>=|<=|>|<)\s*\?(\w+)(?:\s*([+-])\s*({_NUM}))?$")
 _CMP_L = re.compile(rf"^\?(\w+)\s*([+-])\s*({_NUM})\s*(>=|<=|>|<)\s*\?(\w+)$")
+
+
+def _interval(e: Entry) -> tuple[float, float]:
+    return (e[2].ta, e[2].tw)
+
+
+def _rivals(x: Entry, y: Entry) -> bool:
+    return x[2].mu == y[2].mu
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,7 @@ class SeqIndex:
 
     def __init__(self, shape: Shape, policy: Selection) -> None:
         self.shape = shape
+        self.policy = policy
         self.chrono = policy is Selection.CHRONOLOGICAL
         self.parts: dict[str, _Part] = {}
         self.slow: set[str] = set()  # parts the reference evaluates
@@ -284,14 +294,15 @@ class SeqIndex:
         # FIRST of the lefts: the earliest live ones (one instant); each group's selected
         # right one: its earliest usable, the front once the dead are dropped
         t0 = p.a[0][0]
-        a0 = p.a[:bisect_right(p.a, (t0, INF))]
+        a0 = selection.pick(self.policy, p.a[:bisect_right(p.a, (t0, INF))], _interval)
         sel = tuple(e[1] for e in a0)
         if sel == p.last:
             mus: Iterable[Mu] = p.pending
         else:
             p.last = sel
             mus = self._candidates(p, a0)
-        return [(a, p.groups[mu][0]) for mu in mus if mu in p.groups for a in a0]
+        return [(a, b) for mu in mus if mu in p.groups
+                for b in selection.select(self.policy, p.groups[mu][:1], _interval, _rivals) for a in a0]
 
     def _candidates(self, p: _Part, a0: list[Entry]) -> set[Mu]:
         cmp = self.shape.cmp
@@ -319,12 +330,12 @@ class SeqIndex:
             g = p.groups.get(mu)
             if not g:
                 continue
-            b = g[-1]
+            b = selection.select(self.policy, g[-1:], _interval, _rivals)[0]
             j = bisect_left(p.a, (b[0], -1))  # lefts ending before b (points: tw < ta)
             if j == 0:
                 continue
             t = p.a[j - 1][0]
-            a1 = p.a[bisect_left(p.a, (t, -1)):j]
+            a1 = selection.pick(self.policy, p.a[bisect_left(p.a, (t, -1)):j], _interval)
             sel = tuple(e[1] for e in a1)
             old = p.partner.get(mu)
             if old is not None:

@@ -23,6 +23,7 @@ from rsep import Engine
 from rsep.bench.epsparql_etalis import EX, STREAM, query
 from rsep.epsparql.runtime import EpContext
 from rsep.lang.epsparql import parse_epsparql
+from rsep.runtime.common import relaxed_collector
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
 
@@ -57,11 +58,12 @@ def main() -> None:
     for i in range(0, size, step):
         chunk = list(itertools.islice(evs, step))
         t0 = time.process_time()
-        for e in chunk:
-            eng.push(e)
-        if i + step >= size:
-            eng.close()
-        n_out += len(list(eng.drain()))
+        with relaxed_collector():  # as Engine.run (rsep run)
+            for e in chunk:
+                eng.push(e)
+            if i + step >= size:
+                eng.close()
+            n_out += len(list(eng.drain()))
         dt = time.process_time() - t0
         idx = ps.index
         live = idx.live() if idx is not None else "-"

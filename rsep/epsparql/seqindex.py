@@ -137,7 +137,8 @@ def _number(term: str | None) -> float | None:
 
 @dataclass
 class _Part:
-    a: list[Entry] = field(default_factory=list)  # live left solutions, time order
+    a: list[Entry] = field(default_factory=list)  # left solutions, time order: live from ah on
+    ah: int = 0  # consumed at the head (chronological's case) only move this: no memmove
     groups: dict[Mu, list[Entry]] = field(default_factory=dict)  # live right ones, by mapping
     bq: deque[Entry] = field(default_factory=deque)  # every right one, time order (lazy)
     values: list[tuple[float, int, Mu]] = field(default_factory=list)  # chronological
@@ -170,7 +171,7 @@ class SeqIndex:
 
     def live(self) -> int:
         """Live candidates held (left solutions and right ones not yet dropped)."""
-        return sum(len(p.a) + sum(map(len, p.groups.values())) for p in self.parts.values())
+        return sum(len(p.a) - p.ah + sum(map(len, p.groups.values())) for p in self.parts.values())
 
     def indexed(self, part: str) -> bool:
         return part not in self.slow
@@ -233,9 +234,15 @@ class SeqIndex:
                 if p is None:
                     continue
                 if not is_b:
-                    i = bisect_left(p.a, e[:2])
+                    i = bisect_left(p.a, e[:2], lo=p.ah)
                     if i < len(p.a) and p.a[i][1] == e[1]:
-                        del p.a[i]
+                        if i == p.ah:
+                            p.ah += 1
+                            if p.ah > 64 and 2 * p.ah > len(p.a):
+                                del p.a[:p.ah]
+                                p.ah = 0
+                        else:
+                            del p.a[i]
                         p.pending |= p.partners.pop(e[1], set())
                     continue
                 g = p.groups.get(e[2].mu)
@@ -257,7 +264,7 @@ class SeqIndex:
 
     def _drop_dead(self, p: _Part) -> None:
         """Right solutions no live left one ends before: none ever will."""
-        thr = p.a[0][0] if p.a else INF
+        thr = p.a[p.ah][0] if p.ah < len(p.a) else INF
         bq = p.bq
         while bq and bq[0][0] <= thr:
             e = bq.popleft()
@@ -275,7 +282,7 @@ class SeqIndex:
         if p is None:
             return []
         self._drop_dead(p)
-        if not p.a or not p.groups:
+        if p.ah == len(p.a) or not p.groups:
             p.pending.clear()
             return []
         pairs = self._chronological(p) if self.chrono else self._recent(p)
@@ -293,8 +300,8 @@ class SeqIndex:
     def _chronological(self, p: _Part) -> list[tuple[Entry, Entry]]:
         # FIRST of the lefts: the earliest live ones (one instant); each group's selected
         # right one: its earliest usable, the front once the dead are dropped
-        t0 = p.a[0][0]
-        a0 = selection.pick(self.policy, p.a[:bisect_right(p.a, (t0, INF))], _interval)
+        t0 = p.a[p.ah][0]
+        a0 = selection.pick(self.policy, p.a[p.ah:bisect_right(p.a, (t0, INF), lo=p.ah)], _interval)
         sel = tuple(e[1] for e in a0)
         if sel == p.last:
             mus: Iterable[Mu] = p.pending
@@ -331,11 +338,11 @@ class SeqIndex:
             if not g:
                 continue
             b = selection.select(self.policy, g[-1:], _interval, _rivals)[0]
-            j = bisect_left(p.a, (b[0], -1))  # lefts ending before b (points: tw < ta)
-            if j == 0:
+            j = bisect_left(p.a, (b[0], -1), lo=p.ah)  # lefts ending before b (points: tw < ta)
+            if j == p.ah:
                 continue
             t = p.a[j - 1][0]
-            a1 = selection.pick(self.policy, p.a[bisect_left(p.a, (t, -1)):j], _interval)
+            a1 = selection.pick(self.policy, p.a[bisect_left(p.a, (t, -1), lo=p.ah):j], _interval)
             sel = tuple(e[1] for e in a1)
             old = p.partner.get(mu)
             if old is not None:

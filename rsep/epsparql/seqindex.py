@@ -224,7 +224,8 @@ class SeqIndex:
         else:
             i = bisect_left(p.values, k)
             del p.values[i]
-        p.partner.pop(mu, None)
+        for s in p.partner.pop(mu, ()):
+            p.partners.get(s, set()).discard(mu)
         p.pending.discard(mu)
 
     def consume(self, items: Iterable[int]) -> None:

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 description of ``rsep serve``'s API, served at /openapi.json.
-tests/test_serve.py checks it against the routes of :func:`rsep.serve.app.build_app` and
+tests/serve/test_serve.py checks it against the routes of :func:`rsep.serve.app.build_app` and
 against the OpenAPI schema, so it cannot drift from what the server does."""
 
 from __future__ import annotations

@@ -86,6 +86,12 @@ class Sink:
             self._messages.close()
         self.out.flush()
 
+    def end_evaluation(self) -> None:
+        """The last output written completes its evaluation: its RDF Message goes out now,
+        not when the next evaluation's first output comes (a live consumer's latency)."""
+        if self._messages is not None:
+            self._flush_message()
+
     def _message(self, o: Output) -> None:
         if o.triple is None:
             raise ValueError(f"--format {self.fmt} needs a CONSTRUCT or DESCRIBE query")

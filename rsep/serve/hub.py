@@ -20,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
@@ -39,9 +39,19 @@ from rsep.stream.time import TimeKind
 
 HISTORY = 10_000  # results kept per query for subscribers that connect late
 
-# What a subscriber receives: ("result", seq, the CLI's jsonl object), ("error", seq,
-# {"error": message}) when the query fails, ("end", seq, {}) when it is unregistered.
-Item = tuple[str, int, dict[str, Any]]
+
+
+class Item(NamedTuple):
+    """What a subscriber receives: ``result`` (``data`` the CLI's jsonl object of ``output``;
+    ``last``: the last output of its evaluation, so that an RDF Message of the evaluation
+    can be pushed without waiting for the next one), ``error`` (``{"error": message}``,
+    the query failed), ``end`` (unregistered)."""
+
+    kind: str
+    seq: int
+    data: dict[str, Any]
+    output: Output | None = None
+    last: bool = True
 
 
 @dataclass
@@ -76,10 +86,11 @@ class Channel:
         self.seq = 0
         self.closed = False
 
-    def publish(self, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, kind: str, data: dict[str, Any], output: Output | None = None,
+                last: bool = True) -> None:
         with self.lock:
             self.seq += 1
-            item = (kind, self.seq, data)
+            item = Item(kind, self.seq, data, output, last)
             self.history.append(item)
             if kind == "end":
                 self.closed = True
@@ -164,11 +175,28 @@ class QueryWorker:
                     extra.set()  # after the outputs went out: the caller reads them next
 
     def _publish(self) -> None:
-        for o in self.engine.drain():
+        outs = list(self.engine.drain())
+        for i, o in enumerate(outs):
             self.results += 1
-            self.channel.publish("result", line(o))
+            last = i + 1 == len(outs) or evaluation(outs[i + 1]) != evaluation(o)
+            self.channel.publish("result", line(o), o, last)
         if isinstance(self.runtime, QueryRuntime):
             self.state = sum(bw.op.size() for bw in self.runtime.windows)
+
+
+def evaluation(o: Output) -> tuple[Any, ...]:
+    """What the outputs of one evaluation share (one RDF Message each, as rsep run writes)."""
+    return (o.query, o.time, o.op, o.kind)
+
+
+def graph_results(q: Query) -> bool:
+    """Whether a query's results are triples (CONSTRUCT, DESCRIBE, EP-SPARQL rules), which
+    can be pushed as RDF Messages."""
+    if isinstance(q, EpSparqlQuery):
+        return q.construct
+    if isinstance(q, SpaseqQuery):
+        return False
+    return q.form in ("CONSTRUCT", "DESCRIBE")
 
 
 def line(o: Output) -> dict[str, Any]:

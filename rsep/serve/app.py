@@ -243,6 +243,31 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         accepted, rejected = await run_in_threadpool(hub.post_events, stream, body, fmt)
         return JSONResponse({"accepted": accepted, "rejected": rejected}, status_code=202)
 
+    async def list_streams(request: Request) -> Response:
+        return JSONResponse([src.describe() for src in hub.sources.values()])
+
+    async def attach(request: Request) -> Response:
+        try:
+            d = json.loads(await request.body() or b"{}")
+            if not (isinstance(d, dict) and isinstance(d.get("iri"), str)
+                    and isinstance(d.get("url"), str)):
+                raise ValueError('the body must be {"iri": STREAM, "url": "tcp://HOST:PORT" or '
+                                 '"mqtt://HOST:PORT/TOPIC", "format"?: "events" | "rdfm"}')
+            src = await run_in_threadpool(hub.attach, d["iri"], d["url"],
+                                          d.get("format") or "events")
+        except ConnectionError as e:
+            return _error(502, str(e))
+        except ValueError as e:
+            return _error(400, str(e))
+        return JSONResponse(src.describe(), status_code=201)
+
+    async def detach(request: Request) -> Response:
+        iri = request.query_params.get("iri")
+        if not iri:
+            return _error(400, "give the stream's IRI: DELETE /streams?iri=IRI")
+        src = await run_in_threadpool(hub.detach, iri)
+        return JSONResponse(src.describe()) if src else _error(404, "no source attached to <" + iri + ">")
+
     async def put_graph(request: Request) -> Response:
         iri = request.query_params.get("iri")
         if not iri:
@@ -283,6 +308,9 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         Route("/queries/{name}/automaton", automaton, methods=["GET"]),
         WebSocketRoute("/queries/{name}/ws", ws),
         Route("/events", post_events, methods=["POST"]),
+        Route("/streams", list_streams, methods=["GET"]),
+        Route("/streams", attach, methods=["POST"]),
+        Route("/streams", detach, methods=["DELETE"]),
         Route("/graphs", put_graph, methods=["PUT"]),
         Route("/clock", clock, methods=["POST"]),
         Route("/deadletters", dead_letters, methods=["GET"]),

@@ -66,6 +66,14 @@ def schema() -> dict[str, Any]:
                                           "triple": {"type": "string"},
                                           "boolean": {"type": "boolean"},
                                           "op": {"const": "delete"}}},
+                "Source": {"type": "object",
+                           "properties": {"iri": {"type": "string"}, "url": {"type": "string"},
+                                          "format": {"enum": ["events", "rdfm"]},
+                                          "status": {"enum": ["running", "ended", "failed",
+                                                              "detached"]},
+                                          "error": {"type": ["string", "null"]},
+                                          "events": {"type": "integer"},
+                                          "rejected": {"type": "integer"}}},
                 "DeadLetter": {"type": "object",
                                "properties": {k: {"type": t} for k, t in (
                                    ("stream", "string"), ("origin", "string"),
@@ -159,6 +167,27 @@ def schema() -> dict[str, Any]:
                     "application/json": {"schema": {"type": "object", "properties": {
                         "accepted": {"type": "integer"}, "rejected": {"type": "integer"}}}}}},
                     "400": _ERROR, "415": _ERROR}}},
+            "/streams": {
+                "get": {"summary": "the live sources attached",
+                        "responses": {"200": {"description": "sources", "content": {
+                            "application/json": {"schema": {"type": "array", "items": {
+                                "$ref": "#/components/schemas/Source"}}}}}}},
+                "post": {"summary": "attach a live source (tcp://HOST:PORT, rsep connects and "
+                                    "reads until the server closes; mqtt://HOST:PORT/TOPIC, "
+                                    "rsep subscribes) to a stream: its events are taken in as "
+                                    "POSTed ones; returns once connected",
+                         "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"type": "object", "required": ["iri", "url"],
+                                        "properties": {"iri": {"type": "string"},
+                                                       "url": {"type": "string"},
+                                                       "format": {"enum": ["events", "rdfm"]}}}}}},
+                         "responses": {"201": _json("Source", "attached"), "400": _ERROR,
+                                       "502": _ERROR}},
+                "delete": {"summary": "detach a stream's live source",
+                           "parameters": [{"name": "iri", "in": "query", "required": True,
+                                           "schema": {"type": "string"}}],
+                           "responses": {"200": _json("Source", "detached"), "400": _ERROR,
+                                         "404": _ERROR}}},
             "/graphs": {"put": {
                 "summary": "replace a background graph (read by queries registered afterwards)",
                 "parameters": [{"name": "iri", "in": "query", "required": True,

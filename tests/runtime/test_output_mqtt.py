@@ -13,13 +13,13 @@ import time
 
 import paho.mqtt.client as paho
 import pytest
-from conftest import ROOT
-from test_spark_mqtt import broker, publish  # noqa: F401  (the fixture: a real mosquitto)
+from mqtt_broker import publish
 
 from rsep.cli.main import main
 from rsep.runtime.mqtt_output import delimited_frames
 from rsep.stream.messages import MessageLog
 from rsep.stream.writer import DELIMITER
+from rsep.testing.snippets import ROOT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 SR = "http://example.org/srbench"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT
 from serve_server import readers, serve
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from rsep.cli.main import main
 from rsep.stream.writer import DELIMITER
+from rsep.testing.snippets import ROOT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 SR = "http://example.org/srbench"

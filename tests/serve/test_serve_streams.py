@@ -10,12 +10,12 @@ import threading
 import time
 
 import httpx
-from conftest import ROOT
+from mqtt_broker import free_port, publish
 from serve_server import readers, serve
-from test_spark_mqtt import broker, free_port, publish  # noqa: F401  (the fixture: a real mosquitto)
 
 from rsep.cli.main import main
 from rsep.stream.writer import DELIMITER
+from rsep.testing.snippets import ROOT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 SR = "http://example.org/srbench"

@@ -133,8 +133,9 @@ class QueryRuntime(Ticks):
         # Window-close reports over time windows are the one case where the next
         # evaluation instant is known on arrival (the next slide), so the store can
         # follow each arrival and an evaluation only has to run the query.
-        # (the event-local plan decides events in batches, at evaluations)
-        self._stage = (bool(self.windows) and rp.window_close and not isinstance(self.plan, Analysis) and rp.periodic is None
+        # (the event-local plan must decide events on arrival: else in batches, at evaluations)
+        self._stage = (bool(self.windows) and rp.window_close and rp.periodic is None
+                       and all(bw.local is None or bw.local.on_arrival for bw in self.windows)
                        and not (rp.content_change or rp.on_arrival or rp.at)
                        and not self.query.matches
                        and all(bw.window.kind is WindowKind.TIME for bw in self.windows))
@@ -151,6 +152,8 @@ class QueryRuntime(Ticks):
         for bw in self.windows:
             if bw.stream == e.stream:
                 bw.op.insert(e)
+                if bw.local is not None:
+                    bw.local.arrive(e)
                 hit = True
         if hit:
             self.arrival = e.time

@@ -17,8 +17,10 @@ event where those terms occur. When the check fails (a term shared by events), t
 store graph holds every live triple that matches a pattern of P, as the snapshot path's
 would, until the check holds again.
 
-An event's solutions are computed once, for a batch of events at a time: one pyoxigraph
-query over a scratch store holding each event as a named graph.
+Whether an event has a solution is decided once: on arrival by the compiled matcher
+(rsep.sparql.matcher) when it takes every block, otherwise (or when a FILTER is beyond it)
+for a batch of events at an evaluation, in one pyoxigraph query over a scratch store
+holding each event as a named graph.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.lang.errors import QueryError
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
+from rsep.sparql.matcher import Canon, Fallback, compile_pattern
 from rsep.sparql.rows import stored_form
 from rsep.stream.event import Event
 
@@ -46,6 +49,7 @@ _EVENT = "urn:rsep:event:"
 # computed on arrival could differ from the snapshot's.
 _VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.I)
 
+_EARLY_MAX = 100_000  # entries of arrived events kept for their entry into the window
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Position = int  # 0 subject, 1 predicate, 2 object
 _Check = tuple[int, int, ox.NamedNode | None, ox.NamedNode | None, tuple[Position, ...]]
@@ -290,6 +294,19 @@ class LocalWindow:
         self.full = False  # the store graph holds every matching triple (check failed)
         self.batches = 0
         self._removed: list[ox.Triple] = []
+        # each block compiled to Python (rsep.sparql.matcher, proven equal to pyoxigraph),
+        # or None: then events are decided in batches by pyoxigraph, at evaluations
+        self._canon = Canon()
+        compiled = [compile_pattern(prologue, "{ " + b.text + "\n" + "\n".join(b.pushed) + " }",
+                                    self._canon) for b in self.blocks]
+        self._compiled = None if any(c is None for c in compiled) else \
+            [c for c in compiled if c is not None]
+        self._early: dict[int, tuple[tuple[ox.Triple, ...], _Entry]] = {}
+
+    @property
+    def on_arrival(self) -> bool:
+        """Are events decided as they arrive (every block compiled)?"""
+        return self._compiled is not None
 
     # ---------------------------------------------------------------- changes
 
@@ -301,7 +318,29 @@ class LocalWindow:
             else:
                 self._leave(e.seq)
 
-    def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
+    def arrive(self, e: Event) -> None:
+        """An event arrived on the window's stream: its entry is worked out now, its
+        relevance by the compiled matcher (pyoxigraph at the next sync when it cannot say),
+        so that an evaluation has little left to do."""
+        if self._compiled is None:
+            return
+        entry = self._entry(e.triples)
+        if entry.relevant is None:
+            self._judge(entry)
+        if len(self._early) > _EARLY_MAX:  # events that never entered: a cache, so clear it
+            self._early.clear()
+        self._early[e.seq] = (e.triples, entry)
+
+    def _judge(self, entry: _Entry) -> None:
+        compiled = self._compiled
+        assert compiled is not None
+        ev = self._canon.indexed(entry.matching)
+        try:
+            entry.relevant = any(c.values(ev) for c in compiled)
+        except Fallback:
+            entry.relevant = None  # a FILTER the compiled matcher cannot decide
+
+    def _entry(self, triples: tuple[ox.Triple, ...]) -> _Entry:
         matching = []
         terms: set[object] = set()
         hit = [0] * len(self.blocks)
@@ -327,12 +366,18 @@ class LocalWindow:
                     terms.add(stored_form(str(x)) if isinstance(x, ox.Literal) else x)
             if matched:
                 matching.append(t)
-        if self.live.get(seq) is not None:  # (an item re-entering with fewer triples)
-            self._leave(seq)
         entry = _Entry(tuple(matching), frozenset(terms))
         if hit != self._full_mask and not any(
                 h == m for h, m in zip(hit, self._full_mask, strict=True)):
             entry.relevant = False  # each block has a pattern none of its triples matches
+        return entry
+
+    def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
+        early = self._early.pop(seq, None)
+        # (an item re-entering a count window with fewer triples is worked out again)
+        entry = early[1] if early is not None and early[0] is triples else self._entry(triples)
+        if self.live.get(seq) is not None:
+            self._leave(seq)
         self._entered.append(seq)
         counts = self._counts
         for term in entry.terms:
@@ -343,6 +388,7 @@ class LocalWindow:
         self.live[seq] = entry
 
     def _leave(self, seq: int) -> None:
+        self._early.pop(seq, None)
         entry = self.live.pop(seq, None)
         if entry is None:
             return

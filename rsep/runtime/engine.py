@@ -128,6 +128,7 @@ class QueryRuntime(Ticks):
             if isinstance(self.plan, Analysis):
                 local = LocalWindow(self.plan.prologue, self.plan.blocks[w.iri])
                 op.track_items = True
+                op.track_triples = False  # the store follows the items (LocalWindow.sync)
             self.windows.append(BoundWindow(w.iri, w.stream, rw, op, graph, local))
         rp = self.report
         # Window-close reports over time windows are the one case where the next
@@ -169,11 +170,15 @@ class QueryRuntime(Ticks):
         for bw in self.windows:
             added, removed = bw.op.advance(tau)
             if bw.local is not None:
-                bw.local.change(bw.op.take_item_changes())
-            elif added or removed:
-                # Occurrence times are only read by C-SPARQL's timestamp().
-                self.store.apply(bw.graph, added, removed, track_time=self._track_time)
-            if added and bw.op.size() > lim.max_window_triples:
+                changes = bw.op.take_item_changes()
+                bw.local.change(changes)
+                grew = bool(changes)
+            else:
+                grew = bool(added)
+                if added or removed:
+                    # Occurrence times are only read by C-SPARQL's timestamp().
+                    self.store.apply(bw.graph, added, removed, track_time=self._track_time)
+            if grew and bw.op.size() > lim.max_window_triples:
                 raise EngineError(
                     f"query {self.name}: window <{bw.iri}> holds {bw.op.size()} triples at "
                     f"{format_time(tau, self.engine.kind)}, over the limit of "

@@ -87,9 +87,13 @@ def plan(query: ContinuousQuery) -> tuple[str, str]:
     a = analyse(query)
     if isinstance(a, str):
         return SNAPSHOT, a
+    when = "on arrival, by the compiled matcher" if all(
+        LocalWindow(a.prologue, bs).on_arrival for bs in a.blocks.values()) else \
+        "in one pyoxigraph query per evaluation's arrivals (a pattern or FILTER the compiled " \
+        "matcher does not take)"
     return INCREMENTAL, ("every window's graph patterns are basic graph patterns connected by "
-                         "their variables: each event's solutions are found once, on arrival, and "
-                         "only the triples of events with solutions enter the snapshot store "
+                         f"their variables: whether an event has solutions is decided once, {when}, "
+                         "and only the triples of events with solutions enter the snapshot store "
                          "(checked per evaluation: no join term in two live events)")
 
 
@@ -345,25 +349,26 @@ class LocalWindow:
         terms: set[object] = set()
         hit = [0] * len(self.blocks)
         by_pred, any_pred = self._by_pred, self._any_pred
+        lit = ox.Literal
         for t in triples:
-            checks = by_pred.get(t.predicate)
+            p = t.predicate  # (each attribute read builds a new Python object: once each)
+            checks = by_pred.get(p)
             if any_pred:
                 checks = (checks or []) + any_pred
             if checks is None:
                 continue
+            subj, obj = t.subject, t.object
             matched = False
             for bi, bit, s, o, tracked in checks:
-                if (s is not None and s != t.subject) or (o is not None and o != t.object):
+                if (s is not None and s != subj) or (o is not None and o != obj):
                     continue
                 matched = True
                 hit[bi] |= bit
                 if not tracked:
-                    o_ = t.object
-                    terms.add((t.subject, t.predicate,
-                               stored_form(str(o_)) if isinstance(o_, ox.Literal) else o_))
+                    terms.add((subj, p, stored_form(str(obj)) if type(obj) is lit else obj))
                 for pos in tracked:
-                    x = t.subject if pos == 0 else t.object if pos == 2 else t.predicate
-                    terms.add(stored_form(str(x)) if isinstance(x, ox.Literal) else x)
+                    x = subj if pos == 0 else obj if pos == 2 else p
+                    terms.add(stored_form(str(x)) if type(x) is lit else x)
             if matched:
                 matching.append(t)
         entry = _Entry(tuple(matching), frozenset(terms))

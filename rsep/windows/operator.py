@@ -41,6 +41,9 @@ class WindowOperator:
         # the same changes by item, in order, for consumers that work on items (event
         # patterns); recorded only when one asks, so nothing piles up otherwise
         self.track_items = False
+        # the triples that came and went (advance's result); a consumer that works on
+        # items alone turns them off for time-based windows, saving a list per event
+        self.track_triples = True
         self._changes: list[tuple[bool, Event, tuple[Triple, ...]]] = []
         self._at: int | None = None  # time of the last advance
         self._unordered = False  # pending starts not in arrival order
@@ -134,7 +137,8 @@ class WindowOperator:
                         self._live[self._entries] = e
                         self._live_triples += len(e.triples)
                         heapq.heappush(self._evict, (e.end, self._entries))
-                        self._added.extend((tr, e.end) for tr in e.triples)
+                        if self.track_triples:
+                            self._added.extend((tr, e.end) for tr in e.triples)
                         if self.track_items:
                             self._changes.append((True, e, e.triples))
                         self.version += 1
@@ -146,7 +150,8 @@ class WindowOperator:
                 _, n = heapq.heappop(self._evict)
                 e = self._live.pop(n)
                 self._live_triples -= len(e.triples)
-                self._removed.extend((tr, e.end) for tr in e.triples)
+                if self.track_triples:
+                    self._removed.extend((tr, e.end) for tr in e.triples)
                 if self.track_items:
                     self._changes.append((False, e, ()))
                 self.version += 1

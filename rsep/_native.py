@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 
 # Where a stream's events spend their time (rsep run --stage-times): reading, SPASEQ's
-# GPMs and runs, and the engine loop.
+# GPMs and runs, the engine loop and the windows.
 MODULES = (
     "rsep.algebra.mapping",
     "rsep.algebra.spaseq",
@@ -36,6 +36,9 @@ MODULES = (
     "rsep.spaseq.nfa",
     "rsep.spaseq.runtime",
     "rsep.runtime.engine",
+    "rsep.runtime.ticks",
+    "rsep.windows.operator",
+    "rsep.windows.incremental",
     "rsep.stream.files",
     "rsep.stream.source",
 )

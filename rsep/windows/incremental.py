@@ -36,7 +36,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.lang.errors import QueryError
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
-from rsep.sparql.matcher import Canon, Fallback, compile_pattern
+from rsep.sparql.matcher import Canon, Fallback, Indexed, compile_pattern
 from rsep.sparql.rows import stored_form
 from rsep.stream.event import Event
 
@@ -328,24 +328,30 @@ class LocalWindow:
         so that an evaluation has little left to do."""
         if self._compiled is None:
             return
-        entry = self._entry(e.triples)
+        entry, rows = self._entry(e.triples, True)
         if entry.relevant is None:
-            self._judge(entry)
+            self._judge(entry, rows)
         if len(self._early) > _EARLY_MAX:  # events that never entered: a cache, so clear it
             self._early.clear()
         self._early[e.seq] = (e.triples, entry)
 
-    def _judge(self, entry: _Entry) -> None:
+    def _judge(self, entry: _Entry, rows: list[tuple[object, object, object]]) -> None:
+        """Decide an entry by the compiled blocks, from its matching triples' terms."""
         compiled = self._compiled
         assert compiled is not None
-        ev = self._canon.indexed(entry.matching)
+        term = self._canon.term  # literals as the store gives them back, as canon.indexed does
+        ev = Indexed([(s, p, term(o)) for s, p, o in rows])
         try:
             entry.relevant = any(c.values(ev) for c in compiled)
         except Fallback:
             entry.relevant = None  # a FILTER the compiled matcher cannot decide
 
-    def _entry(self, triples: tuple[ox.Triple, ...]) -> _Entry:
+    def _entry(self, triples: tuple[ox.Triple, ...], keep_rows: bool = False
+               ) -> tuple[_Entry, list[tuple[object, object, object]]]:
+        """An event's entry, and (``keep_rows``) its matching triples' terms: reading a
+        term off a pyoxigraph triple builds a new object, so each is read once."""
         matching = []
+        rows: list[tuple[object, object, object]] = []
         terms: set[object] = set()
         hit = [0] * len(self.blocks)
         by_pred, any_pred = self._by_pred, self._any_pred
@@ -371,16 +377,18 @@ class LocalWindow:
                     terms.add(stored_form(str(x)) if type(x) is lit else x)
             if matched:
                 matching.append(t)
+                if keep_rows:
+                    rows.append((subj, p, obj))
         entry = _Entry(tuple(matching), frozenset(terms))
         if hit != self._full_mask and not any(
                 h == m for h, m in zip(hit, self._full_mask, strict=True)):
             entry.relevant = False  # each block has a pattern none of its triples matches
-        return entry
+        return entry, rows
 
     def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
         early = self._early.pop(seq, None)
         # (an item re-entering a count window with fewer triples is worked out again)
-        entry = early[1] if early is not None and early[0] is triples else self._entry(triples)
+        entry = early[1] if early is not None and early[0] is triples else self._entry(triples)[0]
         if self.live.get(seq) is not None:
             self._leave(seq)
         self._entered.append(seq)

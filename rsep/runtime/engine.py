@@ -163,6 +163,7 @@ class QueryRuntime(Ticks):
                 # >= e.time, and advancing to it early is what evaluate would do then
                 self._advance(min(-(-e.time // bw.window.beta) * bw.window.beta
                                   for bw in self.windows))
+                self._sync()  # (event-local windows: decided on arrival, so the store follows)
 
     def _advance(self, tau: int) -> None:
         """Bring the windows and the snapshot store to their content at tau."""
@@ -183,6 +184,14 @@ class QueryRuntime(Ticks):
                     f"query {self.name}: window <{bw.iri}> holds {bw.op.size()} triples at "
                     f"{format_time(tau, self.engine.kind)}, over the limit of "
                     f"{lim.max_window_triples} (--max-window-triples)")
+
+    def _sync(self) -> None:
+        """The store graphs of the event-local windows brought to their events (LocalWindow.sync)."""
+        for bw in self.windows:
+            if bw.local is not None:
+                added, removed = bw.local.sync()
+                if added or removed:
+                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
 
     def evaluate(self, tau: int) -> list[Output]:
         self._advance(tau)
@@ -277,11 +286,7 @@ class QueryRuntime(Ticks):
         lim = self.engine.limits
         t0 = _time.perf_counter()
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql
-        for bw in self.windows:
-            if bw.local is not None:
-                added, removed = bw.local.sync()
-                if added or removed:
-                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
+        self._sync()
         try:
             res = self.store.store.query(
                 sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,

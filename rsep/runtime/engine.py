@@ -161,8 +161,9 @@ class QueryRuntime(Ticks):
             if self._stage:
                 # every evaluation before e.time is done; the next is at the first slide
                 # >= e.time, and advancing to it early is what evaluate would do then
-                self._advance(min(-(-e.time // bw.window.beta) * bw.window.beta
-                                  for bw in self.windows))
+                ws = self.windows
+                self._advance(-(-e.time // ws[0].window.beta) * ws[0].window.beta if len(ws) == 1
+                              else min(-(-e.time // bw.window.beta) * bw.window.beta for bw in ws))
                 self._sync()  # (event-local windows: decided on arrival, so the store follows)
 
     def _advance(self, tau: int) -> None:

@@ -52,6 +52,10 @@ from rsep.windows.resolved import resolve
 if TYPE_CHECKING:
     from rsep.epsparql.runtime import EpContext
 
+# arrivals into an event-local window between two syncs of its store graph
+SYNC_BATCH = 16
+
+
 @dataclass
 class QueryRuntime(Ticks):
     """A registered query and its state: windows, snapshot store, R2S history."""
@@ -164,7 +168,11 @@ class QueryRuntime(Ticks):
                 ws = self.windows
                 self._advance(-(-e.time // ws[0].window.beta) * ws[0].window.beta if len(ws) == 1
                               else min(-(-e.time // bw.window.beta) * bw.window.beta for bw in ws))
-                self._sync()  # (event-local windows: decided on arrival, so the store follows)
+                # event-local windows: decided on arrival, so the store follows, in small
+                # batches (pyoxigraph's per-call cost), leaving an evaluation little to do
+                if any(bw.local is not None and bw.local.unsynced >= SYNC_BATCH
+                       for bw in self.windows):
+                    self._sync()
 
     def _advance(self, tau: int) -> None:
         """Bring the windows and the snapshot store to their content at tau."""
@@ -185,6 +193,10 @@ class QueryRuntime(Ticks):
                     f"query {self.name}: window <{bw.iri}> holds {bw.op.size()} triples at "
                     f"{format_time(tau, self.engine.kind)}, over the limit of "
                     f"{lim.max_window_triples} (--max-window-triples)")
+
+    def flush(self) -> None:
+        """The input has ended: the store holds what the windows hold (as if synced)."""
+        self._sync()
 
     def _sync(self) -> None:
         """The store graphs of the event-local windows brought to their events (LocalWindow.sync)."""
@@ -543,6 +555,9 @@ class Engine:
         if self.now is None:
             return
         self._settle(self.now + 1)
+        for rt in self.queries:
+            if isinstance(rt, QueryRuntime):
+                rt.flush()
         if until is not None:
             if until > self.now:
                 self._fire(until + 1)

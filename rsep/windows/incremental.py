@@ -308,6 +308,11 @@ class LocalWindow:
         self._early: dict[int, tuple[tuple[ox.Triple, ...], _Entry]] = {}
 
     @property
+    def unsynced(self) -> int:
+        """Events that entered since the last sync."""
+        return len(self._entered)
+
+    @property
     def on_arrival(self) -> bool:
         """Are events decided as they arrive (every block compiled)?"""
         return self._compiled is not None

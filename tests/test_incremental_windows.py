@@ -18,7 +18,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import Boundary, NamedWindow, WindowKind, WindowSpec
 from rsep.lang import parse_query
 from rsep.runtime import reference
-from rsep.runtime.engine import QueryRuntime
+from rsep.runtime.engine import SYNC_BATCH, QueryRuntime
 from rsep.stream.event import Event
 from rsep.stream.time import Duration, TimeKind
 from rsep.windows.incremental import INCREMENTAL, SNAPSHOT, plan
@@ -235,3 +235,31 @@ def test_csparql_merged_windows_take_the_snapshot_path():
     assert isinstance(q, ContinuousQuery)
     assert plan(q) == (SNAPSHOT, "a window is merged into the default graph (FROM STREAM): "
                                  "its patterns are not isolated")
+
+
+def test_arrivals_are_decided_and_stored_before_the_evaluation():
+    """Window close over a time window: each arrival is decided by the compiled matcher (no
+    pyoxigraph batch), and the store graph follows the arrivals in batches of SYNC_BATCH,
+    holding only the triples of events with a solution; the evaluation gives the rows."""
+    q = query(0, WindowSpec(WindowKind.TIME, range=d(100), step=d(100)),
+              WindowSpec(WindowKind.TIME, range=d(100), step=d(100)),
+              ReportPolicy(window_close=True), R2S.RSTREAM)
+    eng = Engine()
+    eng.add_graph("default", KB)
+    rt = eng.register(q, name="q")
+    assert isinstance(rt, QueryRuntime)
+    # event i: an observation with a value (a solution) when i is even, without one when odd
+    events = [Event("http://s1", f"g{i}", i + 1, i + 1,
+                    triples(f":o{i} :by :s{i % 2}" + (f" ; :val {i} ." if i % 2 == 0 else " .")),
+                    TimeKind.ABSTRACT, i + 1) for i in range(SYNC_BATCH)]
+    for e in events:
+        eng.push(e)
+    lw = rt.windows[0].local
+    assert lw is not None and lw.batches == 0 and lw.unsynced == 0
+    assert len(rt.store) == len(KB) + SYNC_BATCH  # 2 triples of each of the 8 even events
+    eng.close(until=100)
+    rows = [o.bindings for o in eng.drain()]
+    assert [r["sensor"] for r in rows] == ["<http://example.org/s0>"]
+    assert rows[0]["n"] == f'"{SYNC_BATCH // 2}"^^<{X}integer>'
+    assert rows[0]["max"] == f'"{SYNC_BATCH - 2}"^^<{X}integer>'
+    assert lw.batches == 0

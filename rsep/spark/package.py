@@ -152,11 +152,13 @@ def _fresh_compiled(src_pkg: Path) -> dict[str, tuple[str, Path]]:
         py = src_pkg / rel
         if not py.is_file() or name not in built:
             continue
-        if digest(py) != built[name]:
+        rec = built[name]  # its record, or (older manifests) the hash alone
+        h = rec.get("sha256") if isinstance(rec, dict) else rec
+        if digest(py) != h:
             continue
         exts = sorted((live / rel).parent.glob(rel.stem + ".*.so"))
         if exts:
-            out[name] = (built[name], exts[-1])
+            out[name] = (h, exts[-1])
     return out
 
 

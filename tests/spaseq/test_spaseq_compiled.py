@@ -79,6 +79,46 @@ def test_compiled_gpm_equals_pyoxigraph(rnd):
     assert got[0] == got[1], text + "\n" + ttl
 
 
+@settings(max_examples=100, deadline=None)
+@given(rnd=st.randoms(use_true_random=False))
+def test_memoised_filter_verdicts_equal_pyoxigraph_across_events(rnd):
+    """One compiled GPM over many events: its local FILTERs' verdicts, memoised by the
+    values the FILTERs read, are pyoxigraph's on every event."""
+    text = (f"PREFIX : <{EX}> PREFIX xsd: <{XSD}> SELECT * FROM STREAM S <{U}> WHERE {{ "
+            f"SEQ (A) DEFINE GPM A ON S {{ ?e :a ?a ; :b ?b . ?e :c ?c FILTER({expr(rnd)}) }} }}")
+    gpm = parse_spaseq(text).gpms["A"]
+    prefixes = f"@prefix : <{EX}> . @prefix xsd: <{XSD}> .\n"
+    compiled = GPMEvaluator([gpm], {}, compiled=True)
+    for _ in range(8):
+        ttl = " ".join(f":{rnd.choice('ef')} :{p} {rnd.choice(VALUES[:6])} ." for p in "abc")
+        triples = tuple(qd.triple for qd in ox.parse(prefixes + ttl, format=ox.RdfFormat.TURTLE))
+        event = SEvent(U, 1, triples)
+        got = []
+        for ev in (compiled, GPMEvaluator([gpm], {}, compiled=False)):
+            ev.begin([event])
+            got.append(ev.local(gpm, U))
+            ev.end()
+        assert got[0] == got[1], text + "\n" + ttl
+
+
+def test_filter_verdicts_memoised_by_the_variables_read():
+    """The memo is keyed by the values of the variables the FILTERs read (?v, not ?s):
+    two subjects with one value share a verdict; a value not seen is evaluated."""
+    q = parse_spaseq(f"PREFIX : <{EX}> SELECT * FROM STREAM S <{U}> WHERE {{ SEQ (A) "
+                     f"DEFINE GPM A ON S {{ ?s :v ?v FILTER(?v > 2) }} }}")
+    gpm = q.gpms["A"]
+    c = compile_gpm(gpm, Canon())
+    assert c is not None
+    v3, v1 = ox.Literal("3", datatype=ox.NamedNode(XSD + "integer")), \
+        ox.Literal("1", datatype=ox.NamedNode(XSD + "integer"))
+    s1, s2, p = ox.NamedNode(EX + "s1"), ox.NamedNode(EX + "s2"), ox.NamedNode(EX + "v")
+    canon = Canon()
+    assert c.match(canon.indexed((ox.Triple(s1, p, v3),))) == [(("s", s1), ("v", v3))]
+    assert c.match(canon.indexed((ox.Triple(s2, p, v3),))) == [(("s", s2), ("v", v3))]
+    assert c.match(canon.indexed((ox.Triple(s2, p, v1),))) == []
+    assert c.verdicts == {v3: True, v1: False}
+
+
 @settings(max_examples=300, deadline=None)
 @given(rnd=st.randoms(use_true_random=False))
 def test_planned_bgp_matcher_equals_generic(rnd):

@@ -11,6 +11,7 @@ attribute values (the relational flattening CORE and Flink read).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import random
 from collections.abc import Callable, Iterator
@@ -486,8 +487,6 @@ GENERATORS: dict[str, Callable[..., Generated]] = {
 
 
 def _code_digest() -> str:
-    import hashlib
-
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 

@@ -451,7 +451,7 @@ class Engine:
                 f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
                 "graph IRIs are not dereferenced unless --allow-dereference is given",
                 source=source)
-        import urllib.request
+        import urllib.request  # start-up: http.client, email and ssl for --allow-dereference only
 
         req = urllib.request.Request(g, headers={"Accept": "text/turtle, application/n-triples;q=0.9"})
         try:

@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote
 
-import paho.mqtt.client as paho
-
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.framing import Framer
@@ -113,6 +111,8 @@ def mqtt_payloads(host: str, port: int, topic: str, idle: float | None = None,
                   timeout: float = 10.0, control: Control | None = None) -> Iterator[bytes]:
     """The payloads of the messages published on ``topic`` from now on, in arrival order,
     until ``idle`` seconds pass without one (never, without ``idle``)."""
+    import paho.mqtt.client as paho  # start-up: a run that reads no MQTT loads no client
+
     q: queue.Queue[bytes] = queue.Queue()
     ready = threading.Event()
     failed: list[str] = []

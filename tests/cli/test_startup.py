@@ -28,7 +28,9 @@ SPASEQ_RUN = ["run", f"{SG}/query1.rq",
               "--graph", f"http://smartgrid.org/db={SG}/homes.ttl", "--time-unit", "1m"]
 # what no in-process run needs
 NEVER = ("pyspark", "pandas", "pyarrow", "rsep.bench", "rsep.lars", "rsep.serve", "rsep.spark",
-         "rsep.cli.spark", "rsep.cli.serve", "starlette", "uvicorn")
+         "rsep.cli.spark", "rsep.cli.serve", "starlette", "uvicorn",
+         # the imports left inside functions for start-up (MQTT, Jelly, dereferencing, plots)
+         "paho", "pyjelly", "urllib.request", "matplotlib")
 RSP_ONLY = ("rsep.lang.rspql", "rsep.lang.csparql", "rsep.lang.cqels")
 SPASEQ_ONLY = ("rsep.spaseq", "rsep.lang.spaseq", "rsep.algebra.spaseq")
 EPSPARQL_ONLY = ("rsep.epsparql", "rsep.lang.epsparql", "rsep.algebra.epsparql")

@@ -51,7 +51,7 @@ system-deps:
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
 	@command -v swipl >/dev/null 2>&1 || { \
 	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
-	    echo "installing swi-prolog-nox (Debian) for ETALIS in tests/test_bench_etalis.py"; \
+	    echo "installing swi-prolog-nox (Debian) for ETALIS in tests/bench/test_bench_etalis.py"; \
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q swi-prolog-nox >/dev/null; }
 
@@ -61,7 +61,7 @@ test: $(STAMP) $(NATIVE) system-deps
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 	# the same engines as pure Python (no compiler): the SPASEQ equivalence properties again
-	RSEP_PURE=1 $(BIN)/python -m pytest tests/test_spaseq_properties.py tests/test_native.py
+	RSEP_PURE=1 $(BIN)/python -m pytest tests/spaseq/test_spaseq_properties.py tests/test_native.py
 
 bench: $(STAMP) $(NATIVE)
 	$(BIN)/python benchmarks/window_throughput.py

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 # Where a stream's events spend their time (rsep run --stage-times): reading, SPASEQ's
-# GPMs and runs, and the engine loop.
+# GPMs and runs, the engine loop and the windows.
 MODULES = (
     "rsep.algebra.mapping",
     "rsep.algebra.spaseq",
@@ -40,6 +40,9 @@ MODULES = (
     "rsep.spaseq.matches",
     "rsep.spaseq.runtime",
     "rsep.runtime.engine",
+    "rsep.runtime.ticks",
+    "rsep.windows.operator",
+    "rsep.windows.incremental",
     "rsep.stream.assembly",
     "rsep.stream.files",
     "rsep.stream.framing",

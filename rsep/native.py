@@ -27,7 +27,7 @@ def compiled() -> list[str]:
 def build(jobs: int = 2) -> int:
     """Compile :data:`MODULES`; record their sources' hashes."""
     from Cython.Build import cythonize  # build-time only
-    from setuptools import Distribution
+    from setuptools import Distribution  # build-time only
 
     # recorded before compiling: a source edited meanwhile is not taken for the build's
     hashes = {n: record(n) for n in MODULES}

@@ -1,16 +1,15 @@
-"""Helpers shared by the tests: events from Turtle snippets, running queries."""
+"""The tests' fixtures (the shared helpers are rsep.testing.snippets) and Hypothesis's CI profile."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pyoxigraph as ox
+import mqtt_broker
 import pytest
 from hypothesis import settings
 
-from rsep import Engine, Event
-from rsep.stream.time import TimeKind
+from rsep import Event
+from rsep.testing.snippets import EX, ev
 
 # CI (CI=true) runs the property tests on a fixed sequence of examples, so a green main
 # stays green; runs elsewhere draw new examples each time and keep searching for bugs.
@@ -18,48 +17,6 @@ settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-ROOT = Path(__file__).resolve().parents[1]
-EX = "http://example.org/"
-PREFIXES = f"@prefix : <{EX}> .\n"
-
-
-def triples(ttl: str) -> tuple[ox.Triple, ...]:
-    return tuple(q.triple for q in ox.parse(PREFIXES + ttl, format=ox.RdfFormat.TURTLE))
-
-
-def ev(stream: str, t: int | tuple[int, int], ttl: str, graph: str | None = None) -> Event:
-    start, end = (t, t) if isinstance(t, int) else t
-    return Event(stream=stream, graph=graph or f"{stream}/g{start}_{end}", start=start, end=end,
-                 triples=triples(ttl), kind=TimeKind.ABSTRACT, origin="test:0")
-
-
-def run(query: str, events: list[Event], *, graphs: dict[str, str] | None = None,
-        until: int | None = None, **register) -> list[dict]:
-    """Run one query; outputs as the CLI's jsonl objects."""
-    eng = Engine(time_unit_ms=register.pop("time_unit_ms", None))
-    for iri, ttl in (graphs or {}).items():
-        eng.add_graph(iri, triples(ttl))
-    eng.register(query, **register)
-    return [o.to_json() for o in eng.run(events, until=until)]
-
-
-def short(term: str) -> str:
-    """Compact N-Triples for readable expectations: <http://example.org/a> -> :a, "25"^^xsd:integer -> 25."""
-    if term.startswith(f"<{EX}"):
-        return ":" + term[len(EX) + 1 : -1]
-    if term.endswith("^^<http://www.w3.org/2001/XMLSchema#integer>"):
-        return term.split('"')[1]
-    return term
-
-
-def table(outputs: list[dict]) -> list[tuple]:
-    """(time, {var: short term}) rows, with 'delete' marked; rows of one time sorted
-    (SPARQL gives no order without ORDER BY)."""
-    rows = []
-    for o in outputs:
-        b = {k: short(v) for k, v in sorted(o.get("bindings", {}).items())}
-        rows.append((o["time"], b) if o.get("op") != "delete" else (o["time"], "delete", b))
-    return sorted(rows, key=lambda r: (r[0], repr(r[1:])))
 
 
 @pytest.fixture
@@ -73,6 +30,12 @@ def figure1() -> list[Event]:
         ev(s, 8, ":a3 :p :b3 . :b2 :q :c2 .", EX + "G4"),
         ev(s, 10, ":b1 :q :c1 .", EX + "G5"),
     ]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A real MQTT broker (mosquitto) on a free port: its port."""
+    yield from mqtt_broker.broker(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
-from conftest import ROOT
 from websockets.sync.client import connect
+
+from rsep.testing.snippets import ROOT
 
 COUPON = ROOT / "examples" / "coupon"
 

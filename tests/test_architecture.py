@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import ROOT
-
 from rsep.testing import architecture_doc_with_diagram
+from rsep.testing.snippets import ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
 

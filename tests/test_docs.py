@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT
 
 from rsep.cli.main import main
+from rsep.testing.snippets import ROOT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 
@@ -81,7 +81,7 @@ def test_semantics_doc_names_only_existing_tests():
     text = (ROOT / "docs" / "semantics.md").read_text()
     names = set(re.findall(r"`(test_[a-z0-9_]+)`", text))
     defined = set()
-    for f in (ROOT / "tests").glob("test_*.py"):
+    for f in (ROOT / "tests").glob("**/test_*.py"):
         defined |= set(re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.M))
     assert names and names <= defined, names - defined
 

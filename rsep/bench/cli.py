@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rsep.bench.epsparql_etalis import SIZES
+from rsep.bench.epsparql_etalis import main as etalis
+from rsep.bench.runner import NAMES
+from rsep.bench.runner import main as run
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from rsep.bench.epsparql_etalis import SIZES
-    from rsep.bench.runner import NAMES
-
     b = sub.add_parser("bench", help="measure rsep side by side with other engines (CORE, Flink "
                        "MATCH_RECOGNIZE, RSP-JS, a naive baseline, rsep's reference evaluators) "
                        "on generated workloads; writes a CSV and PNG plots")
@@ -34,15 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rsep.bench.runner import main as run
-
     if args.runs < 1:
         print("rsep bench: --runs must be at least 1", file=sys.stderr)
         return 2
     try:
         if args.workload == "epsparql-etalis":
-            from rsep.bench.epsparql_etalis import main as etalis
-
             return etalis((args.size,) if args.size else None, args.runs, args.out, args.cases,
                           args.timeout, plots=not args.no_plots,
                           log=lambda s: print(s, file=sys.stderr, flush=True))

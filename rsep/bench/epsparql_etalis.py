@@ -31,6 +31,7 @@ from pathlib import Path
 from rsep.algebra.epsparql import EpSparqlQuery
 from rsep.bench import peers
 from rsep.bench.etalis import fact, rules
+from rsep.bench.runner import machine
 from rsep.bench.workloads import StreamOut, StreamWriter
 from rsep.epsparql.etalis_rules import compile_query
 from rsep.lang import parse_query
@@ -250,8 +251,6 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
 
 def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | None = None,
          timeout: float = 600, plots: bool = True, log: Callable[[str], None] = print) -> int:
-    from rsep.bench.runner import machine
-
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     if not (etalis_src() / "etalis.P").is_file():
@@ -276,10 +275,10 @@ def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | No
 def plot(rows: list[dict], path: Path) -> Path:
     """CPU per event against stream length, one panel per pattern, a line per engine and
     policy."""
-    import matplotlib
+    import matplotlib  # heavy: loaded only when plots are drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display needed
 
     pats = sorted({r["pattern"] for r in rows})
     fig, axes = plt.subplots(1, len(pats), figsize=(4.2 * len(pats), 3.8), squeeze=False)

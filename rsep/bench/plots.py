@@ -32,7 +32,7 @@ def _median_bar(ax, x: float, r: dict, width: float, **kw) -> float:
 
 
 def _save(fig, path: Path) -> Path:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when plots are drawn
 
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -41,7 +41,7 @@ def _save(fig, path: Path) -> Path:
 
 
 def plot_all(rows: list[dict], out: Path) -> list[Path]:
-    import matplotlib
+    import matplotlib  # heavy: loaded only when plots are drawn
 
     matplotlib.use("Agg")
     out.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
 
 
 def _throughput(rows: list[dict], path: Path) -> Path:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when plots are drawn
 
     comps = list(dict.fromkeys(r["comparison"] for r in rows))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(comps) + 2), 4.2))
@@ -97,7 +97,7 @@ def _throughput(rows: list[dict], path: Path) -> Path:
 
 def _breakdown(rows: list[dict], path: Path) -> Path:
     """Start-up against the steady state, per engine and comparison."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when plots are drawn
 
     labels = [f"{r['comparison']}\n{r['peer']}" for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.4))
@@ -126,7 +126,7 @@ STAGE_COLORS = dict(zip(REPORTED, ("#2166ac", "#1b7837", "#e08214", "#762a83", "
 
 def _stages(rows: list[dict], path: Path) -> Path:
     """rsep's microseconds per event, split by stage, one bar per benchmark."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when plots are drawn
 
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
     for i, r in enumerate(rows):
@@ -153,7 +153,7 @@ def _stages(rows: list[dict], path: Path) -> Path:
 
 
 def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when plots are drawn
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     series = defaultdict(list)
@@ -185,7 +185,7 @@ def _sweep(rows: list[dict], label: str, logx: bool, path: Path) -> Path:
 
 def _spark(rows: list[dict], path: Path) -> Path:
     """Throughput in this process and on Spark local[k]; speed-up over local[1]."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when plots are drawn
 
     rows = sorted(rows, key=lambda r: (r["value"] != "in-process", str(r["value"])))
     fig, ax = plt.subplots(figsize=(6.4, 4.2))

@@ -7,6 +7,8 @@ SQL MATCH_RECOGNIZE for Flink, RSP-QL for rsep, RSP-JS and the naive baseline.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rsep.bench import workloads as w
 
 STRATEGY = {"strict": ",", "next": ";", "any": ":"}
@@ -210,8 +212,6 @@ WHERE {{
 
 def spaseq_query3(window: int) -> str:
     """002 Query 3 (head and shoulders) as printed, WITHIN in stream units."""
-    from pathlib import Path
-
     text = (Path(__file__).resolve().parents[2] / "tests" / "data" / "spaseq" / "query3.rq")
     if text.is_file():
         return text.read_text(encoding="utf-8").replace("WITHIN 60 MINUTES", f"WITHIN {window}")

@@ -9,6 +9,8 @@ import csv
 import sys
 from pathlib import Path
 
+from rsep.runtime.stages import REPORTED
+
 
 def _f(v: str | None, digits: int = 0) -> str:
     if v is None:
@@ -122,7 +124,7 @@ def stage_seconds(row: dict) -> dict[str, float] | None:
 
 def stages(rows: list[dict]) -> str:
     """rsep's time per event and stage (a separate stage-timed run, scaled to the median)."""
-    from rsep.runtime.stages import REPORTED as names
+    names = REPORTED
 
     lines = ["| benchmark | " + " | ".join(f"{n} us/event" for n in names) + " | total |",
              "|" + "---|" * (len(names) + 2)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rsep.bench import agree, peers, queries, workloads
+from rsep.bench.plots import plot_all
 
 WINDOW = 10_000  # SPASEQ tumbling window (002 Query 3/4 targets: 10^4 events)
 
@@ -435,8 +436,6 @@ def main(name: str, size: int | None, engine: str, peer_list: str | None, runs: 
             **m, "load_after": _load(), "took_s": f"{time.time() - t0:.0f}"}.items()) + "\n")
     log(f"wrote {path}")
     if plots:
-        from rsep.bench.plots import plot_all
-
         for p in plot_all(rows, outdir):
             log(f"wrote {p}")
     return 0

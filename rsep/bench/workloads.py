@@ -11,6 +11,7 @@ attribute values (the relational flattening CORE and Flink read).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import random
 from collections.abc import Callable, Iterator
@@ -407,7 +408,7 @@ def vessels(directory: Path, size: int, seed: int, boats: int = 40, kb: int = 10
 # ------------------------------------------------------------------ SRBench sensors
 
 # The shape and random sequence of benchmarks/gen_stream.py (the same seed gives the same
-# TriG text byte for byte; tests/test_bench.py checks it), plus the CSV form.
+# TriG text byte for byte; tests/bench/test_bench.py checks it), plus the CSV form.
 SENSOR_PREFIXES = """\
 @prefix prov: <http://www.w3.org/ns/prov#> .
 @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
@@ -486,8 +487,6 @@ GENERATORS: dict[str, Callable[..., Generated]] = {
 
 
 def _code_digest() -> str:
-    import hashlib
-
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 

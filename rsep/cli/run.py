@@ -79,7 +79,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
     r.add_argument("--until", help="keep evaluating time-driven policies up to this time")
     r.add_argument("--format", choices=FORMATS, default="jsonl")
-    r.add_argument("--output", "-o", help="write results here instead of standard output")
+    r.add_argument("--output", "-o", help="write results here instead of standard output; "
+                   "mqtt://HOST:PORT/TOPIC publishes each result item (a jsonl object, or one "
+                   "RDF Message per evaluation with --format rdfm-*|jelly) with QoS 1")
     r.add_argument("--r2s", choices=[x.value for x in R2S], type=str.upper,
                    help="override the query's relation-to-stream operator")
     r.add_argument("--report", help="override the report policy, e.g. window-close,non-empty, "
@@ -238,6 +240,17 @@ def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
     os._exit(EXIT_ERROR)
 
 
+def _output(path: str | None, fmt: str) -> IO[str]:
+    if path is None:
+        return sys.stdout
+    if path.startswith("mqtt://"):
+        # (imported here: a run that writes files does not load an MQTT client)
+        from rsep.runtime.mqtt_output import MqttOutput
+
+        return MqttOutput(path, fmt)
+    return open(path, "w", encoding="utf-8")
+
+
 def main(args: argparse.Namespace) -> int:
     """``rsep run`` in this process."""
     queries = check_options(args)
@@ -260,7 +273,7 @@ def main(args: argparse.Namespace) -> int:
                           + ", ".join(f"<{m}>" for m in sorted(missing)))
     tc = time_config(args)
     dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    out = _output(args.output, args.format)
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
             what, args.max_eval_seconds, (out,)))

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from rsep.runtime.engine import Limits
+from rsep.serve.app import build_app
+from rsep.serve.hub import Hub, Settings
 from rsep.stream.files import TimeConfig
 from rsep.stream.source import DeadLetter
 from rsep.stream.time import parse_time_unit
@@ -58,10 +60,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"rsep: --host {args.host} is not a loopback address: give --token so that "
               "only clients with it are served", file=sys.stderr)
         return 2
-    import uvicorn
-
-    from rsep.serve.app import build_app
-    from rsep.serve.hub import Hub, Settings
+    import uvicorn  # heavy (asyncio loops, h11, websockets): only a started server needs it
 
     tc = TimeConfig.with_predicate(args.time_predicate[0], args.time_in_graph) \
         if len(args.time_predicate) == 1 else TimeConfig(

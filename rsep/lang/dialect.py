@@ -4,7 +4,7 @@ family of runtimes runs it, and which of the options that depend on the language
 
 The layers above key their part of a dialect by its ``family``: the engine's runtimes
 (:mod:`rsep.runtime.dialects`), Spark's partitioning (:mod:`rsep.spark.plan`) and
-``rsep explain`` (:mod:`rsep.cli.explain`); tests/test_dialect_registry.py checks that
+``rsep explain`` (:mod:`rsep.cli.explain`); tests/lang/test_dialect_registry.py checks that
 every family has all three and walks the option x dialect matrix.
 """
 

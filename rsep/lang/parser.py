@@ -61,7 +61,7 @@ def _readable(name: str, words: dict[str, str] | None = None) -> str:
 # sparqlib writes each as an alternation of classes, which Python's regex compiler expands
 # character by character (~50,000 per use, ~16 uses in every lexer state's pattern): that was
 # most of a run's start-up. The same sets written as one negated class (their complement is
-# 5x smaller) compile in a fraction of the time; tests/test_parser_startup.py proves them
+# 5x smaller) compile in a fraction of the time; tests/lang/test_parser_startup.py proves them
 # equal on every code point.
 PN_CHARS_BASE = ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x2FF),
                  (0x370, 0x37D), (0x37F, 0x1FFF), (0x200C, 0x200D), (0x2070, 0x218F),
@@ -153,7 +153,7 @@ class OneByOne:
     are in nearly all of them, so a short query compiled them ~24 times, most of a run's
     start-up. Here each terminal's pattern is compiled once (``re``'s own cache) and a
     state's alternation is the ordered list of them (:class:`_InOrder`); anything else
-    goes to ``re`` itself. tests/test_parser_startup.py parses every query the tests
+    goes to ``re`` itself. tests/lang/test_parser_startup.py parses every query the tests
     hold both ways and compares the trees."""
 
     error = re.error

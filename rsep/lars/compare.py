@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO
 
 import pyoxigraph as ox
@@ -180,9 +180,7 @@ def compare(cq_: ContinuousQuery, events: list[Event], graphs: dict[str, list[ox
 
 
 def _with(spec: WindowSpec, boundary: Boundary) -> WindowSpec:
-    import dataclasses
-
-    return dataclasses.replace(spec, boundary=boundary)
+    return replace(spec, boundary=boundary)
 
 
 def _show_sol(s: tuple) -> str:

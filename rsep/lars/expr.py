@@ -6,7 +6,7 @@ The LARS translation reads values its own way, on purpose, not as rsep.sparql.fi
 SPARQL-exact compiler does: every numeric literal (doubles and floats too) is an exact
 Decimal, plain and xsd:string literals compare as strings, and there is no fallback to
 pyoxigraph: the translated program is evaluated without a SPARQL engine, and the
-agreement tests (tests/test_lars_agreement.py) compare it with the engines on data
+agreement tests (tests/lars/test_lars_agreement.py) compare it with the engines on data
 where the two readings agree. The tree is rebuilt as SPARQL text by :func:`show_expr`.
 """
 

@@ -1,4 +1,4 @@
-"""The runtime: ticks, report policies, window maintenance, SPARQL evaluation, R2S.
+"""The runtime: report policies (their ticks: rsep.runtime.ticks), window maintenance, SPARQL evaluation, R2S.
 
 Events are pushed in time order (the merge layer guarantees it). Before an
 event at time t is taken in, every evaluation due before t is carried out, so
@@ -40,36 +40,31 @@ from rsep.runtime.common import (
 )
 from rsep.runtime.dialects import Deferring, Runtime, runtime_for
 from rsep.runtime.r2s import Payload, R2SOperator, Row, Selected
+from rsep.runtime.ticks import BoundWindow, Ticks
 from rsep.runtime.watchdog import Watchdog
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 from rsep.windows.incremental import Analysis, LocalWindow, analyse
 from rsep.windows.operator import WindowOperator
-from rsep.windows.resolved import Window, resolve
+from rsep.windows.resolved import resolve
 
 if TYPE_CHECKING:
     from rsep.epsparql.runtime import EpContext
 
-@dataclass
-class _BoundWindow:
-    iri: str
-    stream: str
-    window: Window
-    op: WindowOperator
-    graph: ox.NamedNode | ox.DefaultGraph
-    local: LocalWindow | None = None  # the event-local plan (rsep.windows.incremental)
+# arrivals into an event-local window between two syncs of its store graph
+SYNC_BATCH = 16
 
 
 @dataclass
-class QueryRuntime:
+class QueryRuntime(Ticks):
     """A registered query and its state: windows, snapshot store, R2S history."""
 
     query: ContinuousQuery
     name: str
     engine: Engine
     callback: Callable[[Output], None] | None = None
-    windows: list[_BoundWindow] = field(default_factory=list)
+    windows: list[BoundWindow] = field(default_factory=list)
     store: SnapshotStore = field(default_factory=SnapshotStore)
     evaluations: int = 0
     last_tick: int | None = None
@@ -137,13 +132,15 @@ class QueryRuntime:
             if isinstance(self.plan, Analysis):
                 local = LocalWindow(self.plan.prologue, self.plan.blocks[w.iri])
                 op.track_items = True
-            self.windows.append(_BoundWindow(w.iri, w.stream, rw, op, graph, local))
+                op.track_triples = False  # the store follows the items (LocalWindow.sync)
+            self.windows.append(BoundWindow(w.iri, w.stream, rw, op, graph, local))
         rp = self.report
         # Window-close reports over time windows are the one case where the next
         # evaluation instant is known on arrival (the next slide), so the store can
         # follow each arrival and an evaluation only has to run the query.
-        # (the event-local plan decides events in batches, at evaluations)
-        self._stage = (bool(self.windows) and rp.window_close and not isinstance(self.plan, Analysis) and rp.periodic is None
+        # (the event-local plan must decide events on arrival: else in batches, at evaluations)
+        self._stage = (bool(self.windows) and rp.window_close and rp.periodic is None
+                       and all(bw.local is None or bw.local.on_arrival for bw in self.windows)
                        and not (rp.content_change or rp.on_arrival or rp.at)
                        and not self.query.matches
                        and all(bw.window.kind is WindowKind.TIME for bw in self.windows))
@@ -160,88 +157,22 @@ class QueryRuntime:
         for bw in self.windows:
             if bw.stream == e.stream:
                 bw.op.insert(e)
+                if bw.local is not None:
+                    bw.local.arrive(e)
                 hit = True
         if hit:
             self.arrival = e.time
             if self._stage:
                 # every evaluation before e.time is done; the next is at the first slide
                 # >= e.time, and advancing to it early is what evaluate would do then
-                self._advance(min(-(-e.time // bw.window.beta) * bw.window.beta
-                                  for bw in self.windows))
-
-    # ------------------------------------------------------------ ticks
-
-    def _grid(self, after: int) -> list[int]:
-        """Report instants of the time-driven policies, the first one after ``after``."""
-        out = []
-        rp = self.report
-        if rp.window_close:
-            for bw in self.windows:
-                w = bw.window
-                if w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped):
-                    out.append((after // w.beta + 1) * w.beta)
-        if rp.periodic is not None:
-            out.append((after // self._period + 1) * self._period)
-        nxt = next((a for a in rp.at if a > after), None)
-        if nxt is not None:
-            out.append(nxt)
-        return out
-
-    def _quiet(self) -> bool:
-        """Would an evaluation now output nothing new? (content unchanged, nothing to repeat)"""
-        if self._consumes:
-            return False
-        if self._versions is None:
-            return all(bw.op.idle for bw in self.windows) and self.report.non_empty
-        if self._versions != self._current_versions():
-            return False
-        if self.report.non_empty and all(bw.op.empty for bw in self.windows):
-            return True
-        return self.r2s.op is not R2S.RSTREAM or not self._cache
-
-    def _current_versions(self) -> tuple[int, ...]:
-        return tuple(bw.op.version for bw in self.windows)
-
-    def next_tick(self, bound: int) -> int | None:
-        """The next evaluation instant strictly before ``bound``, or None."""
-        after = self.last_tick if self.last_tick is not None else (self.start or 0) - 1
-        rp = self.report
-        cands: list[int] = []
-        arrival = self.arrival if self.arrival is not None and self.arrival > after else None
-        if arrival is not None and (rp.on_arrival or rp.content_change):
-            cands.append(arrival)
-        grid = self._grid(after)
-        changes = [c for bw in self.windows if (c := bw.op.next_change()) is not None]
-        if grid and min(grid) < bound and self._quiet():
-            # Nothing would come out until the content changes: jump to that change.
-            first = min(changes + ([arrival] if arrival is not None else []), default=None)
-            if first is None:
-                grid = []
-            elif first - 1 > after:
-                grid = self._grid(first - 1)
-        cands.extend(grid)
-        if rp.content_change:
-            cands.extend(max(c, after + 1) for c in changes)
-        cands = [c for c in cands if after < c < bound]
-        return min(cands) if cands else None
-
-    def _due(self, tau: int, changed: bool) -> bool:
-        rp = self.report
-        if rp.on_arrival and self.arrival == tau:
-            return True
-        if rp.content_change and changed:
-            return True
-        if rp.periodic is not None and tau % self._period == 0:
-            return True
-        if tau in rp.at:
-            return True
-        if rp.window_close:
-            for bw in self.windows:
-                w = bw.window
-                if (w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped)) \
-                        and tau % w.beta == 0:
-                    return True
-        return False
+                ws = self.windows
+                self._advance(-(-e.time // ws[0].window.beta) * ws[0].window.beta if len(ws) == 1
+                              else min(-(-e.time // bw.window.beta) * bw.window.beta for bw in ws))
+                # event-local windows: decided on arrival, so the store follows, in small
+                # batches (pyoxigraph's per-call cost), leaving an evaluation little to do
+                if any(bw.local is not None and bw.local.unsynced >= SYNC_BATCH
+                       for bw in self.windows):
+                    self._sync()
 
     def _advance(self, tau: int) -> None:
         """Bring the windows and the snapshot store to their content at tau."""
@@ -249,15 +180,31 @@ class QueryRuntime:
         for bw in self.windows:
             added, removed = bw.op.advance(tau)
             if bw.local is not None:
-                bw.local.change(bw.op.take_item_changes())
-            elif added or removed:
-                # Occurrence times are only read by C-SPARQL's timestamp().
-                self.store.apply(bw.graph, added, removed, track_time=self._track_time)
-            if added and bw.op.size() > lim.max_window_triples:
+                changes = bw.op.take_item_changes()
+                bw.local.change(changes)
+                grew = bool(changes)
+            else:
+                grew = bool(added)
+                if added or removed:
+                    # Occurrence times are only read by C-SPARQL's timestamp().
+                    self.store.apply(bw.graph, added, removed, track_time=self._track_time)
+            if grew and bw.op.size() > lim.max_window_triples:
                 raise EngineError(
                     f"query {self.name}: window <{bw.iri}> holds {bw.op.size()} triples at "
                     f"{format_time(tau, self.engine.kind)}, over the limit of "
                     f"{lim.max_window_triples} (--max-window-triples)")
+
+    def flush(self) -> None:
+        """The input has ended: the store holds what the windows hold (as if synced)."""
+        self._sync()
+
+    def _sync(self) -> None:
+        """The store graphs of the event-local windows brought to their events (LocalWindow.sync)."""
+        for bw in self.windows:
+            if bw.local is not None:
+                added, removed = bw.local.sync()
+                if added or removed:
+                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
 
     def evaluate(self, tau: int) -> list[Output]:
         self._advance(tau)
@@ -355,11 +302,7 @@ class QueryRuntime:
         lim = self.engine.limits
         t0 = _time.perf_counter()
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql
-        for bw in self.windows:
-            if bw.local is not None:
-                added, removed = bw.local.sync()
-                if added or removed:
-                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
+        self._sync()
         try:
             res = self.store.store.query(
                 sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
@@ -511,7 +454,7 @@ class Engine:
                 f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
                 "graph IRIs are not dereferenced unless --allow-dereference is given",
                 source=source)
-        import urllib.request
+        import urllib.request  # start-up: http.client, email and ssl for --allow-dereference only
 
         req = urllib.request.Request(g, headers={"Accept": "text/turtle, application/n-triples;q=0.9"})
         try:
@@ -615,6 +558,9 @@ class Engine:
         if self.now is None:
             return
         self._settle(self.now + 1)
+        for rt in self.queries:
+            if isinstance(rt, QueryRuntime):
+                rt.flush()
         if until is not None:
             if until > self.now:
                 self._fire(until + 1)

@@ -1,4 +1,4 @@
-"""Writing output streams: JSON lines, CSV, TSV, an aligned table, TriG."""
+"""Writing output streams: JSON lines, CSV, TSV, an aligned table, TriG, RDF Message Logs."""
 
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ class Sink:
         self._rows: list[Output] = []
         self._messages: MessageWriter | None = None
         self._triples: list[str] = []
+        # an output of items (rsep.runtime.mqtt_output): told where each item ends
+        self._end_item = getattr(out, "end_item", None)
         if fmt in MESSAGE_FORMATS:
             # Jelly is binary: it goes to the text stream's underlying buffer.
             self._messages = MessageWriter(_binary(out) if fmt == "jelly" else out, fmt)
@@ -84,6 +86,12 @@ class Sink:
             self._messages.close()
         self.out.flush()
 
+    def end_evaluation(self) -> None:
+        """The last output written completes its evaluation: its RDF Message goes out now,
+        not when the next evaluation's first output comes (a live consumer's latency)."""
+        if self._messages is not None:
+            self._flush_message()
+
     def _message(self, o: Output) -> None:
         if o.triple is None:
             raise ValueError(f"--format {self.fmt} needs a CONSTRUCT or DESCRIBE query")
@@ -102,6 +110,8 @@ class Sink:
         self._messages.write(name, t, t, kind, self._triples)
         self._triples = []
         self._group = None
+        if self._end_item is not None:
+            self._end_item()
 
     # -- formats
 
@@ -110,6 +120,8 @@ class Sink:
         if self.with_query:
             d = {"query": o.query, **d}
         self.out.write(_ENCODE(d) + "\n")
+        if self._end_item is not None:
+            self._end_item()
 
     def _columns(self, o: Output) -> tuple[str, ...]:
         if o.bindings is not None:

@@ -25,9 +25,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from rsep.algebra.output import EngineError
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
-from rsep.serve.hub import Hub, Item, QueryWorker
+from rsep.serve.hub import Hub, Item, QueryWorker, graph_results
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
+from rsep.serve.push import FORMATS, Renderer, result_format
 from rsep.spaseq.explain import to_dot
 
 KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed
@@ -152,7 +153,7 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         try:
             for it in backlog:
                 yield it
-                if it[0] == "end":
+                if it.kind == "end":
                     return
             while True:
                 try:
@@ -161,42 +162,70 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                     yield None
                     continue
                 yield it
-                if it[0] == "end":
+                if it.kind == "end":
                     return
         finally:
             w.channel.unsubscribe(deliver)
+
+    def _format(w: QueryWorker, fmt: str | None, accept: str | None) -> str:
+        """The negotiated result format; ValueError (406) when the query cannot have it."""
+        out = result_format(fmt, accept)
+        if out != "jsonl" and not graph_results(w.query):
+            raise ValueError(f"query {w.name} gives bindings, not triples: its results are "
+                             f"pushed as jsonl objects; {out} needs a CONSTRUCT or DESCRIBE "
+                             "query (or an EP-SPARQL CONSTRUCT rule)")
+        return out
 
     async def sse(request: Request) -> Response:
         w = _worker(request)
         if w is None:
             return _error(404, "no such query")
+        try:
+            fmt = _format(w, request.query_params.get("format"), request.headers.get("accept"))
+        except ValueError as e:
+            return _error(406, str(e))
+        renderer = Renderer(fmt)
 
         async def events() -> AsyncIterator[str]:
             async for it in _items(w, _since(request)):
                 if it is None:
                     yield ": keep-alive\n\n"
+                elif it.kind != "result":
+                    yield f"event: {it.kind}\nid: {it.seq}\ndata: {json.dumps(it.data, ensure_ascii=False)}\n\n"
                 else:
-                    kind, seq, data = it
-                    yield f"event: {kind}\nid: {seq}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+                    for text in renderer.render(it):
+                        data = "".join(f"data: {x}\n" for x in text.rstrip("\n").split("\n"))
+                        yield f"event: result\nid: {it.seq}\n{data}\n"
 
         return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                                          "X-Result-Format": FORMATS[fmt]})
 
     async def ws(websocket: WebSocket) -> None:
         w = hub.get(websocket.path_params["name"])
         if w is None:
             await websocket.close(code=1008, reason="no such query")
             return
+        try:
+            fmt = _format(w, websocket.query_params.get("format"), websocket.headers.get("accept"))
+        except ValueError as e:
+            # refused before the upgrade, with the reason (the ASGI denial response)
+            await websocket.send_denial_response(_error(406, str(e)))
+            return
+        renderer = Renderer(fmt)
         await websocket.accept()
         since = websocket.query_params.get("since", "0")
         try:
             async for it in _items(w, int(since) if since.isdigit() else 0):
                 if it is None:
                     continue
-                kind, _, data = it
-                if kind == "end":
+                if it.kind == "end":
                     break
-                await websocket.send_text(json.dumps(data, ensure_ascii=False))
+                if it.kind == "error":
+                    await websocket.send_text(json.dumps(it.data, ensure_ascii=False))
+                    continue
+                for text in renderer.render(it):
+                    await websocket.send_text(text)
             await websocket.close(code=1000)
         except WebSocketDisconnect:
             pass
@@ -213,6 +242,31 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         body = await request.body()
         accepted, rejected = await run_in_threadpool(hub.post_events, stream, body, fmt)
         return JSONResponse({"accepted": accepted, "rejected": rejected}, status_code=202)
+
+    async def list_streams(request: Request) -> Response:
+        return JSONResponse([src.describe() for src in hub.sources.values()])
+
+    async def attach(request: Request) -> Response:
+        try:
+            d = json.loads(await request.body() or b"{}")
+            if not (isinstance(d, dict) and isinstance(d.get("iri"), str)
+                    and isinstance(d.get("url"), str)):
+                raise ValueError('the body must be {"iri": STREAM, "url": "tcp://HOST:PORT" or '
+                                 '"mqtt://HOST:PORT/TOPIC", "format"?: "events" | "rdfm"}')
+            src = await run_in_threadpool(hub.attach, d["iri"], d["url"],
+                                          d.get("format") or "events")
+        except ConnectionError as e:
+            return _error(502, str(e))
+        except ValueError as e:
+            return _error(400, str(e))
+        return JSONResponse(src.describe(), status_code=201)
+
+    async def detach(request: Request) -> Response:
+        iri = request.query_params.get("iri")
+        if not iri:
+            return _error(400, "give the stream's IRI: DELETE /streams?iri=IRI")
+        src = await run_in_threadpool(hub.detach, iri)
+        return JSONResponse(src.describe()) if src else _error(404, "no source attached to <" + iri + ">")
 
     async def put_graph(request: Request) -> Response:
         iri = request.query_params.get("iri")
@@ -254,6 +308,9 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         Route("/queries/{name}/automaton", automaton, methods=["GET"]),
         WebSocketRoute("/queries/{name}/ws", ws),
         Route("/events", post_events, methods=["POST"]),
+        Route("/streams", list_streams, methods=["GET"]),
+        Route("/streams", attach, methods=["POST"]),
+        Route("/streams", detach, methods=["DELETE"]),
         Route("/graphs", put_graph, methods=["PUT"]),
         Route("/clock", clock, methods=["POST"]),
         Route("/deadletters", dead_letters, methods=["GET"]),

@@ -18,9 +18,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
@@ -34,14 +34,25 @@ from rsep.runtime.watchdog import Watchdog
 from rsep.serve.ingest import StreamOrder, read_body, rejected
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import TimeConfig
+from rsep.stream.live import Control, LiveStream
 from rsep.stream.source import DeadLetter
 from rsep.stream.time import TimeKind
 
 HISTORY = 10_000  # results kept per query for subscribers that connect late
 
-# What a subscriber receives: ("result", seq, the CLI's jsonl object), ("error", seq,
-# {"error": message}) when the query fails, ("end", seq, {}) when it is unregistered.
-Item = tuple[str, int, dict[str, Any]]
+
+
+class Item(NamedTuple):
+    """What a subscriber receives: ``result`` (``data`` the CLI's jsonl object of ``output``;
+    ``last``: the last output of its evaluation, so that an RDF Message of the evaluation
+    can be pushed without waiting for the next one), ``error`` (``{"error": message}``,
+    the query failed), ``end`` (unregistered)."""
+
+    kind: str
+    seq: int
+    data: dict[str, Any]
+    output: Output | None = None
+    last: bool = True
 
 
 @dataclass
@@ -76,10 +87,11 @@ class Channel:
         self.seq = 0
         self.closed = False
 
-    def publish(self, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, kind: str, data: dict[str, Any], output: Output | None = None,
+                last: bool = True) -> None:
         with self.lock:
             self.seq += 1
-            item = (kind, self.seq, data)
+            item = Item(kind, self.seq, data, output, last)
             self.history.append(item)
             if kind == "end":
                 self.closed = True
@@ -164,16 +176,52 @@ class QueryWorker:
                     extra.set()  # after the outputs went out: the caller reads them next
 
     def _publish(self) -> None:
-        for o in self.engine.drain():
+        outs = list(self.engine.drain())
+        for i, o in enumerate(outs):
             self.results += 1
-            self.channel.publish("result", line(o))
+            last = i + 1 == len(outs) or evaluation(outs[i + 1]) != evaluation(o)
+            self.channel.publish("result", line(o), o, last)
         if isinstance(self.runtime, QueryRuntime):
             self.state = sum(bw.op.size() for bw in self.runtime.windows)
+
+
+def evaluation(o: Output) -> tuple[Any, ...]:
+    """What the outputs of one evaluation share (one RDF Message each, as rsep run writes)."""
+    return (o.query, o.time, o.op, o.kind)
+
+
+def graph_results(q: Query) -> bool:
+    """Whether a query's results are triples (CONSTRUCT, DESCRIBE, EP-SPARQL rules), which
+    can be pushed as RDF Messages."""
+    if isinstance(q, EpSparqlQuery):
+        return q.construct
+    if isinstance(q, SpaseqQuery):
+        return False
+    return q.form in ("CONSTRUCT", "DESCRIBE")
 
 
 def line(o: Output) -> dict[str, Any]:
     """The CLI's jsonl object for an output of a run with several queries."""
     return {"query": o.query, **o.to_json()}
+
+
+@dataclass(eq=False)
+class Source:
+    """A live source attached to a stream (``POST /streams``)."""
+
+    iri: str
+    url: str
+    fmt: str
+    control: Control = field(default_factory=Control)
+    thread: threading.Thread | None = None
+    status: str = "running"  # running | ended (the source closed) | failed | detached
+    error: str | None = None
+    events: int = 0
+    rejected: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"iri": self.iri, "url": self.url, "format": self.fmt, "status": self.status,
+                "error": self.error, "events": self.events, "rejected": self.rejected}
 
 
 class Hub:
@@ -186,6 +234,7 @@ class Hub:
         self.workers: dict[str, QueryWorker] = {}
         self.graphs: dict[str, list[ox.Triple]] = {}
         self.orders: dict[str, StreamOrder] = {}
+        self.sources: dict[str, Source] = {}
         self.dead = dead or DeadLetter()
         self.kind: TimeKind | None = None
         self.now: int | None = None  # the latest time handed to the queries
@@ -267,7 +316,9 @@ class Hub:
     def post_events(self, stream: str, body: bytes, fmt: str) -> tuple[int, int]:
         """Take in a body of events for ``stream``: (events accepted, records rejected)."""
         origin = f"request-{next(self.requests)}"
-        items = read_body(body, stream, fmt, origin, self.settings.time)
+        return self._take(stream, read_body(body, stream, fmt, origin, self.settings.time))
+
+    def _take(self, stream: str, items: Iterable[Event | Rejected]) -> tuple[int, int]:
         accepted = rejected_n = 0
         with self.lock:
             order = self.orders.setdefault(stream, StreamOrder(self.settings.allowed_lateness))
@@ -286,6 +337,56 @@ class Hub:
                     else:
                         rejected_n += 1
         return accepted, rejected_n
+
+    # ------------------------------------------------------------ live sources
+
+    def attach(self, iri: str, url: str, fmt: str = "events", timeout: float = 10.0) -> Source:
+        """Read a live source (``tcp://``, ``mqtt://``; rsep.stream.live) into stream
+        ``iri`` on a thread of its own, as if its events were POSTed; returns once it is
+        connected (MQTT: subscribed). ValueError for a bad URL or format, ConnectionError
+        when it cannot connect."""
+        if fmt not in ("events", "rdfm"):
+            raise ValueError(f"unknown source format {fmt!r} (events or rdfm)")
+        with self.lock:
+            if iri in self.sources and self.sources[iri].status == "running":
+                raise ValueError(f"a source is already attached to <{iri}>; detach it first")
+        src = Source(iri, url, fmt)
+        live = LiveStream(url, iri, messages=fmt == "rdfm", time=self.settings.time,
+                          control=src.control)
+        src.thread = threading.Thread(target=self._pump, args=(src, live), daemon=True,
+                                      name=f"rsep-serve-source-{iri}")
+        src.thread.start()
+        deadline = time.monotonic() + timeout
+        while not src.control.ready.wait(0.05):
+            if src.error is not None or time.monotonic() > deadline:
+                src.control.stop.set()
+                raise ConnectionError(f"{url}: " + (src.error or f"not connected after {timeout} s"))
+        with self.lock:
+            self.sources[iri] = src
+        return src
+
+    def _pump(self, src: Source, live: Iterable[Event | Rejected]) -> None:
+        try:
+            for it in live:
+                if src.control.stop.is_set():
+                    break  # detached: what the source held back is dropped
+                a, r = self._take(src.iri, (it,))
+                src.events += a
+                src.rejected += r
+            src.status = "detached" if src.control.stop.is_set() else "ended"
+        except (OSError, ValueError) as e:  # the connection, or a message too large
+            src.error = str(e)
+            src.status = "failed"
+
+    def detach(self, iri: str) -> Source | None:
+        """Stop reading the source of ``iri`` (within a fraction of a second)."""
+        with self.lock:
+            src = self.sources.pop(iri, None)
+        if src is not None:
+            src.control.stop.set()
+            if src.thread is not None:
+                src.thread.join(5)
+        return src
 
     def _reject(self, r: Rejected) -> None:
         self.dead(r)
@@ -357,6 +458,8 @@ class Hub:
                 for r in list(self.dead.items)]
 
     def close(self) -> None:
+        for iri in list(self.sources):
+            self.detach(iri)
         for name in list(self.workers):
             self.unregister(name)
         self.dead.close()

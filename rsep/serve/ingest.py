@@ -1,38 +1,48 @@
-"""Events POSTed to ``rsep serve``: a request body read as a stream file, and each stream's
-events put in time order with ``--allowed-lateness`` as ``rsep run`` does.
+"""Events POSTed to ``rsep serve``: a request body read by rsep.stream's readers (a stream
+file of timestamped graphs, JSON lines, or an RDF Message Log), and each stream's events
+put in time order with ``--allowed-lateness`` as ``rsep run`` does.
 
-:func:`read_body` is the one place where a body becomes events, so the readers it calls
-(rsep.stream's file readers today) can be swapped for another framing in one edit.
+:func:`read_body` is the one place where a body becomes events.
 """
 
 from __future__ import annotations
 
 import heapq
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.jsonl import parse_lines
+from rsep.stream.messages import MessageLog
 from rsep.stream.time import TimeKind, format_time
 
-# media type (or ?format=) -> the reader's format
+# media type (or ?format=) -> the reader's format; rdfm-*: RDF Message Logs (W3C RSP CG),
+# announced by the media type's parameter ``messages=rdfm``
 FORMATS = {
     "application/trig": "trig", "trig": "trig",
     "application/n-quads": "nquads", "nquads": "nquads",
     "application/x-ndjson": "jsonl", "application/jsonl": "jsonl", "jsonl": "jsonl",
+    "rdfm": "rdfm-trig", "rdfm-trig": "rdfm-trig", "rdfm-nquads": "rdfm-nquads",
 }
 
 
 def body_format(content_type: str | None, fmt: str | None) -> str:
-    """The reader for a request: ``?format=`` first, then the Content-Type."""
-    key = (fmt or (content_type or "").split(";")[0].strip() or "application/trig").lower()
+    """The reader for a request: ``?format=`` first, then the Content-Type (with
+    ``messages=rdfm``, the RDF Message Log in that syntax)."""
+    media, *params = (content_type or "").lower().split(";")
+    key = (fmt or media.strip() or "application/trig").lower()
     if key not in FORMATS:
         raise ValueError(f"unknown event format {key!r}: use application/trig, "
-                         "application/n-quads or application/x-ndjson (or ?format=trig|nquads|jsonl)")
-    return FORMATS[key]
+                         "application/n-quads or application/x-ndjson, with "
+                         "'; messages=rdfm' for an RDF Message Log (or ?format=trig|nquads|"
+                         "jsonl|rdfm|rdfm-trig|rdfm-nquads)")
+    out = FORMATS[key]
+    if not fmt and "messages=rdfm" in (p.replace(" ", "") for p in params):
+        if out == "jsonl":
+            raise ValueError("an RDF Message Log is TriG or N-Quads, not JSON lines")
+        out = "rdfm-" + out
+    return out
 
 
 def read_body(body: bytes, stream: str, fmt: str, origin: str,
@@ -42,18 +52,10 @@ def read_body(body: bytes, stream: str, fmt: str, origin: str,
     text = body.decode("utf-8", errors="replace")
     if fmt == "jsonl":
         return list(parse_lines(text.splitlines(), stream, origin))
-    # StreamFile reads paths (chunked, with its fast one-call-per-chunk path): the body goes
-    # through a temporary file, and the file's name is replaced by the request's in messages.
-    fd, path = tempfile.mkstemp(suffix=".nq" if fmt == "nquads" else ".trig", prefix="rsep-serve-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        items = list(StreamFile(path, stream, time=time, fmt=fmt))
-    finally:
-        os.unlink(path)
-    for it in items:
-        it.origin = it.origin.replace(path, origin, 1)
-    return items
+    if fmt.startswith("rdfm-"):
+        # each message one event; the body is the whole log (its directives, its numbering)
+        return list(MessageLog(origin, stream, time=time, fmt=fmt[5:], source=[text]))
+    return list(StreamFile(origin, stream, time=time, fmt=fmt, text=text))
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 description of ``rsep serve``'s API, served at /openapi.json.
-tests/test_serve.py checks it against the routes of :func:`rsep.serve.app.build_app` and
+tests/serve/test_serve.py checks it against the routes of :func:`rsep.serve.app.build_app` and
 against the OpenAPI schema, so it cannot drift from what the server does."""
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ def _json(ref: str, description: str) -> dict[str, Any]:
 _ERROR = _json("Error", "the error, e.g. a query's located message")
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 _TEXT = {"schema": {"type": "string"}}
+_FORMAT = {"name": "format", "in": "query", "description": "jsonl (default), or RDF Messages "
+           "for CONSTRUCT / DESCRIBE queries and EP-SPARQL rules (406 for the others)",
+           "schema": {"enum": ["jsonl", "rdfm-trig", "rdfm-nquads"]}}
+_ACCEPT = {"name": "Accept", "in": "header", "description": "without ?format: application/trig "
+           "or application/n-quads (messages=rdfm) ask for RDF Messages",
+           "schema": {"type": "string"}}
 
 
 def schema() -> dict[str, Any]:
@@ -60,6 +66,14 @@ def schema() -> dict[str, Any]:
                                           "triple": {"type": "string"},
                                           "boolean": {"type": "boolean"},
                                           "op": {"const": "delete"}}},
+                "Source": {"type": "object",
+                           "properties": {"iri": {"type": "string"}, "url": {"type": "string"},
+                                          "format": {"enum": ["events", "rdfm"]},
+                                          "status": {"enum": ["running", "ended", "failed",
+                                                              "detached"]},
+                                          "error": {"type": ["string", "null"]},
+                                          "events": {"type": "integer"},
+                                          "rejected": {"type": "integer"}}},
                 "DeadLetter": {"type": "object",
                                "properties": {k: {"type": t} for k, t in (
                                    ("stream", "string"), ("origin", "string"),
@@ -106,21 +120,25 @@ def schema() -> dict[str, Any]:
             "/queries/{name}/results": {
                 "parameters": [_NAME],
                 "get": {"summary": "the query's results as Server-Sent Events: event "
-                                   "'result' (data: a Result), 'error' (the query failed), "
+                                   "'result' (data: a Result, or with format rdfm-* one RDF "
+                                   "Message per evaluation), 'error' (the query failed), "
                                    "'end' (unregistered); ids count per query, Last-Event-ID "
                                    "or ?since=N resumes",
                         "parameters": [{"name": "since", "in": "query",
-                                        "schema": {"type": "integer"}}],
+                                        "schema": {"type": "integer"}}, _FORMAT, _ACCEPT],
                         "responses": {"200": {"description": "an event stream",
                                               "content": {"text/event-stream": _TEXT}},
-                                      "404": _ERROR}}},
+                                      "404": _ERROR, "406": _ERROR}}},
             "/queries/{name}/ws": {
                 "parameters": [_NAME],
                 "get": {"summary": "the query's results over WebSocket: one Result (or "
+                                   "with format rdfm-* one RDF Message per evaluation; or "
                                    "{error}) per text message; closed with 1000 when the "
                                    "query is unregistered",
+                        "parameters": [{"name": "since", "in": "query",
+                                        "schema": {"type": "integer"}}, _FORMAT, _ACCEPT],
                         "responses": {"101": {"description": "switching protocols"},
-                                      "404": _ERROR}}},
+                                      "404": _ERROR, "406": _ERROR}}},
             "/queries/{name}/automaton": {
                 "parameters": [_NAME],
                 "get": {"summary": "a SPASEQ query's automaton (rsep explain --format dot), "
@@ -131,19 +149,45 @@ def schema() -> dict[str, Any]:
                             "image/svg+xml": _TEXT, "text/vnd.graphviz": _TEXT}},
                             "400": _ERROR, "404": _ERROR, "503": _ERROR}}},
             "/events": {"post": {
-                "summary": "events for a stream, as TriG, N-Quads or JSON lines",
+                "summary": "events for a stream, as TriG, N-Quads or JSON lines, or an RDF "
+                           "Message Log (TriG or N-Quads with @message delimiters: "
+                           "'; messages=rdfm' or ?format=rdfm|rdfm-trig|rdfm-nquads)",
                 "parameters": [{"name": "stream", "in": "query", "required": True,
                                 "schema": {"type": "string"}},
                                {"name": "format", "in": "query",
-                                "schema": {"enum": ["trig", "nquads", "jsonl"]}}],
+                                "schema": {"enum": ["trig", "nquads", "jsonl", "rdfm",
+                                                    "rdfm-trig", "rdfm-nquads"]}}],
                 "requestBody": {"required": True, "content": {
                     "application/trig": _TEXT, "application/n-quads": _TEXT,
-                    "application/x-ndjson": _TEXT}},
+                    "application/x-ndjson": _TEXT,
+                    "application/trig; messages=rdfm": _TEXT,
+                    "application/n-quads; messages=rdfm": _TEXT}},
                 "responses": {"202": {"description": "taken in; rejected records are in "
                                                      "the dead letter", "content": {
                     "application/json": {"schema": {"type": "object", "properties": {
                         "accepted": {"type": "integer"}, "rejected": {"type": "integer"}}}}}},
                     "400": _ERROR, "415": _ERROR}}},
+            "/streams": {
+                "get": {"summary": "the live sources attached",
+                        "responses": {"200": {"description": "sources", "content": {
+                            "application/json": {"schema": {"type": "array", "items": {
+                                "$ref": "#/components/schemas/Source"}}}}}}},
+                "post": {"summary": "attach a live source (tcp://HOST:PORT, rsep connects and "
+                                    "reads until the server closes; mqtt://HOST:PORT/TOPIC, "
+                                    "rsep subscribes) to a stream: its events are taken in as "
+                                    "POSTed ones; returns once connected",
+                         "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"type": "object", "required": ["iri", "url"],
+                                        "properties": {"iri": {"type": "string"},
+                                                       "url": {"type": "string"},
+                                                       "format": {"enum": ["events", "rdfm"]}}}}}},
+                         "responses": {"201": _json("Source", "attached"), "400": _ERROR,
+                                       "502": _ERROR}},
+                "delete": {"summary": "detach a stream's live source",
+                           "parameters": [{"name": "iri", "in": "query", "required": True,
+                                           "schema": {"type": "string"}}],
+                           "responses": {"200": _json("Source", "detached"), "400": _ERROR,
+                                         "404": _ERROR}}},
             "/graphs": {"put": {
                 "summary": "replace a background graph (read by queries registered afterwards)",
                 "parameters": [{"name": "iri", "in": "query", "required": True,

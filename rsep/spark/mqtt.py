@@ -35,6 +35,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource
 
+from rsep.spark.pipeline import collect_outputs, collect_rejected
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
 from rsep.stream.live import mqtt_url
 
@@ -305,8 +306,6 @@ class MqttSink:
         if batch_id <= self._done():
             return
         if "rtype" in batch.columns and "payload" in batch.columns:
-            from rsep.spark.pipeline import collect_outputs, collect_rejected
-
             payloads = [_dump(o.to_json()) for o in collect_outputs(batch)]
             rejected = [r.encode() for r in collect_rejected(batch)]
         else:

@@ -23,7 +23,9 @@ that says in one line what an executor's Python lacks.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -33,10 +35,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import rsep
+from rsep._native import MANIFEST, MODULES, digest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,8 +106,6 @@ rsep_source_hash: Callable[[str], str] = _ns["rsep_source_hash"]
 
 
 def package_dir() -> Path:
-    import rsep
-
     return Path(rsep.__file__).resolve().parent
 
 
@@ -139,8 +144,6 @@ def base_python() -> str:
 def _fresh_compiled(src_pkg: Path) -> dict[str, tuple[str, Path]]:
     """The modules whose compiled build matches the source in ``src_pkg`` (a copy of
     rsep's package): name -> (recorded hash, extension file)."""
-    from rsep._native import MANIFEST, MODULES, digest
-
     try:
         built = json.loads(MANIFEST.read_text())
     except (OSError, ValueError):
@@ -152,11 +155,13 @@ def _fresh_compiled(src_pkg: Path) -> dict[str, tuple[str, Path]]:
         py = src_pkg / rel
         if not py.is_file() or name not in built:
             continue
-        if digest(py) != built[name]:
+        rec = built[name]  # its record, or (older manifests) the hash alone
+        h = rec.get("sha256") if isinstance(rec, dict) else rec
+        if digest(py) != h:
             continue
         exts = sorted((live / rel).parent.glob(rel.stem + ".*.so"))
         if exts:
-            out[name] = (built[name], exts[-1])
+            out[name] = (h, exts[-1])
     return out
 
 
@@ -182,8 +187,6 @@ def _copy_source(dst: Path) -> Path:
 
 def _requirements(project: Path) -> list[str]:
     """rsep's dependencies (pyproject.toml's list, no extras), less what is left out."""
-    import tomllib
-
     with open(project / "pyproject.toml", "rb") as f:
         deps = tomllib.load(f)["project"].get("dependencies", [])
     return sorted(r for r in deps if _norm(_name(r)) not in LEFT_OUT)
@@ -200,8 +203,6 @@ def _norm(name: str) -> str:
 def _constraints(pinned: list[str]) -> list[str]:
     """The driver's installed versions of what rsep's dependencies need in turn: the
     archive's transitive dependencies are the driver's."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
     direct = {_norm(_name(r)) for r in pinned}
     seen: dict[str, str] = {}
     todo = [_name(r) for r in pinned]
@@ -229,7 +230,7 @@ def _run(cmd: list[str], what: str, **kw: Any) -> str:
 # ---------------------------------------------------------------- the archive
 
 def archive_key(source: str, reqs: list[str], compiled: dict[str, tuple[str, Path]]) -> str:
-    import venv_pack
+    import venv_pack  # optional: only building an archive needs it (ensure_archive says so)
 
     h = hashlib.sha256()
     for part in (f"format {FORMAT}", source, *reqs,
@@ -244,10 +245,8 @@ def ensure_archive(*, force: bool = False, log: Callable[[str], None] | None = N
                    ) -> Archive:
     """The archive for the rsep this process runs: from the cache, or built (about a
     minute: a wheel, an install from pip's cache, the pack) and cached."""
-    import fcntl
-
     try:
-        import venv_pack
+        import venv_pack  # optional: only building an archive needs it
     except ImportError as e:
         raise PackageError("venv-pack is not installed (pip install venv-pack): it packs "
                            "the environment shipped to the executors") from e
@@ -325,8 +324,6 @@ def ensure_archive(*, force: bool = False, log: Callable[[str], None] | None = N
 def _build_wheel(src: Path, out: Path) -> Path:
     """rsep's wheel, by setuptools' PEP 517 hook run on the snapshot."""
     out.mkdir(parents=True, exist_ok=True)
-    import importlib.util
-
     if importlib.util.find_spec("setuptools") is None:
         raise PackageError("building rsep's wheel needs setuptools (pip install setuptools)")
     name = _run([sys.executable, "-c", "import sys; from setuptools import build_meta; "

@@ -43,21 +43,24 @@ dead-letter output with the reason; nothing is dropped silently.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyoxigraph as ox
+
+from rsep.spark.plan import Router
+from rsep.spark.state import PipelineConfig
+from rsep.spark.state import trace as write_trace
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.framing import find_delimiters
 from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
 from rsep.stream.jsonl import parse_lines
 from rsep.stream.messages import MessageLog, log_format
-
-if TYPE_CHECKING:
-    from rsep.spark.state import PipelineConfig
 
 END_OF_INPUT = "urn:rsep:end-of-input"
 
@@ -135,8 +138,6 @@ EVENTS_SCHEMA = ("key string, rtype string, stream string, rank int, origin stri
 
 
 def _nt(triples: tuple) -> str:
-    import pyoxigraph as ox
-
     # without an output, serialize returns the bytes (the stub says bytes | None)
     return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode() if triples else ""  # type: ignore[union-attr]
 
@@ -149,12 +150,6 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
     """
 
     def run(batches: Iterator) -> Iterator:
-        import json
-
-        import pyarrow as pa
-
-        from rsep.spark.plan import Router
-
         schema = _arrow_schema()
         graphs = cfg.background()
         routers = [Router(qp, graphs) for qp in cfg.queries]
@@ -218,8 +213,6 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                 for k in keys:
                     add((k, "t", stream, rank[stream], "", 0, "", lo, hi, kind, "", 0, ""))
             if trace:
-                from rsep.spark.state import trace as write_trace
-
                 write_trace(trace, stage="parse", texts=batch.num_rows, rows=len(out),
                             start=t0, end=time.time(), cpu=time.process_time() - c0)
             if out:
@@ -231,8 +224,6 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
 
 
 def _arrow_schema():
-    import pyarrow as pa
-
     t = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
     return pa.schema([(n, t[ty]) for n, ty in (f.strip().split(" ") for f in EVENTS_SCHEMA.split(","))])
 

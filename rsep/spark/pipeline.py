@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
+from pyspark.sql import functions as F
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.runtime.engine import Engine, Limits, Output
@@ -90,8 +92,6 @@ class SparkPipeline:
                      control: str | None = None) -> DataFrame:
         """Raw records of the stream files: one row per file (``wholetext``; a ``.jelly``
         file's bytes in base64)."""
-        from pyspark.sql import functions as F
-
         dfs = []
         for iri, path in self.streams:
             p = Path(path)
@@ -124,8 +124,6 @@ class SparkPipeline:
 
     def end_of_input(self) -> DataFrame:
         """A one-row static DataFrame that closes every query (for batch replays)."""
-        from pyspark.sql import functions as F
-
         return self.spark.range(1).select(F.lit(END_OF_INPUT).alias("stream"),
                                           F.lit("").alias("origin"), F.lit("").alias("text"),
                                           F.current_timestamp().alias("arrival"))
@@ -134,8 +132,6 @@ class SparkPipeline:
 
     def outputs(self, records: DataFrame) -> DataFrame:
         """Results and rejected records (``rtype`` o / r) of raw records, any source."""
-        from pyspark.sql import functions as F
-
         ev = events_from_records(records, self.config)
         out = ev.groupBy("key").transformWithStateInPandas(
             statefulProcessor=EngineProcessor(self.config), outputStructType=OUTPUT_SCHEMA,
@@ -207,8 +203,6 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *
     one Spark batch job. ``on_query`` gets the streaming query before it is stopped
     (its ``recentProgress``: per-micro-batch durations, for benchmarks).
     """
-    import tempfile
-
     if batch:
         df = pipe.outputs(pipe.file_records(streaming=False).unionByName(pipe.end_of_input()))
         df = df.persist()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-if TYPE_CHECKING:
-    from rsep.spark.package import Archive
+from rsep.spark.package import EXECUTOR_PYTHON, Archive, driver_dir
 
 # transformWithState needs RocksDB with changelog checkpointing.
 _CONF = {
@@ -49,8 +49,6 @@ def get_session(master: str | None = "local[2]", *, app: str = "rsep",
     settings["spark.sql.warehouse.dir"] = os.path.join(tempfile.gettempdir(), "rsep-warehouse")
     if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
         # run by spark-submit: its --conf settings win over rsep's defaults
-        from pyspark import SparkConf
-
         preset = SparkConf()
         settings = {k: v for k, v in settings.items() if not preset.contains(k)}
     settings.update(conf or {})
@@ -69,8 +67,6 @@ def shipped_session(master: str | None, archive: Archive, *,
     the driver's own Python runners start it too, from the driver JVM's working directory:
     the JVM is started in a directory whose ``environment`` links to this process's
     environment (an equivalent of the archive)."""
-    from rsep.spark.package import EXECUTOR_PYTHON, driver_dir
-
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         raise RuntimeError("run by spark-submit: pass the archive with --archives "
                            "(rsep spark package prints the line; docs/deploy.md)")

@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 import pyoxigraph as ox
+from pyspark import TaskContext
 from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessor,
     StatefulProcessorHandle,
@@ -36,11 +37,11 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.window import WindowKind
-from rsep.runtime.engine import Engine, Limits, Output
+from rsep.runtime.engine import Engine, Limits, Output, QueryRuntime
 from rsep.spark.plan import QueryPlan
 from rsep.stream.event import Event
 from rsep.stream.files import TimeConfig
-from rsep.stream.time import TimeKind
+from rsep.stream.time import TimeKind, format_time
 
 EVENT_STATE = ("time long, rank int, origin string, pos int, stream string, graph string, "
                "start long, end long, tkind string, nt string")
@@ -95,8 +96,6 @@ def _prebind(eng: Engine, kind: TimeKind, start: int) -> None:
 
 def horizon(eng: Engine) -> int | None:
     """How far back (timeline units) a rebuild must replay; None: the whole history."""
-    from rsep.runtime.engine import QueryRuntime
-
     out = 0
     for rt in eng.queries:
         if isinstance(rt, QueryRuntime):
@@ -137,8 +136,6 @@ _TRACE = os.environ.get("RSEP_SPARK_TRACE")  # a file: per key and batch, time s
 def trace(path: str, **record: Any) -> None:
     """One JSON line of the trace (RSEP_SPARK_TRACE): wall-clock start/end, CPU seconds of
     this worker and the task's partition, so stages can be laid out on a timeline."""
-    from pyspark import TaskContext
-
     tc = TaskContext.get()
     record["partition"] = tc.partitionId() if tc is not None else None
     record["pid"] = os.getpid()
@@ -326,8 +323,6 @@ class _Batch:
             "reason": reason, "record": e[_GRAPH]}), None))
 
     def _late(self, e: tuple, bound: int, closed: bool) -> None:
-        from rsep.stream.time import format_time
-
         kind = TimeKind(e[_TKIND])
         if closed:
             reason = f"<{e[_GRAPH]}> arrived after the end of the input"

@@ -11,8 +11,8 @@ result outside xsd:integer's 64 bits or xsd:decimal's 18 fractional digits ...) 
 :class:`Fallback`, and the caller asks pyoxigraph for that row. Variables are read with
 a reader the caller chooses (pyoxigraph terms: :func:`value_of`; N-Triples strings:
 :func:`nt_value`); ``given`` variables hold operands the caller made (EP-SPARQL's time
-functions). Proven equal to pyoxigraph by tests/test_spaseq_compiled.py and
-tests/test_epsparql_expr.py.
+functions). Proven equal to pyoxigraph by tests/spaseq/test_spaseq_compiled.py and
+tests/epsparql/test_epsparql_expr.py.
 """
 
 from __future__ import annotations

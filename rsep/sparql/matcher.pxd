@@ -19,9 +19,12 @@ cdef class Indexed:
 
 cdef class CompiledGPM:
     cdef public object triples, local_filters, stateful, shape, names, perm, sorted_names
-    cdef public object bound, _project, _build, shape_id, row_key
+    cdef public object bound, _project, _build, shape_id, row_key, _fkey
+    cdef public dict verdicts
     @cython.locals(sols=list)
     cdef list _solutions(self, Indexed ev)
+    @cython.locals(memo=dict, out=list, mu=dict)
+    cdef list _passing(self, list sols)
     cpdef list values(self, Indexed ev)
 
 @cython.locals(sols=list, nxt=list, by_pred=dict, mu=list, new=list, cands=list, tr=tuple)

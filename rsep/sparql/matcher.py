@@ -17,6 +17,7 @@ returns.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -118,6 +119,7 @@ class _Parser(TermParser):
     def __init__(self, text: str, prefixes: dict[str, str], canon: Canon) -> None:
         super().__init__(text, prefixes, canon.term)
         self.blanks = 0
+        self.filter_vars: set[str] = set()  # the variables the FILTERs read
 
 
     def group(self) -> tuple[list[tuple[object, object, object]], list[Callable[[dict], object]]]:
@@ -131,7 +133,9 @@ class _Parser(TermParser):
                 raise NotCompiled("unclosed group")
             if tok[0] == "word" and tok[1].upper() == "FILTER":
                 self.take()
+                start = self.i
                 filters.append(self.filter())
+                self.filter_vars.update(t[1][1:] for t in self.toks[start:self.i] if t[0] == "var")
                 if self.at("."):
                     self.take()
                 continue
@@ -194,7 +198,8 @@ class CompiledGPM:
     def __init__(self, prologue: str, pattern: str, stateful_filters: Sequence[str],
                  canon: Canon) -> None:
         prefixes = prefixes_of(prologue)
-        self.triples, self.local_filters = _Parser(pattern, prefixes, canon).group()
+        parser = _Parser(pattern, prefixes, canon)
+        self.triples, self.local_filters = parser.group()
         if not self.triples:
             raise NotCompiled("no triple pattern")
         self.stateful = [filter_of(f, prefixes, canon.term) for f in stateful_filters]
@@ -234,6 +239,12 @@ class CompiledGPM:
         # Two GPMs with the same row_key have the same values() on every event (Queries 3
         # and 4's A, B, C ...): their rows are computed once per event.
         self.row_key = None if self.local_filters else (self.shape_id, tuple(keep))
+        # The local FILTERs' verdict on a solution depends only on the values of the variables
+        # they read (compiled FILTERs are pure functions of the row): it is looked up by those,
+        # across events, instead of evaluated per event (a stream repeats its values).
+        fkey = [i for i, n in enumerate(names) if n in parser.filter_vars]
+        self._fkey = itemgetter(*fkey) if fkey else _NO_KEY
+        self.verdicts: dict[object, bool] = {}
 
     def _solutions(self, ev: Indexed) -> list[tuple]:
         """The BGP's solutions as value tuples (index = variable number), local FILTERs
@@ -242,8 +253,31 @@ class CompiledGPM:
         if sols is None:
             sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
         if sols and self.local_filters:
-            sols = _filtered(sols, self.names, self.local_filters)
+            sols = self._passing(sols)
         return sols
+
+    def _passing(self, sols: list[tuple]) -> list[tuple]:
+        """The solutions the local FILTERs hold for, each verdict memoised by the values
+        the FILTERs read (a Fallback is raised again each time, never memoised)."""
+        memo = self.verdicts
+        fkey = self._fkey
+        out = []
+        for vals in sols:
+            key = fkey(vals)
+            ok = memo.get(key)
+            if ok is None:
+                mu = dict(zip(self.names, vals, strict=True))
+                ok = True
+                for f in self.local_filters:
+                    if f(mu) is not True:
+                        ok = False
+                        break
+                if len(memo) >= VERDICTS_MAX:  # distinct values of a long stream: stay bounded
+                    memo.clear()
+                memo[key] = ok
+            if ok:
+                out.append(vals)
+        return out
 
     def match(self, ev: Indexed) -> list[Mapping]:
         """The solutions of the BGP over the event's (canonical) triples, local FILTERs applied."""
@@ -267,10 +301,13 @@ class CompiledGPM:
         return True
 
 
-def _filtered(sols: list[tuple], names: tuple[str, ...], fs: list) -> list[tuple]:
-    return [vals for vals in sols
-            if all(f(mu) is True for mu in (dict(zip(names, vals, strict=True)),) for f in fs)]
+def _no_key(vals: tuple) -> tuple:
+    return ()
 
+
+_NO_KEY = _no_key
+# Memoised FILTER verdicts per compiled pattern, at most (then the memo starts again).
+VERDICTS_MAX = 65_536
 
 
 class Indexed:

@@ -3,10 +3,10 @@
 The automaton is :mod:`rsep.spaseq.automaton`'s (Sec. 6.2), runs and their history
 :mod:`rsep.spaseq.runs`'s, the engine's switches :mod:`rsep.spaseq.options`'s, the range
 index of pushed FILTERs :mod:`rsep.spaseq.ranges`'s, output enumeration
-:mod:`rsep.spaseq.matches`'s. Events are taken one *instant* at
-a time (every event of the query's streams with that timestamp): Definition
-12's contiguity and Definition 11's "first match" are about timestamps, and
-Definition 8's conjunction pairs events of one timestamp. Per instant:
+:mod:`rsep.spaseq.matches`'s; nfa.pxd types the compiled build. Events are taken one
+*instant* at a time (every event of the query's streams with that timestamp): Definition
+12's contiguity and Definition 11's "first match" are about timestamps, and Definition 8's
+conjunction pairs events of one timestamp. Per instant:
 
 1. runs whose window has closed are dropped before any matching (window
    pushing, Sec. 7.2.1; Algorithm 2 lines 3-5);
@@ -33,6 +33,7 @@ engine equal to :mod:`rsep.spaseq.reference`.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from operator import itemgetter
 from typing import Any, cast
 
 from rsep.algebra.spaseq import (
@@ -55,6 +56,8 @@ from rsep.spaseq.options import NFAOptions
 from rsep.spaseq.ranges import ANY, binding, number, range_filter, select
 from rsep.spaseq.runs import Arrival, LStep, Run, Stats
 from rsep.spaseq.streamset import Match, SEvent
+
+_TIME_LEAF = itemgetter(0, 1)  # a step's (time, leaf key): the order of an instant's steps
 
 
 class NFALimitError(RuntimeError):
@@ -352,9 +355,8 @@ class NFAEngine:
                 continue  # an instant passed without it: contiguity is already broken
             before = len(matches)
             took, successors = self._step(r, t, evs, matches)
-            if tracing:
-                for m in matches[before:]:
-                    self._log("match", rid, m.steps)
+            for m in matches[before:] if tracing else ():
+                self._log("match", rid, m.steps)
             killed = bool(r.negs) and self._forbidden(r, evs)
             keep = not killed and (r.op is Strategy.ANY or (r.op is Strategy.NEXT and not took))
             if keep:
@@ -370,11 +372,9 @@ class NFAEngine:
                 del dying[rid]
                 self._remove(rid)
                 if tracing:
-                    if heir.state == r.state:
-                        self._log("stay", rid, self.nfa.states[r.state].name, t)
-                    else:
-                        self._log("move", rid, self.nfa.states[r.state].name,
-                                  self.nfa.states[heir.state].name, t)
+                    src, dst = self.nfa.states[r.state].name, self.nfa.states[heir.state].name
+                    self._log(*(("stay", rid, src, t) if heir.state == r.state
+                                else ("move", rid, src, dst, t)))
                 heir.id = rid
                 for s in successors[1:]:
                     self._clone_log(r, s)
@@ -445,13 +445,15 @@ class NFAEngine:
         for i in self._starts:
             if self._start_streams[i].isdisjoint(evs):
                 continue
+            plain = self._plain[i]
+            if plain is not None and not self.gpm.local(plain[1], plain[0]):
+                continue  # the event matches no start GPM: no run to make (most events)
             virtual = Run(0, i, UNIT, [], t, k, Strategy.ANY, standalone=True)
             before = len(matches)
             _, successors = self._step(virtual, t, evs, matches)
             tracing = self.trace is not None
-            if tracing:
-                for m in matches[before:]:
-                    self._log("match", 0, m.steps)
+            for m in matches[before:] if tracing else ():
+                self._log("match", 0, m.steps)
             for s in successors:
                 s.id = self._new_id()
                 if tracing:
@@ -571,7 +573,7 @@ class NFAEngine:
 
     def _successor(self, r: Run, om: Omega, steps: list[LStep], t: int) -> Run:
         arr = Arrival(t, r if r.arrivals else None,
-                      tuple(steps) if len(steps) == 1 else tuple(sorted(steps, key=lambda s: s[:2])))
+                      tuple(steps) if len(steps) == 1 else tuple(sorted(steps, key=_TIME_LEAF)))
         return Run(0, r.state, om, [arr], t, r.window, r.op, r.iterations, r.standalone)
 
     def _enter(self, r: Run, i: int, override: Strategy | None, matches: list[Match],
@@ -596,5 +598,3 @@ class NFAEngine:
             skip = Run(0, i, r.omega, list(r.arrivals), r.last, r.window, op)
             out.extend(self._enter(skip, i + 1, op, matches, negs))
         return out
-
-    # ------------------------------------------------------------ matches

@@ -16,10 +16,10 @@ import codecs
 import queue
 import socket
 import threading
+import time as _time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote
-
-import paho.mqtt.client as paho
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
@@ -29,6 +29,17 @@ from rsep.stream.messages import MessageLog
 from rsep.stream.time import TimeConfig
 
 SCHEMES = ("tcp://", "mqtt://")
+POLL_S = 0.2  # how often a controlled source looks at its stop flag
+
+
+@dataclass
+class Control:
+    """A live source read on a thread that another one controls (rsep serve's attached
+    streams): ``ready`` is set once connected (MQTT: subscribed), ``stop`` ends the source
+    within :data:`POLL_S`."""
+
+    ready: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 def tcp_url(url: str) -> tuple[str, int]:
@@ -73,12 +84,23 @@ def _options(url: str) -> tuple[str, dict[str, str]]:
     return base, opts
 
 
-def tcp_text(host: str, port: int, timeout: float = 10.0) -> Iterator[str]:
+def tcp_text(host: str, port: int, timeout: float = 10.0,
+             control: Control | None = None) -> Iterator[str]:
     """The text a TCP server sends, as it arrives, until it closes the connection."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(None)
+        sock.settimeout(None if control is None else POLL_S)
+        if control is not None:
+            control.ready.set()
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        while data := sock.recv(1 << 16):
+        while True:
+            try:
+                data = sock.recv(1 << 16)
+            except TimeoutError:
+                if control is not None and control.stop.is_set():
+                    return
+                continue
+            if not data:
+                break
             if text := decoder.decode(data):
                 yield text
         if tail := decoder.decode(b"", final=True):
@@ -86,9 +108,11 @@ def tcp_text(host: str, port: int, timeout: float = 10.0) -> Iterator[str]:
 
 
 def mqtt_payloads(host: str, port: int, topic: str, idle: float | None = None,
-                  timeout: float = 10.0) -> Iterator[bytes]:
+                  timeout: float = 10.0, control: Control | None = None) -> Iterator[bytes]:
     """The payloads of the messages published on ``topic`` from now on, in arrival order,
     until ``idle`` seconds pass without one (never, without ``idle``)."""
+    import paho.mqtt.client as paho  # start-up: a run that reads no MQTT loads no client
+
     q: queue.Queue[bytes] = queue.Queue()
     ready = threading.Event()
     failed: list[str] = []
@@ -114,11 +138,21 @@ def mqtt_payloads(host: str, port: int, topic: str, idle: float | None = None,
             raise ConnectionError(f"mqtt://{host}:{port}/{topic}: "
                                   + (f"refused: {failed[0]}" if failed else "no subscription after "
                                      f"{timeout} s"))
-        while True:
+        if control is not None:
+            control.ready.set()
+        last = _time.monotonic()
+        while control is None or not control.stop.is_set():
+            wait = idle
+            if control is not None:  # wake up to look at the stop flag
+                wait = POLL_S if idle is None else max(0.0, min(POLL_S, last + idle - _time.monotonic()))
             try:
-                yield q.get(timeout=idle)
+                payload = q.get(timeout=wait)
             except queue.Empty:
-                return
+                if idle is not None and _time.monotonic() - last >= idle:
+                    return
+                continue
+            last = _time.monotonic()
+            yield payload
     finally:
         client.loop_stop()
         client.disconnect()
@@ -128,8 +162,10 @@ class LiveStream:
     """Events (and rejected records) from a TCP or MQTT source, as they arrive."""
 
     def __init__(self, url: str, stream: str, *, messages: bool = False,
-                 time: TimeConfig | None = None, arrival: bool = False) -> None:
+                 time: TimeConfig | None = None, arrival: bool = False,
+                 control: Control | None = None) -> None:
         self.url, opts = _options(url)
+        self.control = control
         self.stream = stream
         self.syntax = opts.get("format", "trig")
         self.idle = float(opts["idle"]) if "idle" in opts else None
@@ -146,9 +182,9 @@ class LiveStream:
     def _texts(self) -> Iterator[str]:
         """Text as it arrives: a TCP connection's pieces, or one MQTT message each."""
         if self.url.startswith("tcp://"):
-            yield from tcp_text(*tcp_url(self.url))
+            yield from tcp_text(*tcp_url(self.url), control=self.control)
         else:
-            for payload in mqtt_payloads(*mqtt_url(self.url), idle=self.idle):
+            for payload in mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control):
                 yield payload.decode("utf-8", errors="replace")
 
     def __iter__(self) -> Iterator[Event | Rejected]:

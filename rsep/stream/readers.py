@@ -17,6 +17,7 @@ from pathlib import Path
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
+from rsep.stream.live import LiveStream
 from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
 from rsep.stream.mapping import MappedStreamFile
 from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
@@ -48,9 +49,6 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
     preds = list(time_predicates)
     arrival = preds == [ARRIVAL]
     if path.startswith(("tcp://", "mqtt://")):
-        # (imported here: a run that reads files does not load an MQTT client)
-        from rsep.stream.live import LiveStream
-
         if fmt not in ("auto", "events", "rdfm"):
             raise ValueError(f"a live source ({path}) carries stream text or an RDF Message Log, not {fmt}")
         if arrival and fmt != "rdfm":

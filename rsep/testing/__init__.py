@@ -17,7 +17,7 @@ Some dialects refuse a construct by design (EP-SPARQL: what needs the end of an
 unbounded stream; SPASEQ: what its grammar cannot say; an RSEP-QL event pattern
 holds a basic graph pattern only): :data:`REFUSALS` lists each, by reason, with
 the message its QueryError must carry at parse time. ``python -m rsep.testing w3c``
-(or ``python tests/test_w3c_eval.py``) prints the counts per dialect.
+(or ``python tests/sparql/test_w3c_eval.py``) prints the counts per dialect.
 
 The package: :mod:`rsep.testing.suite` (manifests, expected results, comparison),
 :mod:`rsep.testing.dialects` (a query's shape, its rewriting per dialect, the refusals),

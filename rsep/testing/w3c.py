@@ -16,7 +16,7 @@ Some dialects refuse a construct by design (EP-SPARQL: what needs the end of an
 unbounded stream; SPASEQ: what its grammar cannot say; an RSEP-QL event pattern
 holds a basic graph pattern only): :data:`REFUSALS` lists each, by reason, with
 the message its QueryError must carry at parse time. ``python -m rsep.testing w3c``
-(or ``python tests/test_w3c_eval.py``) prints the counts per dialect.
+(or ``python tests/sparql/test_w3c_eval.py``) prints the counts per dialect.
 """
 
 from __future__ import annotations

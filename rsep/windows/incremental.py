@@ -17,8 +17,10 @@ event where those terms occur. When the check fails (a term shared by events), t
 store graph holds every live triple that matches a pattern of P, as the snapshot path's
 would, until the check holds again.
 
-An event's solutions are computed once, for a batch of events at a time: one pyoxigraph
-query over a scratch store holding each event as a named graph.
+Whether an event has a solution is decided once: on arrival by the compiled matcher
+(rsep.sparql.matcher) when it takes every block, otherwise (or when a FILTER is beyond it)
+for a batch of events at an evaluation, in one pyoxigraph query over a scratch store
+holding each event as a named graph.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.lang.errors import QueryError
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
+from rsep.sparql.matcher import Canon, Fallback, Indexed, compile_pattern
 from rsep.sparql.rows import stored_form
 from rsep.stream.event import Event
 
@@ -46,6 +49,7 @@ _EVENT = "urn:rsep:event:"
 # computed on arrival could differ from the snapshot's.
 _VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.I)
 
+_EARLY_MAX = 100_000  # entries of arrived events kept for their entry into the window
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Position = int  # 0 subject, 1 predicate, 2 object
 _Check = tuple[int, int, ox.NamedNode | None, ox.NamedNode | None, tuple[Position, ...]]
@@ -83,9 +87,13 @@ def plan(query: ContinuousQuery) -> tuple[str, str]:
     a = analyse(query)
     if isinstance(a, str):
         return SNAPSHOT, a
+    when = "on arrival, by the compiled matcher" if all(
+        LocalWindow(a.prologue, bs).on_arrival for bs in a.blocks.values()) else \
+        "in one pyoxigraph query per evaluation's arrivals (a pattern or FILTER the compiled " \
+        "matcher does not take)"
     return INCREMENTAL, ("every window's graph patterns are basic graph patterns connected by "
-                         "their variables: each event's solutions are found once, on arrival, and "
-                         "only the triples of events with solutions enter the snapshot store "
+                         f"their variables: whether an event has solutions is decided once, {when}, "
+                         "and only the triples of events with solutions enter the snapshot store "
                          "(checked per evaluation: no join term in two live events)")
 
 
@@ -290,6 +298,24 @@ class LocalWindow:
         self.full = False  # the store graph holds every matching triple (check failed)
         self.batches = 0
         self._removed: list[ox.Triple] = []
+        # each block compiled to Python (rsep.sparql.matcher, proven equal to pyoxigraph),
+        # or None: then events are decided in batches by pyoxigraph, at evaluations
+        self._canon = Canon()
+        compiled = [compile_pattern(prologue, "{ " + b.text + "\n" + "\n".join(b.pushed) + " }",
+                                    self._canon) for b in self.blocks]
+        self._compiled = None if any(c is None for c in compiled) else \
+            [c for c in compiled if c is not None]
+        self._early: dict[int, tuple[tuple[ox.Triple, ...], _Entry]] = {}
+
+    @property
+    def unsynced(self) -> int:
+        """Events that entered since the last sync."""
+        return len(self._entered)
+
+    @property
+    def on_arrival(self) -> bool:
+        """Are events decided as they arrive (every block compiled)?"""
+        return self._compiled is not None
 
     # ---------------------------------------------------------------- changes
 
@@ -301,38 +327,75 @@ class LocalWindow:
             else:
                 self._leave(e.seq)
 
-    def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
+    def arrive(self, e: Event) -> None:
+        """An event arrived on the window's stream: its entry is worked out now, its
+        relevance by the compiled matcher (pyoxigraph at the next sync when it cannot say),
+        so that an evaluation has little left to do."""
+        if self._compiled is None:
+            return
+        entry, rows = self._entry(e.triples, True)
+        if entry.relevant is None:
+            self._judge(entry, rows)
+        if len(self._early) > _EARLY_MAX:  # events that never entered: a cache, so clear it
+            self._early.clear()
+        self._early[e.seq] = (e.triples, entry)
+
+    def _judge(self, entry: _Entry, rows: list[tuple[object, object, object]]) -> None:
+        """Decide an entry by the compiled blocks, from its matching triples' terms."""
+        compiled = self._compiled
+        assert compiled is not None
+        term = self._canon.term  # literals as the store gives them back, as canon.indexed does
+        ev = Indexed([(s, p, term(o)) for s, p, o in rows])
+        try:
+            entry.relevant = any(c.values(ev) for c in compiled)
+        except Fallback:
+            entry.relevant = None  # a FILTER the compiled matcher cannot decide
+
+    def _entry(self, triples: tuple[ox.Triple, ...], keep_rows: bool = False
+               ) -> tuple[_Entry, list[tuple[object, object, object]]]:
+        """An event's entry, and (``keep_rows``) its matching triples' terms: reading a
+        term off a pyoxigraph triple builds a new object, so each is read once."""
         matching = []
+        rows: list[tuple[object, object, object]] = []
         terms: set[object] = set()
         hit = [0] * len(self.blocks)
         by_pred, any_pred = self._by_pred, self._any_pred
+        lit = ox.Literal
         for t in triples:
-            checks = by_pred.get(t.predicate)
+            p = t.predicate  # (each attribute read builds a new Python object: once each)
+            checks = by_pred.get(p)
             if any_pred:
                 checks = (checks or []) + any_pred
             if checks is None:
                 continue
+            subj, obj = t.subject, t.object
             matched = False
             for bi, bit, s, o, tracked in checks:
-                if (s is not None and s != t.subject) or (o is not None and o != t.object):
+                if (s is not None and s != subj) or (o is not None and o != obj):
                     continue
                 matched = True
                 hit[bi] |= bit
                 if not tracked:
-                    o_ = t.object
-                    terms.add((t.subject, t.predicate,
-                               stored_form(str(o_)) if isinstance(o_, ox.Literal) else o_))
+                    terms.add((subj, p, stored_form(str(obj)) if type(obj) is lit else obj))
                 for pos in tracked:
-                    x = t.subject if pos == 0 else t.object if pos == 2 else t.predicate
-                    terms.add(stored_form(str(x)) if isinstance(x, ox.Literal) else x)
+                    x = subj if pos == 0 else obj if pos == 2 else p
+                    terms.add(stored_form(str(x)) if type(x) is lit else x)
             if matched:
                 matching.append(t)
-        if self.live.get(seq) is not None:  # (an item re-entering with fewer triples)
-            self._leave(seq)
+                if keep_rows:
+                    rows.append((subj, p, obj))
         entry = _Entry(tuple(matching), frozenset(terms))
         if hit != self._full_mask and not any(
                 h == m for h, m in zip(hit, self._full_mask, strict=True)):
             entry.relevant = False  # each block has a pattern none of its triples matches
+        return entry, rows
+
+    def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
+        early = self._early.pop(seq, None)
+        # (an item re-entering a count window with fewer triples is worked out again)
+        entry = early[1] if early is not None and early[0] is triples else self._entry(triples)[0]
+        if self.live.get(seq) is not None:
+            self._leave(seq)
         self._entered.append(seq)
         counts = self._counts
         for term in entry.terms:
@@ -343,6 +406,7 @@ class LocalWindow:
         self.live[seq] = entry
 
     def _leave(self, seq: int) -> None:
+        self._early.pop(seq, None)
         entry = self.live.pop(seq, None)
         if entry is None:
             return

@@ -41,6 +41,9 @@ class WindowOperator:
         # the same changes by item, in order, for consumers that work on items (event
         # patterns); recorded only when one asks, so nothing piles up otherwise
         self.track_items = False
+        # the triples that came and went (advance's result); a consumer that works on
+        # items alone turns them off for time-based windows, saving a list per event
+        self.track_triples = True
         self._changes: list[tuple[bool, Event, tuple[Triple, ...]]] = []
         self._at: int | None = None  # time of the last advance
         self._unordered = False  # pending starts not in arrival order
@@ -115,38 +118,41 @@ class WindowOperator:
         self._at = t
         if w.kind is not WindowKind.COUNT:
             lo, hi, lo_open, hi_closed = self._limits(t)
-
-            def expired(end: int) -> bool:
-                return lo is not None and (end <= lo if lo_open else end < lo)
-
-            def inside(start: int) -> bool:
-                return start <= hi if hi_closed else start < hi
-
+            # (expired: lo is not None and end <= lo (lo_open) or end < lo; inside: start <= hi
+            # (hi_closed) or start < hi; inline, as advance runs on every arrival)
+            if lo is None:
+                floor = None
+            else:
+                floor = lo + 1 if lo_open else lo  # an end below floor has expired
+            ceil = hi + 1 if hi_closed else hi  # a start below ceil is inside
             if self._pending:
                 keep: deque[Event] = deque()
                 for e in self._pending:
                     if e.end > t:
                         keep.append(e)
-                    elif expired(e.end):
+                    elif floor is not None and e.end < floor:
                         continue  # passed by without ever being inside
-                    elif inside(e.start):
+                    elif e.start < ceil:
                         self._entries += 1
                         self._live[self._entries] = e
                         self._live_triples += len(e.triples)
                         heapq.heappush(self._evict, (e.end, self._entries))
-                        self._added.extend((tr, e.end) for tr in e.triples)
+                        if self.track_triples:
+                            self._added.extend((tr, e.end) for tr in e.triples)
                         if self.track_items:
                             self._changes.append((True, e, e.triples))
                         self.version += 1
                     else:
                         keep.append(e)
                 self._pending = keep
-                self._unordered = any(a.start > b.start for a, b in zip(keep, list(keep)[1:], strict=False))
-            while self._evict and expired(self._evict[0][0]):
+                self._unordered = len(keep) > 1 and any(
+                    a.start > b.start for a, b in zip(keep, list(keep)[1:], strict=False))
+            while floor is not None and self._evict and self._evict[0][0] < floor:
                 _, n = heapq.heappop(self._evict)
                 e = self._live.pop(n)
                 self._live_triples -= len(e.triples)
-                self._removed.extend((tr, e.end) for tr in e.triples)
+                if self.track_triples:
+                    self._removed.extend((tr, e.end) for tr in e.triples)
                 if self.track_items:
                     self._changes.append((False, e, ()))
                 self.version += 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import socket
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -30,7 +31,7 @@ EVENT = re.compile(r"attributes: \[(\S+) ")
 
 def main() -> int:
     spec = load_spec()
-    import pycer
+    import pycer  # only in CORE's venv, which runs this worker: importing the module needs none
 
     server = pycer.PyOfflineServer()
     server.declare_stream(spec["declare"])
@@ -83,8 +84,6 @@ def pycer_events(pycer, spec: dict):
 
 
 def _free_ports(k: int) -> list[int]:
-    import socket
-
     socks = [socket.socket() for _ in range(k)]
     for s in socks:
         s.bind(("127.0.0.1", 0))
@@ -95,7 +94,7 @@ def _free_ports(k: int) -> list[int]:
 
 
 def online_latencies(spec: dict, rate: int) -> tuple[list[float], int]:
-    import pycer
+    import pycer  # only in CORE's venv, which runs this worker
 
     router, listener, queries = _free_ports(3)
     server = pycer.PyOnlineServer(router, listener, queries)

@@ -18,6 +18,13 @@ if TYPE_CHECKING:  # the type checker reads common as part of rsep
 else:
     from common import finish, load_spec
 
+from rsep.algebra.epsparql import EpSparqlQuery
+from rsep.epsparql.runtime import EpOutput
+from rsep.lang import parse_query
+from rsep.runtime.engine import Engine
+from rsep.stream.files import StreamFile
+from rsep.stream.source import DeadLetter, merge_streams
+
 _INT = re.compile(r'"([+-]?\d+)"\^\^<http://www.w3.org/2001/XMLSchema#integer>')
 
 
@@ -38,13 +45,6 @@ def _cpu() -> float:
 
 def main() -> int:
     spec = load_spec()
-    from rsep.algebra.epsparql import EpSparqlQuery
-    from rsep.epsparql.runtime import EpOutput
-    from rsep.lang import parse_query
-    from rsep.runtime.engine import Engine
-    from rsep.stream.files import StreamFile
-    from rsep.stream.source import DeadLetter, merge_streams
-
     q = parse_query(spec["query"], "epsparql")
     assert isinstance(q, EpSparqlQuery)
     q = q.with_policy(spec["policy"])

@@ -26,7 +26,7 @@ else:
 
 def main() -> int:
     spec = load_spec()
-    from pyflink.table import EnvironmentSettings, TableEnvironment
+    from pyflink.table import EnvironmentSettings, TableEnvironment  # only in PyFlink's venv
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     conf = env.get_config()

@@ -16,13 +16,12 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterator
-from types import ModuleType
 from typing import TYPE_CHECKING
+
+import pyoxigraph as ox
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 if TYPE_CHECKING:  # the type checker reads common as part of rsep
-    from pyoxigraph import Quad
-
     from rsep.bench.workers.common import finish, load_spec
 else:
     from common import finish, load_spec
@@ -30,11 +29,11 @@ else:
 PROV = "http://www.w3.org/ns/prov#generatedAtTime"
 
 
-def events(ox: ModuleType, path: str, k: int) -> Iterator[tuple[int, int, list[Quad]]]:
+def events(path: str, k: int) -> Iterator[tuple[int, int, list[ox.Quad]]]:
     """(time, stream number, quads) of one stream file, in file order."""
     times: dict[str, int] = {}
     current: str | None = None
-    quads: list[Quad] = []
+    quads: list[ox.Quad] = []
     for q in ox.parse(path=path, format=ox.RdfFormat.TRIG):
         if isinstance(q.graph_name, ox.DefaultGraph):
             if q.predicate.value == PROV:
@@ -51,8 +50,6 @@ def events(ox: ModuleType, path: str, k: int) -> Iterator[tuple[int, int, list[Q
 
 def main() -> int:
     spec = load_spec()
-    import pyoxigraph as ox
-
     rng, step = int(spec["range"]), int(spec["step"])
     query = spec["query"]
     sources = spec.get("windows") or [[None, spec["trig"]]]
@@ -99,7 +96,7 @@ def main() -> int:
             out.write(json.dumps({"window": c, "rows": rows}) + "\n")
 
     last = 0
-    for t, k, quads in heapq.merge(*(events(ox, p, k) for k, (_, p) in enumerate(sources)),
+    for t, k, quads in heapq.merge(*(events(p, k) for k, (_, p) in enumerate(sources)),
                                    key=lambda e: e[0]):
         while next_c < t:  # every window closing before this event is due
             evaluate(next_c)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, cast
@@ -19,14 +20,17 @@ if TYPE_CHECKING:  # the type checker reads common as part of rsep
 else:
     from common import finish, load_spec
 
+from rsep.algebra.spaseq import SpaseqQuery
+from rsep.lang import parse_query
+from rsep.runtime.engine import Engine
+from rsep.runtime.stages import StageClock
+from rsep.spaseq.reference import ReferenceEvaluator
+from rsep.stream.files import StreamFile
+from rsep.stream.source import DeadLetter, merge_streams
+
 
 def main() -> int:
     spec = load_spec()
-    from rsep.lang import parse_query
-    from rsep.runtime.engine import Engine
-    from rsep.stream.files import StreamFile
-    from rsep.stream.source import DeadLetter, merge_streams
-
     engine_kind = spec.get("engine", "local")
     files = [StreamFile(path, iri) for iri, path in spec["streams"]]
     dead = DeadLetter(None)
@@ -42,8 +46,6 @@ def main() -> int:
     clock = None
     if spec.get("stage_times"):
         # a run of its own: timing every stage costs a few per cent
-        from rsep.runtime.stages import StageClock
-
         clock = StageClock()
         clock.instrument(eng)
     ready = time.time()
@@ -99,8 +101,7 @@ def spark(spec, out) -> int:
     --batch`` runs it. The stream is cut into files of ``per_file`` events (Spark reads a
     file whole, in one task). A job over the first file comes first: the session's JVM,
     Python workers and planning are start-up; the timed job is the replay of every file."""
-    import tempfile
-
+    # Spark only for --engine spark: a local run's worker (timed, its RSS measured) loads none of it
     from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files
     from rsep.spark.session import get_session
 
@@ -180,12 +181,6 @@ def _cut(path: str, directory: str, per_file: int) -> int:
 
 def reference(spec, files, dead, out) -> int:
     """002 Defs. 7-16 transcribed (rsep.spaseq.reference): needs every event in memory."""
-    from rsep.algebra.spaseq import SpaseqQuery
-    from rsep.lang import parse_query
-    from rsep.runtime.engine import Engine
-    from rsep.spaseq.reference import ReferenceEvaluator
-    from rsep.stream.source import merge_streams
-
     q = parse_query(spec["query"])
     assert isinstance(q, SpaseqQuery), "the reference evaluator runs SPASEQ queries"
     graphs = {}

@@ -1,0 +1,112 @@
+"""When a windowed query is evaluated: the report policies' instants, the quiet-instant
+skip, and the due check (the tick logic of rsep.runtime.engine.QueryRuntime, a mixin)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.window import WindowKind
+from rsep.runtime.r2s import R2SOperator, Row
+from rsep.windows.incremental import LocalWindow
+from rsep.windows.operator import WindowOperator
+from rsep.windows.resolved import Window
+
+
+@dataclass
+class BoundWindow:
+    iri: str
+    stream: str
+    window: Window
+    op: WindowOperator
+    graph: ox.NamedNode | ox.DefaultGraph
+    local: LocalWindow | None = None  # the event-local plan (rsep.windows.incremental)
+
+
+class Ticks:
+    """The evaluation instants of a QueryRuntime, from its state (declared here)."""
+
+    windows: list[BoundWindow]
+    report: ReportPolicy
+    r2s: R2SOperator
+    start: int | None
+    last_tick: int | None
+    arrival: int | None
+    _period: int
+    _consumes: bool
+    _versions: tuple[int, ...] | None
+    _cache: list[Row] | None
+
+    def _grid(self, after: int) -> list[int]:
+        """Report instants of the time-driven policies, the first one after ``after``."""
+        out = []
+        rp = self.report
+        if rp.window_close:
+            for bw in self.windows:
+                w = bw.window
+                if w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped):
+                    out.append((after // w.beta + 1) * w.beta)
+        if rp.periodic is not None:
+            out.append((after // self._period + 1) * self._period)
+        nxt = next((a for a in rp.at if a > after), None)
+        if nxt is not None:
+            out.append(nxt)
+        return out
+
+    def _quiet(self) -> bool:
+        """Would an evaluation now output nothing new? (content unchanged, nothing to repeat)"""
+        if self._consumes:
+            return False
+        if self._versions is None:
+            return all(bw.op.idle for bw in self.windows) and self.report.non_empty
+        if self._versions != self._current_versions():
+            return False
+        if self.report.non_empty and all(bw.op.empty for bw in self.windows):
+            return True
+        return self.r2s.op is not R2S.RSTREAM or not self._cache
+
+    def _current_versions(self) -> tuple[int, ...]:
+        return tuple(bw.op.version for bw in self.windows)
+
+    def next_tick(self, bound: int) -> int | None:
+        """The next evaluation instant strictly before ``bound``, or None."""
+        after = self.last_tick if self.last_tick is not None else (self.start or 0) - 1
+        rp = self.report
+        cands: list[int] = []
+        arrival = self.arrival if self.arrival is not None and self.arrival > after else None
+        if arrival is not None and (rp.on_arrival or rp.content_change):
+            cands.append(arrival)
+        grid = self._grid(after)
+        changes = [c for bw in self.windows if (c := bw.op.next_change()) is not None]
+        if grid and min(grid) < bound and self._quiet():
+            # Nothing would come out until the content changes: jump to that change.
+            first = min(changes + ([arrival] if arrival is not None else []), default=None)
+            if first is None:
+                grid = []
+            elif first - 1 > after:
+                grid = self._grid(first - 1)
+        cands.extend(grid)
+        if rp.content_change:
+            cands.extend(max(c, after + 1) for c in changes)
+        cands = [c for c in cands if after < c < bound]
+        return min(cands) if cands else None
+
+    def _due(self, tau: int, changed: bool) -> bool:
+        rp = self.report
+        if rp.on_arrival and self.arrival == tau:
+            return True
+        if rp.content_change and changed:
+            return True
+        if rp.periodic is not None and tau % self._period == 0:
+            return True
+        if tau in rp.at:
+            return True
+        if rp.window_close:
+            for bw in self.windows:
+                w = bw.window
+                if (w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped)) \
+                        and tau % w.beta == 0:
+                    return True
+        return False

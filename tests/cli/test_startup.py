@@ -1,0 +1,145 @@
+"""What a tiny `rsep run` loads (issue 19's start-up): only its dialect's modules, none of
+Spark, the benchmarks, LARS or the server; rsep's public names on first use; the compiled
+build's guard and the parser's cache (rsep._native, rsep.lang.parser)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import rsep.lang.parser as lang_parser
+from rsep._native import _Guard, digest, source, stat
+from rsep.testing.snippets import ROOT
+
+SG = "tests/data/spaseq"
+RSP_RUN = ["run", "examples/coupon/q2-cqels.rq", "--stream",
+           "http://coupons=examples/coupon/coupons.trig", "--stream",
+           "http://locations=examples/coupon/locations.trig", "--graph",
+           "http://products=examples/coupon/products.ttl", "--time-unit", "1m"]
+SPASEQ_RUN = ["run", f"{SG}/query1.rq",
+              "--stream", f"http://smartgrid.org/mainSource={SG}/power.trig",
+              "--stream", f"http://smartgrid.org/weather={SG}/weather.trig",
+              "--stream", f"http://smartgrid.org/storageSource={SG}/storage.trig",
+              "--graph", f"http://smartgrid.org/db={SG}/homes.ttl", "--time-unit", "1m"]
+# what no in-process run needs
+NEVER = ("pyspark", "pandas", "pyarrow", "rsep.bench", "rsep.lars", "rsep.serve", "rsep.spark",
+         "rsep.cli.spark", "rsep.cli.serve", "starlette", "uvicorn",
+         # the imports left inside functions for start-up (MQTT, Jelly, dereferencing, plots)
+         "paho", "pyjelly", "urllib.request", "matplotlib")
+RSP_ONLY = ("rsep.lang.rspql", "rsep.lang.csparql", "rsep.lang.cqels")
+SPASEQ_ONLY = ("rsep.spaseq", "rsep.lang.spaseq", "rsep.algebra.spaseq")
+EPSPARQL_ONLY = ("rsep.epsparql", "rsep.lang.epsparql", "rsep.algebra.epsparql")
+
+_LOADED = """
+import io, json, sys
+from rsep.cli.main import main
+out, sys.stdout = sys.stdout, io.StringIO()
+code = main(sys.argv[1:])
+lines, sys.stdout = sys.stdout.getvalue().splitlines(), out
+print(json.dumps({"code": code, "lines": len(lines), "modules": sorted(sys.modules)}))
+"""
+
+
+def _run(code: str, *args: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env,
+                       capture_output=True, text=True, check=True)
+    result: dict = json.loads(p.stdout)
+    return result
+
+
+def _under(modules: list[str], roots: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == r or m.startswith(r + ".") for r in roots)]
+
+
+def test_an_rsp_run_loads_only_the_rsp_dialects():
+    r = _run(_LOADED, *RSP_RUN)
+    assert (r["code"], r["lines"]) == (0, 1)
+    assert _under(r["modules"], NEVER + SPASEQ_ONLY + EPSPARQL_ONLY) == []
+    # the CQELS query's builder, and not the other RSP dialects'
+    assert _under(r["modules"], RSP_ONLY) == ["rsep.lang.cqels"]
+
+
+def test_a_spaseq_run_loads_only_spaseq():
+    r = _run(_LOADED, *SPASEQ_RUN)
+    assert (r["code"], r["lines"]) == (0, 2)
+    assert _under(r["modules"], NEVER + EPSPARQL_ONLY + RSP_ONLY) == []
+    assert {"rsep.lang.spaseq", "rsep.spaseq.runtime", "rsep.algebra.spaseq"} <= set(r["modules"])
+
+
+def test_import_rsep_loads_no_engine_and_its_names_load_on_first_use():
+    r = _run("""
+import json, sys
+import rsep
+before = sorted(m for m in sys.modules if m.startswith("rsep."))
+from rsep import Engine, parse_query
+print(json.dumps({"before": before, "engine": Engine.__module__,
+                  "parse": parse_query.__module__, "dir": "TimeConfig" in dir(rsep)}))
+""")
+    assert r == {"before": ["rsep._native"], "engine": "rsep.runtime.engine",
+                 "parse": "rsep.lang", "dir": True}
+    with pytest.raises(AttributeError, match="module 'rsep' has no attribute 'Nope'"):
+        _ = __import__("rsep").Nope
+
+
+def test_the_guard_hashes_a_source_only_when_its_stat_changed():
+    name = "rsep.spaseq.chain"
+    py = source(name)
+    wrong = "0" * 64
+    # the build's stat: the source is taken as the build's without hashing it
+    assert _Guard({name: {"sha256": wrong, "stat": stat(py)}}, pure=False).find_spec(name) is None
+    # another stat (a checkout touched it): the hash decides
+    other = [s + 1 for s in stat(py)]
+    assert _Guard({name: {"sha256": digest(py), "stat": other}},
+                  pure=False).find_spec(name) is None
+    stale = _Guard({name: {"sha256": wrong, "stat": other}}, pure=False)
+    with pytest.warns(UserWarning, match="rsep.spaseq.chain runs as pure Python"):
+        spec = stale.find_spec(name)
+    assert spec is not None and spec.origin == str(py) and stale.stale == [name]
+    # a manifest written before stats were recorded: the hash alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _Guard({name: digest(py)}, pure=False).find_spec(name) is None
+
+
+def test_the_parser_is_built_once_then_loaded_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RSEP_CACHE_DIR", str(tmp_path))
+    ext = "rsp_unit: query\n"
+    built: list[str] = []
+    real = lang_parser.Lark
+
+    def counting(*args: object, **kw: object) -> object:
+        built.append(str(kw["start"]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(lang_parser, "Lark", counting)
+    text = "PREFIX : <http://x/> SELECT ?x WHERE { ?x :p 'é' . FILTER(?x > -1.5e3) }"
+    first = lang_parser.sparql_lalr(ext, "rsp_unit")
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert built == ["rsp_unit"] and files == [lang_parser.cache_file(
+        lang_parser.sparql_grammar() + "\n" + ext, "rsp_unit").name]
+    second = lang_parser.sparql_lalr(ext, "rsp_unit")
+    assert built == ["rsp_unit"]  # loaded, not built
+    assert second.parse(text) == first.parse(text)
+    with pytest.raises(lang_parser.UnexpectedToken):
+        second.parse("SELECT WHERE")
+    # a damaged file is rebuilt and replaced; no temporary file stays behind
+    (tmp_path / files[0]).write_bytes(b"not a pickle")
+    third = lang_parser.sparql_lalr(ext, "rsp_unit")
+    assert built == ["rsp_unit", "rsp_unit"] and third.parse(text) == first.parse(text)
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+    lang_parser.sparql_lalr(ext, "rsp_unit")
+    assert len(built) == 2
+
+
+def test_an_unwritable_cache_directory_is_done_without(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("RSEP_CACHE_DIR", str(blocked / "rsep"))  # under a file: no mkdir
+    p = lang_parser.sparql_lalr("rsp_unit: query\n", "rsp_unit")
+    assert p.parse("SELECT * WHERE { ?s ?p ?o }").data == "rsp_unit"

@@ -1,0 +1,67 @@
+"""rsep.lang.parser's two start-up measures change nothing a parser reads: the name
+characters as negated classes match exactly SPARQL's sets, and the lexer that compiles each
+terminal once gives the same trees (and the same errors) as Lark's own."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from lark import Lark
+
+from rsep.lang.parser import (
+    PN_CHARS,
+    PN_CHARS_BASE,
+    PN_CHARS_U,
+    VARNAME_CHARS,
+    negated_class,
+    parser,
+    sparql_grammar,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("ranges", [PN_CHARS_BASE, PN_CHARS_U, VARNAME_CHARS, PN_CHARS])
+def test_a_negated_class_matches_exactly_its_ranges_on_every_code_point(ranges):
+    rx = re.compile(negated_class(ranges))
+    want = bytearray(0x110000)
+    for lo, hi in ranges:
+        want[lo:hi + 1] = b"\1" * (hi - lo + 1)
+    got = [i for i in range(0x110000) if bool(rx.fullmatch(chr(i))) != bool(want[i])]
+    assert got == []
+
+
+def test_the_ranges_are_sparql_s():
+    # SPARQL 1.1 grammar [164] PN_CHARS_BASE, as sparqlib writes it
+    g = sparql_grammar()
+    base = g[g.index("PN_CHARS_BASE:"):g.index("PN_CHARS:")]
+    written = [(int(a, 16), int(b, 16)) for a, b in
+               re.findall(r"\[\\[uU]([0-9A-Fa-f]+)-\\[uU]([0-9A-Fa-f]+)\]", base)]
+    assert [(0x41, 0x5A), (0x61, 0x7A)] + written == list(PN_CHARS_BASE)
+
+
+def _texts() -> list[str]:
+    files = sorted(ROOT.glob("tests/**/*.rq")) + sorted(ROOT.glob("docs/examples/*.rq")) + \
+        sorted(ROOT.glob("examples/**/*.rq"))
+    return [f.read_text(encoding="utf-8") for f in files]
+
+
+def test_lexing_terminal_by_terminal_gives_lark_s_own_trees():
+    plain = Lark(parser().source_grammar, start="rsp_unit", parser="lalr",
+                 propagate_positions=True, maybe_placeholders=False)
+    mutated = ["SELECT ?x WHERE { ?x <a> ?y }", "PREFIX é: <http://x/> SELECT ?é_1 WHERE { é:a·b ?p _:b1 }",
+               "SELECT * WHERE { ?x ?p 'a' . FILTER(?x > -1.5e3) }"]
+    texts = [t for t in _texts() if "DEFINE GPM" not in t.upper()] + mutated
+    compared = 0
+    for text in texts:
+        try:
+            want = plain.parse(text)
+        except Exception as e:  # noqa: BLE001 - the same failure is expected of both
+            with pytest.raises(type(e)):
+                parser().parse(text)
+            continue
+        assert parser().parse(text) == want
+        compared += 1
+    assert compared >= 10

@@ -1,0 +1,30 @@
+"""The Spark engine reads RDF Message Logs from files as the in-process engine does."""
+
+from __future__ import annotations
+
+from rsep.cli.main import main
+from rsep.testing.snippets import ROOT
+
+SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
+SR = "http://example.org/srbench"
+
+
+def test_the_weather_stream_as_a_message_log_on_spark(spark, tmp_path, capsys):
+    query = str(ROOT / "examples" / "srbench-hot.rq")
+    assert main(["run", query, "--stream", f"{SR}={SRBENCH}", "-q"]) == 0
+    ref = capsys.readouterr().out
+    assert ref.count("\n") > 20
+    for fmt, name in (("rdfm-trig", "weather.trig"), ("jelly", "weather.jelly")):
+        log = tmp_path / name
+        assert main(["convert", str(SRBENCH), "--to", fmt, "--split", "resources",
+                     "-o", str(log), "-q"]) == 0
+        capsys.readouterr()
+        assert main(["run", query, "--stream", f"{SR}={log}", "-q", "--engine", "spark"]) == 0
+        assert capsys.readouterr().out == ref, fmt
+
+
+def test_spark_refuses_standard_input_and_live_sources_with_the_reason(capsys):
+    query = str(ROOT / "examples" / "srbench-hot.rq")
+    for path in ("-", "tcp://localhost:9"):
+        assert main(["run", query, "--stream", f"{SR}={path}", "--engine", "spark"]) == 1
+        assert "--engine spark reads stream files" in capsys.readouterr().err

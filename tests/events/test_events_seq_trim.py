@@ -11,10 +11,10 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import EX, ev
 
 from rsep import Engine, parse_query
 from rsep.runtime import reference
+from rsep.testing.snippets import EX, ev
 
 S = EX + "S"
 LANDMARK = """PREFIX : <http://example.org/>

@@ -8,7 +8,6 @@ import os
 import random
 
 import pytest
-from conftest import EX, ev
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from rsep import Engine
 from rsep.epsparql import runtime as epr
 from rsep.epsparql.seqindex import shape_of
 from rsep.lang.epsparql import parse_epsparql
+from rsep.testing.snippets import EX, ev
 
 S = EX + "S"
 P = "PREFIX : <http://example.org/>\n"

@@ -38,6 +38,7 @@ from rsep.algebra.epsparql import (
 )
 from rsep.algebra.events import Selection
 from rsep.epsparql.reference import Occurrence, Solution, World, evaluate, project
+from rsep.epsparql.seqindex import SeqIndex
 
 
 def partition_variable(root: Node) -> str | None:
@@ -79,6 +80,8 @@ class PolicyState:
         self.item_parts: dict[int, set[str]] = {}
         self.full = False  # True: evaluate everything at every instant (the reference)
         self.consumed_since = False  # items consumed since the last evaluation
+        # with no window: a SEQ of two triple patterns runs on its live candidates (seqindex)
+        self.index = SeqIndex.of(root, policy, self.var)
 
     def note(self, oc: Occurrence, window: float) -> None:
         """A new occurrence: its parts change now, and again when it leaves the window (the
@@ -88,8 +91,11 @@ class PolicyState:
             self.dirty.add(part)
             self.item_parts.setdefault(oc.item, set()).add(part)
         if window != float("inf"):
+            self.index = None  # the window bounds the reference's work already
             for part in parts or ("",):
                 heapq.heappush(self.expiry, (oc.ta, oc.item, part))
+        elif self.index is not None:
+            self.index.note(oc)
 
     def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
         h, strict = window
@@ -104,9 +110,13 @@ class PolicyState:
             parts, self.dirty = sorted(self.dirty), set()
             root = self.root
             out: list[Solution] = []
+            index = self.index
             for c in parts:
                 sub = ((self.var, c),)
-                if isinstance(root, Project):
+                if index is not None and index.indexed(c):
+                    got = index.evaluate(c, w.exprs)
+                    out.extend(project(root, got, w.exprs) if isinstance(root, Project) else got)
+                elif isinstance(root, Project):
                     out.extend(project(root, evaluate(root.arg, w, self.policy, tau, sub), w.exprs))
                 else:
                     out.extend(evaluate(root, w, self.policy, tau, sub))
@@ -119,6 +129,8 @@ class PolicyState:
         are invisible to every later evaluation of the query."""
         self.consumed |= selection.justification((items,))
         self.consumed_since = True
+        if self.index is not None:
+            self.index.consume(items)
         for i in items:
             self.dirty |= self.item_parts.get(i, set())
 
@@ -147,6 +159,8 @@ class PolicyState:
     def keep_items(self, items: set[int]) -> None:
         """Forget what concerns items no longer held (consumed, or out of the window)."""
         self.consumed &= items
+        if self.index is not None:
+            self.index.keep_items(items)
         for i in [i for i in self.item_parts if i not in items]:
             del self.item_parts[i]
         if any(e[1] not in items for e in self.expiry):

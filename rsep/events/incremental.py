@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 from rsep.algebra.events import (
     BasicEventPattern,
@@ -78,6 +79,18 @@ class IncrementalMatcher:
         # matches new at / dropped by the last evaluation (delta mode)
         self.added: list[EventMapping] = []
         self.removed: list[EventMapping] = []
+        # SEQ^c / SEQ^r of two BEPs (E_1 SEQ E_2): what Eq. (10)/(11) can never use again is
+        # set aside (``_off``: leaf -> item -> its entries): consumed items, and right
+        # mappings no unconsumed left one ends before (dead while items come in time
+        # order; ``_dead_t1``: the latest start set aside as dead, to bring them back if a
+        # left one ending earlier comes). Evaluations then read live candidates only.
+        e = match.expr
+        self._trim = (match.selection in (Selection.CHRONOLOGICAL, Selection.RECENT)
+                      and isinstance(e, Seq) and isinstance(e.left, BasicEventPattern)
+                      and isinstance(e.right, BasicEventPattern) and e.left is not e.right)
+        self._off: list[dict[int, list]] = [{} for _ in self.leaves]
+        self._dead: set[int] = set()  # items of leaf 1 set aside as dead (not consumed)
+        self._dead_t1 = -(1 << 62)
 
     # ------------------------------------------------------------------ state
 
@@ -104,6 +117,8 @@ class IncrementalMatcher:
                     gone_match = self._results.pop(key, None)
                     if gone_match is not None:
                         self.removed.append(gone_match)
+                self._off[i].pop(s, None)
+                self._dead.discard(s)
                 for entry in self._entries_of[i].pop(s, ()):
                     _remove(self._maps[i], entry)
                     d = dict(entry[2].mu)
@@ -130,7 +145,52 @@ class IncrementalMatcher:
         return new
 
     def live_items(self) -> set[int]:
-        return {s for known in self._items.values() for s in known}
+        return set().union(*(known.keys() for known in self._items.values()))
+
+    def _hide(self, i: int, item: int) -> None:
+        """Take an item's entries of leaf i out of the lookups (kept for :meth:`_show`)."""
+        entries = self._entries_of[i].pop(item, [])
+        self._off[i][item] = entries
+        for entry in entries:
+            _remove(self._maps[i], entry)
+            d = dict(entry[2].mu)
+            for names, index in self._index[i].items():
+                k = tuple(d.get(v) for v in names)
+                bucket = index[k]
+                _remove(bucket, entry)
+                if not bucket:
+                    del index[k]
+
+    def _show(self, i: int, item: int) -> None:
+        entries = self._off[i].pop(item)
+        self._entries_of[i][item] = entries
+        for entry in entries:
+            insort(self._maps[i], entry)
+            d = dict(entry[2].mu)
+            for names, index in self._index[i].items():
+                insort(index.setdefault(tuple(d.get(v) for v in names), []), entry)
+
+    def _set_aside(self, new: list[tuple[int, int, EventMapping]], consumed: AbstractSet[int]) -> None:
+        """Before an evaluation of E_1 SEQ^c/r E_2: consumed items are invisible for good (an
+        item stays consumed while it is in the window); a right mapping with no unconsumed
+        left one ending before it starts is never usable (Eq. (10)/(11) select among usable
+        ones only), and stays so while left mappings come later than it starts."""
+        if any(i == 0 and m.t2 < self._dead_t1 for i, _, m in new):
+            for item in list(self._dead):  # a left one came out of time order
+                self._show(1, item)
+            self._dead.clear()
+            self._dead_t1 = -(1 << 62)
+        for i in (0, 1):
+            for item in [s for s in self._entries_of[i] if s in consumed]:
+                self._hide(i, item)
+        for item, entries in list(self._entries_of[1].items()):
+            if all(not self._usable(m) for _, _, m in entries):
+                self._hide(1, item)
+                self._dead.add(item)
+                self._dead_t1 = max(self._dead_t1, max(m.t1 for _, _, m in entries))
+
+    def _usable(self, m2: EventMapping) -> bool:
+        return any(m.t2 < m2.t1 and m.t1 >= 0 for _, _, m in self._lookup(0, dict(m2.mu)))
 
     def _build(self, j: int, names: tuple[str, ...]) -> dict[tuple, list]:
         index: dict[tuple, list] = {}
@@ -151,10 +211,13 @@ class IncrementalMatcher:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, changes: Mapping[str, list[tuple[bool, Event, tuple]]],
-                 consumed: frozenset[int] = frozenset()) -> list[EventMapping]:
-        """All matches at this evaluation, after the windows' item ``changes``."""
+                 consumed: AbstractSet[int] = frozenset()) -> list[EventMapping]:
+        """All matches at this evaluation, after the windows' item ``changes`` (``consumed``
+        is read during the call only: the engine's own set, not a copy per evaluation)."""
         self.removed = []
         new = self._sync(changes)
+        if self._trim:
+            self._set_aside(new, consumed)
         if not self.delta:
             leaf_of: dict[int, int] = {}
             for j, bep in enumerate(self.leaves):
@@ -166,7 +229,8 @@ class IncrementalMatcher:
                 return [m for _, _, m in cands if (hi is None or m.t2 <= hi) and m.t1 >= 0
                         and not (consumed and m.just & consumed)]
 
-            ctx = events_reference.Context({}, self.solver, consumed, lookup)
+            # (the lookup applies consumption; the context's set is read only without one)
+            ctx = events_reference.Context({}, self.solver, frozenset(), lookup)
             return events_reference.evaluate(self.match.expr, self.match.selection, ctx)
         self.added = []
         new_ids = {mid for _, mid, _ in new}

@@ -232,29 +232,32 @@ class QueryRuntime(Ticks):
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         text = self.query.sparql
         for m, matcher in zip(self.query.matches, self._matchers, strict=True):
-            found = matcher.evaluate(changes, frozenset(self._consumed))
+            found = matcher.evaluate(changes, self._consumed)
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
             text = text.replace(m.slot, match_values(m, found))
             if m.selection.consumes:
                 # P^c / P^r: what justified this evaluation's output is gone for the next.
                 self._consumed |= events_reference.justification(found)
-        live = set()
-        for matcher in self._matchers:
-            live |= matcher.live_items()
-        self._solver.retain(live)
-        self._consumed &= live
+        # only an item that left a window can be forgotten (none leaves a landmark window)
+        if any(not c[0] for ch in changes.values() for c in ch):
+            live = set()
+            for matcher in self._matchers:
+                live |= matcher.live_items()
+            self._solver.retain(live)
+            self._consumed &= live
         return text
 
     def _direct(self, tau: int) -> list[Row]:
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""
         m, matcher = self.query.matches[0], self._matchers[0]
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
-        found = matcher.evaluate(changes, frozenset(self._consumed))
+        found = matcher.evaluate(changes, self._consumed)
         self._solver.clear()  # the matcher keeps what it needs per item
         if m.selection.consumes:
             self._consumed |= events_reference.justification(found)
-            self._consumed &= matcher.live_items()
+            if any(not c[0] for ch in changes.values() for c in ch):
+                self._consumed &= matcher.live_items()
         if len(found) > self.engine.limits.max_results:
             self._too_many(tau)
         return [self._row(m, em) for em in found]

@@ -1,0 +1,356 @@
+"""Chronological / recent ``{tp1} SEQ {tp2} FILTER (...)`` with no time bound, evaluated from
+an index of its live candidates (issue 25; the reasoning is in docs/semantics.md, "Indexed
+selection").
+
+With no window a query's occurrences stay visible until consumed, so the reference
+evaluation of a part costs the product of its unconsumed lefts and rights at every instant
+and grows with the stream. Per part (the value of the partition variable) this keeps:
+
+- the live left solutions (``a``), in time order;
+- the live right solutions grouped by mapping (``groups``: Eq. (10)/(11)'s rivals of a right
+  solution are the compatible ones, i.e. those with its mapping), each in time order;
+  a right solution is dropped for good once no live left one ends before it starts (no
+  later left one can: occurrences come in time order);
+- under chronological, the groups ordered by the numeric value a FILTER conjunct
+  ``?r OP ?l + c`` compares (``values``), so the groups that may pass with the selected
+  left solution are found by bisection;
+- the groups whose selected pair may differ from the one last tested (``pending``): a pair
+  that failed the FILTER fails again, and one that passed was output and consumed, so only
+  those are tested unless the chronological left selection changed.
+
+What the index cannot decide falls back to the reference evaluator, part by part: an
+occurrence that is not a point, or that comes out of time order (a rule deriving one with a
+past interval), makes its part evaluated by the reference from then on. Every pair the
+index proposes is tested with the query's whole FILTER (the compiled fast path, else
+pyoxigraph), so the index only has to propose a superset of the passing pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left, bisect_right, insort
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+from rsep.algebra import selection
+from rsep.algebra.epsparql import BGP, Expr, Filter, Mu, Node, Project, SeqJoin, TriplePattern, Var
+from rsep.algebra.events import Selection
+from rsep.epsparql.matcher import Occurrence, Solution, combine, match_one
+from rsep.epsparql.reference import ExprEvaluator
+from rsep.epsparql.rewrites import conjuncts
+from rsep.sparql.filters import Fallback, nt_value
+
+INF = float("inf")
+# (tw, seq, solution): seq orders occurrences as the store holds them (the reference's order)
+Entry = tuple[float, int, Solution]
+_FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+_NUM = r"[+-]?\d+(?:\.\d+)?"
+_CMP = re.compile(rf"^\?(\w+)\s*(>=|<=|>|<)\s*\?(\w+)(?:\s*([+-])\s*({_NUM}))?$")
+_CMP_L = re.compile(rf"^\?(\w+)\s*([+-])\s*({_NUM})\s*(>=|<=|>|<)\s*\?(\w+)$")
+
+
+def _interval(e: Entry) -> tuple[float, float]:
+    return (e[2].ta, e[2].tw)
+
+
+def _rivals(x: Entry, y: Entry) -> bool:
+    return x[2].mu == y[2].mu
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The pattern the index runs: Project? Filter* (SeqJoin (tp_l) (tp_r))."""
+
+    left: TriplePattern
+    right: TriplePattern
+    conds: tuple[Expr, ...]  # every FILTER, innermost first
+    var: str  # the partition variable, the only one both sides bind
+    cmp: tuple[str, str, str, float] | None  # (r var, op, l var, c): ?r OP ?l + c is a conjunct
+
+
+def _names(tp: TriplePattern) -> set[str]:
+    return {t.name for t in tp if isinstance(t, Var)}
+
+
+def _comparison(text: str, lvars: set[str], rvars: set[str]) -> tuple[str, str, str, float] | None:
+    """A conjunct ``?x OP ?y (+|-) c`` (either way round) between a left-only and a right-only
+    variable, as (right var, op, left var, c) meaning ?r OP ?l + c."""
+    for c in conjuncts(text):
+        m = _CMP.match(c)
+        if m:
+            x, op, y = m.group(1), m.group(2), m.group(3)
+            k = float(m.group(5) or 0) * (-1 if m.group(4) == "-" else 1)
+        elif m := _CMP_L.match(c):  # ?y + c OP ?x: ?x FLIP(OP) ?y + c
+            y, k = m.group(1), float(m.group(3)) * (-1 if m.group(2) == "-" else 1)
+            op, x = _FLIP[m.group(4)], m.group(5)
+        else:
+            continue
+        if x in rvars and y in lvars:
+            return (x, op, y, k)
+        if x in lvars and y in rvars:  # ?l OP ?r + k: ?r FLIP(OP) ?l - k
+            return (y, _FLIP[op], x, -k)
+    return None
+
+
+def shape_of(root: Node, var: str | None) -> Shape | None:
+    """The query's Shape, or None when the index does not run it."""
+    n = root.arg if isinstance(root, Project) and not root.distinct else root
+    if isinstance(n, Project):
+        return None  # DISTINCT: a dropped duplicate is not consumed
+    conds: list[Expr] = []
+    while isinstance(n, Filter):
+        if n.cond.reads:
+            return None
+        conds.append(n.cond)
+        n = n.arg
+    if var is None or not isinstance(n, SeqJoin) or n.cond is not None:
+        return None
+    if not (isinstance(n.left, BGP) and isinstance(n.right, BGP)
+            and len(n.left.patterns) == 1 and len(n.right.patterns) == 1):
+        return None
+    tl, tr = n.left.patterns[0], n.right.patterns[0]
+    lv, rv = _names(tl), _names(tr)
+    if any(v.startswith("_b") for v in lv | rv) or lv & rv != {var}:
+        return None  # a blank node: two occurrences with one mapping; other join variables
+    cmp = None
+    for e in conds:
+        cmp = cmp or _comparison(e.text, lv - rv, rv - lv)
+    return Shape(tl, tr, tuple(reversed(conds)), var, cmp)
+
+
+def _number(term: str | None) -> float | None:
+    """A term's numeric value for the index, or None (not a number: always a candidate)."""
+    if term is None:
+        return None
+    try:
+        kind, v = nt_value(term)
+    except Fallback:
+        return None
+    if kind not in ("n", "d", "f"):
+        return None
+    x = float(v)
+    return None if math.isnan(x) else x
+
+
+@dataclass
+class _Part:
+    a: list[Entry] = field(default_factory=list)  # left solutions, time order: live from ah on
+    ah: int = 0  # consumed at the head (chronological's case) only move this: no memmove
+    groups: dict[Mu, list[Entry]] = field(default_factory=dict)  # live right ones, by mapping
+    bq: deque[Entry] = field(default_factory=deque)  # every right one, time order (lazy)
+    values: list[tuple[float, int, Mu]] = field(default_factory=list)  # chronological
+    other: set[Mu] = field(default_factory=set)  # groups with no numeric value
+    gkey: dict[Mu, tuple[float, int] | None] = field(default_factory=dict)
+    pending: set[Mu] = field(default_factory=set)
+    last: tuple[int, ...] = ()  # chronological: the left selection last evaluated
+    partner: dict[Mu, tuple[int, ...]] = field(default_factory=dict)  # recent
+    partners: dict[int, set[Mu]] = field(default_factory=dict)  # recent: left seq -> groups
+    maxtw: float = -INF
+
+
+class SeqIndex:
+    """The live candidates of a chronological / recent query of :class:`Shape` (no window)."""
+
+    def __init__(self, shape: Shape, policy: Selection) -> None:
+        self.shape = shape
+        self.policy = policy
+        self.chrono = policy is Selection.CHRONOLOGICAL
+        self.parts: dict[str, _Part] = {}
+        self.slow: set[str] = set()  # parts the reference evaluates
+        self.by_item: dict[int, list[tuple[str, bool, Entry]]] = {}
+        self.seq = 0
+        self.tested = 0  # pairs tested (a measure of the work)
+
+    @staticmethod
+    def of(root: Node, policy: Selection, var: str | None) -> SeqIndex | None:
+        shape = shape_of(root, var)
+        return SeqIndex(shape, policy) if shape is not None and policy.consumes else None
+
+    def live(self) -> int:
+        """Live candidates held (left solutions and right ones not yet dropped)."""
+        return sum(len(p.a) - p.ah + sum(map(len, p.groups.values())) for p in self.parts.values())
+
+    def indexed(self, part: str) -> bool:
+        return part not in self.slow
+
+    # ------------------------------------------------------------ changes
+
+    def note(self, oc: Occurrence) -> None:
+        self.seq += 1
+        sh = self.shape
+        for is_b, tp in ((False, sh.left), (True, sh.right)):
+            for s in match_one(tp, [oc]):
+                key = dict(s.mu)[sh.var]
+                if key in self.slow:
+                    continue
+                p = self.parts.setdefault(key, _Part())
+                if oc.ta != oc.tw or oc.tw < p.maxtw:
+                    self.slow.add(key)  # an interval, or out of time order: the reference's
+                    del self.parts[key]
+                    continue
+                p.maxtw = oc.tw
+                e = (oc.tw, self.seq, s)
+                self.by_item.setdefault(oc.item, []).append((key, is_b, e))
+                if not is_b:
+                    p.a.append(e)
+                    continue
+                p.bq.append(e)
+                g = p.groups.get(s.mu)
+                if g is None:
+                    g = p.groups[s.mu] = []
+                    self._index_group(p, s)
+                if not self.chrono or not g:
+                    p.pending.add(s.mu)  # the group's selected right solution changes
+                g.append(e)
+
+    def _index_group(self, p: _Part, s: Solution) -> None:
+        x = _number(dict(s.mu).get(self.shape.cmp[0])) if self.shape.cmp else None
+        if x is None:
+            p.gkey[s.mu] = None
+            p.other.add(s.mu)
+        else:
+            k = (x, self.seq)
+            p.gkey[s.mu] = k
+            insort(p.values, (x, self.seq, s.mu))
+
+    def _drop_group(self, p: _Part, mu: Mu) -> None:
+        del p.groups[mu]
+        k = p.gkey.pop(mu)
+        if k is None:
+            p.other.discard(mu)
+        else:
+            i = bisect_left(p.values, k)
+            del p.values[i]
+        for s in p.partner.pop(mu, ()):
+            p.partners.get(s, set()).discard(mu)
+        p.pending.discard(mu)
+
+    def consume(self, items: Iterable[int]) -> None:
+        for item in items:
+            for key, is_b, e in self.by_item.pop(item, ()):
+                p = self.parts.get(key)
+                if p is None:
+                    continue
+                if not is_b:
+                    i = bisect_left(p.a, e[:2], lo=p.ah)
+                    if i < len(p.a) and p.a[i][1] == e[1]:
+                        if i == p.ah:
+                            p.ah += 1
+                            if p.ah > 64 and 2 * p.ah > len(p.a):
+                                del p.a[:p.ah]
+                                p.ah = 0
+                        else:
+                            del p.a[i]
+                        p.pending |= p.partners.pop(e[1], set())
+                    continue
+                g = p.groups.get(e[2].mu)
+                if g is None:
+                    continue
+                i = bisect_left(g, e[:2])
+                if i < len(g) and g[i][1] == e[1]:
+                    if i == (0 if self.chrono else len(g) - 1):
+                        p.pending.add(e[2].mu)
+                    del g[i]
+                    if not g:
+                        self._drop_group(p, e[2].mu)
+
+    def keep_items(self, items: set[int]) -> None:
+        for i in [i for i in self.by_item if i not in items]:
+            del self.by_item[i]
+
+    # ------------------------------------------------------------ evaluation
+
+    def _drop_dead(self, p: _Part) -> None:
+        """Right solutions no live left one ends before: none ever will."""
+        thr = p.a[p.ah][0] if p.ah < len(p.a) else INF
+        bq = p.bq
+        while bq and bq[0][0] <= thr:
+            e = bq.popleft()
+            g = p.groups.get(e[2].mu)
+            if g and g[0][1] == e[1]:
+                del g[0]
+                if not g:
+                    self._drop_group(p, e[2].mu)
+                elif self.chrono:
+                    p.pending.add(e[2].mu)
+
+    def evaluate(self, part: str, ex: ExprEvaluator) -> list[Solution]:
+        """What the reference evaluator gives for the part now (its order kept)."""
+        p = self.parts.get(part)
+        if p is None:
+            return []
+        self._drop_dead(p)
+        if p.ah == len(p.a) or not p.groups:
+            p.pending.clear()
+            return []
+        pairs = self._chronological(p) if self.chrono else self._recent(p)
+        p.pending.clear()
+        if not pairs:
+            return []
+        pairs.sort(key=lambda ab: (ab[1][1], ab[0][1]))
+        combos = [combine(a[2], b[2]) for a, b in pairs]
+        self.tested += len(combos)
+        for e in self.shape.conds:
+            keep = ex.test(e, [(c, c.ta, c.tw) for c in combos])
+            combos = [c for c, k in zip(combos, keep, strict=True) if k]
+        return combos
+
+    def _chronological(self, p: _Part) -> list[tuple[Entry, Entry]]:
+        # FIRST of the lefts: the earliest live ones (one instant); each group's selected
+        # right one: its earliest usable, the front once the dead are dropped
+        t0 = p.a[p.ah][0]
+        a0 = selection.pick(self.policy, p.a[p.ah:bisect_right(p.a, (t0, INF), lo=p.ah)], _interval)
+        sel = tuple(e[1] for e in a0)
+        if sel == p.last:
+            mus: Iterable[Mu] = p.pending
+        else:
+            p.last = sel
+            mus = self._candidates(p, a0)
+        return [(a, b) for mu in mus if mu in p.groups
+                for b in selection.select(self.policy, p.groups[mu][:1], _interval, _rivals) for a in a0]
+
+    def _candidates(self, p: _Part, a0: list[Entry]) -> set[Mu]:
+        cmp = self.shape.cmp
+        if cmp is None:
+            return set(p.groups)
+        out = set(p.other)
+        for a in a0:
+            x = _number(dict(a[2].mu).get(cmp[2]))
+            if x is None:
+                return set(p.groups)
+            t = x + cmp[3]
+            eps = 1e-9 * max(1.0, abs(t))  # a superset: the FILTER decides exactly
+            if cmp[1] in (">", ">="):
+                lo = bisect_left(p.values, t - eps, key=itemgetter(0))
+                out.update(v[2] for v in p.values[lo:])
+            else:
+                hi = bisect_right(p.values, t + eps, key=itemgetter(0))
+                out.update(v[2] for v in p.values[:hi])
+        return out
+
+    def _recent(self, p: _Part) -> list[tuple[Entry, Entry]]:
+        # each group's latest right one, with LAST of the lefts ending before it starts
+        out: list[tuple[Entry, Entry]] = []
+        for mu in p.pending:
+            g = p.groups.get(mu)
+            if not g:
+                continue
+            b = selection.select(self.policy, g[-1:], _interval, _rivals)[0]
+            j = bisect_left(p.a, (b[0], -1), lo=p.ah)  # lefts ending before b (points: tw < ta)
+            if j == p.ah:
+                continue
+            t = p.a[j - 1][0]
+            a1 = selection.pick(self.policy, p.a[bisect_left(p.a, (t, -1), lo=p.ah):j], _interval)
+            sel = tuple(e[1] for e in a1)
+            old = p.partner.get(mu)
+            if old is not None:
+                for s in old:
+                    p.partners.get(s, set()).discard(mu)
+            p.partner[mu] = sel
+            for s in sel:
+                p.partners.setdefault(s, set()).add(mu)
+            out.extend((a, b) for a in a1)
+        return out

@@ -92,10 +92,20 @@ def _aggregate(cq_: ContinuousQuery) -> tuple[ContinuousQuery, list[str]]:
 
 
 def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None = None) -> str:
-    cq_, agg_lines = _aggregate(cq_)
-    q = from_query(cq_)
-    lines = [f"query: {cq_.name or '(unnamed)'}  dialect: {cq_.dialect}  form: {cq_.form}",
-             f"report: {cq_.report}  r2s: {cq_.r2s.value}",
+    head = [f"query: {cq_.name or '(unnamed)'}  dialect: {cq_.dialect}  form: {cq_.form}",
+            f"report: {cq_.report}  r2s: {cq_.r2s.value}"]
+    try:
+        cq_, agg_lines = _aggregate(cq_)
+        q = from_query(cq_)
+    except LarsError as e:
+        if with_lars:
+            raise
+        # 001's model (V, P, D, S) covers a fragment; the query still runs, so explain the rest
+        windows = [f"  <{w.stream}> {w.spec.text} -> "
+                   + ("merged into the default graph" if w.in_default else f"window <{w.iri}>")
+                   for w in cq_.dataset.windows]
+        return "\n".join(head + ["windows:", *windows, f"001's model (V, P, D, S): not shown: {e}"]) + "\n"
+    lines = [*head,
              "V: " + (" ".join(f"?{v}" for v in q.V) if q.V else "*"),
              "D: default graph " + (", ".join(f"<{g}>" for g in q.default_graphs) or "(supplied)")
              + ("; named " + ", ".join(f"<{g}>" for g in q.named_graphs) if q.named_graphs else ""),

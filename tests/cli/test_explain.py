@@ -69,3 +69,24 @@ def test_explain_epsparql_prints_its_operators(capsys, tmp_path):
     assert sum(x.strip() == "?c <http://example.org/hasStockPrice> ?p1" for x in lines) == 1
     code, out, _ = _explain(capsys, tmp_path, EP, "--dialect", "epsparql", "--format", "dot")
     assert code == 0 and out.startswith("digraph epsparql")
+
+
+def test_explain_a_query_outside_001s_model_still_explains_how_it_runs(capsys):
+    """The demo's query (a FILTER inside its window) is outside 001's (V, P, D, S) fragment:
+    explain says so and still prints its windows, evaluation path and Spark plan; --lars,
+    which needs the model, is refused."""
+    q = str(ROOT / "examples" / "srbench-hot.rq")
+    assert main(["explain", q]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:5] == [
+        "query: http://example.org/hot  dialect: rspql  form: SELECT",
+        "report: window-close  r2s: RSTREAM",
+        "windows:",
+        "  <http://example.org/srbench> [RANGE 5000 STEP 5000] -> window <http://example.org/w>",
+        "001's model (V, P, D, S): not shown: a stream graph pattern that is not a basic graph "
+        "pattern is outside the LARS translation's fragment (BGP, AND, UNION, OPTIONAL, FILTER, "
+        "MINUS, GRAPH <iri>)"]
+    assert any(x.startswith("evaluation: incremental: ") for x in lines)
+    assert any(x.startswith("on Spark: partition key: ") for x in lines)
+    assert main(["explain", "--lars", q]) == 2  # a query the translation cannot take: bad usage, as for SPASEQ
+    assert "outside the LARS translation's fragment" in capsys.readouterr().err

@@ -236,7 +236,7 @@ def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
         try:
             f.flush()
         except (OSError, ValueError):
-            pass
+            pass  # closed or broken output: the process ends anyway
     os._exit(EXIT_ERROR)
 
 

@@ -228,7 +228,7 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                     await websocket.send_text(text)
             await websocket.close(code=1000)
         except WebSocketDisconnect:
-            pass
+            pass  # the client left: nothing more to send
 
     async def post_events(request: Request) -> Response:
         stream = request.query_params.get("stream")

@@ -237,7 +237,7 @@ class TermParser:
                 if not self.at_operator():
                     return e
             except NotCompiled:
-                pass
+                pass  # not a parenthesised expression of its own: read it again below
             self.i = save
         if self.bound_next():
             return self.boolean(self.bound())

@@ -276,7 +276,7 @@ class Assembly:
                     setattr(o, role, (int(lexical), TimeKind.ABSTRACT))
                     return
                 except ValueError:
-                    pass
+                    pass  # not a plain integer: read it as a timestamp literal below
             ts = timestamp_from_literal(lexical, datatype)
         except TimeError as e:
             o.time_error = f"bad timestamp for <{o.name}>: {e}"

@@ -167,7 +167,7 @@ class ExprEvaluator:
             try:
                 return self._fast(f, rows)
             except Fallback:
-                pass
+                pass  # a value the fast path does not mirror: pyoxigraph decides below
         ok = {i for i, _ in self._run(e, rows, f"SELECT ?__i WHERE {{ {{}} FILTER ({e.text}) }}")}
         return [i in ok for i in range(len(rows))]
 

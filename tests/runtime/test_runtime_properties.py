@@ -10,40 +10,18 @@ from hypothesis import strategies as st
 
 from rsep import Engine
 from rsep.algebra.dataset import StreamingDataset
-from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.policy import R2S
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
-from rsep.algebra.window import Boundary, NamedWindow, WindowKind, WindowSpec
+from rsep.algebra.window import NamedWindow
 from rsep.runtime import reference
 from rsep.stream.event import Event
-from rsep.stream.time import Duration, TimeKind
+from rsep.stream.time import TimeKind
 from rsep.testing.snippets import triples
+from rsep.testing.strategies import policies, specs
 
 P = "http://example.org/"
 POOL = triples(":a :p :b . :b :p :c . :b :q :d . :c :q :e . :a :p :c . :d :q :a .")
 
-
-def d(n: int) -> Duration:
-    return Duration(n, False, str(n))
-
-
-specs = st.one_of(
-    st.builds(lambda a, b, off, right: WindowSpec(
-        WindowKind.TIME, range=d(a + off), step=d(b), offset=d(off) if off else None,
-        boundary=Boundary.RIGHT_CLOSED if right else Boundary.LEFT_CLOSED),
-        st.integers(1, 6), st.integers(1, 4), st.integers(0, 2), st.booleans()),
-    st.builds(lambda n, tr: WindowSpec(WindowKind.COUNT, count=n, count_triples=tr),
-              st.integers(1, 4), st.booleans()),
-    st.builds(lambda t0: WindowSpec(WindowKind.LANDMARK, landmark=t0), st.integers(0, 6)),
-    st.just(WindowSpec(WindowKind.NOW)),
-)
-
-policies = st.one_of(
-    st.just(ReportPolicy(window_close=True)),
-    st.just(ReportPolicy(window_close=True, non_empty=True)),
-    st.just(ReportPolicy(on_arrival=True)),
-    st.just(ReportPolicy(content_change=True)),
-    st.builds(lambda p, ne: ReportPolicy(periodic=d(p), non_empty=ne), st.integers(1, 3), st.booleans()),
-)
 
 BODIES = [
     "SELECT ?s ?o WHERE { GRAPH <urn:w1> { ?s <http://example.org/p> ?o } }",

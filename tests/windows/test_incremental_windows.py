@@ -14,13 +14,14 @@ from rsep import Engine
 from rsep.algebra.dataset import StreamingDataset
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
-from rsep.algebra.window import Boundary, NamedWindow, WindowKind, WindowSpec
+from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
 from rsep.lang import parse_query
 from rsep.runtime import reference
 from rsep.runtime.engine import SYNC_BATCH, QueryRuntime
 from rsep.stream.event import Event
-from rsep.stream.time import Duration, TimeKind
+from rsep.stream.time import TimeKind
 from rsep.testing.snippets import triples
+from rsep.testing.strategies import d, policies, specs
 from rsep.windows.incremental import INCREMENTAL, SNAPSHOT, plan
 
 P = "PREFIX : <http://example.org/> "
@@ -60,29 +61,6 @@ ON_ARRIVAL = {0, 2, 3, 4, 5, 6, 7, 8, 9}
 X = "http://www.w3.org/2001/XMLSchema#"
 VALUES = ['1', '2', f'"2.0"^^<{X}decimal>', f'"2.5"^^<{X}double>', '"abc"', '3', '"x"@en', ':iri']
 
-
-def d(n: int) -> Duration:
-    return Duration(n, False, str(n))
-
-
-specs = st.one_of(
-    st.builds(lambda a, b, off, right: WindowSpec(
-        WindowKind.TIME, range=d(a + off), step=d(b), offset=d(off) if off else None,
-        boundary=Boundary.RIGHT_CLOSED if right else Boundary.LEFT_CLOSED),
-        st.integers(1, 6), st.integers(1, 4), st.integers(0, 2), st.booleans()),
-    st.builds(lambda n, tr: WindowSpec(WindowKind.COUNT, count=n, count_triples=tr),
-              st.integers(1, 4), st.booleans()),
-    st.builds(lambda t0: WindowSpec(WindowKind.LANDMARK, landmark=t0), st.integers(0, 6)),
-    st.just(WindowSpec(WindowKind.NOW)),
-)
-
-policies = st.one_of(
-    st.just(ReportPolicy(window_close=True)),
-    st.just(ReportPolicy(window_close=True, non_empty=True)),
-    st.just(ReportPolicy(on_arrival=True)),
-    st.just(ReportPolicy(content_change=True)),
-    st.builds(lambda p, ne: ReportPolicy(periodic=d(p), non_empty=ne), st.integers(1, 3), st.booleans()),
-)
 
 
 @st.composite

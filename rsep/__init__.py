@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from rsep.runtime.engine import Engine, EngineError, Limits, Output
     from rsep.stream.event import Event
     from rsep.stream.files import StreamFile, TimeConfig
+    from rsep.stream.protocol import Sink, Source
+    from rsep.stream.readers import open_stream
 
 # The public names, by the module that defines them: imported on first use (PEP 562), so that
 # `import rsep` (every subcommand's first step) loads neither the engine nor the grammars.
@@ -24,7 +26,9 @@ _PUBLIC = {"Engine": "rsep.runtime.engine", "EngineError": "rsep.runtime.engine"
            "Limits": "rsep.runtime.engine", "Output": "rsep.runtime.engine",
            "QueryError": "rsep.lang", "parse_query": "rsep.lang", "R2S": "rsep.algebra.policy",
            "ReportPolicy": "rsep.algebra.policy", "Event": "rsep.stream.event",
-           "StreamFile": "rsep.stream.files", "TimeConfig": "rsep.stream.files"}
+           "StreamFile": "rsep.stream.files", "TimeConfig": "rsep.stream.files",
+           "Source": "rsep.stream.protocol", "Sink": "rsep.stream.protocol",
+           "open_stream": "rsep.stream.readers"}
 
 
 def __getattr__(name: str) -> Any:
@@ -40,4 +44,5 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["Engine", "EngineError", "Event", "Limits", "Output", "QueryError", "R2S",
-           "ReportPolicy", "StreamFile", "TimeConfig", "parse_query", "__version__"]
+           "ReportPolicy", "Sink", "Source", "StreamFile", "TimeConfig", "open_stream",
+           "parse_query", "__version__"]

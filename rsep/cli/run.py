@@ -21,7 +21,7 @@ from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, dialect_of, parse_query
 from rsep.lang.dialect import OPTIONS
 from rsep.runtime.engine import Engine, EngineError, Limits
-from rsep.runtime.sinks import FORMATS, Sink
+from rsep.runtime.sinks import FORMATS, open_sink
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
@@ -240,17 +240,6 @@ def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
     os._exit(EXIT_ERROR)
 
 
-def _output(path: str | None, fmt: str) -> IO[str]:
-    if path is None:
-        return sys.stdout
-    if path.startswith("mqtt://"):
-        # (imported here: a run that writes files does not load an MQTT client)
-        from rsep.runtime.mqtt_output import MqttOutput
-
-        return MqttOutput(path, fmt)
-    return open(path, "w", encoding="utf-8")
-
-
 def main(args: argparse.Namespace) -> int:
     """``rsep run`` in this process."""
     queries = check_options(args)
@@ -273,17 +262,16 @@ def main(args: argparse.Namespace) -> int:
                           + ", ".join(f"<{m}>" for m in sorted(missing)))
     tc = time_config(args)
     dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
-    out = _output(args.output, args.format)
+    sink = open_sink(args.output, args.format, with_query=len(engine.queries) > 1)
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
-            what, args.max_eval_seconds, (out,)))
+            what, args.max_eval_seconds, (sink.out,)))
     try:
         files = [open_stream(iri, path, fmt=args.stream_format, time=tc,
                              time_predicates=args.time_predicate) for iri, path in args.stream]
     except FileNotFoundError as e:
         raise EngineError(str(e)) from e
     events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
-    sink = Sink(out, args.format, with_query=len(engine.queries) > 1)
     progress = _Progress(not args.quiet and sys.stderr.isatty())
     clock = None
     write = sink.write
@@ -301,8 +289,6 @@ def main(args: argparse.Namespace) -> int:
         sink.close()
         progress.done()
         dead.close()
-        if args.output:
-            out.close()
     if clock is not None:
         sys.stdout.flush()
         print(table(clock.report(time.perf_counter() - t0), engine.events), file=sys.stderr)

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from rsep.cli.run import EXIT_OK, EXIT_REJECTED, check_options, limits, time_config, until
 from rsep.runtime.engine import EngineError
-from rsep.runtime.sinks import Sink
+from rsep.runtime.sinks import open_sink
 from rsep.spark.package import (
     ALIAS,
     EXECUTOR_PYTHON,
@@ -258,8 +258,8 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
     if missing:
         raise EngineError("the queries read stream(s) with no --stream given: "
                           + ", ".join(f"<{m}>" for m in sorted(missing)))
-    out = open(args.output, "w", encoding="utf-8") if args.output else stdout
-    sink = Sink(out, args.format, with_query=len(pipe.config.queries) > 1)
+    sink = open_sink(args.output, args.format, with_query=len(pipe.config.queries) > 1,
+                     stdout=stdout)
     dead = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None
     rejected = 0
     seen: set[int] = set()
@@ -274,7 +274,7 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
         seen.add(batch_id)
         for o in collect_outputs(df):
             sink.write(o)
-        out.flush()
+        sink.flush()
         for r in df.filter("rtype = 'r'").select("json").collect():
             rejected += 1
             if dead:
@@ -300,10 +300,6 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
             print(file=sys.stderr)
         if dead:
             dead.close()
-        if args.output:
-            out.close()
-        else:
-            out.flush()
     if rejected:
         if not args.quiet:
             print(f"rsep: {rejected} input record(s) rejected"

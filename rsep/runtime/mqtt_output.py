@@ -1,7 +1,7 @@
 """``rsep run --output mqtt://HOST:PORT/TOPIC``: each result item published as one MQTT
 message, QoS 1.
 
-An item is what :class:`~rsep.runtime.sinks.Sink` ends with :meth:`MqttOutput.end_item`:
+An item is what :class:`~rsep.runtime.sinks.FormatSink` ends with :meth:`MqttOutput.end_item`:
 a jsonl object (the line without its newline), or, for the RDF Message formats, one
 evaluation's message (rdfm-trig / rdfm-nquads: the message's text without its ``# @message``
 delimiter, since a broker message already delimits it; jelly: the message's

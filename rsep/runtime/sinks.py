@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 from typing import IO
 
 from rsep.runtime.engine import Output
@@ -49,11 +50,33 @@ def csv_value(term: str | None) -> str:
     return term
 
 
-class Sink:
-    def __init__(self, out: IO[str], fmt: str, *, with_query: bool = False) -> None:
+def open_sink(path: str | None, fmt: str, *, with_query: bool = False,
+              stdout: IO[str] | None = None) -> FormatSink:
+    """Where ``rsep run`` writes results: standard output (``path`` None), a file, or
+    ``mqtt://HOST:PORT/TOPIC`` (each result item one MQTT message). Closing the sink closes
+    what it opened."""
+    if path is None:
+        return FormatSink(stdout or sys.stdout, fmt, with_query=with_query)
+    if fmt not in FORMATS:  # before a file is created or a broker connected
+        raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    if path.startswith("mqtt://"):
+        # (imported here: a run that writes files does not load an MQTT client)
+        from rsep.runtime.mqtt_output import MqttOutput
+
+        return FormatSink(MqttOutput(path, fmt), fmt, with_query=with_query, owned=True)
+    return FormatSink(open(path, "w", encoding="utf-8"), fmt, with_query=with_query, owned=True)
+
+
+class FormatSink:
+    """Results (``Output``) written in one of :data:`FORMATS` to a text output: a
+    :class:`~rsep.stream.protocol.Sink` of ``Output``. ``owned``: ``close`` closes ``out``."""
+
+    def __init__(self, out: IO[str], fmt: str, *, with_query: bool = False,
+                 owned: bool = False) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
         self.out = out
+        self.owned = owned
         self.fmt = fmt
         self.with_query = with_query
         self.count = 0
@@ -84,6 +107,12 @@ class Sink:
         elif self._messages is not None:
             self._flush_message()
             self._messages.close()
+        self.out.flush()
+        if self.owned:
+            self.out.close()
+
+    def flush(self) -> None:
+        """What was written so far reaches the output (a batch's results on Spark)."""
         self.out.flush()
 
     def end_evaluation(self) -> None:

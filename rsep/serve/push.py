@@ -1,5 +1,5 @@
 """The pushed form of a query's results (SSE and WebSocket): the CLI's jsonl objects, one
-per result, or RDF Messages (W3C RSP CG), one per evaluation, written by the Sink that
+per result, or RDF Messages (W3C RSP CG), one per evaluation, written by the FormatSink that
 ``rsep run --format rdfm-trig|rdfm-nquads`` writes with (so a pushed message is the one
 ``rsep run`` writes to its log, without the ``# @message`` delimiter line)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 
-from rsep.runtime.sinks import Sink
+from rsep.runtime.sinks import FormatSink
 from rsep.serve.hub import Item
 from rsep.stream.writer import DELIMITER
 
@@ -36,7 +36,7 @@ def result_format(fmt: str | None, accept: str | None) -> str:
 
 
 class _Messages(io.StringIO):
-    """Collects the messages a Sink ends (rsep.runtime.sinks: an output of items)."""
+    """Collects the messages a FormatSink ends (rsep.runtime.sinks: an output of items)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -54,7 +54,7 @@ class Renderer:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self._out = _Messages()
-        self._sink = Sink(self._out, fmt, with_query=True) if fmt != "jsonl" else None
+        self._sink = FormatSink(self._out, fmt, with_query=True) if fmt != "jsonl" else None
 
     def render(self, item: Item) -> list[str]:
         """The texts ``item`` completes: a jsonl object; for RDF Messages, nothing until the

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
 from rsep.stream.live import LiveStream
 from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
 from rsep.stream.mapping import MappedStreamFile
 from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
+from rsep.stream.protocol import Source
 from rsep.stream.time import TimeConfig
 
 STREAM_FORMATS = ("auto", "events", "rdfm", "jelly")
@@ -43,7 +43,7 @@ def stream_kind(path: str, fmt: str = "auto") -> str:
 
 
 def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | None = None,
-                time_predicates: Iterable[str] = ()) -> Iterable[Event | Rejected]:
+                time_predicates: Iterable[str] = ()) -> Source:
     """The reader of one stream. ``time_predicates`` ``["arrival"]``: a message log's
     messages take their arrival times (for stream files, time always comes from the data)."""
     preds = list(time_predicates)

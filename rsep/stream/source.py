@@ -32,7 +32,9 @@ class OrderingPolicy:
 
 
 class DeadLetter:
-    """Collects rejected records: counts them, reports them, and writes them as JSON lines."""
+    """Collects rejected records: counts them, reports them, and writes them as JSON lines.
+    A :class:`~rsep.stream.protocol.Sink` of ``Rejected``, and callable as the readers'
+    ``reject``."""
 
     def __init__(self, path: str | Path | None = None, echo: IO[str] | None = None,
                  echo_limit: int = 20) -> None:
@@ -43,6 +45,9 @@ class DeadLetter:
         self.items: list[Rejected] = []
 
     def __call__(self, r: Rejected) -> None:
+        self.write(r)
+
+    def write(self, r: Rejected) -> None:
         self.count += 1
         if len(self.items) < 10_000:
             self.items.append(r)

@@ -155,3 +155,13 @@ def test_ctrl_c_ends_a_live_run_with_every_result_published(broker, tmp_path):  
             proc.kill()
     assert [p.decode() for p in sub.wait(len(want))] == want
 
+
+
+def test_a_spark_run_publishes_the_same_items(broker, spark, tmp_path):  # noqa: F811
+    # one result writer (rsep.runtime.sinks.open_sink) for both engines
+    out = tmp_path / "hot.jsonl"
+    assert _run(QUERY, "-o", str(out)) == 0
+    lines = out.read_text().splitlines()
+    sub = Subscriber(broker, "results/spark")
+    assert _run(QUERY, "-o", f"mqtt://127.0.0.1:{broker}/results/spark", "--engine", "spark") == 0
+    assert [p.decode() for p in sub.wait(len(lines))] == lines

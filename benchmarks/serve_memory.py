@@ -62,12 +62,13 @@ def queries() -> dict[str, tuple[str, str]]:
                            "?r1 om-owl:floatValue ?v1 . FILTER (?v1 > 105) } "
                            "DEFINE GPM B ON S1 { ?o2 om-owl:procedure ?sensor ; om-owl:result ?r2 . "
                            "?r2 om-owl:floatValue ?v2 . FILTER (?v2 < 22) } }")
-    for i, bound in enumerate(["PT30S", "PT2M", "PT10S"]):
+    # the replay's timeline is abstract (ms, --time-unit 1ms): getDURATION() is a number
+    for i, bound in enumerate([30_000, 120_000, 10_000]):
         q[f"epsparql{i}"] = ("epsparql", P + "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
                              "SELECT ?sensor WHERE\n"
                              "{ ?o1 om-owl:procedure ?sensor ; om-owl:result ?r1 . ?r1 om-owl:floatValue ?v1 }\n"
                              "SEQ { ?o2 om-owl:procedure ?sensor ; om-owl:result ?r2 . ?r2 om-owl:floatValue ?v2 }\n"
-                             f"FILTER (?v1 > 108 && ?v2 < 6 && getDURATION() < \"{bound}\"^^xsd:duration)")
+                             f"FILTER (?v1 > 108 && ?v2 < 6 && getDURATION() < {bound})")
     assert len(q) == 20
     return q
 

@@ -211,7 +211,7 @@ class Delta:
 
             out: list[Solution] = []
             for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
-                out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1)))
+                out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1), first=i))
             return out
         if isinstance(n, Filter):
             return ex.filter(n.cond, self._d(n.arg))

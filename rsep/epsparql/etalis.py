@@ -45,6 +45,7 @@ from rsep.algebra.epsparql import (
     TriplePattern,
     Var,
 )
+from rsep.algebra.output import EngineError
 from rsep.epsparql.etalis_rules import (
     HEAD,
     Atom,
@@ -60,6 +61,7 @@ from rsep.epsparql.etalis_rules import (
 )
 from rsep.epsparql.matcher import Solution
 from rsep.epsparql.reference import ExprEvaluator
+from rsep.epsparql.rewrites import mismatched_bounds
 from rsep.epsparql.runtime import EpOutput
 from rsep.lang.errors import QueryError
 from rsep.stream.time import TimeKind
@@ -349,6 +351,9 @@ class EtalisRuntime:
         self.pending: dict[int, list[Event]] = {}
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        why = mismatched_bounds(self.query.pattern, kind, time_unit_ms)
+        if why:  # known once the first event tells the kind of time
+            raise EngineError(f"query {self.name}: {why}")
         self.kind = kind
         self.rules_run.exprs.kind = kind
         try:

@@ -58,6 +58,7 @@ class Occurrence:
     ta: float  # (+inf, -inf: a background triple's, timeless)
     tw: float
     item: int  # the stream item (event) it came from: what consumption removes
+    seq: int = 0  # the store's order of addition (set by OccurrenceStore.add)
 
 
 # The occurrences a triple pattern (s, p, o: a term, or None for a variable) may match.
@@ -96,6 +97,7 @@ class OccurrenceStore:
             return False
         self.keys.add(key)
         self.version += 1
+        oc.seq = self.version
         if oc.tw > self.fresh_tau:
             self.fresh, self.fresh_tau = [], oc.tw
         if oc.tw == self.fresh_tau:
@@ -139,25 +141,69 @@ def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> d
 
 
 def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
-              given: dict[str, str] | None = None) -> list[Solution]:
+              given: dict[str, str] | None = None, first: int | None = None) -> list[Solution]:
     """BGP(P): one occurrence per triple pattern; t_alpha = min start, t_omega = max end.
-    ``sources[i]`` gives the occurrences pattern i may use."""
+    ``sources[i]`` gives the occurrences pattern i may use. ``first``: match that pattern
+    first and then each pattern joined to those before it (the semi-naive term whose
+    pattern reads only the current instant: its few occurrences bind the variables the
+    others are looked up by, instead of a scan of every earlier occurrence of the first
+    pattern); the solutions come in the same order as without it."""
     results: list[Solution] = []
+    m = len(patterns)
+    order = list(range(m)) if first is None else _join_order(patterns, first)
+    if order == list(range(m)):
+        def rec(i: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
+            if i == m:
+                mu_out = tuple(sorted((k, v) for k, v in mu.items() if not k.startswith("_b")))
+                results.append(Solution(mu_out, ta, tw, just))
+                return
+            tp = patterns[i]
+            s, p, o = (_bind(t, mu) for t in tp)
+            for oc in sources[i](s, p, o):
+                mm = _match(tp, (oc.s, oc.p, oc.o), mu)
+                if mm is not None:
+                    rec(i + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
 
-    def rec(i: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
-        if i == len(patterns):
-            mu_out = tuple(sorted((k, v) for k, v in mu.items() if not k.startswith("_b")))
-            results.append(Solution(mu_out, ta, tw, just))
+        rec(0, given or {}, INF, -INF, frozenset())
+        return results
+    keyed: list[tuple[tuple[int, ...], Solution]] = []
+    seqs = [0] * m
+
+    def rec_in(k: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
+        if k == m:
+            mu_out = tuple(sorted((x, v) for x, v in mu.items() if not x.startswith("_b")))
+            keyed.append((tuple(seqs), Solution(mu_out, ta, tw, just)))
             return
+        i = order[k]
         tp = patterns[i]
         s, p, o = (_bind(t, mu) for t in tp)
         for oc in sources[i](s, p, o):
-            m = _match(tp, (oc.s, oc.p, oc.o), mu)
-            if m is not None:
-                rec(i + 1, m, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
+            mm = _match(tp, (oc.s, oc.p, oc.o), mu)
+            if mm is not None:
+                seqs[i] = oc.seq
+                rec_in(k + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
 
-    rec(0, given or {}, INF, -INF, frozenset())
-    return results
+    rec_in(0, given or {}, INF, -INF, frozenset())
+    # every source lists occurrences in the order they were added: sorting by the
+    # occurrences' order per pattern gives the in-order enumeration's result order
+    keyed.sort(key=lambda x: x[0])
+    return [sol for _, sol in keyed]
+
+
+def _join_order(patterns: tuple[TriplePattern, ...], first: int) -> list[int]:
+    """``first``, then repeatedly the lowest-numbered pattern sharing a variable with those
+    already placed (the lowest-numbered one left when none does)."""
+    def names(tp: TriplePattern) -> set[str]:
+        return {t.name for t in tp if isinstance(t, Var)}
+
+    order, bound = [first], names(patterns[first])
+    left = [i for i in range(len(patterns)) if i != first]
+    while left:
+        i = next((j for j in left if names(patterns[j]) & bound), left[0])
+        left.remove(i)
+        order.append(i)
+        bound |= names(patterns[i])
+    return order
 
 
 def match_one(tp: TriplePattern, occs: list[Occurrence]) -> list[Solution]:

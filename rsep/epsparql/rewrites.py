@@ -29,6 +29,7 @@ from rsep.algebra.epsparql import (
     Unit,
     Values,
     Var,
+    nodes,
 )
 from rsep.stream.time import TimeKind
 
@@ -100,6 +101,42 @@ def _literal_span(v: str, kind: TimeKind | None) -> float:
     if kind is TimeKind.DATETIME:
         return INF
     return float(v.split("^^")[0].strip('"'))
+
+
+def mismatched_bounds(root: Node, kind: TimeKind, time_unit_ms: int | None = None) -> str | None:
+    """Why no solution could pass a time-function FILTER conjunct of ``root`` on this kind
+    of stream, or None: ``getDURATION()`` is an ``xsd:integer`` on an abstract timeline and
+    an ``xsd:dayTimeDuration`` on a dateTime one, so comparing it with the other kind of
+    literal is a type error, false for every solution (a query that silently never
+    answers)."""
+    for n in nodes(root):
+        if not isinstance(n, Filter):
+            continue
+        for c in conjuncts(n.cond.text):
+            m = next((m for rx in _BOUND_RX if (m := rx.match(c))), None)
+            if m is None:
+                continue
+            v = m.group("v")
+            is_duration = v.startswith('"') and "P" in v.split("^^")[0]
+            if kind is TimeKind.DATETIME and not is_duration:
+                return (f"FILTER ({_sigma_text(c)}): on a dateTime stream getDURATION() is an "
+                        f"xsd:dayTimeDuration; compare it with one, e.g. \"PT30S\"^^xsd:dayTimeDuration")
+            if kind is not TimeKind.DATETIME and is_duration:
+                dm = _DUR_RX.match(v[1:v.index('"', 1)])
+                hint = ""
+                if dm and any(dm.groups()) and time_unit_ms:
+                    d, h, mi, sec = (float(x) if x else 0.0 for x in dm.groups())
+                    units = (((d * 24 + h) * 60 + mi) * 60_000 + sec * 1000) / time_unit_ms
+                    hint = f" ({v.split('^^')[0]} is {units:g} of this run's time units)"
+                return (f"FILTER ({_sigma_text(c)}): on an abstract timeline getDURATION() is an "
+                        f"xsd:integer of time units; compare it with a number{hint}")
+    return None
+
+
+def _sigma_text(c: str) -> str:
+    """A conjunct as the user wrote it (sigma's variables back to the time functions)."""
+    return (c.replace("?__d", "getDURATION()").replace("?__s", "getSTARTTIME()")
+            .replace("?__e", "getENDTIME()"))
 
 
 def bound(e: Expr, kind: TimeKind | None) -> float:

@@ -18,7 +18,13 @@ from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution
 from rsep.epsparql.policy import PolicyState
 from rsep.epsparql.rdfs import Graphs, Schema
 from rsep.epsparql.reference import ExprEvaluator, World
-from rsep.epsparql.rewrites import horizons, occurrence_horizon, push_filters, window
+from rsep.epsparql.rewrites import (
+    horizons,
+    mismatched_bounds,
+    occurrence_horizon,
+    push_filters,
+    window,
+)
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
 
@@ -214,6 +220,9 @@ class EpSparqlRuntime:
 
     # engine protocol
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
+        why = mismatched_bounds(self.query.pattern, kind, time_unit_ms)
+        if why:  # known once the first event tells the kind of time
+            raise EngineError(f"query {self.name}: {why}")
         self.kind = kind
         self.ctx.world.exprs.kind = kind
         hs = horizons(self.plan, kind)

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from rsep import Engine
+from rsep import Engine, EngineError
 from rsep.epsparql import reference as ep
 from rsep.epsparql import rewrites as rw
 from rsep.epsparql import runtime as epr
@@ -165,3 +165,24 @@ def test_pushed_filters_give_the_reference_solutions(query):
     eng.register(q)
     got = Counter((tuple(sorted(o.bindings.items())), o.start, o.time) for o in eng.run(stream))
     assert got == want and want
+
+
+@pytest.mark.parametrize("policy", [None, "chronological", "etalis-chronological"])
+def test_a_duration_literal_on_an_abstract_timeline_is_refused(policy):
+    """getDURATION() is an xsd:integer on an abstract timeline: comparing it with an
+    xsd:duration is a type error for every solution, so the query could never answer.
+    It is refused when the first event tells the kind of time, with the number to write."""
+    q = P + """SELECT ?company WHERE { { ?company :hasStockPrice ?price1 }
+    SEQ { ?company :hasStockPrice ?price2 } FILTER (getDURATION() < "PT2M"^^xsd:duration) }"""
+    eng = Engine(time_unit_ms=1000)
+    eng.register(parse_epsparql(q, policy=policy), name="q")
+    with pytest.raises(EngineError) as e:
+        list(eng.run(stock_stream(5, 1)))
+    assert str(e.value) == (
+        'query q: FILTER (getDURATION() < "PT2M"^^xsd:duration): on an abstract timeline '
+        'getDURATION() is an xsd:integer of time units; compare it with a number ("PT2M" is '
+        "120 of this run's time units)")
+    assert rw.mismatched_bounds(parse_epsparql(Q1_30).pattern, TimeKind.ABSTRACT) is None
+    assert rw.mismatched_bounds(parse_epsparql(Q1_30).pattern, TimeKind.DATETIME) == (
+        "FILTER (getDURATION() < 30): on a dateTime stream getDURATION() is an "
+        'xsd:dayTimeDuration; compare it with one, e.g. "PT30S"^^xsd:dayTimeDuration')

@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
         if path.lower().endswith(RML_SUFFIXES):
             # the Spark sources split raw RDF records; a mapping's rows are not RDF yet
             raise EngineError(f"{path}: an RML-mapped stream runs in-process (rsep run without "
-                              "--engine spark)")
+                              "--engine spark); for Spark, map it to an RDF Message Log first: "
+                              f"rsep convert {path} --to rdfm-trig -o STREAM.trig")
     if getattr(args, "time_predicate", None) == ["arrival"]:
         raise EngineError("--time-predicate arrival is read by the in-process engine only "
                           "(a Spark job replays its files: their time must be in the data)")

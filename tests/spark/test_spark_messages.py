@@ -28,3 +28,13 @@ def test_spark_refuses_standard_input_and_live_sources_with_the_reason(capsys):
     for path in ("-", "tcp://localhost:9"):
         assert main(["run", query, "--stream", f"{SR}={path}", "--engine", "spark"]) == 1
         assert "--engine spark reads stream files" in capsys.readouterr().err
+
+
+def test_spark_refuses_an_rml_mapping_and_says_how_to_convert_it(capsys):
+    query = str(ROOT / "examples" / "citybench" / "q1.rq")
+    mapping = str(ROOT / "examples" / "citybench" / "traffic-182955.rml.ttl")
+    assert main(["run", query, "--stream", f"{SR}={mapping}", "--engine", "spark"]) == 1
+    assert capsys.readouterr().err == (
+        f"rsep: {mapping}: an RML-mapped stream runs in-process (rsep run without "
+        "--engine spark); for Spark, map it to an RDF Message Log first: "
+        f"rsep convert {mapping} --to rdfm-trig -o STREAM.trig\n")

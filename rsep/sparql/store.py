@@ -19,7 +19,7 @@ GraphName = ox.NamedNode | ox.DefaultGraph
 
 
 class SnapshotStore:
-    def __init__(self, *, min_garbage: int = 50_000, factor: float = 1.0) -> None:
+    def __init__(self, *, min_garbage: int = 4_096, factor: float = 1.0) -> None:
         self.store = ox.Store()
         self._counts: dict[ox.Quad, int] = {}
         self._times: dict[ox.Triple, Counter[int]] = {}  # triple -> times of its occurrences

@@ -67,11 +67,6 @@ class TimeVaryingGraph:
         """The changes stamped <= t, in order."""
         return self.changes[:bisect.bisect_right(self.changes, t, key=_time)]
 
-    def next_change(self, after: int) -> int | None:
-        """The time of the first change stamped after ``after``, if any."""
-        i = bisect.bisect_right(self.changes, after, key=_time)
-        return self.changes[i].time if i < len(self.changes) else None
-
 
 def _time(u: GraphUpdate) -> int:
     return u.time

@@ -19,7 +19,7 @@ import pyoxigraph as ox
 from rsep.algebra.dataset import TimeVaryingGraph
 from rsep.algebra.output import EngineError
 from rsep.lang import QueryError
-from rsep.sparql.update import Graph, UpdateError, apply, canonical
+from rsep.sparql.update import Graph, LiveGraph, UpdateError, canonical
 from rsep.stream.event import Rejected
 from rsep.stream.time import format_time
 from rsep.stream.updates import GraphUpdate
@@ -30,13 +30,14 @@ if TYPE_CHECKING:
 
 class Background:
     """The graphs of one engine (``engine.graphs``: each as it stands at the engine's
-    time) and the changes of the time-varying ones not yet applied."""
+    time) and the changes of the time-varying ones not yet applied. Applied changes are
+    dropped (a server takes changes for ever): each TimeVaryingGraph then holds G from
+    the engine's time on, its ``initial`` the graph as it stands."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.varying: dict[str, TimeVaryingGraph] = {}
-        self._current: dict[str, Graph] = {}
-        self._applied: dict[str, int] = {}  # per graph: its changes applied so far
+        self._live: dict[str, LiveGraph] = {}
         self.due: int | None = None  # the time of the first change not applied
         # where a change that cannot be applied goes (the dead letter); None: it is an error
         self.reject: Callable[[Rejected], None] | None = None
@@ -86,8 +87,7 @@ class Background:
         if g is None:
             initial = canonical(self.engine.graphs.get(iri, ()))
             g = self.varying[iri] = TimeVaryingGraph(iri, tuple(initial))
-            self._current[iri] = initial
-            self._applied[iri] = 0
+            self._live[iri] = LiveGraph(initial)
             # (the same graph: the runtimes that loaded it keep it as they have it)
             self.engine.graphs[iri] = list(initial)
         for u in changes:
@@ -101,6 +101,7 @@ class Background:
         if eng.now is None or eng.kind is None:
             self.add_changes(u.graph, ())
             self._apply(u.graph, [u])
+            self.varying[u.graph].initial = tuple(self._live[u.graph].graph)
             return
         self.add_changes(u.graph, [GraphUpdate(u.graph, eng.now, eng.kind, u.version,
                                                u.update, u.origin)])
@@ -108,27 +109,30 @@ class Background:
     # ------------------------------------------------------------ running
 
     def next_change(self, after: int, iris: Iterable[str]) -> int | None:
-        """When one of the graphs ``iris`` next changes after ``after``."""
+        """When one of the graphs ``iris`` next changes after ``after`` (a change stamped
+        earlier and not applied yet, no evaluation having come since: at ``after + 1``)."""
         best = None
         for iri in iris:
             g = self.varying.get(iri)
-            if g is not None and (t := g.next_change(after)) is not None \
-                    and (best is None or t < best):
-                best = t
+            if g is not None and g.changes:
+                t = max(g.changes[0].time, after + 1)
+                if best is None or t < best:
+                    best = t
         return best
 
     def advance(self, t: int) -> None:
         """Apply every change stamped <= t (the engine is about to evaluate at t)."""
         for iri, g in self.varying.items():
-            done = self._applied[iri]
-            todo = g.upto(t)[done:]
+            todo = g.upto(t)
             if todo:
-                self._applied[iri] = done + len(todo)
+                del g.changes[:len(todo)]
                 self._apply(iri, todo)
+                g.initial = tuple(self._live[iri].graph)
         self._schedule()
 
     def _apply(self, iri: str, changes: list[GraphUpdate]) -> None:
-        old = cur = self._current[iri]
+        live = self._live[iri]
+        old = live.graph
         kind = self.engine.kind
         for u in changes:
             try:
@@ -136,7 +140,7 @@ class Background:
                     raise UpdateError(f"{u.origin}: a change of <{iri}> at "
                                       f"{format_time(u.time, u.kind)} has a {u.kind.value} "
                                       f"time, but the streams' times are {kind.value}")
-                cur = apply(cur, u)
+                live.apply(u)
             except UpdateError as e:
                 if self.reject is None:
                     raise EngineError(str(e)) from None
@@ -145,8 +149,7 @@ class Background:
                                      0, str(e).split(": ", 1)[-1], u.update or ""))
                 continue
             self.applied += 1
-        self._current[iri] = cur
-        self._replace(iri, old, cur)
+        self._replace(iri, old, live.graph)
 
     def _replace(self, iri: str, old: Graph, new: Graph) -> None:
         if old == new:
@@ -157,8 +160,7 @@ class Background:
 
     def _schedule(self) -> None:
         due = None
-        for iri, g in self.varying.items():
-            i = self._applied[iri]
-            if i < len(g.changes) and (due is None or g.changes[i].time < due):
-                due = g.changes[i].time
+        for g in self.varying.values():
+            if g.changes and (due is None or g.changes[0].time < due):
+                due = g.changes[0].time
         self.due = due

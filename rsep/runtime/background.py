@@ -88,7 +88,8 @@ class Background:
             initial = canonical(self.engine.graphs.get(iri, ()))
             g = self.varying[iri] = TimeVaryingGraph(iri, tuple(initial))
             self._live[iri] = LiveGraph(initial)
-            # (the same graph: the runtimes that loaded it keep it as they have it)
+            # the same graph, in the forms a store gives back (changes are differences)
+            self._replace(iri, frozenset(self.engine.graphs.get(iri, ())), initial)
             self.engine.graphs[iri] = list(initial)
         for u in changes:
             g.add(u)

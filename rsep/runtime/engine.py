@@ -44,7 +44,6 @@ from rsep.runtime.r2s import Payload, R2SOperator, Row, Selected
 from rsep.runtime.ticks import BoundWindow, Ticks
 from rsep.runtime.watchdog import Watchdog
 from rsep.sparql.store import SnapshotStore
-from rsep.sparql.update import canonical
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 from rsep.windows.incremental import Analysis, LocalWindow, analyse
@@ -111,8 +110,7 @@ class QueryRuntime(Ticks):
         if not ds.default_graphs and not ds.named_graphs:
             named = [g for g in graphs if g != DEFAULT and not ds.window(g)]
         for g, name in [(g, ox.DefaultGraph()) for g in sources] + [(g, ox.NamedNode(g)) for g in named]:
-            # as a store gives them back: a change is applied as the difference (graph_changed)
-            self.store.load(name, canonical(graphs[g]))
+            self.store.load(name, dict.fromkeys(graphs[g]))  # a set: changes are differences
             self._reads.setdefault(g, []).append(name)
             if isinstance(name, ox.NamedNode):
                 self._named.append(name)
@@ -120,7 +118,10 @@ class QueryRuntime(Ticks):
     def graph_changed(self, iri: str, old: frozenset[ox.Triple], new: frozenset[ox.Triple]) -> None:
         """A background graph changed (rsep.runtime.background): the store follows."""
         for name in self._reads.get(iri, ()):
-            self.store.apply(name, ((t, None) for t in new - old), ((t, 0) for t in old - new))
+            # removals first: a literal in another form than the store's (the first change
+            # puts a graph in the store's forms) is the same quad in the store
+            self.store.apply(name, (), [(t, 0) for t in old - new])
+            self.store.apply(name, [(t, None) for t in new - old], ())
         if iri in self._reads:
             self._graphs_version += 1
 

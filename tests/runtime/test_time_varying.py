@@ -134,6 +134,27 @@ WHERE {{ WINDOW :w {{ ?r :by ?s ; :temp ?t . }} GRAPH :rooms {{ ?s :in ?room . }
     assert rt.evaluations == 2 + bool(other) and eng.background.applied == 1
 
 
+def test_changes_given_after_registration_replace_a_graph_given_twice():
+    """A graph loaded with a triple twice and a literal in another form than the store's
+    (1.0 for 1): the change at 7 leaves no trace of the kitchen."""
+    q = f"""PREFIX : <{EX}>
+REGISTER RSTREAM :rooms AS SELECT ?r ?room ?w
+FROM NAMED WINDOW :w ON :readings [RANGE 10 STEP 5] FROM NAMED :rooms
+WHERE {{ WINDOW :w {{ ?r :by ?s }} GRAPH :rooms {{ ?s :in ?room ; :w ?w }} }}"""
+    eng = Engine()
+    for _ in range(2):
+        eng.add_graph(ROOMS, triples(":s1 :in :kitchen ; :w 1.0 ."))
+    eng.register(q)
+    eng.background.add_changes(ROOMS, [GraphUpdate(
+        ROOMS, 7, TimeKind.ABSTRACT, update=f"PREFIX : <{EX}> DELETE DATA {{ :s1 :in :kitchen }}; "
+                                            "INSERT DATA { :s1 :in :office }", origin="t:1")])
+    out = [(o.time, {k: short(v) for k, v in (o.bindings or {}).items()})
+           for o in eng.run([ev(READINGS, 1, ":r1 :by :s1 .")], until=10)]
+    w = '"1"^^<http://www.w3.org/2001/XMLSchema#decimal>'
+    assert out == [(5, {"r": ":r1", "room": ":kitchen", "w": w}),
+                   (10, {"r": ":r1", "room": ":office", "w": w})]
+
+
 SPASEQ = f"""PREFIX : <{EX}>
 SELECT ?r1 ?room1 ?r2 ?room2
 FROM STREAM S1 <{READINGS}>

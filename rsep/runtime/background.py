@@ -47,6 +47,7 @@ class Background:
 
     def load(self, iri: str, data: str | Path | Iterable[ox.Triple],
              fmt: ox.RdfFormat | None = None) -> None:
+        """Content of graph ``iri`` (a file, or triples), added to what it has."""
         if isinstance(data, (str, Path)):
             path = Path(data)
             try:

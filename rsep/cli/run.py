@@ -24,11 +24,12 @@ from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, open_sink
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
-from rsep.stream.event import Event
+from rsep.stream.event import Event, Rejected
 from rsep.stream.files import TimeConfig
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import parse_datetime_ms, parse_time_unit
+from rsep.stream.updates import read_updates
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
@@ -38,6 +39,9 @@ ENGINE_ONLY: dict[str, tuple[str, str | None]] = {
     **{o: ("spark", None) for o in (
         "--master", "--ship", "--spark-conf", "--checkpoint", "--batch", "--sink-dir",
         "--sink-format", "--follow", "--trigger", "--max-files-per-batch")},
+    "--graph-updates": ("inprocess", "--graph-updates needs the in-process engine (--engine "
+                        "inprocess): a Spark job ships its background graphs to the executors "
+                        "once, when it is planned, so they cannot change while it runs"),
     "--stage-times": ("inprocess", "--stage-times times the in-process engine; a Spark job's "
                       "stages are in Spark's own metrics (see docs/benchmarks.md, Spark pipeline)"),
 }
@@ -76,6 +80,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "by name and content")
     r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")
+    r.add_argument("--graph-updates", action="append", type=pair_arg, default=[],
+                   metavar="IRI=PATH", help="the background graph IRI changes over time "
+                   "(000 Def. 2): SPARQL Update records each after a '# @time T' line (*.ru), "
+                   "or versions as timestamped named graphs (TriG / N-Quads), applied in event "
+                   "time with the streams (docs/semantics.md)")
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
     r.add_argument("--until", help="keep evaluating time-driven policies up to this time")
     r.add_argument("--format", choices=FORMATS, default="jsonl")
@@ -248,6 +257,8 @@ def main(args: argparse.Namespace) -> int:
                     limits=limits(args))
     for iri, path in args.graph:
         engine.add_graph(iri, path)
+    for iri, _ in args.graph_updates:
+        engine.background.add_changes(iri, ())  # (read below, with the dead letter)
     report = ReportPolicy.parse(args.report) if args.report else None
     for qf, q in zip(args.queries, queries, strict=True):
         engine.register(q, source=qf, default_name=Path(qf).stem,
@@ -262,6 +273,18 @@ def main(args: argparse.Namespace) -> int:
                           + ", ".join(f"<{m}>" for m in sorted(missing)))
     tc = time_config(args)
     dead = DeadLetter(args.dead_letter, echo=None if args.quiet else sys.stderr)
+    engine.background.reject = dead  # a change that cannot be applied; the run goes on
+    for iri, path in args.graph_updates:
+        changes = []
+        try:
+            for it in read_updates(iri, path, time=tc):
+                if isinstance(it, Rejected):
+                    dead(it)
+                else:
+                    changes.append(it)
+        except FileNotFoundError as e:
+            raise EngineError(str(e)) from e
+        engine.background.add_changes(iri, changes)
     sink = open_sink(args.output, args.format, with_query=len(engine.queries) > 1)
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(

@@ -61,6 +61,12 @@ class OccurrenceData:
                                   cast(ox.NamedNode, to_term(p)), to_term(o), node)
                           for s, p, o in triples)
 
+    def drop_background(self) -> None:
+        """Forget the background graphs loaded (they changed): loaded again when read."""
+        for node in self.background.values():
+            self.store.remove_graph(node)
+        self.background.clear()
+
     def keep(self, items: set[int]) -> None:
         """Forget the items not in ``items`` (the occurrence store was pruned)."""
         gone = [i for i in self.items if i not in items]

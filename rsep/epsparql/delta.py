@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from rsep.algebra.epsparql import (
     BGP,
     INF,
+    Background,
     Binary,
     EqJoin,
     EqLeftJoin,
@@ -150,6 +151,22 @@ class Delta:
         self._memo = {}
         self._at = None
         self.prune(tau)
+
+    def rebase(self) -> None:
+        """The background changed before the coming instant: every solution output from now
+        on reads it as it is now (000 Def. 2), so the timeless parts are evaluated again and
+        the kept solutions of the parts that joined them recomputed over the occurrences
+        kept (those the horizons dropped can be in no later solution)."""
+        self._bg.clear()
+        self._memo = {}
+        self._at = None
+        for n in nodes(self.root):
+            k = id(n)
+            if k in self.done and not self._static(n) \
+                    and any(isinstance(x, Background) for x in nodes(n)):
+                kd = Keyed(self.done[k].key)
+                kd.add(sorted(evaluate(n, self.w), key=_tw))
+                self.done[k] = kd
 
     def prune(self, tau: int) -> None:
         """Forget the solutions that start more than the node's horizon before tau: every

@@ -67,6 +67,8 @@ from rsep.lang.errors import QueryError
 from rsep.stream.time import TimeKind
 
 if TYPE_CHECKING:
+    from pyoxigraph import Triple
+
     from rsep.algebra.epsparql import EpSparqlQuery
     from rsep.algebra.output import Output
     from rsep.runtime.engine import Engine
@@ -361,6 +363,9 @@ class EtalisRuntime:
         except Unsupported as e:
             raise QueryError(f"--policy {self.query.policy.value}: {e}",
                              source=self.query.source) from None
+
+    def graph_changed(self, iri: str, old: frozenset[Triple], new: frozenset[Triple]) -> None:
+        """ETALIS's rules read no background graph (compile_query refuses GRAPH)."""
 
     def insert(self, e: Event) -> None:
         self.pending.setdefault(e.end, []).append(e)

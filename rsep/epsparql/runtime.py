@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyoxigraph as ox
+
 from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_history
 from rsep.algebra.events import Selection
 from rsep.algebra.output import EngineError, Output
@@ -126,6 +128,20 @@ class EpContext:
             engine._epsparql = ctx
         return ctx
 
+    def graph_changed(self, iri: str, new: frozenset[ox.Triple]) -> None:
+        """A background graph changed before the coming instant: GRAPH patterns, EXISTS and
+        the schema read it as it is now; occurrences that came earlier keep the RDFS
+        consequences they had when they occurred (docs/semantics.md)."""
+        graphs = self.background.graphs
+        graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in new]
+        self.schema = Schema(itertools.chain.from_iterable(graphs.values()))
+        self.background = self.world.background = Graphs(graphs, self.schema)
+        if self.world.data is not None:
+            self.world.data.drop_background()
+        for rt in self.runtimes:
+            if rt.query.policy is Selection.UNRESTRICTED:
+                rt.delta.rebase()
+
     def insert(self, e: Event) -> None:
         # every runtime passes each event on: kept once
         self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
@@ -235,6 +251,10 @@ class EpSparqlRuntime:
     def insert(self, e: Event) -> None:
         self._ticks.add(e.end)
         self.ctx.insert(e)
+
+    def graph_changed(self, iri: str, old: frozenset[ox.Triple], new: frozenset[ox.Triple]) -> None:
+        if self.ctx.runtimes[0] is self:  # (the context's queries share it: once)
+            self.ctx.graph_changed(iri, new)
 
     def next_tick(self, bound: int) -> int | None:
         c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]

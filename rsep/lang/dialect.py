@@ -55,12 +55,14 @@ OPTIONS: dict[str, Option] = {
                             "evaluation; " + _ONCE),
     "--lars": Option("--lars", "", "--lars: 001's translation covers RSP queries "
                      "({takers_list}), not {title}; explain without --lars prints {shows}"),
+    # every dialect reads background graphs, so every dialect takes their changes
+    "--graph-updates": Option("--graph-updates", "{title} queries read no background graph"),
     "compare": Option("rsep compare", "", "rsep compare runs a query as C-SPARQL and as "
                       "CQELS (001): it takes RSP queries ({takers_list}), not {title}"),
 }
 
 _RSP_OPTIONS = frozenset({"--r2s", "--report", "--max-window-triples", "--max-results",
-                          "--lars", "compare"})
+                          "--lars", "compare", "--graph-updates"})
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,11 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
             builder="rsep.lang.csparql:build"),
     Dialect("cqels", "CQELS", RSP, _RSP_OPTIONS, "its RSP model", builder="rsep.lang.cqels:build"),
     # SPASEQ's DEFINE GPM (002)
-    Dialect("spaseq", "SPASEQ", SPASEQ, frozenset(), "its automaton",
+    Dialect("spaseq", "SPASEQ", SPASEQ, frozenset({"--graph-updates"}), "its automaton",
             marker=re.compile(r"\bDEFINE\s+GPM\b", re.I), parser="rsep.lang.spaseq:parse_spaseq"),
     # EP-SPARQL's operators between groups or its time functions (003 Sec. 4.1)
-    Dialect("epsparql", "EP-SPARQL", EPSPARQL, frozenset({"--policy"}), "its operators",
+    Dialect("epsparql", "EP-SPARQL", EPSPARQL, frozenset({"--policy", "--graph-updates"}),
+            "its operators",
             marker=re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
                               r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I),
             parser="rsep.lang.epsparql:parse_epsparql"),

@@ -13,6 +13,8 @@ from rsep.algebra.query import Query
 from rsep.lang.dialect import EPSPARQL, SPASEQ, dialect_of, entry
 
 if TYPE_CHECKING:
+    from pyoxigraph import Triple
+
     from rsep.algebra.epsparql import EpSparqlQuery
     from rsep.runtime.engine import Engine
     from rsep.stream.event import Event
@@ -39,6 +41,11 @@ class Runtime(Protocol):
     def next_tick(self, bound: int) -> int | None: ...
 
     def evaluate(self, tau: int) -> Sequence[Output]: ...
+
+    def graph_changed(self, iri: str, old: frozenset[Triple], new: frozenset[Triple]) -> None:
+        """Background graph ``iri`` is ``new`` from now on (rsep.runtime.background), before
+        the next evaluation."""
+        ...
 
 
 class Deferring(Runtime, Protocol):

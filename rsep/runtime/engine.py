@@ -29,6 +29,7 @@ from rsep.events.incremental import IncrementalMatcher
 from rsep.events.reference import EventMapping
 from rsep.events.solver import BatchSolver
 from rsep.lang import QueryError, dialect_of, parse_query
+from rsep.runtime.background import Background
 from rsep.runtime.common import (
     XSD_INTEGER,
     Limits,
@@ -78,6 +79,8 @@ class QueryRuntime(Ticks):
         self.report: ReportPolicy = self.query.report
         self.streams = set(self.query.dataset.streams)
         self._named: list[ox.NamedNode | ox.BlankNode] = []
+        self._reads: dict[str, list[ox.NamedNode | ox.DefaultGraph]] = {}  # graph -> store graphs
+        self._graphs_version = 0
         # rsep's one extension function; every other call is pyoxigraph's own (a custom
         # function would override its built-in of the same IRI), unknown ones are refused.
         self._functions: dict[ox.NamedNode, Callable[..., ox.Literal | ox.NamedNode | ox.BlankNode
@@ -103,14 +106,24 @@ class QueryRuntime(Ticks):
     def load_background(self, graphs: dict[str, list[ox.Triple]]) -> None:
         ds = self.query.dataset
         sources = ds.default_graphs or ([DEFAULT] if DEFAULT in graphs else [])
-        for g in sources:
-            self.store.load(ox.DefaultGraph(), graphs[g])
         named = ds.named_graphs
         if not ds.default_graphs and not ds.named_graphs:
             named = [g for g in graphs if g != DEFAULT and not ds.window(g)]
-        for g in named:
-            self.store.load(ox.NamedNode(g), graphs[g])
-            self._named.append(ox.NamedNode(g))
+        for g, name in [(g, ox.DefaultGraph()) for g in sources] + [(g, ox.NamedNode(g)) for g in named]:
+            self.store.load(name, dict.fromkeys(graphs[g]))  # a set: changes are differences
+            self._reads.setdefault(g, []).append(name)
+            if isinstance(name, ox.NamedNode):
+                self._named.append(name)
+
+    def graph_changed(self, iri: str, old: frozenset[ox.Triple], new: frozenset[ox.Triple]) -> None:
+        """A background graph changed (rsep.runtime.background): the store follows."""
+        for name in self._reads.get(iri, ()):
+            # removals first: a literal in another form than the store's (the first change
+            # puts a graph in the store's forms) is the same quad in the store
+            self.store.apply(name, (), [(t, 0) for t in old - new])
+            self.store.apply(name, [(t, None) for t in new - old], ())
+        if iri in self._reads:
+            self._graphs_version += 1
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
@@ -211,7 +224,8 @@ class QueryRuntime(Ticks):
         self.last_tick = tau
         versions = self._current_versions()
         changed = versions != self._versions
-        if not self._due(tau, changed):
+        # (content change is the windows': a background graph's change is read, not reported)
+        if not self._due(tau, self._versions is None or versions[:-1] != self._versions[:-1]):
             return []
         if self.report.non_empty and all(bw.op.empty for bw in self.windows):
             return []
@@ -371,7 +385,8 @@ class Engine:
         self.allow_dereference = allow_dereference
         # --max-eval-seconds while an evaluation runs (the CLI sets one; rsep.runtime.watchdog)
         self.watchdog: Watchdog | None = None
-        self.graphs: dict[str, list[ox.Triple]] = {}
+        self.graphs: dict[str, list[ox.Triple]] = {}  # each as it stands at the engine's time
+        self.background = Background(self)
         self.queries: list[Runtime] = []
         self.kind: TimeKind | None = None
         self.now: int | None = None
@@ -384,16 +399,9 @@ class Engine:
 
     def add_graph(self, iri: str, data: str | Path | Iterable[ox.Triple], *,
                   fmt: ox.RdfFormat | None = None) -> None:
-        """A background graph: ``iri`` names it ("default" for the default graph)."""
-        if isinstance(data, (str, Path)):
-            path = Path(data)
-            try:
-                triples = [q.triple for q in ox.parse(path=str(path), format=fmt)]
-            except (SyntaxError, ValueError, OSError) as e:
-                raise EngineError(f"graph {iri}: {path}: {e}") from None
-        else:
-            triples = list(data)
-        self.graphs.setdefault(iri, []).extend(triples)
+        """A background graph: ``iri`` names it ("default" for the default graph). Its
+        changes over time: ``self.background.add_changes``."""
+        self.background.load(iri, data, fmt)
 
     def register(self, query: str | Query, *, dialect: str | None = None,
                  name: str | None = None, r2s: R2S | None = None,
@@ -447,24 +455,8 @@ class Engine:
     def need_graph(self, g: str, source: str | None) -> None:
         """A background graph a query reads: given with add_graph, or fetched from its IRI
         when the engine allows dereferencing (--allow-dereference); a QueryError otherwise."""
-        if g in self.graphs:
-            return
-        if not self.allow_dereference:
-            raise QueryError(
-                f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
-                "graph IRIs are not dereferenced unless --allow-dereference is given",
-                source=source)
-        import urllib.request  # start-up: http.client, email and ssl for --allow-dereference only
-
-        req = urllib.request.Request(g, headers={"Accept": "text/turtle, application/n-triples;q=0.9"})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                body = resp.read()
-                ctype = resp.headers.get_content_type()
-        except OSError as e:
-            raise QueryError(f"<{g}> could not be fetched: {e}", source=source) from None
-        fmt = ox.RdfFormat.from_media_type(ctype) or ox.RdfFormat.TURTLE
-        self.graphs[g] = [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
+        if g not in self.graphs:
+            self.background.fetch(g, source)
 
     # ------------------------------------------------------------ running
 
@@ -528,6 +520,9 @@ class Engine:
                         self._emit(rt, o)
 
     def _evaluate(self, rt: Runtime, t: int) -> Sequence[Output]:
+        due = self.background.due
+        if due is not None and due <= t:  # G(t) for every evaluation at t (000 Def. 2)
+            self.background.advance(t)
         wd = self.watchdog
         if wd is None:
             return rt.evaluate(t)

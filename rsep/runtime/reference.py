@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pyoxigraph as ox
 
-from rsep.algebra.dataset import DEFAULT
+from rsep.algebra.dataset import DEFAULT, TimeVaryingGraph
 from rsep.algebra.output import Output
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind
@@ -22,6 +22,7 @@ from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
 from rsep.runtime.common import XSD_INTEGER, match_values, outputs, unskolemize
 from rsep.runtime.r2s import R2SOperator, Row
+from rsep.sparql.update import graph_at
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
 from rsep.windows import reference
@@ -31,8 +32,11 @@ from rsep.windows.resolved import Window, resolve
 
 def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q",
              graphs: dict[str, list[ox.Triple]] | None = None, until: int | None = None,
-             time_unit_ms: int | None = None) -> list[Output]:
-    graphs = graphs or {}
+             time_unit_ms: int | None = None,
+             varying: Sequence[TimeVaryingGraph] = ()) -> list[Output]:
+    """``varying``: time-varying graphs (000 Def. 2), each read as G(t) by the evaluation
+    at t (in place of the graph of that IRI in ``graphs``)."""
+    static = graphs or {}
     if not events:
         return []
     # Items are numbered in arrival order, as the engine numbers them.
@@ -72,6 +76,7 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
         sparql = query.sparql
         if query.matches:
             sparql = _matches(query, windows, contents, consumed)
+        graphs = {**static, **{g.iri: sorted(graph_at(g, t), key=str) for g in varying}}
         rows = _run(query, sparql, windows, contents, graphs)
         out.extend(outputs(name, t, kind, query.form, r2s.apply(rows)))
     return out

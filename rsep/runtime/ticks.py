@@ -4,6 +4,7 @@ skip, and the due check (the tick logic of rsep.runtime.engine.QueryRuntime, a m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -13,6 +14,9 @@ from rsep.runtime.r2s import R2SOperator, Row
 from rsep.windows.incremental import LocalWindow
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine
 
 
 @dataclass
@@ -28,6 +32,7 @@ class BoundWindow:
 class Ticks:
     """The evaluation instants of a QueryRuntime, from its state (declared here)."""
 
+    engine: Engine
     windows: list[BoundWindow]
     report: ReportPolicy
     r2s: R2SOperator
@@ -38,6 +43,8 @@ class Ticks:
     _consumes: bool
     _versions: tuple[int, ...] | None
     _cache: list[Row] | None
+    _reads: dict[str, list[ox.NamedNode | ox.DefaultGraph]]  # the background graphs read
+    _graphs_version: int  # bumped when one of them changes
 
     def _grid(self, after: int) -> list[int]:
         """Report instants of the time-driven policies, the first one after ``after``."""
@@ -68,7 +75,7 @@ class Ticks:
         return self.r2s.op is not R2S.RSTREAM or not self._cache
 
     def _current_versions(self) -> tuple[int, ...]:
-        return tuple(bw.op.version for bw in self.windows)
+        return (*(bw.op.version for bw in self.windows), self._graphs_version)
 
     def next_tick(self, bound: int) -> int | None:
         """The next evaluation instant strictly before ``bound``, or None."""
@@ -82,7 +89,11 @@ class Ticks:
         changes = [c for bw in self.windows if (c := bw.op.next_change()) is not None]
         if grid and min(grid) < bound and self._quiet():
             # Nothing would come out until the content changes: jump to that change.
-            first = min(changes + ([arrival] if arrival is not None else []), default=None)
+            # (a background graph's change, too: the evaluation after it may answer anew)
+            bg = self.engine.background
+            graph = bg.next_change(after, self._reads) if bg.varying and self._reads else None
+            first = min(changes + ([arrival] if arrival is not None else [])
+                        + ([graph] if graph is not None else []), default=None)
             if first is None:
                 grid = []
             elif first - 1 > after:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import shutil
@@ -269,17 +270,26 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         return JSONResponse(src.describe()) if src else _error(404, "no source attached to <" + iri + ">")
 
     async def put_graph(request: Request) -> Response:
+        """PUT replaces the graph; POST merges RDF into it, or applies a SPARQL Update
+        (application/sparql-update), as the SPARQL 1.1 Graph Store and Update protocols."""
         iri = request.query_params.get("iri")
         if not iri:
-            return _error(400, "give the graph's IRI: PUT /graphs?iri=IRI ('default' for the "
-                               "default graph)")
+            return _error(400, f"give the graph's IRI: {request.method} /graphs?iri=IRI "
+                               "('default' for the default graph)")
         body = await request.body()
+        ctype = request.headers.get("content-type")
         try:
-            n = await run_in_threadpool(hub.put_graph, iri, body,
-                                        request.headers.get("content-type"))
+            if request.method == "POST" and (ctype or "").split(";")[0].strip() == \
+                    "application/sparql-update":
+                n, at = await run_in_threadpool(hub.update_graph, iri,
+                                                body.decode("utf-8", "replace"))
+            else:
+                n, at = await run_in_threadpool(
+                    functools.partial(hub.put_graph, merge=request.method == "POST"),
+                    iri, body, ctype)
         except ValueError as e:
             return _error(400, str(e))
-        return JSONResponse({"graph": iri, "triples": n})
+        return JSONResponse({"graph": iri, "triples": n, "time": at})
 
     async def clock(request: Request) -> Response:
         try:
@@ -311,7 +321,7 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         Route("/streams", list_streams, methods=["GET"]),
         Route("/streams", attach, methods=["POST"]),
         Route("/streams", detach, methods=["DELETE"]),
-        Route("/graphs", put_graph, methods=["PUT"]),
+        Route("/graphs", put_graph, methods=["PUT", "POST"]),
         Route("/clock", clock, methods=["POST"]),
         Route("/deadletters", dead_letters, methods=["GET"]),
     ]

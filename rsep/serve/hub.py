@@ -32,11 +32,14 @@ from rsep.lang import QueryError, parse_query
 from rsep.runtime.engine import Engine, Limits, QueryRuntime
 from rsep.runtime.watchdog import Watchdog
 from rsep.serve.ingest import StreamOrder, read_body, rejected
+from rsep.sparql.update import UpdateError, canonical
+from rsep.sparql.update import apply as apply_update
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import TimeConfig
 from rsep.stream.live import Control, LiveStream
 from rsep.stream.source import DeadLetter
 from rsep.stream.time import TimeKind
+from rsep.stream.updates import GraphUpdate, check_update
 
 HISTORY = 10_000  # results kept per query for subscribers that connect late
 
@@ -168,6 +171,8 @@ class QueryWorker:
                     self.latency_ms = (time.monotonic() - extra) * 1000
                 elif op == "clock":
                     self.engine.close(until=arg)
+                elif op == "graph":
+                    self.engine.background.change_now(arg)
                 self._publish()
             except (EngineError, QueryError, ValueError) as e:
                 self.fail(str(e))
@@ -242,6 +247,7 @@ class Hub:
         self.start: int | None = None
         self.events = 0
         self.requests = itertools.count(1)
+        self.changes = itertools.count(1)  # of the background graphs
         self.started = time.time()
 
     # ------------------------------------------------------------ queries
@@ -300,16 +306,49 @@ class Hub:
 
     # ------------------------------------------------------------ graphs
 
-    def put_graph(self, iri: str, body: bytes, media_type: str | None) -> int:
-        """Replace a background graph; queries registered afterwards read it."""
+    def put_graph(self, iri: str, body: bytes, media_type: str | None, *,
+                  merge: bool = False) -> tuple[int, int | None]:
+        """Replace a background graph (``merge``: add the body's triples to it, the Graph
+        Store protocol's POST), at the engine's current time: the running queries read it
+        from their next evaluation on, those registered afterwards from the start. Returns
+        (the graph's size, the time it changed at; None before any event)."""
         fmt = ox.RdfFormat.from_media_type(media_type or "text/turtle") or ox.RdfFormat.TURTLE
         try:
-            triples = [q.triple for q in ox.parse(body, format=fmt)]
+            triples = canonical(q.triple for q in ox.parse(body, format=fmt))
         except (SyntaxError, ValueError) as e:
             raise ValueError(f"graph <{iri}>: {e}") from None
         with self.lock:
-            self.graphs[iri] = triples
-        return len(triples)
+            if merge:
+                triples |= canonical(self.graphs.get(iri, ()))
+            return len(triples), self._change(GraphUpdate(
+                iri, self.now or 0, self.kind or TimeKind.ABSTRACT, version=tuple(triples),
+                origin=f"graph-change-{next(self.changes)}"), triples)
+
+    def update_graph(self, iri: str, text: str) -> tuple[int, int | None]:
+        """Apply a SPARQL 1.1 Update to a background graph (its default graph), at the
+        engine's current time, as :meth:`put_graph`; a ValueError, located in the update,
+        if it cannot be applied."""
+        why = check_update(text)
+        if why is not None:
+            line, col, reason = why
+            raise ValueError(f"update of <{iri}>:{line}:{col}: {reason}")
+        with self.lock:
+            u = GraphUpdate(iri, self.now or 0, self.kind or TimeKind.ABSTRACT, update=text,
+                            origin=f"graph-change-{next(self.changes)}")
+            try:
+                new = apply_update(canonical(self.graphs.get(iri, ())), u)
+            except UpdateError as e:
+                raise ValueError(str(e)) from None
+            return len(new), self._change(u, new)
+
+    def _change(self, u: GraphUpdate, new: frozenset[ox.Triple]) -> int | None:
+        """(under the lock) The graph is ``new`` for later queries; the running ones apply
+        ``u`` after the events before it (their inboxes keep the order)."""
+        self.graphs[u.graph] = list(new)
+        for w in self.workers.values():
+            if w.error is None:
+                w.inbox.put(("graph", u, None))
+        return self.now
 
     # ------------------------------------------------------------ events
 

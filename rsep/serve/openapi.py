@@ -24,6 +24,14 @@ _ACCEPT = {"name": "Accept", "in": "header", "description": "without ?format: ap
            "or application/n-quads (messages=rdfm) ask for RDF Messages",
            "schema": {"type": "string"}}
 
+_GRAPH_IRI = [{"name": "iri", "in": "query", "required": True, "description": "the graph's IRI "
+               "('default': the default graph)", "schema": {"type": "string"}}]
+_GRAPH_CHANGED = {"description": "the graph's size after the change, and the engine time it "
+                  "applies from (null before any event: from the start)", "content": {
+                      "application/json": {"schema": {"type": "object", "properties": {
+                          "graph": {"type": "string"}, "triples": {"type": "integer"},
+                          "time": {"type": ["integer", "null"]}}}}}}
+
 
 def schema() -> dict[str, Any]:
     return {
@@ -188,13 +196,24 @@ def schema() -> dict[str, Any]:
                                            "schema": {"type": "string"}}],
                            "responses": {"200": _json("Source", "detached"), "400": _ERROR,
                                          "404": _ERROR}}},
-            "/graphs": {"put": {
-                "summary": "replace a background graph (read by queries registered afterwards)",
-                "parameters": [{"name": "iri", "in": "query", "required": True,
-                                "schema": {"type": "string"}}],
-                "requestBody": {"required": True, "content": {
-                    "text/turtle": _TEXT, "application/n-triples": _TEXT}},
-                "responses": {"200": {"description": "the graph's size"}, "400": _ERROR}}},
+            "/graphs": {
+                "put": {
+                    "summary": "replace a background graph at the engine's current time: the "
+                               "running queries read it from their next evaluation on, those "
+                               "registered later from the start (000 Def. 2)",
+                    "parameters": _GRAPH_IRI,
+                    "requestBody": {"required": True, "content": {
+                        "text/turtle": _TEXT, "application/n-triples": _TEXT}},
+                    "responses": {"200": _GRAPH_CHANGED, "400": _ERROR}},
+                "post": {
+                    "summary": "change a background graph at the engine's current time: a "
+                               "SPARQL 1.1 Update (application/sparql-update) applied to it as "
+                               "the default graph, or RDF merged into it (Graph Store protocol)",
+                    "parameters": _GRAPH_IRI,
+                    "requestBody": {"required": True, "content": {
+                        "application/sparql-update": _TEXT, "text/turtle": _TEXT,
+                        "application/n-triples": _TEXT}},
+                    "responses": {"200": _GRAPH_CHANGED, "400": _ERROR}}},
             "/clock": {"post": {
                 "summary": "advance engine time: the evaluations due up to `until` are "
                            "carried out (as rsep run --until); later events must be after it",

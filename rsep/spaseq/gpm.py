@@ -68,6 +68,16 @@ class GPMEvaluator:
         self.filter_queries = 0
         self.fallbacks = 0  # rows or events the compiled form left to pyoxigraph
 
+    def graph_changed(self, iri: str, old: frozenset[ox.Triple], new: frozenset[ox.Triple]) -> None:
+        """A background graph changed between two instants (rsep.runtime.background): the
+        GPMs of the next instants read it as it is now."""
+        node = self.kb.get(iri)
+        if node is None:
+            return
+        for t in old - new:
+            self.store.remove(ox.Quad(t.subject, t.predicate, t.object, node))
+        self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node) for t in new - old)
+
     # ------------------------------------------------------------ instants
 
     def begin(self, events: Iterable[SEvent]) -> None:

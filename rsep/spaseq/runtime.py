@@ -140,6 +140,10 @@ class SpaseqRuntime:
         if e.stream in self.streams:
             self._pending.setdefault(e.time, []).append(e)
 
+    def graph_changed(self, iri: str, old: frozenset[ox.Triple], new: frozenset[ox.Triple]) -> None:
+        # each GPM is matched when its event is processed, against the graph then (Def. 16)
+        self.gpm.graph_changed(iri, old, new)
+
     def next_tick(self, bound: int) -> int | None:
         after = self.last_tick
         pending = self._pending

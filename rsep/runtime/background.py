@@ -1,0 +1,168 @@
+"""The engine's background graphs, static and time-varying (000 Def. 2 and 4).
+
+A time-varying graph is the initial graph and its changes in time order
+(rsep.algebra.dataset.TimeVaryingGraph). The engine applies the changes stamped <= t just
+before its first evaluation at or after t (Engine._evaluate), so an evaluation at t sees
+G(t), and tells every registered runtime which graphs changed, so that the stores and
+indexes they built from the background follow. A change is no evaluation instant of its
+own: the report policies decide those from the streams (docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyoxigraph as ox
+
+from rsep.algebra.dataset import TimeVaryingGraph
+from rsep.algebra.output import EngineError
+from rsep.lang import QueryError
+from rsep.sparql.update import Graph, LiveGraph, UpdateError, canonical
+from rsep.stream.event import Rejected
+from rsep.stream.time import format_time
+from rsep.stream.updates import GraphUpdate
+
+if TYPE_CHECKING:
+    from rsep.runtime.engine import Engine
+
+
+class Background:
+    """The graphs of one engine (``engine.graphs``: each as it stands at the engine's
+    time) and the changes of the time-varying ones not yet applied. Applied changes are
+    dropped (a server takes changes for ever): each TimeVaryingGraph then holds G from
+    the engine's time on, its ``initial`` the graph as it stands."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.varying: dict[str, TimeVaryingGraph] = {}
+        self._live: dict[str, LiveGraph] = {}
+        self.due: int | None = None  # the time of the first change not applied
+        # where a change that cannot be applied goes (the dead letter); None: it is an error
+        self.reject: Callable[[Rejected], None] | None = None
+        self.applied = 0
+
+    # ------------------------------------------------------------ set-up
+
+    def load(self, iri: str, data: str | Path | Iterable[ox.Triple],
+             fmt: ox.RdfFormat | None = None) -> None:
+        """Content of graph ``iri`` (a file, or triples), added to what it has."""
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            try:
+                triples = [q.triple for q in ox.parse(path=str(path), format=fmt)]
+            except (SyntaxError, ValueError, OSError) as e:
+                raise EngineError(f"graph {iri}: {path}: {e}") from None
+        else:
+            triples = list(data)
+        if iri in self.varying:
+            raise EngineError(f"graph {iri} changes over time: give its content before its "
+                              "updates")
+        self.engine.graphs.setdefault(iri, []).extend(triples)
+
+    def fetch(self, g: str, source: str | None) -> None:
+        """A graph a query reads and no one gave: fetched from its IRI when the engine
+        allows dereferencing (--allow-dereference); a QueryError otherwise."""
+        if not self.engine.allow_dereference:
+            raise QueryError(
+                f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
+                "graph IRIs are not dereferenced unless --allow-dereference is given",
+                source=source)
+        import urllib.request  # start-up: http.client, email and ssl for --allow-dereference only
+
+        req = urllib.request.Request(g, headers={"Accept": "text/turtle, application/n-triples;q=0.9"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                body = resp.read()
+                ctype = resp.headers.get_content_type()
+        except OSError as e:
+            raise QueryError(f"<{g}> could not be fetched: {e}", source=source) from None
+        fmt = ox.RdfFormat.from_media_type(ctype) or ox.RdfFormat.TURTLE
+        self.engine.graphs[g] = [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
+
+    def add_changes(self, iri: str, changes: Iterable[GraphUpdate]) -> None:
+        """Changes of graph ``iri`` (timestamped, in time order: rsep.stream.updates); the
+        graph as given so far is its content before the first."""
+        g = self.varying.get(iri)
+        if g is None:
+            initial = canonical(self.engine.graphs.get(iri, ()))
+            g = self.varying[iri] = TimeVaryingGraph(iri, tuple(initial))
+            self._live[iri] = LiveGraph(initial)
+            # the same graph, in the forms a store gives back (changes are differences)
+            self._replace(iri, frozenset(self.engine.graphs.get(iri, ())), initial)
+            self.engine.graphs[iri] = list(initial)
+        for u in changes:
+            g.add(u)
+        self._schedule()
+
+    def change_now(self, u: GraphUpdate) -> None:
+        """A change applied at the engine's current time (``rsep serve``): before any event,
+        at once; else stamped with the engine's time, for its next evaluations."""
+        eng = self.engine
+        if eng.now is None or eng.kind is None:
+            self.add_changes(u.graph, ())
+            self._apply(u.graph, [u])
+            self.varying[u.graph].initial = tuple(self._live[u.graph].graph)
+            return
+        self.add_changes(u.graph, [GraphUpdate(u.graph, eng.now, eng.kind, u.version,
+                                               u.update, u.origin)])
+
+    # ------------------------------------------------------------ running
+
+    def next_change(self, after: int, iris: Iterable[str]) -> int | None:
+        """When one of the graphs ``iris`` next changes after ``after`` (a change stamped
+        earlier and not applied yet, no evaluation having come since: at ``after + 1``)."""
+        best = None
+        for iri in iris:
+            g = self.varying.get(iri)
+            if g is not None and g.changes:
+                t = max(g.changes[0].time, after + 1)
+                if best is None or t < best:
+                    best = t
+        return best
+
+    def advance(self, t: int) -> None:
+        """Apply every change stamped <= t (the engine is about to evaluate at t)."""
+        for iri, g in self.varying.items():
+            todo = g.upto(t)
+            if todo:
+                del g.changes[:len(todo)]
+                self._apply(iri, todo)
+                g.initial = tuple(self._live[iri].graph)
+        self._schedule()
+
+    def _apply(self, iri: str, changes: list[GraphUpdate]) -> None:
+        live = self._live[iri]
+        old = live.graph
+        kind = self.engine.kind
+        for u in changes:
+            try:
+                if kind is not None and u.kind is not kind:
+                    raise UpdateError(f"{u.origin}: a change of <{iri}> at "
+                                      f"{format_time(u.time, u.kind)} has a {u.kind.value} "
+                                      f"time, but the streams' times are {kind.value}")
+                live.apply(u)
+            except UpdateError as e:
+                if self.reject is None:
+                    raise EngineError(str(e)) from None
+                file, _, line = u.origin.rpartition(":")
+                self.reject(Rejected(iri, file or u.origin, int(line) if line.isdigit() else 0,
+                                     0, str(e).split(": ", 1)[-1], u.update or ""))
+                continue
+            self.applied += 1
+        self._replace(iri, old, live.graph)
+
+    def _replace(self, iri: str, old: Graph, new: Graph) -> None:
+        if old == new:
+            return
+        self.engine.graphs[iri] = list(new)
+        for rt in self.engine.queries:
+            rt.graph_changed(iri, old, new)
+
+    def _schedule(self) -> None:
+        due = None
+        for g in self.varying.values():
+            if g.changes and (due is None or g.changes[0].time < due):
+                due = g.changes[0].time
+        self.due = due

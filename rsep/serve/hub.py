@@ -416,7 +416,7 @@ class Hub:
                 w.pending += 1
                 # a copy per engine: each numbers the events it takes in (Event.seq)
                 w.inbox.put(("event", Event(e.stream, e.graph, e.start, e.end, e.triples,
-                                            e.kind, 0, e.origin), t))
+                                            e.kind, 0, e.origin, e.graphs), t))
         return True
 
     def advance(self, until: int, timeout: float | None = None) -> None:

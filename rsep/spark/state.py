@@ -137,7 +137,7 @@ def event_of(e: tuple) -> Event:
         nt, quads = nt.split(KEPT, 1)
         kept: dict[str, list[ox.Triple]] = {}
         for q in ox.parse(quads, format=ox.RdfFormat.N_QUADS):
-            kept.setdefault(q.graph_name.value, []).append(q.triple)  # type: ignore[union-attr]
+            kept.setdefault(q.graph_name.value, []).append(q.triple)
         graphs = tuple((g, tuple(ts)) for g, ts in kept.items())
     triples = tuple(q.triple for q in ox.parse(nt, format=ox.RdfFormat.N_TRIPLES)) if nt else ()
     return Event(stream=stream, graph=graph, start=int(start), end=int(end), triples=triples,

@@ -33,7 +33,7 @@ class SnapshotStore:
         self._factor = factor
         self.rebuilds = 0
         self._kept: dict[str, int] = {}  # other named graph -> live events that hold it
-        self.kept: list[ox.NamedNode] = []
+        self.kept: list[ox.NamedNode | ox.BlankNode] = []  # (typed as a query's named graphs)
 
     def __len__(self) -> int:
         return len(self._counts)

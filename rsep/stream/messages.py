@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, eq
 from pathlib import Path
-from typing import IO
 
 import pyoxigraph as ox
 
@@ -103,12 +102,14 @@ class MessageLog:
 
     def __init__(self, path: str | Path, stream: str, *, time: TimeConfig | None = None,
                  fmt: str | None = None, arrival: bool = False, chunk_size: int = 1 << 20,
-                 source: Iterable[str] | None = None) -> None:
+                 source: Iterable[str] | Iterable[bytes] | None = None, delimited: bool = True) -> None:
         self.path = Path(path)
         self.stdin = str(path) == "-"
         self.origin = "<stdin>" if self.stdin else str(path)
-        # text as it arrives (a live source; ``path`` then only names it)
+        # text (Jelly: bytes) as it arrives (a live source; ``path`` then only names it);
+        # Jelly not ``delimited``: each piece is one frame (MQTT)
         self.source = source
+        self.delimited = delimited
         self.stream = stream
         self.time = time or TimeConfig()
         self.fmt = fmt or ("trig" if self.stdin or source is not None else log_format(path))
@@ -129,24 +130,33 @@ class MessageLog:
         # (imported here: pyjelly and Protobuf cost a run that reads no Jelly its start-up time)
         from rsep.stream.jelly import JellyError, read_frames
 
-        ctx: IO[bytes] = sys.stdin.buffer if self.stdin else open(self.path, "rb")  # noqa: SIM115
-        with ctx if not self.stdin else nullcontext(ctx) as f:
-            n = 0
-            try:
-                for frame in read_frames(f):
-                    n += 1
-                    if isinstance(frame, JellyError):
-                        yield Rejected(self.stream, self.origin, n, 0, f"frame {n}: {frame}")
-                    else:
-                        yield Message(n, n, frame)
-            except JellyError as e:
-                yield Rejected(self.stream, self.origin, n + 1, 0, f"frame {n + 1}: {e}")
+        n = 0
+        try:
+            for pos, frame in read_frames(self._bytes(), delimited=self.delimited):
+                n += 1
+                if isinstance(frame, JellyError):
+                    at = f" (byte {pos})" if self.delimited else ""  # else one frame per piece
+                    yield Rejected(self.stream, self.origin, n, 0, f"frame {n}{at}: {frame}")
+                else:
+                    yield Message(n, n, frame)
+        except JellyError as e:
+            yield Rejected(self.stream, self.origin, n + 1, 0, f"frame {n + 1}: {e}")
+
+    def _bytes(self) -> Iterator[bytes]:
+        """A Jelly stream's bytes as they arrive (``read1``: what standard input has now)."""
+        if self.source is not None:
+            yield from self.source  # type: ignore[misc]  # (bytes: the format is Jelly)
+            return
+        with nullcontext(sys.stdin.buffer) if self.stdin else open(self.path, "rb") as f:
+            read = getattr(f, "read1", f.read)
+            while data := read(1 << 20):
+                yield data
 
     def _pieces(self) -> Iterator[str]:
         """The log's text in pieces: a file by chunks cut at line ends, standard input line
         by line (a message is read as soon as its delimiter arrives), a live source as sent."""
         if self.source is not None:
-            yield from self.source
+            yield from self.source  # type: ignore[misc]  # (text: the format is not Jelly)
             return
         if self.stdin:
             yield from sys.stdin

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pyoxigraph as ox
 
+from rsep.stream.event import Rejected
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, merge_streams
 from rsep.stream.time import TimeConfig
@@ -52,7 +53,15 @@ def main(args: argparse.Namespace) -> int:
         # merge_streams applies the ordering policy as rsep run does: what it rejects, run would too.
         for e in merge_streams([reader], dead):
             if args.split == "events":
-                writer.write(e.graph, e.start, e.end, e.kind, [str(t) for t in e.triples])
+                writer.write(e.graph, e.start, e.end, e.kind, [str(t) for t in e.triples],
+                             graphs=_kept(e.graphs))
+                continue
+            if e.graphs:
+                # a resource's message is its default graph: the other graphs have no place
+                path, _, line = e.origin.rpartition(":")
+                dead(Rejected(e.stream, path or e.origin, int(line) if line.isdigit() else 0, 0,
+                              f"<{e.graph}> comes with {len(e.graphs)} other named graph(s), "
+                              "which --split resources cannot write: use --split events", e.graph))
                 continue
             for root, part in descriptions(e.triples):
                 writer.write(root, e.start, e.end, e.kind, [str(t) for t in part], inline=True)
@@ -64,6 +73,10 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"rsep: {writer.count} message(s) written to {args.output}", file=sys.stderr)
     return 3 if dead.count else 0
+
+
+def _kept(graphs: Sequence[tuple[str, Sequence[ox.Triple]]]) -> list[tuple[str, list[str]]]:
+    return [(g, [str(t) for t in ts]) for g, ts in graphs]
 
 
 def descriptions(triples: Sequence[ox.Triple]) -> list[tuple[str, list[ox.Triple]]]:

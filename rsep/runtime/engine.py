@@ -192,6 +192,8 @@ class QueryRuntime(Ticks):
         lim = self.engine.limits
         for bw in self.windows:
             added, removed = bw.op.advance(tau)
+            if kept := bw.op.take_graph_changes():  # RDF Messages' other named graphs
+                self.store.apply_graphs(kept, track_time=self._track_time)
             if bw.local is not None:
                 changes = bw.op.take_item_changes()
                 bw.local.change(changes)
@@ -319,7 +321,8 @@ class QueryRuntime(Ticks):
         self._sync()
         try:
             res = self.store.store.query(
-                sparql, default_graph=ox.DefaultGraph(), named_graphs=self._named,
+                sparql, default_graph=ox.DefaultGraph(),
+                named_graphs=self._named + self.store.kept if self.store.kept else self._named,
                 custom_functions=self._functions)
         except (SyntaxError, RuntimeError, OSError) as e:
             raise EngineError(f"query {self.name} failed at {format_time(tau, self.engine.kind)}: {e}") from None

@@ -120,6 +120,13 @@ def _run(query: ContinuousQuery, sparql: str, windows: list[tuple[NamedWindow, W
             for tr in trs:
                 store.add(ox.Quad(tr.subject, tr.predicate, tr.object, graph))
                 latest[tr] = max(latest.get(tr, e.end), e.end)
+            for g, gts in e.graphs:  # an RDF Message's other named graphs, with their event
+                node = ox.NamedNode(g)
+                if node not in names:
+                    names.append(node)
+                for tr in gts:
+                    store.add(ox.Quad(tr.subject, tr.predicate, tr.object, node))
+                    latest[tr] = max(latest.get(tr, e.end), e.end)
 
     def timestamp(s, p, o):
         try:

@@ -29,7 +29,7 @@ from rsep.lang import QueryError
 from rsep.serve.hub import Hub, Item, QueryWorker, graph_results
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
-from rsep.serve.push import FORMATS, Renderer, result_format
+from rsep.serve.push import FORMATS, TEXT_FORMATS, Renderer, result_format
 from rsep.spaseq.explain import to_dot
 
 KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed
@@ -91,20 +91,24 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
 
     async def register(request: Request) -> Response:
         body = (await request.body()).decode("utf-8", errors="replace")
-        name = request.query_params.get("name") or None
-        dialect = request.query_params.get("dialect") or None
+        opts = {k: request.query_params.get(k) or None for k in ("name", "dialect", "output", "format")}
         if request.headers.get("content-type", "").startswith("application/json"):
             try:
                 d = json.loads(body)
                 if not isinstance(d, dict) or not isinstance(d.get("query"), str):
-                    raise ValueError('a JSON body must be {"query": TEXT, "name"?, "dialect"?}')
+                    raise ValueError('a JSON body must be {"query": TEXT, "name"?, "dialect"?, '
+                                     '"output"?, "format"?}')
             except ValueError as e:
                 return _error(400, str(e))
-            body, name, dialect = d["query"], d.get("name") or name, d.get("dialect") or dialect
+            body = d["query"]
+            opts = {k: d.get(k) or v for k, v in opts.items()}
         try:
-            w = await run_in_threadpool(hub.register, body, name=name, dialect=dialect)
-        except (QueryError, EngineError) as e:
+            w = await run_in_threadpool(hub.register, body, name=opts["name"], dialect=opts["dialect"],
+                                        output=opts["output"], fmt=opts["format"] or "jsonl")
+        except (QueryError, EngineError, ValueError) as e:
             return _error(400, str(e))
+        except OSError as e:  # the output's broker
+            return _error(502, str(e))
         return JSONResponse(_describe(w), status_code=201)
 
     def _worker(request: Request) -> QueryWorker | None:
@@ -168,9 +172,10 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         finally:
             w.channel.unsubscribe(deliver)
 
-    def _format(w: QueryWorker, fmt: str | None, accept: str | None) -> str:
+    def _format(w: QueryWorker, fmt: str | None, accept: str | None,
+                offered: tuple[str, ...] = tuple(FORMATS)) -> str:
         """The negotiated result format; ValueError (406) when the query cannot have it."""
-        out = result_format(fmt, accept)
+        out = result_format(fmt, accept, offered)
         if out != "jsonl" and not graph_results(w.query):
             raise ValueError(f"query {w.name} gives bindings, not triples: its results are "
                              f"pushed as jsonl objects; {out} needs a CONSTRUCT or DESCRIBE "
@@ -182,9 +187,14 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         if w is None:
             return _error(404, "no such query")
         try:
-            fmt = _format(w, request.query_params.get("format"), request.headers.get("accept"))
+            fmt = _format(w, request.query_params.get("format"), request.headers.get("accept"),
+                          TEXT_FORMATS)
         except ValueError as e:
             return _error(406, str(e))
+        if fmt == "jelly":
+            return _error(406, "Jelly is binary and Server-Sent Events carry text: take Jelly "
+                               "from the WebSocket (one binary message per RDF Message) or an "
+                               "MQTT output, or rdfm-trig / rdfm-nquads here")
         renderer = Renderer(fmt)
 
         async def events() -> AsyncIterator[str]:
@@ -195,6 +205,7 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                     yield f"event: {it.kind}\nid: {it.seq}\ndata: {json.dumps(it.data, ensure_ascii=False)}\n\n"
                 else:
                     for text in renderer.render(it):
+                        assert isinstance(text, str)  # (Jelly is refused above)
                         data = "".join(f"data: {x}\n" for x in text.rstrip("\n").split("\n"))
                         yield f"event: result\nid: {it.seq}\n{data}\n"
 
@@ -225,8 +236,11 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                 if it.kind == "error":
                     await websocket.send_text(json.dumps(it.data, ensure_ascii=False))
                     continue
-                for text in renderer.render(it):
-                    await websocket.send_text(text)
+                for msg in renderer.render(it):
+                    if isinstance(msg, bytes):
+                        await websocket.send_bytes(msg)  # a Jelly frame
+                    else:
+                        await websocket.send_text(msg)
             await websocket.close(code=1000)
         except WebSocketDisconnect:
             pass  # the client left: nothing more to send
@@ -253,7 +267,7 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
             if not (isinstance(d, dict) and isinstance(d.get("iri"), str)
                     and isinstance(d.get("url"), str)):
                 raise ValueError('the body must be {"iri": STREAM, "url": "tcp://HOST:PORT" or '
-                                 '"mqtt://HOST:PORT/TOPIC", "format"?: "events" | "rdfm"}')
+                                 '"mqtt://HOST:PORT/TOPIC", "format"?: "events" | "rdfm" | "jelly"}')
             src = await run_in_threadpool(hub.attach, d["iri"], d["url"],
                                           d.get("format") or "events")
         except ConnectionError as e:

@@ -32,6 +32,7 @@ from rsep.lang import QueryError, parse_query
 from rsep.runtime.engine import Engine, Limits, QueryRuntime
 from rsep.runtime.watchdog import Watchdog
 from rsep.serve.ingest import StreamOrder, read_body, rejected
+from rsep.serve.publish import MqttPublisher
 from rsep.sparql.update import UpdateError, canonical
 from rsep.sparql.update import apply as apply_update
 from rsep.stream.event import Event, Rejected
@@ -136,6 +137,7 @@ class QueryWorker:
         self.error: str | None = None
         self.registered = time.time()
         self.thread = threading.Thread(target=self._run, name=f"rsep-serve-{name}", daemon=True)
+        self.output: MqttPublisher | None = None
 
     @property
     def status(self) -> str:
@@ -145,7 +147,8 @@ class QueryWorker:
         return {"name": self.name, "kind": self.kind, "status": self.status, "error": self.error,
                 "events_in": self.engine.events, "results_out": self.results,
                 "state_triples": self.state, "pending_events": self.pending,
-                "lag_ms": self.latency_ms, "engine_time": self.engine.now}
+                "lag_ms": self.latency_ms, "engine_time": self.engine.now,
+                "output": self.output.describe() if self.output else None}
 
     def fail(self, message: str) -> None:
         if self.error is None:
@@ -252,16 +255,25 @@ class Hub:
 
     # ------------------------------------------------------------ queries
 
-    def register(self, text: str, *, name: str | None = None,
-                 dialect: str | None = None) -> QueryWorker:
+    def register(self, text: str, *, name: str | None = None, dialect: str | None = None,
+                 output: str | None = None, fmt: str = "jsonl") -> QueryWorker:
         """Parse and register a query; a :class:`QueryError` (located in ``name`` or
-        "query") if it cannot run."""
+        "query") if it cannot run. ``output``: an MQTT topic its results are published to,
+        in ``fmt`` (ValueError for a bad one, OSError when the broker cannot be reached)."""
         source = name or "query"
         q = parse_query(text, dialect, source=source)
+        pub = None
+        if output is not None:
+            if fmt != "jsonl" and not graph_results(q):
+                raise ValueError(f"{fmt} needs a CONSTRUCT or DESCRIBE query (or an EP-SPARQL "
+                                 "CONSTRUCT rule): this query gives bindings, published as jsonl")
+            pub = MqttPublisher(output, fmt)
         s = self.settings
         with self.lock:
             n = name or getattr(q, "name", "") or self._fresh_name()
             if n in self.workers:
+                if pub is not None:
+                    pub.out.close()
                 raise QueryError(f"a query named {n!r} is already registered", source=source)
             engine = Engine(time_unit_ms=s.time_unit_ms, limits=s.limits,
                             allow_dereference=s.allow_dereference)
@@ -274,6 +286,9 @@ class Hub:
             if s.limits.max_eval_seconds is not None:
                 limit = s.limits.max_eval_seconds
                 engine.watchdog = Watchdog(limit, lambda what: self._overrun(w, what, limit))
+            if pub is not None:
+                w.output = pub
+                w.channel.subscribe(pub)
             self.workers[n] = w
             w.thread.start()
         return w
@@ -384,12 +399,14 @@ class Hub:
         ``iri`` on a thread of its own, as if its events were POSTed; returns once it is
         connected (MQTT: subscribed). ValueError for a bad URL or format, ConnectionError
         when it cannot connect."""
-        if fmt not in ("events", "rdfm"):
-            raise ValueError(f"unknown source format {fmt!r} (events or rdfm)")
+        if fmt not in ("events", "rdfm", "jelly"):
+            raise ValueError(f"unknown source format {fmt!r} (events, rdfm or jelly)")
         with self.lock:
             if iri in self.sources and self.sources[iri].status == "running":
                 raise ValueError(f"a source is already attached to <{iri}>; detach it first")
         src = Source(iri, url, fmt)
+        if fmt == "jelly":
+            url += ("&" if "?" in url else "?") + "format=jelly"
         live = LiveStream(url, iri, messages=fmt == "rdfm", time=self.settings.time,
                           control=src.control)
         src.thread = threading.Thread(target=self._pump, args=(src, live), daemon=True,
@@ -455,7 +472,7 @@ class Hub:
                 w.pending += 1
                 # a copy per engine: each numbers the events it takes in (Event.seq)
                 w.inbox.put(("event", Event(e.stream, e.graph, e.start, e.end, e.triples,
-                                            e.kind, 0, e.origin), t))
+                                            e.kind, 0, e.origin, e.graphs), t))
         return True
 
     def advance(self, until: int, timeout: float | None = None) -> None:

@@ -1,5 +1,5 @@
 """Events POSTed to ``rsep serve``: a request body read by rsep.stream's readers (a stream
-file of timestamped graphs, JSON lines, or an RDF Message Log), and each stream's events
+file of timestamped graphs, JSON lines, an RDF Message Log, or Jelly), and each stream's events
 put in time order with ``--allowed-lateness`` as ``rsep run`` does.
 
 :func:`read_body` is the one place where a body becomes events.
@@ -24,6 +24,8 @@ FORMATS = {
     "application/n-quads": "nquads", "nquads": "nquads",
     "application/x-ndjson": "jsonl", "application/jsonl": "jsonl", "jsonl": "jsonl",
     "rdfm": "rdfm-trig", "rdfm-trig": "rdfm-trig", "rdfm-nquads": "rdfm-nquads",
+    # Jelly (its registered media type): every frame an RDF Message
+    "application/x-jelly-rdf": "jelly", "jelly": "jelly",
 }
 
 
@@ -35,12 +37,12 @@ def body_format(content_type: str | None, fmt: str | None) -> str:
     if key not in FORMATS:
         raise ValueError(f"unknown event format {key!r}: use application/trig, "
                          "application/n-quads or application/x-ndjson, with "
-                         "'; messages=rdfm' for an RDF Message Log (or ?format=trig|nquads|"
-                         "jsonl|rdfm|rdfm-trig|rdfm-nquads)")
+                         "'; messages=rdfm' for an RDF Message Log, or application/x-jelly-rdf "
+                         "(or ?format=trig|nquads|jsonl|rdfm|rdfm-trig|rdfm-nquads|jelly)")
     out = FORMATS[key]
     if not fmt and "messages=rdfm" in (p.replace(" ", "") for p in params):
-        if out == "jsonl":
-            raise ValueError("an RDF Message Log is TriG or N-Quads, not JSON lines")
+        if out in ("jsonl", "jelly"):
+            raise ValueError(f"messages=rdfm names a text RDF Message Log (TriG or N-Quads), not {out}")
         out = "rdfm-" + out
     return out
 
@@ -49,6 +51,13 @@ def read_body(body: bytes, stream: str, fmt: str, origin: str,
               time: TimeConfig) -> list[Event | Rejected]:
     """The events and rejected records of one request body, in body order; records are
     located as ``origin:line``."""
+    if fmt == "jelly":
+        # (imported here: pyjelly and Protobuf cost a server that reads no Jelly its start-up time)
+        from pyjelly.parse.ioutils import delimited_jelly_hint
+
+        # a delimited stream of frames, or (Jelly's other file form) one frame
+        return list(MessageLog(origin, stream, time=time, fmt="jelly", source=[body],
+                               delimited=len(body) < 3 or delimited_jelly_hint(body[:3])))
     text = body.decode("utf-8", errors="replace")
     if fmt == "jsonl":
         return list(parse_lines(text.splitlines(), stream, origin))

@@ -18,11 +18,18 @@ _ERROR = _json("Error", "the error, e.g. a query's located message")
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 _TEXT = {"schema": {"type": "string"}}
 _FORMAT = {"name": "format", "in": "query", "description": "jsonl (default), or RDF Messages "
-           "for CONSTRUCT / DESCRIBE queries and EP-SPARQL rules (406 for the others)",
-           "schema": {"enum": ["jsonl", "rdfm-trig", "rdfm-nquads"]}}
+           "for CONSTRUCT / DESCRIBE queries and EP-SPARQL rules (406 for the others); jelly "
+           "over WebSocket only (binary messages; 406 on SSE)",
+           "schema": {"enum": ["jsonl", "rdfm-trig", "rdfm-nquads", "jelly"]}}
 _ACCEPT = {"name": "Accept", "in": "header", "description": "without ?format: application/trig "
-           "or application/n-quads (messages=rdfm) ask for RDF Messages",
-           "schema": {"type": "string"}}
+           "or application/n-quads (messages=rdfm), or application/x-jelly-rdf, ask for RDF "
+           "Messages", "schema": {"type": "string"}}
+_OUTPUT = {"type": "string", "description": "mqtt://HOST:PORT/TOPIC: each result item "
+           "published as one MQTT message (QoS 1), as rsep run --output does"}
+_OUTPUT_FORMAT = {"enum": ["jsonl", "rdfm-trig", "rdfm-nquads", "jelly"],
+                  "description": "the output's items: jsonl objects (default), or one RDF "
+                                 "Message per evaluation (CONSTRUCT / DESCRIBE queries and "
+                                 "EP-SPARQL rules; Jelly: one RdfStreamFrame)"}
 
 _GRAPH_IRI = [{"name": "iri", "in": "query", "required": True, "description": "the graph's IRI "
                "('default': the default graph)", "schema": {"type": "string"}}]
@@ -57,6 +64,10 @@ def schema() -> dict[str, Any]:
                               "pending_events": {"type": "integer"},
                               "lag_ms": {"type": ["number", "null"]},
                               "engine_time": {"type": ["integer", "null"]},
+                              "output": {"type": ["object", "null"], "properties": {
+                                  "url": {"type": "string"}, "format": {"type": "string"},
+                                  "published": {"type": "integer"},
+                                  "error": {"type": ["string", "null"]}}},
                               "query": {"type": "string"}}},
                 "Health": {"type": "object",
                            "properties": {"status": {"const": "ok"},
@@ -76,7 +87,7 @@ def schema() -> dict[str, Any]:
                                           "op": {"const": "delete"}}},
                 "Source": {"type": "object",
                            "properties": {"iri": {"type": "string"}, "url": {"type": "string"},
-                                          "format": {"enum": ["events", "rdfm"]},
+                                          "format": {"enum": ["events", "rdfm", "jelly"]},
                                           "status": {"enum": ["running", "ended", "failed",
                                                               "detached"]},
                                           "error": {"type": ["string", "null"]},
@@ -104,20 +115,27 @@ def schema() -> dict[str, Any]:
                         "responses": {"200": {"description": "queries", "content": {
                             "application/json": {"schema": {"type": "array", "items": {
                                 "$ref": "#/components/schemas/Query"}}}}}}},
-                "post": {"summary": "register a query (any dialect)",
+                "post": {"summary": "register a query (any dialect); with an output, its "
+                                    "results are also published to MQTT",
                          "parameters": [
                              {"name": "name", "in": "query", "schema": {"type": "string"}},
                              {"name": "dialect", "in": "query", "schema": {
-                                 "enum": ["rspql", "csparql", "cqels", "spaseq", "epsparql"]}}],
+                                 "enum": ["rspql", "csparql", "cqels", "spaseq", "epsparql"]}},
+                             {"name": "output", "in": "query", "schema": _OUTPUT},
+                             {"name": "format", "in": "query", "schema": _OUTPUT_FORMAT}],
                          "requestBody": {"required": True, "content": {
                              "application/sparql-query": _TEXT, "text/plain": _TEXT,
                              "application/json": {"schema": {
                                  "type": "object", "required": ["query"],
                                  "properties": {"query": {"type": "string"},
                                                 "name": {"type": "string"},
-                                                "dialect": {"type": "string"}}}}}},
+                                                "dialect": {"type": "string"},
+                                                "output": _OUTPUT,
+                                                "format": _OUTPUT_FORMAT}}}}},
                          "responses": {"201": _json("Query", "registered"),
-                                       "400": _ERROR}}},
+                                       "400": _ERROR,
+                                       "502": _json("Error", "the output's broker cannot be "
+                                                             "reached")}}},
             "/queries/{name}": {
                 "parameters": [_NAME],
                 "get": {"summary": "one query and its statistics",
@@ -129,7 +147,8 @@ def schema() -> dict[str, Any]:
                 "parameters": [_NAME],
                 "get": {"summary": "the query's results as Server-Sent Events: event "
                                    "'result' (data: a Result, or with format rdfm-* one RDF "
-                                   "Message per evaluation), 'error' (the query failed), "
+                                   "Message per evaluation; jelly is refused with 406: SSE "
+                                   "carries text), 'error' (the query failed), "
                                    "'end' (unregistered); ids count per query, Last-Event-ID "
                                    "or ?since=N resumes",
                         "parameters": [{"name": "since", "in": "query",
@@ -141,7 +160,9 @@ def schema() -> dict[str, Any]:
                 "parameters": [_NAME],
                 "get": {"summary": "the query's results over WebSocket: one Result (or "
                                    "with format rdfm-* one RDF Message per evaluation; or "
-                                   "{error}) per text message; closed with 1000 when the "
+                                   "{error}) per text message, with format jelly one binary "
+                                   "message (an RdfStreamFrame, the first with the stream's "
+                                   "options) per RDF Message; closed with 1000 when the "
                                    "query is unregistered",
                         "parameters": [{"name": "since", "in": "query",
                                         "schema": {"type": "integer"}}, _FORMAT, _ACCEPT],
@@ -159,17 +180,21 @@ def schema() -> dict[str, Any]:
             "/events": {"post": {
                 "summary": "events for a stream, as TriG, N-Quads or JSON lines, or an RDF "
                            "Message Log (TriG or N-Quads with @message delimiters: "
-                           "'; messages=rdfm' or ?format=rdfm|rdfm-trig|rdfm-nquads)",
+                           "'; messages=rdfm' or ?format=rdfm|rdfm-trig|rdfm-nquads), or "
+                           "Jelly (application/x-jelly-rdf or ?format=jelly: a delimited "
+                           "stream of frames, or one frame; each frame one RDF Message)",
                 "parameters": [{"name": "stream", "in": "query", "required": True,
                                 "schema": {"type": "string"}},
                                {"name": "format", "in": "query",
                                 "schema": {"enum": ["trig", "nquads", "jsonl", "rdfm",
-                                                    "rdfm-trig", "rdfm-nquads"]}}],
+                                                    "rdfm-trig", "rdfm-nquads", "jelly"]}}],
                 "requestBody": {"required": True, "content": {
                     "application/trig": _TEXT, "application/n-quads": _TEXT,
                     "application/x-ndjson": _TEXT,
                     "application/trig; messages=rdfm": _TEXT,
-                    "application/n-quads; messages=rdfm": _TEXT}},
+                    "application/n-quads; messages=rdfm": _TEXT,
+                    "application/x-jelly-rdf": {"schema": {"type": "string",
+                                                           "contentMediaType": "application/x-jelly-rdf"}}}},
                 "responses": {"202": {"description": "taken in; rejected records are in "
                                                      "the dead letter", "content": {
                     "application/json": {"schema": {"type": "object", "properties": {
@@ -188,7 +213,8 @@ def schema() -> dict[str, Any]:
                              "schema": {"type": "object", "required": ["iri", "url"],
                                         "properties": {"iri": {"type": "string"},
                                                        "url": {"type": "string"},
-                                                       "format": {"enum": ["events", "rdfm"]}}}}}},
+                                                       "format": {"enum": ["events", "rdfm",
+                                                                           "jelly"]}}}}}},
                          "responses": {"201": _json("Source", "attached"), "400": _ERROR,
                                        "502": _ERROR}},
                 "delete": {"summary": "detach a stream's live source",

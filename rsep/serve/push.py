@@ -1,13 +1,17 @@
-"""The pushed form of a query's results (SSE and WebSocket): the CLI's jsonl objects, one
-per result, or RDF Messages (W3C RSP CG), one per evaluation, written by the FormatSink that
-``rsep run --format rdfm-trig|rdfm-nquads`` writes with (so a pushed message is the one
-``rsep run`` writes to its log, without the ``# @message`` delimiter line)."""
+"""The pushed form of a query's results (SSE, WebSocket, MQTT): the CLI's jsonl objects,
+one per result, or RDF Messages (W3C RSP CG), one per evaluation, written by the FormatSink that
+``rsep run --format rdfm-trig|rdfm-nquads|jelly`` writes with (so a pushed message is the
+one ``rsep run`` writes to its log, without the ``# @message`` delimiter line; Jelly: the
+message's ``RdfStreamFrame``, not length-delimited, as over MQTT)."""
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
+from typing import BinaryIO
 
+from rsep.runtime.mqtt_output import delimited_frames
 from rsep.runtime.sinks import FormatSink
 from rsep.serve.hub import Item
 from rsep.stream.writer import DELIMITER
@@ -17,16 +21,23 @@ FORMATS = {
     "jsonl": "application/json",
     "rdfm-trig": "application/trig; messages=rdfm",
     "rdfm-nquads": "application/n-quads; messages=rdfm",
+    "jelly": "application/x-jelly-rdf",
 }
-_ACCEPT = {"application/trig": "rdfm-trig", "application/n-quads": "rdfm-nquads"}
+_ACCEPT = {"application/trig": "rdfm-trig", "application/n-quads": "rdfm-nquads",
+           "application/x-jelly-rdf": "jelly"}
 
 
-def result_format(fmt: str | None, accept: str | None) -> str:
+# what Server-Sent Events can carry (text): Jelly only over WebSocket and MQTT
+TEXT_FORMATS = ("jsonl", "rdfm-trig", "rdfm-nquads")
+
+
+def result_format(fmt: str | None, accept: str | None, offered: Sequence[str] = tuple(FORMATS)) -> str:
     """The negotiated format: ``?format=`` first, then an ``Accept`` that names
-    ``application/trig`` or ``application/n-quads`` (anything else: jsonl)."""
+    ``application/trig``, ``application/n-quads`` or ``application/x-jelly-rdf`` (anything
+    else: jsonl). ``offered``: the endpoint's formats, named when ``fmt`` is unknown."""
     if fmt:
         if fmt not in FORMATS:
-            raise ValueError(f"unknown result format {fmt!r}: use {', '.join(FORMATS)}")
+            raise ValueError(f"unknown result format {fmt!r}: use {', '.join(offered)}")
         return fmt
     for part in (accept or "").lower().split(","):
         media = part.split(";")[0].strip()
@@ -36,28 +47,40 @@ def result_format(fmt: str | None, accept: str | None) -> str:
 
 
 class _Messages(io.StringIO):
-    """Collects the messages a FormatSink ends (rsep.runtime.sinks: an output of items)."""
+    """Collects the messages a FormatSink ends (rsep.runtime.sinks: an output of items); Jelly's
+    go to ``buffer``, each a delimited frame."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.done: list[str] = []
+        self._bytes = io.BytesIO()
+        self.done: list[str | bytes] = []
+
+    @property
+    def buffer(self) -> BinaryIO:
+        return self._bytes
 
     def end_item(self) -> None:
+        if frames := self._bytes.getvalue():
+            self.done.extend(delimited_frames(frames))
+            self._bytes.seek(0)
+            self._bytes.truncate()
+            return
         self.done.append(self.getvalue().removesuffix(DELIMITER))
         self.seek(0)
         self.truncate()
 
 
 class Renderer:
-    """One subscriber's results as the texts to push, one pushed item each."""
+    """One subscriber's results as the items to push (Jelly: bytes), one pushed item each.
+    A Jelly subscriber's frames share lookup tables: its first frame opens its stream."""
 
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self._out = _Messages()
         self._sink = FormatSink(self._out, fmt, with_query=True) if fmt != "jsonl" else None
 
-    def render(self, item: Item) -> list[str]:
-        """The texts ``item`` completes: a jsonl object; for RDF Messages, nothing until the
+    def render(self, item: Item) -> list[str | bytes]:
+        """The items ``item`` completes: a jsonl object; for RDF Messages, nothing until the
         evaluation's last output, then its message."""
         if self._sink is None or item.output is None:
             return [json.dumps(item.data, ensure_ascii=False)]

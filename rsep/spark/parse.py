@@ -50,10 +50,9 @@ import time
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
-import pyoxigraph as ox
 
 from rsep.spark.plan import Router
-from rsep.spark.state import PipelineConfig
+from rsep.spark.state import PipelineConfig, event_text
 from rsep.spark.state import trace as write_trace
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
@@ -137,11 +136,6 @@ EVENTS_SCHEMA = ("key string, rtype string, stream string, rank int, origin stri
                  "record string")
 
 
-def _nt(triples: tuple) -> str:
-    # without an output, serialize returns the bytes (the stub says bytes | None)
-    return ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode() if triples else ""  # type: ignore[union-attr]
-
-
 def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
     """The mapInArrow function: raw-record batches -> event / reject / tick rows per key.
 
@@ -206,7 +200,7 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                     for qp, router in zip(cfg.queries, routers, strict=True):
                         for b in router.buckets(e):
                             if nt is None:
-                                nt = _nt(e.triples)
+                                nt = event_text(e)
                             add((qp.key(b), "e", stream, rank[stream], origin, pos,
                                  e.graph, e.start, e.end, kind, nt, line, ""))
             for stream, (lo, hi, kind) in span.items():

@@ -114,12 +114,34 @@ def horizon(eng: Engine) -> int | None:
     return out
 
 
+# In an event's ``nt`` text, the line that opens its other named graphs (N-Quads); N-Triples
+# escapes line breaks in literals, so no statement's text holds it.
+KEPT = "# graphs\n"
+
+
+def event_text(e: Event) -> str:
+    """An event's triples as N-Triples, then (after :data:`KEPT`) its other named graphs."""
+    # without an output, serialize returns the bytes (the stub says bytes | None)
+    text = ox.serialize(e.triples, format=ox.RdfFormat.N_TRIPLES).decode() if e.triples else ""  # type: ignore[union-attr]
+    if e.graphs:
+        quads = [ox.Quad(t.subject, t.predicate, t.object, ox.NamedNode(g)) for g, ts in e.graphs for t in ts]
+        text += KEPT + ox.serialize(quads, format=ox.RdfFormat.N_QUADS).decode()  # type: ignore[union-attr]
+    return text
+
+
 def event_of(e: tuple) -> Event:
     """An Event from a state tuple (EVENT_STATE's columns)."""
     _, _, origin, pos, stream, graph, start, end, tkind, nt = e
+    graphs: tuple[tuple[str, tuple[ox.Triple, ...]], ...] = ()
+    if nt and KEPT in nt:
+        nt, quads = nt.split(KEPT, 1)
+        kept: dict[str, list[ox.Triple]] = {}
+        for q in ox.parse(quads, format=ox.RdfFormat.N_QUADS):
+            kept.setdefault(q.graph_name.value, []).append(q.triple)
+        graphs = tuple((g, tuple(ts)) for g, ts in kept.items())
     triples = tuple(q.triple for q in ox.parse(nt, format=ox.RdfFormat.N_TRIPLES)) if nt else ()
     return Event(stream=stream, graph=graph, start=int(start), end=int(end), triples=triples,
-                 kind=TimeKind(tkind), origin=f"{origin}:{pos}")
+                 kind=TimeKind(tkind), origin=f"{origin}:{pos}", graphs=graphs)
 
 
 @dataclass

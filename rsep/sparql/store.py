@@ -6,6 +6,9 @@ leaves only when its last occurrence does (reference counts). pyoxigraph's
 in-memory store keeps removed quads allocated, so the store is rebuilt from the
 live quads once removals outnumber them: amortised O(1) per removal, and memory
 bounded by the windows plus the background.
+
+An event's other named graphs (an RDF Message's, ``Event.graphs``) are named graphs of the
+store while the event is in a window: :meth:`apply_graphs`, and :attr:`kept` names them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 import pyoxigraph as ox
+
+from rsep.stream.event import Event
 
 GraphName = ox.NamedNode | ox.DefaultGraph
 
@@ -27,6 +32,8 @@ class SnapshotStore:
         self._min_garbage = min_garbage
         self._factor = factor
         self.rebuilds = 0
+        self._kept: dict[str, int] = {}  # other named graph -> live events that hold it
+        self.kept: list[ox.NamedNode | ox.BlankNode] = []  # (typed as a query's named graphs)
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -76,6 +83,22 @@ class SnapshotStore:
                         del self._times[tr]
         if self._garbage > max(self._min_garbage, self._factor * len(counts)):
             self.rebuild()
+
+    def apply_graphs(self, changes: Iterable[tuple[bool, Event]], track_time: bool = False) -> None:
+        """The other named graphs of events that entered (True) or left a window."""
+        kept = self._kept
+        for entered, e in changes:
+            for g, triples in e.graphs:
+                timed = [(t, e.end) for t in triples]
+                if entered:
+                    self.apply(ox.NamedNode(g), timed, (), track_time)
+                    kept[g] = kept.get(g, 0) + 1
+                else:
+                    self.apply(ox.NamedNode(g), (), timed, track_time)
+                    kept[g] -= 1
+                    if not kept[g]:
+                        del kept[g]
+        self.kept = [ox.NamedNode(g) for g in kept]
 
     def rebuild(self) -> None:
         fresh = ox.Store()

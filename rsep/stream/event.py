@@ -14,7 +14,9 @@ class Event:
     """One element (G, [start, end]) of an RDF stream; point events have start == end.
 
     ``seq`` is the global arrival order assigned when streams are merged, so ties
-    in time are broken deterministically.
+    in time are broken deterministically. ``graphs``: the other named graphs of an RDF
+    Message, kept apart from the event's graph (name, triples), in the window while the
+    event is (docs/semantics.md, RDF Message Logs).
     """
 
     stream: str
@@ -25,6 +27,7 @@ class Event:
     kind: TimeKind = TimeKind.ABSTRACT
     seq: int = 0
     origin: str = ""  # "file:line" of the event's graph block, for messages
+    graphs: tuple[tuple[str, tuple[Triple, ...]], ...] = ()
 
     @property
     def time(self) -> int:

@@ -2,7 +2,10 @@
 pyjelly: one stream frame is one RDF Message (the W3C RSP CG's reading of Jelly).
 
 pyjelly decodes and encodes the Protobuf; rsep only maps its terms to pyoxigraph's
-(``_OxAdapter``) and back (``_OxEncoder``), so that no term goes through text.
+(``_OxAdapter``) and back (``_OxEncoder``), so that no term goes through text, and cuts a
+delimited stream at its frames' length prefixes (``Delimited``), so that a stream that
+arrives in pieces (standard input, TCP) is read a frame at a time and a frame that does not
+decode is rejected on its own.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ from typing import IO, Any
 import pyoxigraph as ox
 from pyjelly import jelly
 from pyjelly.options import StreamParameters
-from pyjelly.parse.decode import Adapter, Decoder, ParserOptions
-from pyjelly.parse.ioutils import get_options_and_frames
+from pyjelly.parse.decode import Adapter, Decoder, ParserOptions, options_from_frame
 from pyjelly.serialize.encode import Rows, Slot, TermEncoder
 from pyjelly.serialize.ioutils import write_delimited
 from pyjelly.serialize.streams import QuadStream, SerializerOptions
@@ -72,26 +74,97 @@ class _OxAdapter(Adapter):
         return ox.Triple(*terms)
 
 
-def read_frames(inp: IO[bytes]) -> Iterator[list[ox.Quad] | JellyError]:
-    """The quads of each frame of a delimited Jelly stream, in order; a frame whose rows do
-    not decode gives a JellyError in its place and the stream goes on."""
-    try:
-        options, frames = get_options_and_frames(inp)
-    except Exception as e:  # pyjelly's own errors and Protobuf's DecodeError
-        raise JellyError(f"not a Jelly stream: {e}") from e
-    decoder = Decoder(adapter=_OxAdapter(options))
-    it = iter(frames)
-    while True:
+MAX_FRAME = 1 << 26  # a longer length prefix is not taken for a frame: the stream is broken
+
+
+class FrameDecoder:
+    """Decodes a Jelly stream's frames one by one (the bytes of one ``RdfStreamFrame``
+    each), with the options of its first frame that has rows."""
+
+    def __init__(self) -> None:
+        self._decoder: Decoder | None = None
+
+    @property
+    def started(self) -> bool:
+        """The stream's options have been read."""
+        return self._decoder is not None
+
+    def decode(self, data: bytes) -> list[ox.Quad]:
+        """The quads of one frame; JellyError if it is not one or does not decode."""
         try:
-            frame = next(it)
-        except StopIteration:
-            return
-        except Exception as e:
-            raise JellyError(f"unreadable frame: {e}") from e
+            frame = jelly.RdfStreamFrame.FromString(data)
+        except Exception as e:  # Protobuf's DecodeError, or what a truncated message raises
+            raise JellyError(f"not a Jelly frame: {e}") from e
+        if self._decoder is None:
+            if not frame.rows:
+                return []  # an empty message before the options
+            try:
+                self._decoder = Decoder(adapter=_OxAdapter(options_from_frame(frame, delimited=True)))
+            except Exception as e:
+                raise JellyError(f"no stream options in the first frame: {e}") from e
         try:
-            yield [q for q in decoder.iter_rows(frame) if isinstance(q, ox.Quad)]
+            return [q for q in self._decoder.iter_rows(frame) if isinstance(q, ox.Quad)]
         except Exception as e:
-            yield JellyError(f"frame does not decode: {e}")
+            raise JellyError(f"frame does not decode: {e}") from e
+
+
+class Delimited:
+    """Cuts a delimited Jelly stream (each frame a varint length, then its bytes) into
+    frames as its bytes arrive; ``offset`` is where the next frame starts."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.offset = 0
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        """The frames ``data`` completes, with their byte offsets."""
+        buf = self.buf + data
+        out = []
+        i = 0
+        while i < len(buf):
+            n = shift = 0
+            j = i
+            while j < len(buf) and buf[j] & 0x80:
+                n |= (buf[j] & 0x7F) << shift
+                shift += 7
+                j += 1
+            if j == len(buf):
+                break  # the length itself is not whole yet
+            n |= buf[j] << shift
+            if n > MAX_FRAME:
+                raise JellyError(f"byte {self.offset + i}: a frame length of {n} bytes "
+                                 f"(over {MAX_FRAME}): not a delimited Jelly stream")
+            if j + 1 + n > len(buf):
+                break
+            out.append((self.offset + i, buf[j + 1:j + 1 + n]))
+            i = j + 1 + n
+        self.buf = buf[i:]
+        self.offset += i
+        return out
+
+
+def read_frames(chunks: Iterable[bytes], *, delimited: bool = True
+                ) -> Iterator[tuple[int, list[ox.Quad] | JellyError]]:
+    """(position, quads) for each frame of a Jelly stream given as byte chunks: a delimited
+    stream (a file, a TCP connection, a request body), or, ``delimited=False``, one frame
+    per chunk (MQTT). The position is a byte offset (delimited) or the chunk's index. A
+    frame that does not decode gives a JellyError in its place and the stream goes on; in a
+    delimited stream, a first frame that is not Jelly ends it (its lengths mean nothing)."""
+    dec = FrameDecoder()
+    cutter = Delimited()
+    n = 0
+    for data in chunks:
+        frames = cutter.feed(data) if delimited else [(n, data)]
+        n += 1
+        for pos, frame in frames:
+            try:
+                yield pos, dec.decode(frame)
+            except JellyError as e:
+                if delimited and not dec.started:
+                    raise JellyError(f"not a Jelly stream: {e}") from e
+                yield pos, e
+    if cutter.buf:
+        yield cutter.offset, JellyError(f"the stream ends inside a frame ({len(cutter.buf)} bytes of it)")
 
 
 class _OxEncoder(TermEncoder):

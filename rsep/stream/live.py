@@ -4,10 +4,12 @@ The text is framed as the Spark sources frame it (rsep.stream.framing's ``Framer
 events, directives carried to every later frame) and each frame is read as a stream file
 (rsep.stream.files), or, for RDF Message Logs (``--stream-format rdfm``), cut at its
 ``@message`` delimiters (rsep.stream.messages): over MQTT each message of the broker is
-one RDF Message. A TCP source connects to the server and reads until it closes the
+one RDF Message. Jelly (``?format=jelly``, or ``--stream-format jelly``) is read as RDF
+Messages too: over TCP a delimited stream of frames, over MQTT one frame per broker message
+(as Jelly travels over MQTT and Kafka). A TCP source connects to the server and reads until it closes the
 connection; an MQTT source subscribes and reads until Ctrl-C, or, with ``?idle=SECONDS``,
-until no message came for that long. ``?format=trig|nquads|jsonl`` gives the syntax
-(default TriG). The URL parsers are shared with the Spark sources.
+until no message came for that long. ``?format=trig|nquads|jsonl|jelly`` gives the
+syntax (default TriG). The URL parsers are shared with the Spark sources.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rsep.stream.messages import MessageLog
 from rsep.stream.time import TimeConfig
 
 SCHEMES = ("tcp://", "mqtt://")
+SYNTAXES = ("trig", "nquads", "jsonl", "jelly")
 POLL_S = 0.2  # how often a controlled source looks at its stop flag
 
 
@@ -79,19 +82,18 @@ def _options(url: str) -> tuple[str, dict[str, str]]:
     unknown = set(opts) - {"format", "idle"}
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))} in {url!r} (format, idle)")
-    if opts.get("format", "trig") not in ("trig", "nquads", "jsonl"):
-        raise ValueError(f"format must be trig, nquads or jsonl in {url!r}")
+    if opts.get("format", "trig") not in SYNTAXES:
+        raise ValueError(f"format must be {', '.join(SYNTAXES)} in {url!r}")
     return base, opts
 
 
-def tcp_text(host: str, port: int, timeout: float = 10.0,
-             control: Control | None = None) -> Iterator[str]:
-    """The text a TCP server sends, as it arrives, until it closes the connection."""
+def tcp_bytes(host: str, port: int, timeout: float = 10.0,
+              control: Control | None = None) -> Iterator[bytes]:
+    """The bytes a TCP server sends, as they arrive, until it closes the connection."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(None if control is None else POLL_S)
         if control is not None:
             control.ready.set()
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         while True:
             try:
                 data = sock.recv(1 << 16)
@@ -100,11 +102,19 @@ def tcp_text(host: str, port: int, timeout: float = 10.0,
                     return
                 continue
             if not data:
-                break
-            if text := decoder.decode(data):
-                yield text
-        if tail := decoder.decode(b"", final=True):
-            yield tail
+                return
+            yield data
+
+
+def tcp_text(host: str, port: int, timeout: float = 10.0,
+             control: Control | None = None) -> Iterator[str]:
+    """The text a TCP server sends, as it arrives, until it closes the connection."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for data in tcp_bytes(host, port, timeout, control):
+        if text := decoder.decode(data):
+            yield text
+    if tail := decoder.decode(b"", final=True):
+        yield tail
 
 
 def mqtt_payloads(host: str, port: int, topic: str, idle: float | None = None,
@@ -169,6 +179,8 @@ class LiveStream:
         self.stream = stream
         self.syntax = opts.get("format", "trig")
         self.idle = float(opts["idle"]) if "idle" in opts else None
+        if self.syntax == "jelly":
+            messages = True  # Jelly's frames are RDF Messages
         self.messages = messages
         if messages and self.syntax == "jsonl":
             raise ValueError(f"an RDF Message Log is TriG or N-Quads, not JSON lines: {url!r}")
@@ -187,7 +199,17 @@ class LiveStream:
             for payload in mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control):
                 yield payload.decode("utf-8", errors="replace")
 
+    def _bytes(self) -> Iterator[bytes]:
+        if self.url.startswith("tcp://"):
+            return tcp_bytes(*tcp_url(self.url), control=self.control)
+        return mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control)
+
     def __iter__(self) -> Iterator[Event | Rejected]:
+        if self.syntax == "jelly":
+            yield from MessageLog(self.url, self.stream, time=self.time, fmt="jelly",
+                                  arrival=self.arrival, source=self._bytes(),
+                                  delimited=self.url.startswith("tcp://"))
+            return
         texts = self._texts()
         if self.messages:
             if self.url.startswith("mqtt://"):

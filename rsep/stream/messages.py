@@ -17,10 +17,13 @@ Reading (the spec leaves the edges open; these are rsep's choices):
   read with arrival times. An empty message is a heartbeat: it takes its arrival time, or
   (event time) the time of its stream's previous message (of the next one, if none came
   before).
-- The event's graph is the message's one named graph, else the IRI whose time the message
-  gives, else ``<STREAM/message/N>``. Its triples: the named graphs' triples and the
-  default graph's, less the default graph's statements about the message's named graphs
-  (stream metadata such as ``<g> prov:generatedAtTime T``, as in stream files).
+- The event's graph is the named graph whose time the message gives, or its one named
+  graph when the default graph says nothing but about it; its triples are that graph's and
+  the default graph's, less the default graph's statements about the message's named graphs
+  (stream metadata such as ``<g> prov:generatedAtTime T``, as in stream files). Otherwise
+  the event's graph is the default graph (those statements left out), named by the IRI
+  whose time the message gives, else ``<STREAM/message/N>``. The other named graphs are
+  kept apart, as the event's ``graphs``.
 
 Text logs are read in chunks cut after a delimiter; each chunk is parsed by one
 pyoxigraph call with a marker statement in place of every delimiter. A chunk that does not
@@ -38,7 +41,6 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, eq
 from pathlib import Path
-from typing import IO
 
 import pyoxigraph as ox
 
@@ -57,6 +59,7 @@ FORMATS = ("trig", "nquads", "jelly")
 ARRIVAL = "arrival"  # --time-predicate arrival: a message's time is when it was read
 _MARK = ox.NamedNode(MESSAGE_MARK_IRI)
 _DG = ox.DefaultGraph
+_IRI = ox.NamedNode
 _BN = ox.BlankNode
 _GRAPH = attrgetter("graph_name")
 _TRIPLE = attrgetter("triple")
@@ -99,12 +102,14 @@ class MessageLog:
 
     def __init__(self, path: str | Path, stream: str, *, time: TimeConfig | None = None,
                  fmt: str | None = None, arrival: bool = False, chunk_size: int = 1 << 20,
-                 source: Iterable[str] | None = None) -> None:
+                 source: Iterable[str] | Iterable[bytes] | None = None, delimited: bool = True) -> None:
         self.path = Path(path)
         self.stdin = str(path) == "-"
         self.origin = "<stdin>" if self.stdin else str(path)
-        # text as it arrives (a live source; ``path`` then only names it)
+        # text (Jelly: bytes) as it arrives (a live source; ``path`` then only names it);
+        # Jelly not ``delimited``: each piece is one frame (MQTT)
         self.source = source
+        self.delimited = delimited
         self.stream = stream
         self.time = time or TimeConfig()
         self.fmt = fmt or ("trig" if self.stdin or source is not None else log_format(path))
@@ -125,24 +130,33 @@ class MessageLog:
         # (imported here: pyjelly and Protobuf cost a run that reads no Jelly its start-up time)
         from rsep.stream.jelly import JellyError, read_frames
 
-        ctx: IO[bytes] = sys.stdin.buffer if self.stdin else open(self.path, "rb")  # noqa: SIM115
-        with ctx if not self.stdin else nullcontext(ctx) as f:
-            n = 0
-            try:
-                for frame in read_frames(f):
-                    n += 1
-                    if isinstance(frame, JellyError):
-                        yield Rejected(self.stream, self.origin, n, 0, f"frame {n}: {frame}")
-                    else:
-                        yield Message(n, n, frame)
-            except JellyError as e:
-                yield Rejected(self.stream, self.origin, n + 1, 0, f"frame {n + 1}: {e}")
+        n = 0
+        try:
+            for pos, frame in read_frames(self._bytes(), delimited=self.delimited):
+                n += 1
+                if isinstance(frame, JellyError):
+                    at = f" (byte {pos})" if self.delimited else ""  # else one frame per piece
+                    yield Rejected(self.stream, self.origin, n, 0, f"frame {n}{at}: {frame}")
+                else:
+                    yield Message(n, n, frame)
+        except JellyError as e:
+            yield Rejected(self.stream, self.origin, n + 1, 0, f"frame {n + 1}: {e}")
+
+    def _bytes(self) -> Iterator[bytes]:
+        """A Jelly stream's bytes as they arrive (``read1``: what standard input has now)."""
+        if self.source is not None:
+            yield from self.source  # type: ignore[misc]  # (bytes: the format is Jelly)
+            return
+        with nullcontext(sys.stdin.buffer) if self.stdin else open(self.path, "rb") as f:
+            read = getattr(f, "read1", f.read)
+            while data := read(1 << 20):
+                yield data
 
     def _pieces(self) -> Iterator[str]:
         """The log's text in pieces: a file by chunks cut at line ends, standard input line
         by line (a message is read as soon as its delimiter arrives), a live source as sent."""
         if self.source is not None:
-            yield from self.source
+            yield from self.source  # type: ignore[misc]  # (text: the format is not Jelly)
             return
         if self.stdin:
             yield from sys.stdin
@@ -229,7 +243,9 @@ class MessageLog:
     def _timed(self, m: Message, roles: dict[str, str]) -> Event | Rejected:
         quads = m.quads
         # Whole-message checks mapped over the quads; a loop only over the few time triples.
-        named = list(dict.fromkeys(g.value for g in set(map(_GRAPH, quads)) if g.__class__ is not _DG))
+        named = [g.value for g in set(map(_GRAPH, quads)) if g.__class__ is not _DG]
+        if len(named) > 1:  # in the message's order (a set's is arbitrary)
+            named = [g.value for g in dict.fromkeys(map(_GRAPH, quads)) if g.__class__ is not _DG]
         found: dict[str, dict[tuple[int, TimeKind], str | None]] = {}
         if not self.arrival:
             preds = list(map(_PREDICATE_VALUE, quads))
@@ -269,17 +285,48 @@ class MessageLog:
             if end[0] < start[0]:
                 return Rejected(self.stream, self.origin, m.line, 0,
                                 f"the interval of message {m.number} ends before it starts")
-        if named:
+        if len(named) > 1 or (named and about != named[0] and any(
+                q.graph_name.__class__ is _DG and q.subject != _IRI(named[0]) for q in quads)):
+            return self._kept(m, quads, named, about, start, end)
+        if named:  # one named graph, the default one only about it (its time): the event's
             names = set(named)
             triples = [q.triple for q in quads
                        if not (q.graph_name.__class__ is _DG and q.subject.__class__ is ox.NamedNode
                                and q.subject.value in names)]
         else:
             triples = list(map(_TRIPLE, quads))
-        if _BN in set(map(type, map(_SUBJECT, quads))) or _BN in set(map(type, map(_OBJECT, quads))):
+        if _blank(quads):
             triples = scope_blank_nodes(triples, f"m{m.number}")
-        name = named[0] if len(named) == 1 else about or self._name(m)
+        name = named[0] if named else about or self._name(m)
         return self._event(m, name, start, end, triples)
+
+    def _kept(self, m: Message, quads: list[ox.Quad], named: list[str], about: str | None,
+              start: tuple[int, TimeKind], end: tuple[int, TimeKind]) -> Event:
+        """A message with named graphs besides its event's: the graph whose time it gives
+        (else its default graph) is the event's, the others are kept apart as named graphs."""
+        names = set(named)
+        own = about if about in names else None
+        triples: list[ox.Triple] = []
+        kept: dict[str, list[ox.Triple]] = {}
+        for q in quads:
+            g = q.graph_name
+            if g.__class__ is _DG:
+                if not (q.subject.__class__ is ox.NamedNode and q.subject.value in names):
+                    triples.append(q.triple)  # statements about the graphs are metadata
+            elif g.value == own:
+                triples.append(q.triple)
+            else:
+                kept.setdefault(g.value, []).append(q.triple)
+        if _blank(quads):  # scoped to the message: one suffix for all its graphs
+            triples = scope_blank_nodes(triples, f"m{m.number}")
+            kept = {g: scope_blank_nodes(ts, f"m{m.number}") for g, ts in kept.items()}
+        e = self._event(m, about or self._name(m), start, end, triples)
+        e.graphs = tuple((g, tuple(ts)) for g, ts in kept.items())
+        return e
+
+
+def _blank(quads: list[ox.Quad]) -> bool:
+    return _BN in set(map(type, map(_SUBJECT, quads))) or _BN in set(map(type, map(_OBJECT, quads)))
 
 
 def _stamp(obj: object) -> tuple[int, TimeKind]:

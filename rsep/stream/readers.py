@@ -6,7 +6,7 @@
 first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
 Standard input (``-``) cannot be looked at twice: it is a stream file unless the format is
 given (``rdfm`` or ``jelly``); so are the live sources ``tcp://`` and ``mqtt://``
-(rsep.stream.live; ``rdfm`` only, Jelly is read from files and standard input).
+(rsep.stream.live), which read ``rdfm`` and ``jelly`` as well.
 """
 
 from __future__ import annotations
@@ -49,11 +49,15 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
     preds = list(time_predicates)
     arrival = preds == [ARRIVAL]
     if path.startswith(("tcp://", "mqtt://")):
-        if fmt not in ("auto", "events", "rdfm"):
-            raise ValueError(f"a live source ({path}) carries stream text or an RDF Message Log, not {fmt}")
-        if arrival and fmt != "rdfm":
-            raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs (give --stream-format rdfm)")
-        return LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+        if fmt == "jelly":
+            if "format=" in path.partition("?")[2] and "format=jelly" not in path:
+                raise ValueError(f"--stream-format jelly, but {path} gives another format")
+            path += ("&" if "?" in path else "?") + "format=jelly"
+        live = LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+        if arrival and not live.messages:
+            raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs "
+                             "(give --stream-format rdfm or jelly)")
+        return live
     if path != STDIN and not Path(path).is_file():
         raise FileNotFoundError(f"stream file not found: {path}")
     if path.lower().endswith(RML_SUFFIXES):

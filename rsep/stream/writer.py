@@ -4,8 +4,9 @@ A message holds the event's triples in its named graph ``<g>`` and, in the defau
 its time in PROV-O: ``<g> prov:generatedAtTime T`` for a point, ``<g> prov:startedAtTime S``
 and ``<g> prov:endedAtTime E`` for an interval (``T`` an ``xsd:integer`` on an abstract
 timeline, else an ``xsd:dateTime``). rsep.stream.messages reads such a message back as the
-same event: its one named graph names it, and the statements about that graph are
-metadata, not content. Text logs close every message with a ``# @message`` delimiter.
+same event: its named graph whose time the message gives names it, and the statements
+about the message's graphs are metadata, not content. An event's other named graphs
+(``Event.graphs``) are written as the message's other named graphs. Text logs close every message with a ``# @message`` delimiter.
 """
 
 from __future__ import annotations
@@ -45,13 +46,15 @@ class MessageWriter:
             self._jelly = JellyWriter(out)  # type: ignore[arg-type]
 
     def write(self, graph: str, start: int, end: int, kind: TimeKind | None,
-              triples: Sequence[str], *, inline: bool = False) -> None:
+              triples: Sequence[str], *, inline: bool = False,
+              graphs: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
         """One message: the event ``graph`` over [start, end] with ``triples`` (N-Triples
         statements, without their final dot). ``inline``: the triples in the default graph,
         the time a statement about the resource ``graph`` among them (as an observation
         carries its own ``sosa:resultTime``); read back, the message's event is named
         ``graph`` and its triples include the time statement. ``graph`` is an IRI, or (inline)
-        an N-Triples term: ``<iri>`` or ``_:label``."""
+        an N-Triples term: ``<iri>`` or ``_:label``. ``graphs``: the event's other named
+        graphs (IRI, N-Triples statements), written as named graphs of the message."""
         g = graph if graph.startswith(("<", "_:")) else f"<{graph}>"
         if start == end:
             meta = [f"{g} <{PROV}generatedAtTime> {time_literal(start, kind)}"]
@@ -62,17 +65,22 @@ class MessageWriter:
         in_g = "" if inline else f" {g}"
         if self._jelly is not None:
             text = "".join(f"{m} .\n" for m in meta) + "".join(f"{t}{in_g} .\n" for t in triples)
+            text += "".join(f"{t} <{k}> .\n" for k, ts in graphs for t in ts)
             self._jelly.write(ox.parse(text, format=ox.RdfFormat.N_QUADS))
             return
         out: IO[str] = self.out  # type: ignore[assignment]
+        if self.fmt == "rdfm-nquads":
+            kept = "".join(f"{t} <{k}> .\n" for k, ts in graphs for t in ts)
+        else:
+            kept = "".join(f"<{k}> {{\n" + "".join(f"  {t} .\n" for t in ts) + "}\n" for k, ts in graphs)
         if inline:
-            out.write("".join(f"{t} .\n" for t in (*triples, *meta)) + DELIMITER)
+            out.write("".join(f"{t} .\n" for t in (*triples, *meta)) + kept + DELIMITER)
         elif self.fmt == "rdfm-nquads":
             out.write("".join(f"{m} .\n" for m in meta) + "".join(f"{t} {g} .\n" for t in triples)
-                      + DELIMITER)
+                      + kept + DELIMITER)
         else:
             body = "".join(f"  {t} .\n" for t in triples)
-            out.write("".join(f"{m} .\n" for m in meta) + f"{g} {{\n{body}}}\n" + DELIMITER)
+            out.write("".join(f"{m} .\n" for m in meta) + f"{g} {{\n{body}}}\n" + kept + DELIMITER)
 
     def close(self) -> None:
         if self._jelly is not None:

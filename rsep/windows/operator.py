@@ -45,6 +45,10 @@ class WindowOperator:
         # items alone turns them off for time-based windows, saving a list per event
         self.track_triples = True
         self._changes: list[tuple[bool, Event, tuple[Triple, ...]]] = []
+        # events with other named graphs (RDF Messages) that came and went: their graphs
+        # go in and out of the store with them
+        self._graph_changes: list[tuple[bool, Event]] = []
+        self._kept = 0  # triples in the live events' other named graphs
         self._at: int | None = None  # time of the last advance
         self._unordered = False  # pending starts not in arrival order
 
@@ -59,12 +63,19 @@ class WindowOperator:
             self._added.extend((tr, e.end) for tr in e.triples)
             if self.track_items:
                 self._changes.append((True, e, e.triples))
+            if e.graphs:
+                self._graphs(True, e)
             self._trim()
             self.version += 1
             return
         if self._pending and e.start < self._pending[-1].start:
             self._unordered = True  # interval events can start before earlier arrivals
         self._pending.append(e)
+
+    def _graphs(self, entered: bool, e: Event) -> None:
+        self._graph_changes.append((entered, e))
+        n = sum(len(ts) for _, ts in e.graphs)
+        self._kept += n if entered else -n
 
     def _trim(self) -> None:
         w = self.w
@@ -75,6 +86,8 @@ class WindowOperator:
                 self._removed.extend((tr, e.end) for tr in triples)
                 if self.track_items:
                     self._changes.append((False, e, ()))
+                if e.graphs:
+                    self._graphs(False, e)
             return
         while self._ntriples > w.count:
             e, triples = self._items.popleft()
@@ -84,6 +97,8 @@ class WindowOperator:
             if excess >= len(triples):
                 self._ntriples -= len(triples)
                 self._removed.extend((tr, e.end) for tr in triples)
+                if e.graphs:
+                    self._graphs(False, e)
             else:
                 # the item stays with fewer triples: out, then in again as it now is
                 self._removed.extend((tr, e.end) for tr in triples[:excess])
@@ -96,6 +111,8 @@ class WindowOperator:
             e, _ = self._items.popleft()
             if self.track_items:
                 self._changes.append((False, e, ()))
+            if e.graphs:
+                self._graphs(False, e)
 
     # ---------------------------------------------------------------- time
 
@@ -141,6 +158,8 @@ class WindowOperator:
                             self._added.extend((tr, e.end) for tr in e.triples)
                         if self.track_items:
                             self._changes.append((True, e, e.triples))
+                        if e.graphs:
+                            self._graphs(True, e)
                         self.version += 1
                     else:
                         keep.append(e)
@@ -155,6 +174,8 @@ class WindowOperator:
                     self._removed.extend((tr, e.end) for tr in e.triples)
                 if self.track_items:
                     self._changes.append((False, e, ()))
+                if e.graphs:
+                    self._graphs(False, e)
                 self.version += 1
         added, removed = self._added, self._removed
         self._added, self._removed = [], []
@@ -167,6 +188,13 @@ class WindowOperator:
         out, self._changes = self._changes, []
         return out
 
+    def take_graph_changes(self) -> list[tuple[bool, Event]]:
+        """(entered?, event) since the last call for the events with other named graphs."""
+        out = self._graph_changes
+        if out:  # (advance's hot path allocates nothing when no event has other graphs)
+            self._graph_changes = []
+        return out
+
     def items(self) -> list[tuple[Event, tuple[Triple, ...]]]:
         """The window's content W(S, t) at the last advance: (item, its triples in the window)."""
         if self.w.kind is WindowKind.COUNT:
@@ -176,6 +204,8 @@ class WindowOperator:
     @property
     def empty(self) -> bool:
         """No triple inside: events with no triples (heartbeats) leave the content empty."""
+        if self._kept:
+            return False
         if self.w.kind is WindowKind.COUNT:
             return not self._ntriples
         return not self._live_triples

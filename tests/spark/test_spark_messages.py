@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from rsep.cli.main import main
 from rsep.testing.snippets import ROOT
 
@@ -38,3 +40,25 @@ def test_spark_refuses_an_rml_mapping_and_says_how_to_convert_it(capsys):
         f"rsep: {mapping}: an RML-mapped stream runs in-process (rsep run without "
         "--engine spark); for Spark, map it to an RDF Message Log first: "
         f"rsep convert {mapping} --to rdfm-trig -o STREAM.trig\n")
+
+
+def test_a_messages_named_graphs_are_kept_on_spark(spark, tmp_path, capsys):
+    # a message with two named graphs beside its default graph (tests/stream/test_message_graphs.py)
+    log, q = tmp_path / "log.trig", tmp_path / "q.rq"
+    log.write_text("PREFIX ex: <http://example.org/>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n"
+                   "ex:m1 prov:generatedAtTime 1 ; ex:site ex:s1 .\n"
+                   "ex:temp { ex:a ex:value 1 . }\nex:hum { ex:a ex:value 10 . }\n# @message\n"
+                   "ex:m2 prov:generatedAtTime 3 ; ex:site ex:s2 .\nex:temp { ex:b ex:value 2 . }\n")
+    q.write_text("PREFIX ex: <http://example.org/>\nSELECT ?g ?s ?v\n"
+                 "FROM NAMED WINDOW ex:w ON ex:str [RANGE 2 STEP 1]\n"
+                 "WHERE { WINDOW ex:w { GRAPH ?g { ?s ex:value ?v } } }")
+    args = ["run", str(q), "--stream", f"http://example.org/str={log}", "-q"]
+    assert main(args) == 0
+    ref = capsys.readouterr().out
+    ex = "http://example.org/"
+    assert sorted((r["time"], r["bindings"]["g"], r["bindings"]["v"].split('"')[1])
+                  for r in map(json.loads, ref.splitlines())) == [
+        (1, f"<{ex}hum>", "10"), (1, f"<{ex}temp>", "1"), (2, f"<{ex}hum>", "10"),
+        (2, f"<{ex}temp>", "1"), (3, f"<{ex}temp>", "2")]
+    assert main([*args, "--engine", "spark"]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == sorted(ref.splitlines())

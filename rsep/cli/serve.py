@@ -11,12 +11,19 @@ from pathlib import Path
 
 from rsep.runtime.engine import Limits
 from rsep.serve.app import build_app
-from rsep.serve.hub import Hub, Settings
+from rsep.serve.hub import HISTORY, Hub, Settings
 from rsep.stream.files import TimeConfig
 from rsep.stream.source import DeadLetter
 from rsep.stream.time import parse_time_unit
 
 DEFAULT_EVAL_SECONDS = 10.0
+
+
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="per query: an evaluation still running this long fails its query "
                    f"(default {DEFAULT_EVAL_SECONDS:g}; 0 for none)")
     s.add_argument("--allow-dereference", action="store_true")
+    s.add_argument("--history", type=_positive, default=HISTORY, metavar="N",
+                   help="results kept per query for subscribers that connect late or resume "
+                        f"with Last-Event-ID (default {HISTORY}); the server's memory grows with it")
     s.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"])
 
@@ -69,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
         time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None, time=tc,
         allowed_lateness=args.allowed_lateness,
         limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds or None),
-        allow_dereference=args.allow_dereference)
+        allow_dereference=args.allow_dereference, history=args.history)
     hub = Hub(settings, DeadLetter(args.dead_letter))
     for spec in args.graph:
         iri, sep, path = spec.partition("=")

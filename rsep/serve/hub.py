@@ -42,7 +42,7 @@ from rsep.stream.source import DeadLetter
 from rsep.stream.time import TimeKind
 from rsep.stream.updates import GraphUpdate, check_update
 
-HISTORY = 10_000  # results kept per query for subscribers that connect late
+HISTORY = 1_000  # default: results kept per query for subscribers that connect late
 
 
 
@@ -68,6 +68,7 @@ class Settings:
     allowed_lateness: int = 0
     limits: Limits = field(default_factory=lambda: Limits(max_eval_seconds=10.0))
     allow_dereference: bool = False
+    history: int = HISTORY  # results kept per query for late subscribers (bounds memory)
 
 
 def kind_of(q: Query) -> str:
@@ -80,13 +81,13 @@ def kind_of(q: Query) -> str:
 
 
 class Channel:
-    """A query's results for its subscribers: the last :data:`HISTORY` items, then the
+    """A query's results for its subscribers: the last ``history`` items, then the
     live ones. ``publish`` is called from the query's thread, each subscriber's callback
     hands the item to its own event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: int = HISTORY) -> None:
         self.lock = threading.Lock()
-        self.history: deque[Item] = deque(maxlen=HISTORY)
+        self.history: deque[Item] = deque(maxlen=history)
         self.subscribers: list[Callable[[Item], None]] = []
         self.seq = 0
         self.closed = False
@@ -121,14 +122,15 @@ class Channel:
 class QueryWorker:
     """One registered query: its engine, its inbox and the thread that drains it."""
 
-    def __init__(self, name: str, text: str, query: Query, engine: Engine) -> None:
+    def __init__(self, name: str, text: str, query: Query, engine: Engine,
+                 history: int = HISTORY) -> None:
         self.name = name
         self.text = text
         self.query = query
         self.kind = kind_of(query)
         self.engine = engine
         self.runtime = engine.queries[0]
-        self.channel = Channel()
+        self.channel = Channel(history)
         self.inbox: queue.SimpleQueue[tuple[str, Any, Any]] = queue.SimpleQueue()
         self.pending = 0  # events queued and not yet taken in
         self.results = 0
@@ -282,7 +284,7 @@ class Hub:
             # events of `rsep run` would
             engine.kind, engine.now, engine.start = self.kind, self.now, self.start
             engine.register(q, source=source, default_name=n)
-            w = QueryWorker(n, text, q, engine)
+            w = QueryWorker(n, text, q, engine, self.settings.history)
             if s.limits.max_eval_seconds is not None:
                 limit = s.limits.max_eval_seconds
                 engine.watchdog = Watchdog(limit, lambda what: self._overrun(w, what, limit))

@@ -237,3 +237,23 @@ def test_a_runaway_query_fails_alone_and_the_others_go_on():
         (t, f'"{150 * t}"^^{XSD_INT}') for t in range(1, 4)]
     assert took < 5
     hub.unregister("count")
+
+
+def test_a_late_subscriber_gets_the_last_history_results_then_the_live_ones():
+    # --history bounds what is kept per query (and so the server's memory)
+    hub = Hub(Settings(history=3), DeadLetter())
+    hub.register("SELECT (COUNT(*) AS ?n) WHERE { STREAM <http://s> [RANGE 100] { ?a ?p ?b } }",
+                 name="count")
+    body = "".join(f'{{"graph": "http://g{t}", "time": {t}, "triples": "<http://a> <http://p> {t} ."}}\n'
+                   for t in range(1, 7))
+    hub.post_events("http://s", body.encode(), "jsonl")
+    hub.advance(6, timeout=10)
+    late: list[tuple] = []
+    backlog = hub.get("count").channel.subscribe(lambda it: late.append(it))
+    assert [(it[1], it[2]["time"], it[2]["bindings"]["n"]) for it in backlog] == [
+        (4, 4, f'"4"^^{XSD_INT}'), (5, 5, f'"5"^^{XSD_INT}'), (6, 6, f'"6"^^{XSD_INT}')]
+    hub.post_events("http://s", b'{"graph": "http://g7", "time": 7, "triples": "<http://a> <http://p> 7 ."}\n',
+                    "jsonl")
+    hub.advance(7, timeout=10)
+    assert [(it[1], it[2]["bindings"]["n"]) for it in late] == [(7, f'"7"^^{XSD_INT}')]
+    hub.unregister("count")

@@ -1,5 +1,5 @@
 """The one FILTER-expression tree (rsep.algebra.expression), read from text by rsep.lang:
-its shape for representative expressions, and
+its shape for representative expressions, what every dialect's algebra holds, and
 ``to_sparql()``: read back, it is the same tree, and pyoxigraph gives the same value for it
 as for the text it was read from (Hypothesis-generated expressions)."""
 
@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rsep import parse_query
+from rsep.algebra.epsparql import Filter
 from rsep.algebra.expression import (
     XSD,
     Aggregate,
@@ -17,6 +19,7 @@ from rsep.algebra.expression import (
     Arithmetic,
     Bound,
     Compare,
+    Constraint,
     Exists,
     FunctionCall,
     In,
@@ -31,7 +34,9 @@ from rsep.algebra.expression import (
     conjuncts,
     signed_literal,
 )
-from rsep.lang.expression import parse_expression
+from rsep.lang.epsparql import parse_epsparql
+from rsep.lang.expression import group_filters, parse_expression
+from rsep.lang.spaseq import parse_spaseq
 from rsep.testing.snippets import EX
 
 PRO = f"PREFIX xsd: <{XSD}>\nPREFIX : <{EX}>\n"
@@ -96,6 +101,39 @@ def test_variables_conjuncts_and_signed_literals():
     assert signed_literal(parse_expression("-2.5")) == Literal("-2.5", Iri(XSD + "decimal"))
     assert signed_literal(parse_expression("+3")) == num("+3")
     assert signed_literal(A) is None
+
+
+def test_every_dialect_holds_trees():
+    """EP-SPARQL's FILTERs (sigma: the time functions read as ?__d, ?__s, ?__e), SPASEQ's
+    stateful and local FILTERs, RSEP-QL's event FILTERs: trees, with their text as written."""
+    ep = parse_epsparql(f"{PRO}SELECT ?a WHERE {{ ?x :p ?a }} SEQ {{ ?x :q ?b }} "
+                        "FILTER (getDURATION() < 5 && ?b > ?a)")
+    f = ep.pattern.kids[0]
+    assert isinstance(f, Filter)
+    assert f.cond.tree == And(Compare("<", Variable("__d"), num("5")), Compare(">", B, A))
+    assert f.cond.timed and not f.cond.reads
+
+    sq = parse_spaseq(f"{PRO}SELECT * FROM STREAM S <{EX}s> WHERE {{ SEQ (A; B) "
+                      f"DEFINE GPM A ON S {{ ?e :v ?v1 }} "
+                      f"DEFINE GPM B ON S {{ ?e :v ?v2 FILTER(?v2 > 3) FILTER (?v2 < ?v1 ) }} }}")
+    g = sq.gpms["B"]
+    assert g.stateful == (Constraint(Compare("<", Variable("v2"), Variable("v1")), "(?v2 < ?v1 )",
+                                     sq.prologue),)
+    assert g.stateful_filters == ("(?v2 < ?v1 )",)
+    assert g.local_filters == (Constraint(Compare(">", Variable("v2"), num("3")), "(?v2 > 3)",
+                                          sq.prologue),)
+
+    rq = parse_query(f"PREFIX : <{EX}> REGISTER ISTREAM :out AS SELECT ?x "
+                     "FROM NAMED :S WIN [LND 0] AS :w "
+                     "EVENT ON :w { ?x :v ?v FILTER (?v > 2) FILTER regex(str(?x), 'a') } AS E "
+                     "WHERE { MATCH { E } }")
+    (bep,) = rq.matches[0].expr.beps()
+    assert bep.filters is not None
+    assert [c.expr for c in bep.filters] == [
+        Compare(">", Variable("v"), num("2")),
+        FunctionCall("REGEX", (FunctionCall("STR", (Variable("x"),)), Literal("a")))]
+    assert [c.text for c in bep.filters] == ["(?v > 2)", "regex(str(?x), 'a')"]
+    assert group_filters(bep.pattern, bep.prologue) == bep.filters
 
 
 # ---------------------------------------------------------------- to_sparql, against pyoxigraph

@@ -137,7 +137,8 @@ class _Compiler:
             inner = self.value(e.arg)
             return lambda mu: _neg(inner(mu))
         if isinstance(e, UnaryPlus):
-            return self.value(e.arg)
+            inner = self.value(e.arg)
+            return lambda mu: _pos(inner(mu))
         if isinstance(e, Variable):
             return self.variable(e.name)
         if isinstance(e, (Iri, PrefixedName, Literal)):
@@ -363,6 +364,14 @@ def _neg(a: Any) -> object:
         return _ERROR
     k, v = _num(a)
     return _check(k, -v)
+
+
+def _pos(a: Any) -> object:
+    """``+a``: a number is itself; anything else is left to pyoxigraph (``+"abc"`` is an
+    error there, not the string)."""
+    if a is _ERROR:
+        return _ERROR
+    return _num(a)
 
 
 def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:

@@ -328,9 +328,10 @@ def signed_literal(e: Expression) -> Literal | None:
     if isinstance(e, Literal):
         return e
     if isinstance(e, (UnaryPlus, UnaryMinus)) and isinstance(e.arg, Literal) \
-            and e.arg.lexical[:1] not in ("+", "-"):
+            and isinstance(e.arg.datatype, Iri) and (bare := _BARE.get(e.arg.datatype.value)) \
+            and bare.match(e.arg.lexical):
         sign = "-" if isinstance(e, UnaryMinus) else "+"
-        return Literal(sign + e.arg.lexical, e.arg.datatype, e.arg.language)
+        return Literal(sign + e.arg.lexical, e.arg.datatype)
     return None
 
 

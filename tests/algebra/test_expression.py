@@ -101,6 +101,7 @@ def test_variables_conjuncts_and_signed_literals():
     assert signed_literal(parse_expression("-2.5")) == Literal("-2.5", Iri(XSD + "decimal"))
     assert signed_literal(parse_expression("+3")) == num("+3")
     assert signed_literal(A) is None
+    assert signed_literal(parse_expression('-"3"')) is None  # a string: not a number
 
 
 def test_every_dialect_holds_trees():

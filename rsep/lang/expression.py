@@ -82,9 +82,9 @@ class ExpressionReader:
     def expression(self, node: Tree) -> Expression:
         """Any node of the expression rules."""
         d = node.data
-        read = getattr(self, "_" + d, None)
+        read = _RULES.get(d)
         if read is not None:
-            return read(node)
+            return read(self, node)
         ext = self.extensions.get(d)
         if ext is not None:
             return ext(self, node)
@@ -278,6 +278,14 @@ class ExpressionReader:
         return Literal(str(word), _BOOLEAN)
 
 
+# the rules read, by name
+_RULES: dict[str, Callable[[ExpressionReader, Tree], Expression]] = {
+    name: getattr(ExpressionReader, "_" + name) for name in (
+        "conditional_or_expression", "conditional_and_expression", "relational_expression",
+        "additive_expression", "multiplicative_expression", "unary_expression", "built_in_call",
+        "function_call", "iri_or_function", "substring_expression", "str_replace_expression",
+        "regex_expression", "exists_func", "not_exists_func", "aggregate", "var", "iri",
+        "rdf_literal", "numeric_literal", "boolean_literal")}
 # rules whose one child is the expression
 _PASS_THROUGH = frozenset({"expression", "value_logical", "numeric_expression",
                            "bracketted_expression", "primary_expression", "constraint"})

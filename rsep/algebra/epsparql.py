@@ -10,6 +10,7 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from rsep.algebra.events import Selection
 from rsep.algebra.expression import Exists, Expression, conjunction, walk
@@ -56,14 +57,16 @@ class Expr:
         names = frozenset(v for v in tree.variables() if v not in TIME_VARIABLES)
         return Expr(tree.to_sparql(), names, prologue, tree)
 
-    @property
+    # cached: the evaluators ask at every evaluation, and a walk of the tree costs more
+    # than the regular expression on the text it replaced
+    @cached_property
     def timed(self) -> bool:
         """It reads a time function."""
         if self.tree is None:
             return bool(re.search(r"\?__[dse]\b", self.text))
         return not TIME_VARIABLES.isdisjoint(self.tree.variables())
 
-    @property
+    @cached_property
     def reads(self) -> bool:
         """It holds EXISTS / NOT EXISTS: its value depends on the data, not only on mu."""
         if self.tree is None:

@@ -10,8 +10,10 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from rsep.algebra.events import Selection
+from rsep.algebra.expression import Exists, Expression, conjunction, walk
 from rsep.algebra.mapping import SolutionMapping
 
 INF = float("inf")
@@ -38,23 +40,52 @@ TriplePattern = tuple[Term, Term, Term]
 
 @dataclass(frozen=True, eq=False)
 class Expr:
-    """A SPARQL expression (text), getDURATION()/getSTARTTIME()/getENDTIME() replaced by
-    the variables ?__d, ?__s, ?__e (the substitution sigma of Sec. 4.2)."""
+    """A SPARQL expression, getDURATION()/getSTARTTIME()/getENDTIME() replaced by the
+    variables ?__d, ?__s, ?__e (the substitution sigma of Sec. 4.2): its text (what
+    pyoxigraph is given), the variables it reads but sigma's, the prologue, and its tree
+    (rsep.algebra.expression; None for ORDER BY's conditions, and for an expression made
+    from text alone, whose tree the evaluator reads from the text)."""
 
     text: str
     variables: frozenset[str]
     prologue: str = ""
+    tree: Expression | None = None
 
-    @property
+    @staticmethod
+    def of(tree: Expression, prologue: str = "") -> Expr:
+        """An expression made from its tree (text written by the tree)."""
+        names = frozenset(v for v in tree.variables() if v not in TIME_VARIABLES)
+        return Expr(tree.to_sparql(), names, prologue, tree)
+
+    # cached: the evaluators ask at every evaluation, and a walk of the tree costs more
+    # than the regular expression on the text it replaced
+    @cached_property
     def timed(self) -> bool:
-        return bool(re.search(r"\?__[dse]\b", self.text))
+        """It reads a time function."""
+        if self.tree is None:
+            return bool(re.search(r"\?__[dse]\b", self.text))
+        return not TIME_VARIABLES.isdisjoint(self.tree.variables())
 
-    @property
+    @cached_property
     def reads(self) -> bool:
         """It holds EXISTS / NOT EXISTS: its value depends on the data, not only on mu."""
-        return bool(_EXISTS.search(self.text))
+        if self.tree is None:
+            return bool(_EXISTS.search(self.text))
+        return any(isinstance(n, Exists) for n in walk(self.tree))
 
 
+def conjoin(conds: list[Expr]) -> Expr:
+    """``c1 && c2 && ...`` of one or more expressions (the first's prologue)."""
+    if len(conds) == 1:
+        return conds[0]
+    trees = [c.tree for c in conds if c.tree is not None]
+    return Expr(" && ".join(f"({c.text})" for c in conds),
+                frozenset().union(*(c.variables for c in conds)), conds[0].prologue,
+                conjunction(trees) if len(trees) == len(conds) else None)
+
+
+# sigma's variables: getDURATION(), getSTARTTIME(), getENDTIME()
+TIME_VARIABLES = frozenset(("__d", "__s", "__e"))
 _EXISTS = re.compile(r"\bEXISTS\s*\{", re.I)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from rsep.algebra.expression import Constraint
 from rsep.algebra.selection import Selection
 
 
@@ -32,6 +33,9 @@ class BasicEventPattern(EventPattern):
     pattern: str  # a SPARQL group graph pattern "{ ... }" (a BGP, optionally with FILTER)
     variables_: tuple[str, ...] = ()
     prologue: str = ""  # PREFIX / BASE declarations the pattern needs
+    # the pattern's FILTERs, in the order of the text; None: not read (a pattern made by
+    # hand, read by rsep.lang.expression.group_filters where needed)
+    filters: tuple[Constraint, ...] | None = None
 
     def beps(self) -> list[BasicEventPattern]:
         return [self]

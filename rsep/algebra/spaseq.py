@@ -20,6 +20,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from rsep.algebra.expression import Constraint
 from rsep.algebra.mapping import EMPTY, SolutionMapping
 from rsep.algebra.mapping import UNIT as mapping_unit
 
@@ -78,7 +79,8 @@ class GPM:
     ``pattern`` is the SPARQL group graph pattern as written. FILTERs at its top
     level that use variables bound only by earlier GPMs (Query 1's
     ``FILTER(?fr2 < ?fr1)``) cannot be evaluated on the event alone: they are
-    kept apart in ``stateful_filters`` and ``local_pattern`` is the rest.
+    kept apart in ``stateful`` and ``local_pattern`` is the rest, whose top-level
+    FILTERs are ``local_filters`` (in the order of the text).
     """
 
     name: str
@@ -86,7 +88,7 @@ class GPM:
     stream: str  # the stream IRI u
     pattern: str
     local_pattern: str
-    stateful_filters: tuple[str, ...]
+    stateful: tuple[Constraint, ...]
     variables: frozenset[str]  # variables the pattern can bind
     background: tuple[str, ...]  # IRIs of the GRAPH <kb> it reads
     prologue: str  # PREFIX / BASE declarations of the query
@@ -96,6 +98,12 @@ class GPM:
     filter_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # var -> (line, column)
     # variables every solution binds (triple patterns of the top-level group and its GRAPH)
     required_variables: frozenset[str] = frozenset()
+    local_filters: tuple[Constraint, ...] = ()
+
+    @property
+    def stateful_filters(self) -> tuple[str, ...]:
+        """The stateful FILTERs' constraints as written (what pyoxigraph is given)."""
+        return tuple(c.text for c in self.stateful)
 
     def __repr__(self) -> str:
         return f"GPM({self.name} ON {self.stream_name})"

@@ -7,7 +7,6 @@ docs/semantics.md, "EP-SPARQL as ETALIS runs it"), binarised as ``binarizer.P`` 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -85,11 +84,7 @@ class Program:
         return h, strict
 
 
-_TIMED = re.compile(r"\?__[dse]\b")
-
-
-def _is_bound(c: str, prologue: str) -> bool:
-    e = Expr(c, frozenset(), prologue)
+def _is_bound(e: Expr) -> bool:
     return any(bound_exact(e, k)[0] < INF for k in (TimeKind.ABSTRACT, TimeKind.DATETIME))
 
 
@@ -112,12 +107,10 @@ def compile_query(q: EpSparqlQuery) -> Program:
     bounds: list[Expr] = []
     conds: list[Expr] = []
     while isinstance(n, Filter):  # the outermost group's FILTERs: window and conditions
-        for c in conjuncts(n.cond.text):
-            e = Expr(c, frozenset(v for v in n.cond.variables if re.search(rf"\?{v}\b", c)),
-                     n.cond.prologue)
-            if _is_bound(c, n.cond.prologue):
+        for e in conjuncts(n.cond):
+            if _is_bound(e):
                 bounds.append(e)
-            elif _TIMED.search(c):
+            elif e.timed:
                 raise Unsupported("a time function other than an upper bound on the duration "
                                   "(getDURATION() < c or <= c, a conjunct of the outermost "
                                   "FILTER: ETALIS's window) has no ETALIS counterpart here")
@@ -144,7 +137,7 @@ def _formula(n: Node) -> Formula:
     if type(n) is Join:
         return Op("and", _formula(n.left), _formula(n.right))
     if isinstance(n, Filter):
-        if _TIMED.search(n.cond.text):
+        if n.cond.timed:
             raise Unsupported("a time function in a nested FILTER: ETALIS has one window per "
                               "rule (put the duration bound in the outermost FILTER)")
         return Where(_formula(n.arg), (n.cond,))

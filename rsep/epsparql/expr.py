@@ -12,16 +12,18 @@ goes to pyoxigraph: compiled and uncompiled evaluation give the same answers.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 
-from rsep.sparql.filters import Fallback, NotCompiled, expression_of, nt_value, prefixes_of
+from rsep.algebra.epsparql import TIME_VARIABLES, Expr
+from rsep.algebra.expression import Expression
+from rsep.lang.errors import QueryError
+from rsep.lang.expression import parse_expression
+from rsep.sparql.filters import Fallback, NotCompiled, compile_expression, nt_value, prefixes_of
 
-__all__ = ["Fallback", "Fn", "compile_filter", "holds"]
+__all__ = ["Fallback", "Fn", "compile_filter", "holds", "tree_of"]
 
 INF = float("inf")
-_TIMES = frozenset(("__s", "__e", "__d"))
-_DATETIMES = re.compile(r"[?$]__[se]\b")
+_DATETIMES = frozenset(("__s", "__e"))  # dateTimes on a dateTime stream
 
 # A compiled FILTER: the row (variable -> N-Triples term; the time functions given) ->
 # True, False or an error
@@ -32,14 +34,30 @@ def _same(t: object) -> object:
     return t
 
 
-def compile_filter(text: str, prologue: str, datetime: bool) -> Fn | None:
-    """The expression compiled, or None when it is not. ``datetime``: the time functions
-    give a dateTime stream's values."""
-    if datetime and _DATETIMES.search(text):
+def compile_filter(expr: Expression | str, prologue: str, datetime: bool) -> Fn | None:
+    """The expression (its tree, or text read into one) compiled, or None when it is not.
+    ``datetime``: the time functions give a dateTime stream's values."""
+    if isinstance(expr, str):
+        try:
+            expr = parse_expression(expr, prologue)
+        except QueryError:
+            return None  # pyoxigraph says what is wrong with it
+    if datetime and not _DATETIMES.isdisjoint(expr.variables()):
         return None
     try:
-        return expression_of(text, prefixes_of(prologue), _same, nt_value, _TIMES)
+        return compile_expression(expr, prefixes_of(prologue), _same, nt_value, TIME_VARIABLES)
     except (NotCompiled, Fallback):
+        return None
+
+
+def tree_of(e: Expr) -> Expression | None:
+    """e's tree; one made from text alone is read from it (None when it does not parse:
+    pyoxigraph says what is wrong with it)."""
+    if e.tree is not None:
+        return e.tree
+    try:
+        return parse_expression(e.text, e.prologue)
+    except QueryError:
         return None
 
 

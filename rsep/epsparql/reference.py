@@ -150,7 +150,8 @@ class ExprEvaluator:
         if c is None or c[0] is not self.kind or c[2] is not self:
             key = (id(e), self.kind)
             if key not in self._fns:
-                self._fns[key] = (e, compile_filter(e.text, e.prologue, self.kind is TimeKind.DATETIME))
+                self._fns[key] = (e, compile_filter(e.tree if e.tree is not None else e.text,
+                                                    e.prologue, self.kind is TimeKind.DATETIME))
             c = (self.kind, self._fns[key][1], self)
             e.__dict__["_fn"] = c  # frozen dataclass: a cache, not part of its value
         return c[1]

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
+from rsep.algebra import expression
 from rsep.algebra.epsparql import (
     BGP,
     INF,
+    XSD,
     Background,
     Binary,
     EqJoin,
@@ -29,78 +31,109 @@ from rsep.algebra.epsparql import (
     Unit,
     Values,
     Var,
+    conjoin,
     nodes,
 )
+from rsep.algebra.expression import (
+    Arithmetic,
+    Compare,
+    Expression,
+    Iri,
+    PrefixedName,
+    Variable,
+    signed_literal,
+)
+from rsep.epsparql.expr import tree_of
+from rsep.sparql.filters import NotCompiled, prefixes_of
 from rsep.stream.time import TimeKind
 
 # ---------------------------------------------------------------- time horizons (003 Sec. 5)
 
 
-_NUM = r"[+]?\d+(?:\.\d+)?|\"[+]?\d+(?:\.\d+)?\"\^\^(?:xsd:(?:integer|decimal|int|long)|<http://www\.w3\.org/2001/XMLSchema#(?:integer|decimal|int|long)>)"
-_DUR = r"\"-?P[^\"]*\"\^\^(?:xsd:(?:duration|dayTimeDuration)|<http://www\.w3\.org/2001/XMLSchema#(?:duration|dayTimeDuration)>)"
-_SPAN = r"(?:\?__d|\?__e\s*-\s*\?__s|\(\s*\?__e\s*-\s*\?__s\s*\))"
-_BOUND_RX = [re.compile(rf"^{_SPAN}\s*(?P<op><=|<)\s*(?P<v>{_NUM}|{_DUR})$"),
-             re.compile(rf"^(?P<v>{_NUM}|{_DUR})\s*(?P<op>>=|>)\s*{_SPAN}$")]
 _DUR_RX = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+_NUMBER = re.compile(r"^[+]?\d+(?:\.\d+)?$")  # a non-negative integer or decimal as written
+_DURATION = re.compile(r"^-?P")
+_NUMBER_TYPES = frozenset(XSD + t for t in ("integer", "decimal", "int", "long"))
+_DURATION_TYPES = frozenset(XSD + t for t in ("duration", "dayTimeDuration"))
+_BOUNDING = {"<": True, "<=": False}  # getDURATION() OP c: strict?
+_MIRRORED = {">": "<", ">=": "<="}  # c OP getDURATION()
 
 
-def conjuncts(text: str) -> list[str]:
-    """The top-level ``&&`` operands of an expression (outer parentheses removed)."""
-    text = text.strip()
-    while text.startswith("(") and _closing(text, 0) == len(text) - 1:
-        text = text[1:-1].strip()
-    out, depth, quote, start, i = [], 0, False, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            quote = not quote
-        elif not quote and c == "(":
-            depth += 1
-        elif not quote and c == ")":
-            depth -= 1
-        elif not quote and depth == 0 and text.startswith("||", i):
-            return [text]  # || binds looser than &&: one conjunct
-        elif not quote and depth == 0 and text.startswith("&&", i):
-            out.append(text[start:i])
-            start = i + 2
-            i += 1
-        i += 1
-    out.append(text[start:])
-    if len(out) == 1:
-        return [out[0].strip()]
-    return [x for part in out for x in conjuncts(part)]
+def conjuncts(e: Expr) -> list[Expr]:
+    """The top-level ``&&`` operands of an expression, each an expression of its own."""
+    tree = tree_of(e)
+    if tree is None:
+        return [e]
+    parts = expression.conjuncts(tree)
+    if len(parts) == 1:
+        return [e if e.tree is not None else Expr(e.text, e.variables, e.prologue, tree)]
+    return [Expr.of(p, e.prologue) for p in parts]
 
 
-def _closing(text: str, i: int) -> int:
-    depth, quote = 0, False
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == '"':
-            quote = not quote
-        elif not quote and c == "(":
-            depth += 1
-        elif not quote and c == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
+def _is_span(x: Expression) -> bool:
+    """getDURATION(), or getENDTIME() - getSTARTTIME()."""
+    return x == _D or isinstance(x, Arithmetic) and x.op == "-" and x.left == _E \
+        and x.right == _S
 
 
-def _literal_span(v: str, kind: TimeKind | None) -> float:
-    """A bound's value in the stream's time unit (ms for dateTime streams), or +inf when it
-    cannot bound a duration on this kind of stream (a number on a dateTime stream, a
-    duration with years or months)."""
-    if v.startswith('"') and "P" in v.split("^^")[0]:
-        if kind is not TimeKind.DATETIME:
-            return INF
-        m = _DUR_RX.match(v[1:v.index('"', 1)])
-        if not m or not any(m.groups()):
-            return INF
-        d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
-        return ((d * 24 + h) * 60 + mi) * 60_000 + s * 1000
-    if kind is TimeKind.DATETIME:
+_D, _S, _E = Variable("__d"), Variable("__s"), Variable("__e")
+
+
+def _span_literal(c: Expression, prefixes: dict[str, str]) -> tuple[str, bool, str] | None:
+    """(op, is_duration, lexical) when c is ``span < / <= v`` or ``v > / >= span`` (span:
+    getDURATION() or getENDTIME() - getSTARTTIME(), v a non-negative number or a duration),
+    op as if the span were on the left."""
+    if not isinstance(c, Compare):
+        return None
+    if c.op in _BOUNDING and _is_span(c.left):
+        op, v = c.op, c.right
+    elif c.op in _MIRRORED and _is_span(c.right):
+        op, v = _MIRRORED[c.op], c.left
+    else:
+        return None
+    lit = signed_literal(v)
+    if lit is None or lit.datatype is None:
+        return None
+    dt = _resolve(lit.datatype, prefixes)
+    if dt in _NUMBER_TYPES and _NUMBER.match(lit.lexical):
+        return op, False, lit.lexical
+    if dt in _DURATION_TYPES and _DURATION.match(lit.lexical):
+        return op, True, lit.lexical
+    return None
+
+
+def _bound_of(c: Expression, prefixes: dict[str, str], kind: TimeKind | None
+              ) -> tuple[float, bool] | None:
+    """(H, strict) when c is a span comparison (:func:`_span_literal`); H is +inf when its
+    value cannot bound a duration on this kind of stream."""
+    got = _span_literal(c, prefixes)
+    if got is None:
+        return None
+    op, is_duration, lexical = got
+    if is_duration:
+        span = _duration_span(lexical, kind)
+    else:
+        span = INF if kind is TimeKind.DATETIME else float(lexical)
+    return span, _BOUNDING[op]
+
+
+def _resolve(dt: Iri | PrefixedName, prefixes: dict[str, str]) -> str | None:
+    if isinstance(dt, Iri):
+        return dt.value
+    base = prefixes.get(dt.prefix)
+    return None if base is None else base + dt.local
+
+
+def _duration_span(lexical: str, kind: TimeKind | None) -> float:
+    """A duration in ms on a dateTime stream; +inf elsewhere, and for a duration with years
+    or months (no fixed length) or a negative one."""
+    if kind is not TimeKind.DATETIME:
         return INF
-    return float(v.split("^^")[0].strip('"'))
+    m = _DUR_RX.match(lexical)
+    if not m or not any(m.groups()):
+        return INF
+    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60_000 + s * 1000
 
 
 def mismatched_bounds(root: Node, kind: TimeKind, time_unit_ms: int | None = None) -> str | None:
@@ -112,30 +145,36 @@ def mismatched_bounds(root: Node, kind: TimeKind, time_unit_ms: int | None = Non
     for n in nodes(root):
         if not isinstance(n, Filter):
             continue
-        for c in conjuncts(n.cond.text):
-            m = next((m for rx in _BOUND_RX if (m := rx.match(c))), None)
-            if m is None:
+        tree = tree_of(n.cond)
+        if tree is None:
+            continue
+        prefixes = _prefixes(n.cond.prologue)
+        for c in expression.conjuncts(tree):
+            got = _span_literal(c, prefixes)
+            if got is None:
                 continue
-            v = m.group("v")
-            is_duration = v.startswith('"') and "P" in v.split("^^")[0]
+            _, is_duration, lexical = got
             if kind is TimeKind.DATETIME and not is_duration:
                 return (f"FILTER ({_sigma_text(c)}): on a dateTime stream getDURATION() is an "
                         f"xsd:dayTimeDuration; compare it with one, e.g. \"PT30S\"^^xsd:dayTimeDuration")
             if kind is not TimeKind.DATETIME and is_duration:
-                dm = _DUR_RX.match(v[1:v.index('"', 1)])
+                dm = _DUR_RX.match(lexical)
                 hint = ""
                 if dm and any(dm.groups()) and time_unit_ms:
                     d, h, mi, sec = (float(x) if x else 0.0 for x in dm.groups())
                     units = (((d * 24 + h) * 60 + mi) * 60_000 + sec * 1000) / time_unit_ms
-                    hint = f" ({v.split('^^')[0]} is {units:g} of this run's time units)"
+                    hint = f" (\"{lexical}\" is {units:g} of this run's time units)"
                 return (f"FILTER ({_sigma_text(c)}): on an abstract timeline getDURATION() is an "
                         f"xsd:integer of time units; compare it with a number{hint}")
     return None
 
 
-def _sigma_text(c: str) -> str:
-    """A conjunct as the user wrote it (sigma's variables back to the time functions)."""
-    return (c.replace("?__d", "getDURATION()").replace("?__s", "getSTARTTIME()")
+def _sigma_text(c: Expression) -> str:
+    """A conjunct as SPARQL with sigma's variables back to the time functions."""
+    text = c.to_sparql()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    return (text.replace("?__d", "getDURATION()").replace("?__s", "getSTARTTIME()")
             .replace("?__e", "getENDTIME()"))
 
 
@@ -150,15 +189,24 @@ def bound_exact(e: Expr, kind: TimeKind | None) -> tuple[float, bool]:
     """(H, strict): every solution satisfying ``e`` has t_omega - t_alpha < H (strict) or
     <= H; (+inf, False) when there is no bound."""
     h, strict = INF, False
-    for c in conjuncts(e.text):
-        for rx in _BOUND_RX:
-            m = rx.match(c)
-            if m:
-                v = _literal_span(m.group("v"), kind)
-                st = m.group("op") in ("<", ">")
-                if v < h or (v == h and st):
-                    h, strict = v, st
+    tree = tree_of(e)
+    if tree is None:
+        return h, strict
+    prefixes = _prefixes(e.prologue)
+    for c in expression.conjuncts(tree):
+        got = _bound_of(c, prefixes, kind)
+        if got is not None:
+            v, st = got
+            if v < h or (v == h and st):
+                h, strict = v, st
     return h, strict
+
+
+def _prefixes(prologue: str) -> dict[str, str]:
+    try:
+        return prefixes_of(prologue)
+    except NotCompiled:  # a relative PREFIX IRI: its names bound nothing here
+        return {}
 
 
 def window(root: Node, kind: TimeKind | None) -> tuple[float, bool]:
@@ -220,8 +268,10 @@ def timed(n: Node) -> bool:
     return timed(n.left) or timed(n.right)
 
 
-def _is_bound(c: str) -> bool:
-    return any(rx.match(c) for rx in _BOUND_RX)
+def is_bound(c: Expr) -> bool:
+    """Whether c is one duration bound (``getDURATION() < c`` ...), of any length."""
+    tree = tree_of(c)
+    return tree is not None and _bound_of(tree, _prefixes(c.prologue), TimeKind.ABSTRACT) is not None
 
 
 def push_filters(root: Node) -> Node:
@@ -237,9 +287,7 @@ def push_filters(root: Node) -> Node:
 
     def rebuild(n: Node, pending: list[Expr]) -> Node:
         if isinstance(n, Filter):
-            exprs = [Expr(c, frozenset(v for v in re.findall(r"[?$](\w+)", c) if not v.startswith("__")),
-                          n.cond.prologue) for c in conjuncts(n.cond.text)]
-            return rebuild(n.arg, pending + exprs)
+            return rebuild(n.arg, pending + conjuncts(n.cond))
         if isinstance(n, Binary) and not isinstance(n, Union):
             mand = {Join: ("left", "right"), SeqJoin: ("left", "right"), EqJoin: ("left", "right"),
                     LeftJoin: ("left",), EqLeftJoin: ("left",), SeqRightJoin: ("right",),
@@ -251,7 +299,7 @@ def push_filters(root: Node) -> Node:
                 for side in mand:
                     kid = getattr(n, side)
                     if c.timed:
-                        if _is_bound(c.text) and timed(kid) and not isinstance(kid, BGP):
+                        if is_bound(c) and timed(kid) and not isinstance(kid, BGP):
                             down[side].append(c)
                     elif c.variables <= certain(kid) and not placed:
                         down[side].append(c)
@@ -272,10 +320,7 @@ def push_filters(root: Node) -> Node:
 
 
 def _wrap(n: Node, conds: list[Expr]) -> Node:
-    if not conds:
-        return n
-    text = " && ".join(f"({c.text})" for c in conds) if len(conds) > 1 else conds[0].text
-    return Filter(Expr(text, frozenset().union(*(c.variables for c in conds)), conds[0].prologue), n)
+    return Filter(conjoin(conds), n) if conds else n
 
 
 def leaf_horizon(root: Node, hs: dict[int, float]) -> float:

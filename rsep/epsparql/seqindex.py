@@ -36,8 +36,20 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from rsep.algebra import selection
-from rsep.algebra.epsparql import BGP, Expr, Filter, Mu, Node, Project, SeqJoin, TriplePattern, Var
+from rsep.algebra.epsparql import (
+    BGP,
+    XSD,
+    Expr,
+    Filter,
+    Mu,
+    Node,
+    Project,
+    SeqJoin,
+    TriplePattern,
+    Var,
+)
 from rsep.algebra.events import Selection
+from rsep.algebra.expression import Arithmetic, Compare, Expression, Iri, Variable, signed_literal
 from rsep.epsparql.matcher import Occurrence, Solution, combine, match_one
 from rsep.epsparql.reference import ExprEvaluator
 from rsep.epsparql.rewrites import conjuncts
@@ -47,9 +59,8 @@ INF = float("inf")
 # (tw, seq, solution): seq orders occurrences as the store holds them (the reference's order)
 Entry = tuple[float, int, Solution]
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
-_NUM = r"[+-]?\d+(?:\.\d+)?"
-_CMP = re.compile(rf"^\?(\w+)\s*(>=|<=|>|<)\s*\?(\w+)(?:\s*([+-])\s*({_NUM}))?$")
-_CMP_L = re.compile(rf"^\?(\w+)\s*([+-])\s*({_NUM})\s*(>=|<=|>|<)\s*\?(\w+)$")
+_NUM = re.compile(r"^[+-]?\d+(?:\.\d+)?$")  # an integer or decimal as written
+_NUMBER_TYPES = frozenset(XSD + t for t in ("integer", "decimal"))
 
 
 def _interval(e: Entry) -> tuple[float, float]:
@@ -75,17 +86,31 @@ def _names(tp: TriplePattern) -> set[str]:
     return {t.name for t in tp if isinstance(t, Var)}
 
 
-def _comparison(text: str, lvars: set[str], rvars: set[str]) -> tuple[str, str, str, float] | None:
+def _offset(x: Expression) -> tuple[str, float] | None:
+    """``?v``, ``?v + c`` or ``?v - c`` (c a number written bare) as (v, +-c)."""
+    if isinstance(x, Variable):
+        return x.name, 0.0
+    if isinstance(x, Arithmetic) and x.op in ("+", "-") and isinstance(x.left, Variable):
+        c = signed_literal(x.right)
+        if c is not None and isinstance(c.datatype, Iri) and c.datatype.value in _NUMBER_TYPES \
+                and _NUM.match(c.lexical):
+            k = float(c.lexical)
+            return x.left.name, -k if x.op == "-" else k
+    return None
+
+
+def _comparison(e: Expr, lvars: set[str], rvars: set[str]) -> tuple[str, str, str, float] | None:
     """A conjunct ``?x OP ?y (+|-) c`` (either way round) between a left-only and a right-only
     variable, as (right var, op, left var, c) meaning ?r OP ?l + c."""
-    for c in conjuncts(text):
-        m = _CMP.match(c)
-        if m:
-            x, op, y = m.group(1), m.group(2), m.group(3)
-            k = float(m.group(5) or 0) * (-1 if m.group(4) == "-" else 1)
-        elif m := _CMP_L.match(c):  # ?y + c OP ?x: ?x FLIP(OP) ?y + c
-            y, k = m.group(1), float(m.group(3)) * (-1 if m.group(2) == "-" else 1)
-            op, x = _FLIP[m.group(4)], m.group(5)
+    for c in conjuncts(e):
+        t = c.tree
+        if not isinstance(t, Compare) or t.op not in _FLIP:
+            continue
+        if isinstance(t.left, Variable) and (right := _offset(t.right)) is not None:
+            x, op, (y, k) = t.left.name, t.op, right
+        elif isinstance(t.right, Variable) and (left := _offset(t.left)) is not None \
+                and not isinstance(t.left, Variable):  # ?y + c OP ?x: ?x FLIP(OP) ?y + c
+            (y, k), op, x = left, _FLIP[t.op], t.right.name
         else:
             continue
         if x in rvars and y in lvars:
@@ -117,7 +142,7 @@ def shape_of(root: Node, var: str | None) -> Shape | None:
         return None  # a blank node: two occurrences with one mapping; other join variables
     cmp = None
     for e in conds:
-        cmp = cmp or _comparison(e.text, lv - rv, rv - lv)
+        cmp = cmp or _comparison(e, lv - rv, rv - lv)
     return Shape(tl, tr, tuple(reversed(conds)), var, cmp)
 
 

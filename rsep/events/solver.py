@@ -18,6 +18,7 @@ import pyoxigraph as ox
 
 from rsep.algebra.events import BasicEventPattern
 from rsep.events.reference import Mu
+from rsep.lang.expression import group_filters
 from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_pattern
 from rsep.stream.event import Event
 
@@ -55,7 +56,11 @@ class BatchSolver:
         try:
             return self._compiled[bep.name]
         except KeyError:
-            c = compile_pattern(bep.prologue, bep.pattern, self.canon) if self.compiled else None
+            c = None
+            if self.compiled:
+                filters = bep.filters if bep.filters is not None else \
+                    group_filters(bep.pattern, bep.prologue)
+                c = compile_pattern(bep.prologue, bep.pattern, self.canon, filters)
             self._compiled[bep.name] = c
             return c
 

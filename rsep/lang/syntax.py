@@ -14,6 +14,7 @@ from typing import cast
 import pyoxigraph as ox
 from lark import Token, Tree
 
+from rsep.algebra.expression import Iri, PrefixedName
 from rsep.algebra.window import Boundary, WindowKind, WindowSpec
 from rsep.lang.errors import QueryError, position
 from rsep.stream.time import Duration, TimeError, parse_datetime_ms, parse_duration
@@ -168,6 +169,20 @@ class Terms:
         if ns not in self.prefixes:
             raise self.error(f"undeclared prefix '{ns}:'", tok)
         return self.prefixes[ns] + re.sub(r"\\(.)", r"\1", local)
+
+    def resolve(self, c: Iri | PrefixedName) -> str:
+        """An IRI of an expression's tree (rsep.algebra.expression), absolute: read as
+        :meth:`_iriref` and :meth:`_pname` read tokens (an error here has no position)."""
+        if isinstance(c, PrefixedName):
+            if c.prefix not in self.prefixes:
+                raise self.error(f"undeclared prefix '{c.prefix}:'")
+            return self.prefixes[c.prefix] + re.sub(r"\\(.)", r"\1", c.local)
+        if is_absolute(c.value):
+            return c.value
+        try:
+            return resolve_iri(c.value, self.base or DEFAULT_BASE)
+        except (SyntaxError, ValueError) as e:
+            raise self.error(f"invalid IRI <{c.value}>: {e}") from None
 
     def prologue_text(self) -> str:
         """BASE and PREFIX declarations that make a fragment of the query stand alone."""

@@ -1,6 +1,6 @@
 """LARS's FILTER expressions (001 Sec. 3's fragment: comparisons, &&, ||, !, bound, + - * /):
-the expression tree (tuples: ``("cmp", op, a, b)``, ``("var", name)``, ...), its reading
-from the parse tree, and its evaluation.
+the fragment's tuples (``("cmp", op, a, b)``, ``("var", name)``, ...), read from the one
+expression tree (rsep.algebra.expression), and their evaluation.
 
 The LARS translation reads values its own way, on purpose, not as rsep.sparql.filters'
 SPARQL-exact compiler does: every numeric literal (doubles and floats too) is an exact
@@ -13,15 +13,35 @@ where the two readings agree. The tree is rebuilt as SPARQL text by :func:`show_
 from __future__ import annotations
 
 import re
-from abc import ABC, abstractmethod
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyoxigraph as ox
-from lark import Token, Tree
 
+from rsep.algebra.expression import (
+    XSD,
+    Aggregate,
+    And,
+    Arithmetic,
+    Bound,
+    Compare,
+    Constant,
+    Exists,
+    Expression,
+    FunctionCall,
+    In,
+    Iri,
+    Literal,
+    Not,
+    Or,
+    PrefixedName,
+    UnaryMinus,
+    UnaryPlus,
+    Variable,
+    signed_literal,
+)
 from rsep.lars.core import LarsError
-from rsep.sparql.filters import XSD
 
 NUMERIC = {XSD + n for n in ("integer", "decimal", "double", "float", "int", "long", "short",
                              "byte", "nonNegativeInteger", "positiveInteger",
@@ -195,87 +215,42 @@ def short(term: Any) -> str:
 
 
 
-class ExprReader(ABC):
-    """Reading FILTER expressions from the parse tree (rsep.lars.rsp's reader reads the rest)."""
-
-    uses: set[str]  # what the query uses outside the fragment (for the message)
-
-    @abstractmethod
-    def fail(self, what: str, node: Tree | Token) -> LarsError:
-        """The error for a construct outside the fragment."""
-
-    @abstractmethod
-    def term(self, node: Tree | Token) -> Any:
-        """A constant's N-Triples form, or a Var."""
-
-    def constraint(self, node: Tree) -> tuple:
-        c = node.children[0]
-        if c.data == "bracketted_expression":
-            return self.expr(c.children[0])
-        return self.expr(c)
-
-    def expr(self, node: Any) -> tuple:
-        d = node.data
-        kids = [c for c in node.children]
-        if d in ("expression", "value_logical", "numeric_expression", "bracketted_expression"):
-            return self.expr(next(c for c in kids if isinstance(c, Tree)))
-        if d in ("conditional_or_expression", "conditional_and_expression"):
-            parts = [self.expr(c) for c in kids if isinstance(c, Tree)]
-            k = "or" if d == "conditional_or_expression" else "and"
-            out = parts[0]
-            for p in parts[1:]:
-                out = (k, out, p)
-            return out
-        if d == "relational_expression":
-            left = self.expr(kids[0])
-            if len(kids) == 1:
-                return left
-            op = str(kids[1])
-            if op.upper() in ("IN", "NOT"):
-                raise self.fail("IN / NOT IN", node)
-            return ("cmp", op, left, self.expr(kids[2]))
-        if d in ("additive_expression", "multiplicative_expression"):
-            out = self.expr(kids[0])
-            i = 1
-            while i < len(kids):
-                op = kids[i]
-                if isinstance(op, Tree):  # a signed literal: "?x -1"
-                    raise self.fail("arithmetic with signed literals", node)
-                out = ("arith", str(op), out, self.expr(kids[i + 1]))
-                i += 2
-            return out
-        if d == "unary_expression":
-            if len(kids) == 2:
-                op = str(kids[0])
-                inner = self.expr(kids[1])
-                if op == "!":
-                    return ("not", inner)
-                if op == "-":
-                    return ("arith", "-", ("const", literal("0", datatype=XSD + "integer")), inner)
-                return inner
-            return self.expr(kids[0])
-        if d == "primary_expression":
-            c = kids[0]
-            if isinstance(c, Tree) and c.data == "var":
-                return ("var", str(c.children[0])[1:])
-            if isinstance(c, Tree) and c.data in ("numeric_literal", "rdf_literal", "boolean_literal"):
-                return ("const", self.term(c))
-            if isinstance(c, Tree) and c.data == "iri_or_function":
-                if len(c.children) > 1:
-                    raise self.fail("a function call", c)
-                return ("const", self.term(c.children[0]))
-            if isinstance(c, Tree) and c.data == "bracketted_expression":
-                return self.expr(c.children[0])
-            if isinstance(c, Tree) and c.data == "built_in_call":
-                name = str(c.children[0]).upper() if isinstance(c.children[0], Token) else ""
-                if name == "BOUND":
-                    arg = self.expr(c.children[2])
-                    if arg[0] == "var":
-                        return ("bound", arg[1])
-                if isinstance(c.children[0], Tree) and c.children[0].data == "not_exists_func":
-                    self.uses.add("not_exists")
-                    raise self.fail("FILTER NOT EXISTS", c)
-                raise self.fail(f"the built-in {name or c.children[0].data}", c)
-            raise self.fail("this expression", c)
-        raise self.fail(f"the expression {d}", node)
-
+def from_tree(e: Expression, constant: Callable[[Constant], str],
+              fail: Callable[[str], LarsError], uses: set[str]) -> tuple:
+    """A FILTER's tree (rsep.algebra.expression, as rsep.lang reads every dialect's) as the
+    fragment's tuples. ``constant``: a constant's N-Triples form; ``fail``: the error for
+    what is outside the fragment; ``uses`` records a NOT EXISTS (for the message)."""
+    if isinstance(e, (Or, And)):
+        return ("or" if isinstance(e, Or) else "and", from_tree(e.left, constant, fail, uses),
+                from_tree(e.right, constant, fail, uses))
+    if isinstance(e, (Compare, Arithmetic)):
+        return ("cmp" if isinstance(e, Compare) else "arith", e.op,
+                from_tree(e.left, constant, fail, uses), from_tree(e.right, constant, fail, uses))
+    if isinstance(e, Not):
+        return ("not", from_tree(e.arg, constant, fail, uses))
+    if isinstance(e, UnaryMinus):
+        number = signed_literal(e)  # -3: the number, as written
+        if number is not None:
+            return ("const", constant(number))
+        return ("arith", "-", ("const", literal("0", datatype=XSD + "integer")),
+                from_tree(e.arg, constant, fail, uses))
+    if isinstance(e, UnaryPlus):
+        return from_tree(e.arg, constant, fail, uses)
+    if isinstance(e, Variable):
+        return ("var", e.name)
+    if isinstance(e, Bound):
+        return ("bound", e.var.name)
+    if isinstance(e, (Iri, PrefixedName, Literal)):
+        return ("const", constant(e))
+    if isinstance(e, In):
+        raise fail("IN / NOT IN")
+    if isinstance(e, Exists):
+        if e.negated:
+            uses.add("not_exists")
+        raise fail("FILTER NOT EXISTS" if e.negated else "FILTER EXISTS")
+    if isinstance(e, FunctionCall):
+        raise fail(f"the built-in {e.function}" if isinstance(e.function, str)
+                   else "a function call")
+    if isinstance(e, Aggregate):
+        raise fail(f"the aggregate {e.name}")
+    raise fail(f"the expression {type(e).__name__}")

@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from lark import Token, Tree
 
 from rsep.algebra.dataset import StreamingDataset
+from rsep.algebra.expression import Constant, Literal
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import Boundary, NamedWindow, WindowSpec
+from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax
 from rsep.lars.core import LarsError, Var
-from rsep.lars.expr import XSD, ExprReader, literal
+from rsep.lars.expr import XSD, from_tree, literal
 
 # re-exported: the translation and explain read the expressions through the query model
 from rsep.lars.expr import expr_vars as expr_vars
@@ -262,14 +264,15 @@ def assign_streams(q: RSPQuery, stream_triples: dict[str, set[tuple]]) -> RSPQue
 # ---------------------------------------------------------------- from the parse tree
 
 
-class _Reader(ExprReader):
+class _Reader:
     def __init__(self, syn: Syntax, windows: dict[str, int]) -> None:
         self.syn = syn
         self.windows = windows  # window IRI -> index into S (stream patterns)
-        self.uses: set[str] = set()
+        self.uses: set[str] = set()  # what the query uses outside the fragment (for the message)
         self.bnodes = 0
+        self.expressions = ExpressionReader(syn.text, RSP_EXTENSIONS)
 
-    def fail(self, what: str, node: Tree | Token) -> LarsError:
+    def fail(self, what: str, node: Tree | Token | None = None) -> LarsError:
         return LarsError(f"{what} is outside the LARS translation's fragment "
                          "(BGP, AND, UNION, OPTIONAL, FILTER, MINUS, GRAPH <iri>)")
 
@@ -318,6 +321,15 @@ class _Reader(ExprReader):
         if d == "boolean_literal":
             return literal(node.children[0].data, datatype=XSD + "boolean")
         raise self.fail(f"the term {d}", node)
+
+    def constant(self, c: Constant) -> str:
+        """A constant of a FILTER's tree in N-Triples form."""
+        if isinstance(c, Literal):
+            if c.language is not None:
+                return literal(c.lexical, lang=c.language)
+            return literal(c.lexical, datatype=None if c.datatype is None
+                           else self.syn.resolve(c.datatype))
+        return f"<{self.syn.resolve(c)}>"
 
     def verb(self, node: Tree) -> Term:
         if node.data == "verb_simple":
@@ -409,7 +421,8 @@ class _Reader(ExprReader):
                 elif c.data == "graph_pattern_not_triples":
                     x = c.children[0]
                     if x.data == "filter":
-                        filters.append(self.constraint(x.children[1]))
+                        filters.append(from_tree(self.expressions.constraint(x).expr,
+                                                 self.constant, self.fail, self.uses))
                     elif x.data == "optional_graph_pattern":
                         self.uses.add("optional")
                         cur = Optional(cur if cur is not None else BGP(()), self.group(x.children[1]))

@@ -1,6 +1,7 @@
-"""The FILTER compiler: SPARQL FILTER expressions compiled to Python functions, one for
-every FILTER that rsep evaluates per row: rsep.sparql.matcher's GPMs and BEPs, and
-EP-SPARQL's FILTERs (rsep.epsparql.expr).
+"""The FILTER compiler: SPARQL FILTER expressions (rsep.algebra.expression's trees, as every
+dialect's algebra holds them) compiled to Python functions, one for every FILTER that rsep
+evaluates per row: rsep.sparql.matcher's GPMs and BEPs, and EP-SPARQL's FILTERs
+(rsep.epsparql.expr).
 
 Comparisons, ``&&``, ``||``, ``!``, ``BOUND``, effective boolean values and ``+ - *``
 over variables and constants are compiled; anything else (functions, division, ...) is
@@ -24,6 +25,22 @@ from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 import pyoxigraph as ox
+
+from rsep.algebra.expression import (
+    And,
+    Arithmetic,
+    Bound,
+    Compare,
+    Expression,
+    Iri,
+    Literal,
+    Not,
+    Or,
+    PrefixedName,
+    UnaryMinus,
+    UnaryPlus,
+    Variable,
+)
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 STRING = ox.NamedNode(XSD + "string")
@@ -76,261 +93,111 @@ class NotCompiled(Exception):
     """The pattern or expression is outside the compiled subset."""
 
 
-# ---------------------------------------------------------------- tokens
+# ---------------------------------------------------------------- the compiler
 
 
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+|\#[^\n]*)
-  | (?P<iri><[^<>"{}|^`\\\s]*>)
-  | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<lang>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*)
-  | (?P<var>[?$]\w+)
-  | (?P<num>[0-9]+\.[0-9]*[eE][+-]?[0-9]+|[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+(?:[eE][+-]?[0-9]+)?)
-  | (?P<op>\^\^|&&|\|\||!=|<=|>=|[{}\[\]().;,=<>!+*/-])
-  | (?P<pname>(?:[A-Za-z][\w.-]*)?:(?:[\w-](?:[\w.-]*[\w-])?)?)
-  | (?P<word>[A-Za-z_]+)
-""", re.VERBOSE)
+# a compiled expression: the row -> True, False or _ERROR (booleans), or an Operand
+Fn = Callable[[dict], Any]
+_BOOLEANS = (Or, And, Not, Compare, Bound)
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise NotCompiled(f"unexpected text at {text[pos:pos + 10]!r}")
-        pos = m.end()
-        if m.lastgroup != "ws":
-            out.append((m.lastgroup or "", m.group()))
-    return out
+class _Compiler:
+    """The tree to functions. Booleans are ``&&``, ``||``, ``!``, comparisons, ``BOUND`` and
+    effective boolean values; values are variables, constants and ``+ - *`` (unary ones too)
+    of values. A boolean is never an operand (``!?a < 3``), which is refused."""
 
-
-_ESC = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    i = 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "\\":
-            nxt = s[i + 1]
-            if nxt not in _ESC:
-                raise NotCompiled("unicode escape")
-            out.append(_ESC[nxt])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-
-class TermParser:
-    """Terms and FILTER expressions of a pattern's text; ``canon`` gives a typed
-    literal as the store returns it."""
-
-    def __init__(self, text: str, prefixes: dict[str, str],
-                 canon: Callable[[object], object],
-                 read: Callable[[Any], Operand] | None = None,
-                 given: frozenset[str] = frozenset()) -> None:
-        self.toks = _tokens(text)
-        self.i = 0
+    def __init__(self, prefixes: dict[str, str], canon: Callable[[object], object],
+                 read: Callable[[Any], Operand] | None, given: frozenset[str]) -> None:
         self.prefixes = prefixes
         self.canon = canon
         self.read = _value if read is None else read  # a variable's value as an Operand
         self.given = given  # variables whose values are Operands already
 
-    def peek(self) -> tuple[str, str] | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
+    def boolean(self, e: Expression) -> Fn:
+        if isinstance(e, Or):
+            return _or(self.boolean(e.left), self.boolean(e.right))
+        if isinstance(e, And):
+            return _and(self.boolean(e.left), self.boolean(e.right))
+        if isinstance(e, Not):
+            return _not(self.boolean(e.arg))
+        if isinstance(e, Compare):
+            return _compare(e.op, self.value(e.left), self.value(e.right))
+        if isinstance(e, Bound):
+            name = e.var.name
+            return lambda mu: mu.get(name) is not None
+        return _ebv(self.value(e))
 
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        tok = self.peek()
-        if tok is None or (value is not None and tok[1] != value):
-            raise NotCompiled(f"expected {value!r}")
-        self.i += 1
-        return tok
-
-    def at(self, value: str) -> bool:
-        tok = self.peek()
-        return tok is not None and tok[1] == value and tok[0] in ("op", "word")
-
-    # ---------------------------------------------------------------- terms
-
-    def iri(self, kind: str, text: str) -> ox.NamedNode:
-        if kind == "iri":
-            iri = text[1:-1]
-            if ":" not in iri:
-                raise NotCompiled("relative IRI")
-            return ox.NamedNode(iri)
-        prefix, _, local = text.partition(":")
-        if prefix not in self.prefixes or "\\" in local or "%" in local:
-            raise NotCompiled("prefixed name")
-        return ox.NamedNode(self.prefixes[prefix] + local)
-
-    def term(self, allow_var: bool = True) -> object:
-        kind, text = self.take()
-        if kind == "var":
-            if not allow_var:
-                raise NotCompiled("variable")
-            return ("var", text[1:])
-        if kind in ("iri", "pname"):
-            return self.iri(kind, text)
-        if kind == "word" and text == "a":
-            return RDF_TYPE
-        if kind == "word" and text in ("true", "false"):
-            return ox.Literal(text, datatype=ox.NamedNode(XSD + "boolean"))
-        if kind == "str":
-            if text.startswith(('"""', "'''")):
-                raise NotCompiled("long string")
-            value = _unescape(text[1:-1])
-            nxt = self.peek()
-            if nxt and nxt[0] == "lang":
-                self.take()
-                return ox.Literal(value, language=nxt[1][1:])
-            if nxt and nxt[1] == "^^":
-                self.take()
-                dk, dtext = self.take()
-                return self.canon(ox.Literal(value, datatype=self.iri(dk, dtext)))
-            return ox.Literal(value)
-        if kind == "num":
-            dt = DOUBLE if "e" in text.lower() else DECIMAL if "." in text else INTEGER
-            return self.canon(ox.Literal(text, datatype=dt))
-        raise NotCompiled(f"term {text!r}")
-
-
-
-    def filter(self) -> Callable[[dict], object]:
-        if not self.at("("):
-            raise NotCompiled("FILTER without parentheses")
-        self.take("(")
-        e = self.or_()
-        self.take(")")
-        return e
-
-    def or_(self) -> Callable[[dict], object]:
-        e = self.and_()
-        while self.at("||"):
-            self.take()
-            e = _or(e, self.and_())
-        return e
-
-    def and_(self) -> Callable[[dict], object]:
-        e = self.rel()
-        while self.at("&&"):
-            self.take()
-            e = _and(e, self.rel())
-        return e
-
-    def rel(self) -> Callable[[dict], object]:
-        if self.at("!"):  # '!' PrimaryExpression
-            self.take()
-            return self.boolean(_not(self.primary_bool()))
-        if self.at("("):
-            save = self.i
-            self.take()
-            try:
-                e = self.or_()
-                self.take(")")
-                if not self.at_operator():
-                    return e
-            except NotCompiled:
-                pass  # not a parenthesised expression of its own: read it again below
-            self.i = save
-        if self.bound_next():
-            return self.boolean(self.bound())
-        left = self.add()
-        for op in _COMPARISONS:
-            if self.at(op):
-                self.take()
-                return _compare(op, left, self.add())
-        return _ebv(left)
-
-    def at_operator(self) -> bool:
-        return any(self.at(o) for o in _OPERATORS)
-
-    def boolean(self, e: Callable[[dict], object]) -> Callable[[dict], object]:
-        """A boolean that must not be an operand (booleans are not compiled as values)."""
-        if self.at_operator():
-            raise NotCompiled("a boolean operand")
-        return e
-
-    def primary_bool(self) -> Callable[[dict], object]:
-        """The PrimaryExpression after '!', as a boolean."""
-        if self.at("("):
-            self.take()
-            e = self.or_()
-            self.take(")")
-            return e
-        if self.bound_next():
-            return self.bound()
-        return _ebv(self.primary())
-
-    def bound_next(self) -> bool:
-        tok = self.peek()
-        return tok is not None and tok[0] == "word" and tok[1].upper() == "BOUND"
-
-    def bound(self) -> Callable[[dict], object]:
-        self.take()
-        self.take("(")
-        kind, text = self.take()
-        if kind != "var":
-            raise NotCompiled("BOUND of a non-variable")
-        self.take(")")
-        name = text[1:]
-        return lambda mu: mu.get(name) is not None
-
-    def add(self) -> Callable[[dict], object]:
-        e = self.mul()
-        while self.at("+") or self.at("-"):
-            op = self.take()[1]
-            e = _arith(op, e, self.mul())
-        return e
-
-    def mul(self) -> Callable[[dict], object]:
-        e = self.unary()
-        while self.at("*"):
-            self.take()
-            e = _arith("*", e, self.unary())
-        if self.at("/"):
-            raise NotCompiled("division")
-        return e
-
-    def unary(self) -> Callable[[dict], object]:
-        if self.at("-"):
-            self.take()
-            inner = self.unary()
+    def value(self, e: Expression) -> Fn:
+        """A variable, a constant or arithmetic, as an Operand (or _ERROR: unbound)."""
+        if isinstance(e, Arithmetic):
+            if e.op == "/":
+                raise NotCompiled("division")
+            return _arith(e.op, self.value(e.left), self.value(e.right))
+        if isinstance(e, UnaryMinus):
+            inner = self.value(e.arg)
             return lambda mu: _neg(inner(mu))
-        if self.at("+"):
-            self.take()
-            return self.unary()
-        if self.at("("):
-            self.take()
-            e = self.add()
-            self.take(")")
-            return e
-        return self.primary()
+        if isinstance(e, UnaryPlus):
+            inner = self.value(e.arg)
+            return lambda mu: _pos(inner(mu))
+        if isinstance(e, Variable):
+            return self.variable(e.name)
+        if isinstance(e, (Iri, PrefixedName, Literal)):
+            val = _value(self.term(e))
+            return lambda mu: val
+        if isinstance(e, _BOOLEANS):
+            raise NotCompiled("a boolean operand")
+        raise NotCompiled(type(e).__name__)
 
-    def primary(self) -> Callable[[dict], object]:
-        """A variable or a constant, as an Operand (or _ERROR: unbound)."""
-        t = self.term()
-        if isinstance(t, tuple):
-            name = t[1]
-            if name in self.given:
-                return lambda mu: mu.get(name, _ERROR)
-            read = self.read
+    def variable(self, name: str) -> Fn:
+        if name in self.given:
+            return lambda mu: mu.get(name, _ERROR)
+        read = self.read
 
-            def var(mu: dict) -> object:
-                v = mu.get(name)
-                if v is None:
-                    return _ERROR
-                return read(v)
-            return var
-        val = _value(t)
-        return lambda mu: val
+        def var(mu: dict) -> object:
+            v = mu.get(name)
+            if v is None:
+                return _ERROR
+            return read(v)
+        return var
 
+    def term(self, e: Iri | PrefixedName | Literal) -> object:
+        """A constant as a pyoxigraph term (typed literals as ``canon`` gives them)."""
+        if not isinstance(e, Literal):
+            return self.iri(e)
+        if e.language is not None:
+            return ox.Literal(e.lexical, language=e.language)
+        if e.datatype is None:
+            return ox.Literal(e.lexical)
+        dt = self.iri(e.datatype)
+        if dt == _BOOL:
+            return ox.Literal(e.lexical, datatype=dt)
+        return self.canon(ox.Literal(e.lexical, datatype=dt))
+
+    def iri(self, e: Iri | PrefixedName) -> ox.NamedNode:
+        if isinstance(e, Iri):
+            if ":" not in e.value:
+                raise NotCompiled("relative IRI")
+            iri = e.value
+        else:
+            if e.prefix not in self.prefixes or "\\" in e.local or "%" in e.local:
+                raise NotCompiled("prefixed name")
+            iri = self.prefixes[e.prefix] + e.local
+        try:
+            return ox.NamedNode(iri)
+        except ValueError:
+            raise NotCompiled("an IRI pyoxigraph does not take") from None
+
+
+def compile_expression(e: Expression, prefixes: dict[str, str],
+                       canon: Callable[[object], object],
+                       read: Callable[[Any], Operand] | None = None,
+                       given: frozenset[str] = frozenset()) -> Callable[[dict], object]:
+    """An expression's effective boolean value as a function of the row: True, False or an
+    error (neither). ``prefixes``: the prologue's (:func:`prefixes_of`); ``canon``: a typed
+    literal as the store returns it; ``read``: a variable's value as an Operand (default
+    pyoxigraph terms); ``given``: variables whose values are Operands already. Raises
+    NotCompiled outside the compiled subset, Fallback for a constant it does not mirror."""
+    return _Compiler(prefixes, canon, read, given).boolean(e)
 
 
 # ---------------------------------------------------------------- values (SPARQL operators)
@@ -499,6 +366,14 @@ def _neg(a: Any) -> object:
     return _check(k, -v)
 
 
+def _pos(a: Any) -> object:
+    """``+a``: a number is itself; anything else is left to pyoxigraph (``+"abc"`` is an
+    error there, not the string)."""
+    if a is _ERROR:
+        return _ERROR
+    return _num(a)
+
+
 def _compare(op: str, left: Callable, right: Callable) -> Callable[[dict], object]:
     fn = _CMP[op]
     eq = op in ("=", "!=")
@@ -581,26 +456,3 @@ def prefixes_of(prologue: str) -> dict[str, str]:
     return out
 
 
-
-def filter_of(text: str, prefixes: dict[str, str], canon: Callable[[object], object]) -> Callable[[dict], object]:
-    p = TermParser(text, prefixes, canon)
-    if (tok := p.peek()) is not None and tok[1] == "(":
-        e = p.filter()
-    else:
-        raise NotCompiled("FILTER without parentheses")
-    if p.peek() is not None:
-        raise NotCompiled("text after the FILTER")
-    return e
-
-
-def expression_of(text: str, prefixes: dict[str, str], canon: Callable[[object], object],
-                  read: Callable[[Any], Operand] | None = None,
-                  given: frozenset[str] = frozenset()) -> Callable[[dict], object]:
-    """A FILTER's expression (no outer parentheses needed) as a function of the row:
-    True, False or an error (neither). ``read``: a variable's value as an Operand (default
-    pyoxigraph terms); ``given``: variables whose values are Operands already."""
-    p = TermParser(text, prefixes, canon, read, given)
-    e = p.or_()
-    if p.peek() is not None:
-        raise NotCompiled("text after the expression")
-    return e

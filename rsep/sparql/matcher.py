@@ -5,7 +5,8 @@ handful of triple patterns against an event of a handful of triples. Group
 patterns whose body is a plain BGP with FILTERs the FILTER compiler
 (rsep.sparql.filters) takes are compiled here, SPASEQ's GPMs and RSEP-QL's BEPs
 alike; anything else (OPTIONAL, UNION, GRAPH, functions, blank nodes in the
-pattern, BASE) is left to pyoxigraph.
+pattern, BASE) is left to pyoxigraph. The triple patterns are read from the
+pattern's text (rsep.sparql.pattern), the FILTERs' trees come from the algebra.
 
 Exactness against pyoxigraph: a FILTER that cannot be decided raises
 :class:`Fallback` and the caller asks pyoxigraph for that row or item. Typed
@@ -16,12 +17,13 @@ returns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
+from rsep.algebra.expression import Constraint
 from rsep.algebra.mapping import SolutionMapping
 from rsep.sparql.filters import (
     DEC_CANON,
@@ -31,12 +33,12 @@ from rsep.sparql.filters import (
     STRING,
     Fallback,
     NotCompiled,
-    TermParser,
     canonical_int,
-    filter_of,
+    compile_expression,
     prefixes_of,
 )
 from rsep.sparql.filters import value_of as value_of  # re-exported: SPASEQ's NFA reads it here
+from rsep.sparql.pattern import GroupReader
 
 if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
     from rsep.algebra.spaseq import GPM
@@ -112,81 +114,6 @@ class Canon:
         return Indexed(out, by_pred)
 
 
-# ---------------------------------------------------------------- the group pattern
-
-
-class _Parser(TermParser):
-    def __init__(self, text: str, prefixes: dict[str, str], canon: Canon) -> None:
-        super().__init__(text, prefixes, canon.term)
-        self.blanks = 0
-        self.filter_vars: set[str] = set()  # the variables the FILTERs read
-
-
-    def group(self) -> tuple[list[tuple[object, object, object]], list[Callable[[dict], object]]]:
-        """``{ triples . FILTER(...) ... }``: the triple patterns and the FILTERs' token spans."""
-        self.take("{")
-        triples: list[tuple[object, object, object]] = []
-        filters: list[Callable[[dict], object]] = []
-        while not self.at("}"):
-            tok = self.peek()
-            if tok is None:
-                raise NotCompiled("unclosed group")
-            if tok[0] == "word" and tok[1].upper() == "FILTER":
-                self.take()
-                start = self.i
-                filters.append(self.filter())
-                self.filter_vars.update(t[1][1:] for t in self.toks[start:self.i] if t[0] == "var")
-                if self.at("."):
-                    self.take()
-                continue
-            if tok[0] == "word" and tok[1] != "a" or tok[1] == "{":
-                raise NotCompiled(f"{tok[1]} in a GPM")
-            s: object
-            if tok[1] == "[":
-                s = self.anonymous(triples)
-                if self.at(".") or self.at("}"):  # [ p o ] . on its own
-                    if self.at("."):
-                        self.take()
-                    continue
-            else:
-                s = self.term()
-            self.properties(s, triples)
-            if self.at("."):
-                self.take()
-        self.take("}")
-        if self.peek() is not None:
-            raise NotCompiled("text after the group")
-        return triples, filters
-
-    def properties(self, s: object, triples: list) -> None:
-        """``p o, o ; p o ...`` of subject s."""
-        while True:
-            p = self.term()
-            while True:
-                o = self.anonymous(triples) if self.at("[") else self.term()
-                triples.append((s, p, o))
-                if not self.at(","):
-                    break
-                self.take()
-            if not self.at(";"):
-                break
-            self.take()
-            if self.at(".") or self.at("}") or self.at("]"):
-                break
-
-    def anonymous(self, triples: list) -> tuple[str, str]:
-        """``[ p o ; ... ]``: a blank node, matched as a variable that no mapping shows
-        (its name, with a colon, is no SPARQL variable's)."""
-        self.take("[")
-        self.blanks += 1
-        b = ("var", f"_:b{self.blanks}")
-        if not self.at("]"):
-            self.properties(b, triples)
-        self.take("]")
-        return b
-
-
-
 # ---------------------------------------------------------------- compiled GPMs
 
 
@@ -195,14 +122,18 @@ class CompiledGPM:
     elsewhere (a GPM's stateful ones), as Python functions: a SPASEQ GPM's local pattern
     and an RSEP-QL BEP are the same thing."""
 
-    def __init__(self, prologue: str, pattern: str, stateful_filters: Sequence[str],
-                 canon: Canon) -> None:
+    def __init__(self, prologue: str, pattern: str, filters: Sequence[Constraint],
+                 stateful_filters: Sequence[Constraint], canon: Canon) -> None:
         prefixes = prefixes_of(prologue)
-        parser = _Parser(pattern, prefixes, canon)
-        self.triples, self.local_filters = parser.group()
+        reader = GroupReader(pattern, prefixes, canon.term)
+        self.triples = reader.group()
         if not self.triples:
             raise NotCompiled("no triple pattern")
-        self.stateful = [filter_of(f, prefixes, canon.term) for f in stateful_filters]
+        if reader.filters != len(filters):
+            raise NotCompiled("the pattern's FILTERs are not the trees given")
+        self.local_filters = [compile_expression(f.expr, prefixes, canon.term) for f in filters]
+        filter_vars = frozenset().union(*(f.variables() for f in filters))
+        self.stateful = [compile_expression(f.expr, prefixes, canon.term) for f in stateful_filters]
         # The BGP with its variables numbered by first occurrence: GPMs that differ only in
         # their variables' names (Queries 3 and 4's A, B, C ...) are matched once per event.
         names: list[str] = []
@@ -242,7 +173,7 @@ class CompiledGPM:
         # The local FILTERs' verdict on a solution depends only on the values of the variables
         # they read (compiled FILTERs are pure functions of the row): it is looked up by those,
         # across events, instead of evaluated per event (a stream repeats its values).
-        fkey = [i for i, n in enumerate(names) if n in parser.filter_vars]
+        fkey = [i for i, n in enumerate(names) if n in filter_vars]
         self._fkey = itemgetter(*fkey) if fkey else _NO_KEY
         self.verdicts: dict[object, bool] = {}
 
@@ -459,13 +390,16 @@ def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
     """The compiled form, or None when the GPM needs pyoxigraph."""
     if gpm.background:
         return None
-    return compile_pattern(gpm.prologue, gpm.local_pattern, canon, gpm.stateful_filters)
+    return compile_pattern(gpm.prologue, gpm.local_pattern, canon, gpm.local_filters,
+                           gpm.stateful)
 
 
 def compile_pattern(prologue: str, pattern: str, canon: Canon,
-                    stateful_filters: Sequence[str] = ()) -> CompiledGPM | None:
-    """A group graph pattern ``{ ... }`` compiled, or None when it needs pyoxigraph."""
+                    filters: Sequence[Constraint] = (),
+                    stateful_filters: Sequence[Constraint] = ()) -> CompiledGPM | None:
+    """A group graph pattern ``{ ... }`` compiled, or None when it needs pyoxigraph.
+    ``filters``: the trees of the FILTERs at its top level, in the order of the text."""
     try:
-        return CompiledGPM(prologue, pattern, stateful_filters, canon)
+        return CompiledGPM(prologue, pattern, filters, stateful_filters, canon)
     except (NotCompiled, Fallback, IndexError):
         return None

@@ -8,12 +8,12 @@ the runs it can extend by bisection instead of testing each. Both SPASEQ engines
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from typing import Any
 
 import pyoxigraph as ox
 
+from rsep.algebra.expression import And, Compare, Constraint, Or, Variable, conjuncts, walk
 from rsep.algebra.spaseq import GPM, Mapping
 from rsep.sparql.matcher import Fallback, value_of
 
@@ -30,21 +30,29 @@ ANY = _Any()
 
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
-_CMP = re.compile(r"\s*\(?\s*\?(\w+)\s*(<=|>=|<|>|=)\s*\?(\w+)\s*(?:\)\s*)?(?:&&|\Z)")
+
+
+def _leading_comparison(c: Constraint) -> tuple[str, str, str] | None:
+    """``(a, op, b)`` when the FILTER is, or begins a ``&&`` chain with, ``?a OP ?b`` (OP
+    not ``!=``) and holds no ``||``."""
+    if any(isinstance(n, Or) for n in walk(c.expr)):
+        return None
+    first = conjuncts(c.expr)[0]
+    if isinstance(first, Compare) and first.op in _FLIP and isinstance(first.left, Variable) \
+            and isinstance(first.right, Variable):
+        return first.left.name, first.op, first.right.name
+    return None
 
 
 def range_filter(g: GPM) -> tuple[str, str, str] | None:
     """``(event variable, op, run variable)`` if a stateful FILTER of g is, or begins a
     ``&&`` chain with, a comparison of a variable g binds with one an earlier GPM binds: a
     run can only match events for which that comparison holds."""
-    for f in g.stateful_filters:
-        text = _unwrapped(f)
-        if text is None:
+    for f in g.stateful:
+        cmp = _leading_comparison(f)
+        if cmp is None:
             continue
-        m = _CMP.match(text)
-        if m is None or "(" in text[:m.end()].lstrip().lstrip("("):
-            continue
-        a, op, b = m.groups()
+        a, op, b = cmp
         if a in g.required_variables and b not in g.variables:
             return a, op, b
         if b in g.required_variables and a not in g.variables:
@@ -55,20 +63,10 @@ def range_filter(g: GPM) -> tuple[str, str, str] | None:
 def range_is_whole(g: GPM) -> bool:
     """Whether :func:`range_filter`'s comparison is all of g's stateful FILTERs: then a run
     found by its value (both numbers) passes them, and they need not be tested again."""
-    if len(g.stateful_filters) != 1:
+    if len(g.stateful) != 1:
         return False
-    text = _unwrapped(g.stateful_filters[0])
-    return text is not None and "&&" not in text and _CMP.match(text) is not None
-
-
-def _unwrapped(f: str) -> str | None:
-    """A FILTER's text without its outer parentheses; None if it has ``||`` or unbalanced ones."""
-    text = f.strip()
-    if "||" in text or text.count("(") != text.count(")"):
-        return None
-    if text.startswith("(") and text.endswith(")"):
-        text = text[1:-1]
-    return text
+    c = g.stateful[0]
+    return _leading_comparison(c) is not None and not isinstance(c.expr, And)
 
 
 _NUMBERS: dict[object, Any] = {}

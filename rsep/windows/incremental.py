@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 from lark import Token, Tree
 
+from rsep.algebra.expression import Constraint
 from rsep.algebra.query import ContinuousQuery
 from rsep.lang.errors import QueryError
+from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
 from rsep.sparql.matcher import Canon, Fallback, Indexed, compile_pattern
@@ -74,6 +76,8 @@ class Block:
     text: str
     patterns: list[Pattern]
     pushed: list[str] = field(default_factory=list)
+    # the FILTERs of ``text`` then of ``pushed``, in the order of the text
+    filters: list[Constraint] = field(default_factory=list)
 
 
 @dataclass
@@ -116,26 +120,28 @@ def analyse(query: ContinuousQuery) -> Analysis | str:
         return f"the query text does not parse here: {e}"
     windows = {w.iri for w in query.dataset.windows}
     blocks: dict[str, list[Block]] = {w: [] for w in windows}
+    reader = ExpressionReader(syn.text, RSP_EXTENSIONS)
     for g in nodes_in(tree, "graph_graph_pattern"):
         if syn.is_var(g.children[1]):
             return "GRAPH ?var reads every named graph, the windows' included"
         iri = syn.iri(g.children[1])
         if iri not in windows:
             continue
-        b = _block(syn, g)
+        b = _block(syn, g, reader)
         if isinstance(b, str):
             return f"window <{iri}>: {b}"
-        _push_filters(syn, tree, g, b)
+        _push_filters(syn, tree, g, b, reader)
         blocks[iri].append(b)
     return Analysis(syn.prologue_text(), blocks)
 
 
-def _block(syn: Syntax, g: Tree) -> Block | str:
+def _block(syn: Syntax, g: Tree, reader: ExpressionReader) -> Block | str:
     group = g.children[2]
     sub = group.children[0]
     if not isinstance(sub, Tree) or sub.data != "group_graph_pattern_sub":
         return "its pattern is a subquery"
     triples: list[Tree] = []
+    filters: list[Constraint] = []
     for c in sub.children:
         if not isinstance(c, Tree):
             continue
@@ -153,6 +159,7 @@ def _block(syn: Syntax, g: Tree) -> Block | str:
                     return "a FILTER (NOT) EXISTS reads other triples of the window"
                 if _VOLATILE.search(syn.text[start_of(f):end_of(f)]):
                     return "a FILTER calls NOW, RAND, UUID, STRUUID or BNODE"
+                filters.append(reader.constraint(f, syn.prologue_text()))
             else:
                 return "its pattern is more than triples and FILTERs (OPTIONAL, UNION, MINUS, " \
                        "BIND, VALUES, subgroups)"
@@ -162,7 +169,7 @@ def _block(syn: Syntax, g: Tree) -> Block | str:
     if isinstance(patterns, str):
         return patterns
     text = syn.text[start_of(sub):end_of(sub)]
-    return Block(text, patterns)
+    return Block(text, patterns, filters=filters)
 
 
 def _patterns(syn: Syntax, blocks: list[Tree]) -> list[Pattern] | str:
@@ -227,7 +234,7 @@ def _connected(sets: list[set[str]]) -> bool:
     return len(seen) == len(sets)
 
 
-def _push_filters(syn: Syntax, tree: Tree, g: Tree, b: Block) -> None:
+def _push_filters(syn: Syntax, tree: Tree, g: Tree, b: Block, reader: ExpressionReader) -> None:
     """FILTERs of the WHERE clause's top group that only the block's variables decide,
     when that group is a plain conjunction (triples, GRAPH blocks, FILTERs): a solution of
     the block they reject is in no solution of the query, so its event need not be kept."""
@@ -261,6 +268,7 @@ def _push_filters(syn: Syntax, tree: Tree, g: Tree, b: Block) -> None:
         if names and names <= inner and not nodes_in(f, "exists_func") \
                 and not nodes_in(f, "not_exists_func") and not _VOLATILE.search(text):
             b.pushed.append(text)
+            b.filters.append(reader.constraint(f, syn.prologue_text()))
 
 
 # ------------------------------------------------------------------ runtime
@@ -302,7 +310,7 @@ class LocalWindow:
         # or None: then events are decided in batches by pyoxigraph, at evaluations
         self._canon = Canon()
         compiled = [compile_pattern(prologue, "{ " + b.text + "\n" + "\n".join(b.pushed) + " }",
-                                    self._canon) for b in self.blocks]
+                                    self._canon, b.filters) for b in self.blocks]
         self._compiled = None if any(c is None for c in compiled) else \
             [c for c in compiled if c is not None]
         self._early: dict[int, tuple[tuple[ox.Triple, ...], _Entry]] = {}

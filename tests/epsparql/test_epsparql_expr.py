@@ -133,3 +133,18 @@ def test_what_is_not_compiled_falls_back():
     # getSTARTTIME() on a dateTime stream is a dateTime: not compiled
     assert compile_filter("?__s < ?__e", PRO, True) is None
     assert compile_filter("?__s < ?__e", PRO, False) is not None
+
+
+def test_unary_plus_of_a_non_number_is_pyoxigraphs_error():
+    """``+?a`` is op:numeric-unary-plus: on a string pyoxigraph's error (the FILTER is false),
+    not the string, which the compiled form read before (it dropped the ``+``). A number
+    is compiled; anything else goes to pyoxigraph."""
+    ex = ep.ExprEvaluator(TimeKind.ABSTRACT)
+    rows = [(ep.Solution((("a", v),), 1, 1), 1, 1)
+            for v in (f'"7"^^<{XSD}int>', f'"7.0"^^<{XSD}decimal>', f'"8"^^<{XSD}integer>', '"A"')]
+    number, string = ep.Expr("+?a = 7", frozenset("a"), PRO), ep.Expr('+?a = "A"', frozenset("a"), PRO)
+    calls = ex.calls
+    assert ex.test(number, rows[:3]) == [True, True, False] and ex.calls == calls
+    assert ex.test(string, rows[3:]) == [False] and ex.calls == calls + 1
+    agree(TimeKind.ABSTRACT, number, rows)
+    agree(TimeKind.ABSTRACT, string, rows)

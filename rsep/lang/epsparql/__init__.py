@@ -44,12 +44,14 @@ from rsep.algebra.epsparql import (
     Unit,
     Values,
     Var,
+    conjoin,
     parse_policy,
     static,
     variables,
 )
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
+from rsep.lang.expression import ExpressionReader, variable_extension
 from rsep.lang.parser import READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
@@ -58,6 +60,9 @@ from rsep.lang.syntax import start_of as _start
 _VAR_IRI = "urn:rsep:epsparql:var:"
 _WORDS = {**READABLE, "KW_SEQ": "SEQ", "KW_EQUALS": "EQUALS", "KW_OPTIONALSEQ": "OPTIONALSEQ",
           "KW_EQUALSOPTIONAL": "EQUALSOPTIONAL", "KW_UNION": "UNION"}
+# Sec. 4.2's sigma: the time functions read as the variables the evaluators bind
+_EXTENSIONS = {"get_duration": variable_extension("__d"), "get_starttime": variable_extension("__s"),
+               "get_endtime": variable_extension("__e")}
 _TIME_FUNCS = [(re.compile(r"getDURATION\s*\(\s*\)", re.I), "?__d"),
                (re.compile(r"getSTARTTIME\s*\(\s*\)", re.I), "?__s"),
                (re.compile(r"getENDTIME\s*\(\s*\)", re.I), "?__e")]
@@ -88,6 +93,7 @@ class _Builder(Terms):
         self.base: str | None = None
         self.background: list[str] = []
         self._bn = 0
+        self.reader = ExpressionReader(text, _EXTENSIONS)
 
     def iri(self, node: Tree | Token) -> str:
         if isinstance(node, Tree):
@@ -251,7 +257,7 @@ class _Builder(Terms):
         for rx, var in _TIME_FUNCS:
             text = rx.sub(var, text)
         names = frozenset(str(t)[1:] for t in _vars(node))
-        e = Expr(text, names, self.prologue)
+        e = Expr(text, names, self.prologue, self.reader.expression(node))
         self._check_expr(e, node)
         return e
 
@@ -276,10 +282,7 @@ class _Builder(Terms):
         return self.group(node.children[-1])
 
     def _and(self, conds: list[Expr]) -> Expr:
-        if len(conds) == 1:
-            return conds[0]
-        return Expr(" && ".join(f"({c.text})" for c in conds),
-                    frozenset().union(*(c.variables for c in conds)), conds[0].prologue)
+        return conjoin(conds)
 
     def combine(self, groups: list[Tree], ops: list[Tree]) -> Node:
         return self._ops(groups, ops)

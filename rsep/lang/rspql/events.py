@@ -18,6 +18,7 @@ from rsep.algebra.events import (
     Selection,
     Seq,
 )
+from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.syntax import Syntax, end_of, start_of
 
 # What a basic event pattern may contain: a BGP with FILTERs (000 Sec. 3.3 (1)).
@@ -53,6 +54,7 @@ def _check_bep(syn: Syntax, pattern: Tree) -> None:
 def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPattern]:
     beps: dict[str, BasicEventPattern] = {}
     prologue = syn.prologue_text()
+    reader = ExpressionReader(syn.text, RSP_EXTENSIONS)
     for node in syn.nodes("event_decl"):
         iri_node = node.children[2]
         pattern = node.children[3]
@@ -66,7 +68,11 @@ def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPatte
             raise syn.error(f"event {name} is declared twice", node.children[5])
         _check_bep(syn, pattern)
         text = syn.text[start_of(pattern):end_of(pattern)]
-        beps[name] = BasicEventPattern(name, w, text, _bep_variables(syn, pattern), prologue)
+        # (a BEP holds no sub-group: its FILTERs are its group's, in the order of the text)
+        filters = tuple(reader.constraint(f, prologue) for f in pattern.iter_subtrees_topdown()
+                        if f.data == "filter")
+        beps[name] = BasicEventPattern(name, w, text, _bep_variables(syn, pattern), prologue,
+                                       filters)
     return beps
 
 

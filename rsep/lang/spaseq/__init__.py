@@ -16,6 +16,7 @@ from importlib.resources import files
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
 
+from rsep.algebra.expression import Constraint
 from rsep.algebra.spaseq import (
     GPM,
     And,
@@ -30,6 +31,7 @@ from rsep.algebra.spaseq import (
 )
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
+from rsep.lang.expression import ExpressionReader
 from rsep.lang.parser import READABLE, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
@@ -245,7 +247,8 @@ class _Builder(Terms):
                     background.append(iri)
         variables = _bound_variables(body)
         top_filters = _top_level_filters(inner)
-        stateful: list[str] = []
+        stateful: list[Constraint] = []
+        local_filters: list[Constraint] = []
         cuts: list[tuple[int, int]] = []
         all_fv: set[str] = set()
         filter_at: dict[str, tuple[int, int]] = {}
@@ -253,12 +256,16 @@ class _Builder(Terms):
             if n.data == "filter":
                 for t in _filter_tokens(n):
                     filter_at.setdefault(_var_name(t), position(self.text, _start(t)))
+        reader = ExpressionReader(self.text)
         for f, dot in top_filters:
             fv = _filter_variables(f)
             all_fv |= fv
+            c = reader.constraint(f, prologue)
             if fv - variables:
-                stateful.append(self.text[_start(f.children[1]):_end(f.children[1])])
+                stateful.append(c)
                 cuts.append((_start(f), _end(dot) if dot is not None else _end(f)))
+            else:
+                local_filters.append(c)
         top_ids = {id(f) for f, _ in top_filters}
         for n in body.iter_subtrees_topdown():
             if n.data == "filter" and id(n) not in top_ids:
@@ -275,10 +282,11 @@ class _Builder(Terms):
             local = local[: a - start] + " " * (b - a) + local[b - start:]
         line, col = position(self.text, _start(name_tok))
         g = GPM(name=name, stream_name=sname, stream=stream, pattern=pattern, local_pattern=local,
-                stateful_filters=tuple(stateful), variables=frozenset(variables),
+                stateful=tuple(stateful), variables=frozenset(variables),
                 background=tuple(background), prologue=prologue, line=line, column=col,
                 filter_variables=frozenset(all_fv), filter_at=filter_at,
-                required_variables=frozenset(_required_variables(inner)))
+                required_variables=frozenset(_required_variables(inner)),
+                local_filters=tuple(local_filters))
         self._validate(g, start)
         return g
 

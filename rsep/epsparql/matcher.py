@@ -151,28 +151,16 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
     results: list[Solution] = []
     m = len(patterns)
     order = list(range(m)) if first is None else _join_order(patterns, first)
-    if order == list(range(m)):
-        def rec(i: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
-            if i == m:
-                mu_out = tuple(sorted((k, v) for k, v in mu.items() if not k.startswith("_b")))
-                results.append(Solution(mu_out, ta, tw, just))
-                return
-            tp = patterns[i]
-            s, p, o = (_bind(t, mu) for t in tp)
-            for oc in sources[i](s, p, o):
-                mm = _match(tp, (oc.s, oc.p, oc.o), mu)
-                if mm is not None:
-                    rec(i + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
-
-        rec(0, given or {}, INF, -INF, frozenset())
-        return results
-    keyed: list[tuple[tuple[int, ...], Solution]] = []
+    reordered = order != list(range(m))
+    keys: list[tuple[int, ...]] = []  # reordered: each result's occurrences, in pattern order
     seqs = [0] * m
 
-    def rec_in(k: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
+    def rec(k: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> None:
         if k == m:
             mu_out = tuple(sorted((x, v) for x, v in mu.items() if not x.startswith("_b")))
-            keyed.append((tuple(seqs), Solution(mu_out, ta, tw, just)))
+            results.append(Solution(mu_out, ta, tw, just))
+            if reordered:
+                keys.append(tuple(seqs))
             return
         i = order[k]
         tp = patterns[i]
@@ -181,13 +169,14 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
             mm = _match(tp, (oc.s, oc.p, oc.o), mu)
             if mm is not None:
                 seqs[i] = oc.seq
-                rec_in(k + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
+                rec(k + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
 
-    rec_in(0, given or {}, INF, -INF, frozenset())
-    # every source lists occurrences in the order they were added: sorting by the
-    # occurrences' order per pattern gives the in-order enumeration's result order
-    keyed.sort(key=lambda x: x[0])
-    return [sol for _, sol in keyed]
+    rec(0, given or {}, INF, -INF, frozenset())
+    if reordered:
+        # every source lists occurrences in the order they were added: sorting by the
+        # occurrences' order per pattern gives the in-order enumeration's result order
+        results = [sol for _, sol in sorted(zip(keys, results, strict=True), key=lambda x: x[0])]
+    return results
 
 
 def _join_order(patterns: tuple[TriplePattern, ...], first: int) -> list[int]:

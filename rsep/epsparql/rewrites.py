@@ -127,8 +127,12 @@ def _resolve(dt: Iri | PrefixedName, prefixes: dict[str, str]) -> str | None:
 def _duration_span(lexical: str, kind: TimeKind | None) -> float:
     """A duration in ms on a dateTime stream; +inf elsewhere, and for a duration with years
     or months (no fixed length) or a negative one."""
-    if kind is not TimeKind.DATETIME:
-        return INF
+    return _duration_ms(lexical) if kind is TimeKind.DATETIME else INF
+
+
+def _duration_ms(lexical: str) -> float:
+    """A day-time duration's length in ms; +inf for one with years or months (no fixed
+    length) or a negative one."""
     m = _DUR_RX.match(lexical)
     if not m or not any(m.groups()):
         return INF
@@ -158,12 +162,10 @@ def mismatched_bounds(root: Node, kind: TimeKind, time_unit_ms: int | None = Non
                 return (f"FILTER ({_sigma_text(c)}): on a dateTime stream getDURATION() is an "
                         f"xsd:dayTimeDuration; compare it with one, e.g. \"PT30S\"^^xsd:dayTimeDuration")
             if kind is not TimeKind.DATETIME and is_duration:
-                dm = _DUR_RX.match(lexical)
+                ms = _duration_ms(lexical)
                 hint = ""
-                if dm and any(dm.groups()) and time_unit_ms:
-                    d, h, mi, sec = (float(x) if x else 0.0 for x in dm.groups())
-                    units = (((d * 24 + h) * 60 + mi) * 60_000 + sec * 1000) / time_unit_ms
-                    hint = f" (\"{lexical}\" is {units:g} of this run's time units)"
+                if ms != INF and time_unit_ms:
+                    hint = f" (\"{lexical}\" is {ms / time_unit_ms:g} of this run's time units)"
                 return (f"FILTER ({_sigma_text(c)}): on an abstract timeline getDURATION() is an "
                         f"xsd:integer of time units; compare it with a number{hint}")
     return None

@@ -16,6 +16,20 @@ from rsep.stream.time import TimeKind
 ROOT = Path(__file__).resolve().parents[2]  # the source checkout: tests/, docs/, examples/
 EX = "http://example.org/"
 PREFIXES = f"@prefix : <{EX}> .\n"
+# examples/srbench-hot.rq as a CONSTRUCT: results that RDF Message formats can carry
+SRBENCH_HOT_CONSTRUCT = """PREFIX om-owl: <http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#>
+PREFIX weather: <http://knoesis.wright.edu/ssw/ont/weather.owl#>
+REGISTER RSTREAM <http://example.org/hot> AS
+CONSTRUCT { ?sensor <http://example.org/hot> ?value }
+FROM NAMED WINDOW <http://example.org/w> ON <http://example.org/srbench> [RANGE 5000 STEP 5000]
+WHERE {
+  WINDOW <http://example.org/w> {
+    ?obs om-owl:observedProperty weather:_AirTemperature ; om-owl:procedure ?sensor ;
+         om-owl:result [ om-owl:floatValue ?value ] .
+    FILTER (?value > 70)
+  }
+}
+"""
 
 
 def triples(ttl: str) -> tuple[ox.Triple, ...]:

@@ -190,8 +190,7 @@ def test_token_is_required_off_loopback_and_enforced():
         assert r.status_code == 201
         url = str(client.base_url).replace("http", "ws", 1) + "/queries/x/ws"
         with pytest.raises(InvalidStatus):  # refused before the upgrade
-            with connect(url):
-                pass
+            connect(url)  # the handshake itself is refused
         with connect(url, additional_headers=ok) as ws:
             client.delete("/queries/x", headers=ok)
             assert list(ws) == []  # closed (1000) when the query is unregistered

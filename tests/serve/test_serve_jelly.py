@@ -17,25 +17,13 @@ from websockets.sync.client import connect
 from rsep.cli.main import main
 from rsep.runtime.mqtt_output import delimited_frames
 from rsep.stream.writer import DELIMITER
-from rsep.testing.snippets import ROOT
+from rsep.testing.snippets import ROOT, SRBENCH_HOT_CONSTRUCT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 SR = "http://example.org/srbench"
 SELECT_HOT = ROOT / "examples" / "srbench-hot.rq"
 UNTIL = "40000"
-HOT = """PREFIX om-owl: <http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#>
-PREFIX weather: <http://knoesis.wright.edu/ssw/ont/weather.owl#>
-REGISTER RSTREAM <http://example.org/hot> AS
-CONSTRUCT { ?sensor <http://example.org/hot> ?value }
-FROM NAMED WINDOW <http://example.org/w> ON <http://example.org/srbench> [RANGE 5000 STEP 5000]
-WHERE {
-  WINDOW <http://example.org/w> {
-    ?obs om-owl:observedProperty weather:_AirTemperature ; om-owl:procedure ?sensor ;
-         om-owl:result [ om-owl:floatValue ?value ] .
-    FILTER (?value > 70)
-  }
-}
-"""
+HOT = SRBENCH_HOT_CONSTRUCT
 GARBAGE = b"\x07garbage"  # a delimited frame whose bytes are no Protobuf message
 
 

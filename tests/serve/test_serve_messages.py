@@ -18,24 +18,12 @@ from websockets.sync.client import connect
 
 from rsep.cli.main import main
 from rsep.stream.writer import DELIMITER
-from rsep.testing.snippets import ROOT
+from rsep.testing.snippets import ROOT, SRBENCH_HOT_CONSTRUCT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
 SR = "http://example.org/srbench"
 SELECT_HOT = ROOT / "examples" / "srbench-hot.rq"
-HOT = """PREFIX om-owl: <http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#>
-PREFIX weather: <http://knoesis.wright.edu/ssw/ont/weather.owl#>
-REGISTER RSTREAM <http://example.org/hot> AS
-CONSTRUCT { ?sensor <http://example.org/hot> ?value }
-FROM NAMED WINDOW <http://example.org/w> ON <http://example.org/srbench> [RANGE 5000 STEP 5000]
-WHERE {
-  WINDOW <http://example.org/w> {
-    ?obs om-owl:observedProperty weather:_AirTemperature ; om-owl:procedure ?sensor ;
-         om-owl:result [ om-owl:floatValue ?value ] .
-    FILTER (?value > 70)
-  }
-}
-"""
+HOT = SRBENCH_HOT_CONSTRUCT
 UNTIL = "40000"
 
 
@@ -140,8 +128,7 @@ def test_select_refuses_rdf_message_formats_with_406():
         assert r.json() == {"error": "unknown result format 'turtle': use jsonl, rdfm-trig, rdfm-nquads"}
         url = str(client.base_url).rstrip("/").replace("http", "ws", 1) + "/queries/hot/ws?format=rdfm-trig"
         with pytest.raises(InvalidStatus) as e:
-            with connect(url):
-                pass
+            connect(url)  # the handshake itself is refused
         assert e.value.response.status_code == 406
         assert json.loads(e.value.response.body) == {"error": reason}
 

@@ -169,7 +169,8 @@ def agreement(rsep: Path, peer: Path) -> str:
 
 
 FIELDS = ["pattern", "policy", "engine", "rsep_policy", "size", "runs", "status", "startup_s",
-          "startup_cpu_s", "cpu_s_median", "cpu_us_per_event", "run_s_median", "peak_rss_mb", "outputs",
+          "startup_cpu_s", "cpu_s_median", "cpu_us_per_event", "results_per_cpu_s", "run_s_median",
+          "peak_rss_mb", "outputs",
           "agreement", "query"]
 
 
@@ -205,7 +206,7 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
         failed: dict[str, str] = {}
         for e in results:
             if e in over:
-                failed[e] = f"over {timeout:.0f} s at {over[e]} events"
+                failed[e] = f"over {timeout:.0f} CPU s at {over[e]} events"
         for k in range(runs):
             for e in results:
                 if e in failed:
@@ -213,12 +214,12 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
                 wd = out / "runs" / "epsparql-etalis" / f"{pattern}-{policy}-{size}" / e
                 log(f"  ({pattern}) {policy} {size} {e} run {k + 1}")
                 r = peers.run(RSEP if e == "rsep" else ETALIS, spec(e, pattern, policy, s, wd), wd,
-                              timeout)
+                              timeout, cpu_timeout=True)
                 if not r.ok:
                     log(f"    {r.error}")
                     if r.error.startswith("timed out"):
                         over[e] = size
-                        failed[e] = f"over {timeout:.0f} s"
+                        failed[e] = f"over {timeout:.0f} CPU s"
                     else:
                         failed[e] = r.error
                     continue
@@ -239,8 +240,9 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
                        startup_cpu_s=round(boot, 3),
                        cpu_s_median=round(cpu, 3), cpu_us_per_event=round(cpu / size * 1e6, 1),
                        run_s_median=round(statistics.median(r.run_s for r in rs), 3),
-                       peak_rss_mb=round(max(r.peak_rss_mb for r in rs), 1),
-                       outputs=sum(complex_events(base / e / "matches.jsonl").values()))
+                       peak_rss_mb=round(max(r.peak_rss_mb for r in rs), 1))
+            n = sum(complex_events(base / e / "matches.jsonl").values())
+            row.update(outputs=n, results_per_cpu_s=round(n / cpu) if cpu > 0 else "")
             if e != "rsep":
                 row["agreement"] = ("rsep not run" if "rsep" in failed else
                                     agreement(base / "rsep" / "matches.jsonl", base / e / "matches.jsonl"))

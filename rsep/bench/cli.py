@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="rsep's engine (spark: the Spark pipeline on local[2], replaying the "
                    "stream as a batch job, as `rsep run --engine spark --batch`)")
-    b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,naive")
+    b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,naive "
+                   "(epsparql-etalis: of rsep,etalis,etalis-gc)")
     b.add_argument("--runs", type=int, default=3, help="runs per engine; the median is reported")
     b.add_argument("--out", default="benchmarks/results/peers", help="output folder")
     b.add_argument("--no-plots", action="store_true")
@@ -47,6 +48,7 @@ def main(args: argparse.Namespace) -> int:
                      (args.size,) if args.size else None)
             return etalis(sizes, args.runs, args.out, args.cases,
                           args.timeout, plots=not args.no_plots,
+                          only=tuple(args.peers.split(",")) if args.peers else None,
                           log=lambda s: print(s, file=sys.stderr, flush=True))
         return run(args.workload, args.size, args.engine, args.peers, args.runs, args.out,
                    plots=not args.no_plots, log=lambda s: print(s, file=sys.stderr, flush=True))

@@ -169,7 +169,8 @@ def agreement(rsep: Path, peer: Path) -> str:
 
 
 FIELDS = ["pattern", "policy", "engine", "rsep_policy", "size", "runs", "status", "startup_s",
-          "startup_cpu_s", "cpu_s_median", "cpu_us_per_event", "results_per_cpu_s", "run_s_median",
+          "startup_cpu_s", "cpu_s_median", "cpu_us_per_event", "engine_cpu_us_per_event",
+          "results_per_cpu_s", "run_s_median",
           "peak_rss_mb", "outputs",
           "agreement", "query"]
 
@@ -189,20 +190,22 @@ def cases(selection: str | None = None) -> list[tuple[str, str]]:
     return out
 
 
-def engines(pattern: str) -> tuple[str, ...]:
+def engines(pattern: str, only: tuple[str, ...] | None = None) -> tuple[str, ...]:
     # the collector prunes by the rule's window: a pattern without one has nothing to prune
-    return ENGINES if has_window(pattern) else ("rsep", "etalis")
+    every = ENGINES if has_window(pattern) else ("rsep", "etalis")
+    return tuple(e for e in every if only is None or e in only)
 
 
 def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: Path,
-             timeout: float, log: Callable[[str], None]) -> list[dict]:
+             timeout: float, log: Callable[[str], None],
+             only: tuple[str, ...] | None = None) -> list[dict]:
     """Every engine on each size, alternated run by run; an engine that timed out is not
     run on larger sizes."""
     rows: list[dict] = []
     over: dict[str, int] = {}  # engine -> the size it timed out at
     for size in sizes:
         s = generate(out / "data", size)
-        results: dict[str, list[peers.RunResult]] = {e: [] for e in engines(pattern)}
+        results: dict[str, list[peers.RunResult]] = {e: [] for e in engines(pattern, only)}
         failed: dict[str, str] = {}
         for e in results:
             if e in over:
@@ -236,15 +239,19 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
             # the process's own clock (the tree's, sampled every 20 ms, misses the last samples)
             cpu = statistics.median((r.stages or {}).get("cpu_s", r.cpu_s) for r in rs)
             boot = statistics.median((r.stages or {}).get("startup_cpu_s", 0.0) for r in rs)
+            # less rsep's TriG parsing (ETALIS loads its ready-made facts before "ready")
+            engine_cpu = statistics.median((r.stages or {}).get("cpu_s", r.cpu_s)
+                                           - (r.stages or {}).get("read_cpu_s", 0.0) for r in rs)
             row.update(status="ok", startup_s=round(statistics.median(r.startup_s for r in rs), 3),
                        startup_cpu_s=round(boot, 3),
                        cpu_s_median=round(cpu, 3), cpu_us_per_event=round(cpu / size * 1e6, 1),
+                       engine_cpu_us_per_event=round(engine_cpu / size * 1e6, 1),
                        run_s_median=round(statistics.median(r.run_s for r in rs), 3),
                        peak_rss_mb=round(max(r.peak_rss_mb for r in rs), 1))
             n = sum(complex_events(base / e / "matches.jsonl").values())
             row.update(outputs=n, results_per_cpu_s=round(n / cpu) if cpu > 0 else "")
             if e != "rsep":
-                row["agreement"] = ("rsep not run" if "rsep" in failed else
+                row["agreement"] = ("rsep not run" if "rsep" in failed or "rsep" not in results else
                                     agreement(base / "rsep" / "matches.jsonl", base / e / "matches.jsonl"))
                 log(f"    ({pattern}) {policy} {size} {e} vs rsep: {row['agreement']}")
             rows.append(row)
@@ -252,7 +259,11 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
 
 
 def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | None = None,
-         timeout: float = 600, plots: bool = True, log: Callable[[str], None] = print) -> int:
+         timeout: float = 600, plots: bool = True, log: Callable[[str], None] = print,
+         only: tuple[str, ...] | None = None) -> int:
+    """``only``: a subset of ENGINES (the agreement is checked when rsep is among them)."""
+    if only is not None and (bad := set(only) - set(ENGINES)):
+        raise ValueError(f"unknown engines {', '.join(sorted(bad))}: {', '.join(ENGINES)}")
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     if not (etalis_src() / "etalis.P").is_file():
@@ -263,7 +274,7 @@ def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | No
     rows: list[dict] = []
     path = outdir / "epsparql-etalis.csv"
     for pattern, policy in cases(selection):
-        rows += run_case(pattern, policy, sizes or SIZES, runs, outdir, timeout, log)
+        rows += run_case(pattern, policy, sizes or SIZES, runs, outdir, timeout, log, only)
         with open(path, "w", encoding="utf-8", newline="") as f:  # after each case: a long
             w = csv.DictWriter(f, FIELDS)                          # run's rows so far
             w.writeheader()

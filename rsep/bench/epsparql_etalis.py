@@ -317,3 +317,19 @@ def plot(rows: list[dict], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_csv(out: str, *paths: str) -> Path:
+    """The plot of :func:`plot` from the rows of several runs' CSV files (e.g. 10^4-10^5
+    with every engine, 10^6 with some)."""
+    rows: list[dict] = []
+    for p in paths:
+        with open(p, encoding="utf-8", newline="") as f:
+            rows += list(csv.DictReader(f))
+    return plot(rows, Path(out))
+
+
+if __name__ == "__main__":  # python -m rsep.bench.epsparql_etalis plot OUT.png A.csv [B.csv ...]
+    if len(sys.argv) < 4 or sys.argv[1] != "plot":
+        sys.exit("usage: python -m rsep.bench.epsparql_etalis plot OUT.png A.csv [B.csv ...]")
+    print(plot_csv(sys.argv[2], *sys.argv[3:]))

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 # Where a stream's events spend their time (rsep run --stage-times): reading, SPASEQ's
-# GPMs and runs, the engine loop and the windows.
+# GPMs and runs, EP-SPARQL's occurrence store, semi-naive delta, indexed selection and
+# ETALIS-mode goals, the engine loop and the windows.
 MODULES = (
     "rsep.algebra.mapping",
     "rsep.algebra.spaseq",
@@ -39,6 +40,14 @@ MODULES = (
     "rsep.spaseq.ranges",
     "rsep.spaseq.matches",
     "rsep.spaseq.runtime",
+    "rsep.epsparql.matcher",
+    "rsep.epsparql.delta",
+    "rsep.epsparql.seqindex",
+    "rsep.epsparql.policy",
+    "rsep.epsparql.runtime",
+    "rsep.epsparql.etalis",
+    "rsep.epsparql.etalis_rules",
+    "rsep.algebra.selection",
     "rsep.runtime.engine",
     "rsep.runtime.ticks",
     "rsep.windows.operator",

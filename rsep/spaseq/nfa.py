@@ -458,9 +458,12 @@ class NFAEngine:
             self._log("clone", parent.id, child.id, self.nfa.states[child.state].name)
 
     def _expire(self, t: int) -> None:
-        if self.window is None:
+        w = self.window
+        if w is None or not self.by_window:
             return
-        for k in [k for k in self.by_window if (end := self.window_end(k)) is not None and end < t]:
+        # window k ends at t0 + (k + 1) * w, before t for every k up to this one
+        last = (t - self.t0 - 1) // w - 1
+        for k in [k for k in self.by_window if k <= last]:
             for rid in list(self.by_window.pop(k)):
                 if self._remove(rid) is not None:
                     self._log("expire", rid, t)

@@ -306,6 +306,7 @@ class NFAEngine:
         (window pushing: before anything is matched there). The GPMs' results are kept for
         the instant, so a busy instant evaluates none twice."""
         quiet = self._quiet
+        assert quiet is not None  # (process asks only then)
         local = self.gpm.local
         for s in evs:
             for g in quiet.get(s, ()):

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
 Mapping = SolutionMapping[ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple]
 
 __all__ = ["Canon", "CompiledGPM", "Fallback", "Indexed", "NotCompiled", "compile_bgp",
-           "compile_gpm", "compile_pattern", "match_shape", "value_of"]
+           "compile_gpm", "compile_pattern", "match_plan", "value_of"]
 
 _LITERAL = ox.Literal
 Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
@@ -406,17 +406,17 @@ def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
 def compile_bgp(prologue: str, pattern: str, canon: Canon) -> CompiledGPM | None:
     """The basic graph pattern of a group ``{ triples . FILTER ... }``, its FILTERs left out
     (the caller decides them), or None when it needs pyoxigraph. Its solutions over an
-    event: ``match_shape(gpm.shape, ev)``, value tuples indexed as ``gpm.names``."""
+    event: ``match_plan(gpm.plan, ev)``, value tuples indexed as ``gpm.names``."""
     try:
         return CompiledGPM(prologue, pattern, None, (), canon)
     except (NotCompiled, Fallback, IndexError):
         return None
 
 
-def match_shape(shape: tuple, ev: Indexed) -> list[tuple]:
-    """The solutions of a compiled BGP's shape over an event, in the matcher's order (by
-    pattern, then by the event's triples), not de-duplicated."""
-    return _match_shape(shape, ev)
+def match_plan(plan: tuple, ev: Indexed) -> list[tuple]:
+    """The solutions of a compiled BGP (its ``plan``) over an event, in the matcher's order
+    (by pattern, then by the event's triples), not de-duplicated."""
+    return _match_plan(plan, ev)
 
 
 def compile_pattern(prologue: str, pattern: str, canon: Canon,

@@ -49,7 +49,7 @@ from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
 from rsep.sparql.filters import Fallback, NotCompiled, compile_expression, prefixes_of
-from rsep.sparql.matcher import Canon, Indexed, compile_bgp, match_shape
+from rsep.sparql.matcher import Canon, Indexed, compile_bgp, match_plan
 from rsep.sparql.pattern import GroupReader
 from rsep.stream.event import Event
 from rsep.windows.groups import Aggregate, Grouping, Modifiers, Oxigraph, Row
@@ -490,7 +490,7 @@ class _Solver:
         if gpm is None:
             raise NotCompiled("a window block the compiled matcher does not take")
         self.r = r
-        self.shape = gpm.shape
+        self.plan = gpm.plan
         keep = [i for i, n in enumerate(gpm.names) if not n.startswith("_:")]
         self.vars = tuple(gpm.names[i] for i in keep)
         # a solution's mapping by one generated expression (names come in through env)
@@ -503,7 +503,7 @@ class _Solver:
         """The block's solutions over one event, in the matcher's order, de-duplicated (a
         solution differing only in a blank node's binding is another solution), each
         with its FILTERs' verdict (None: pyoxigraph decides at the next evaluation)."""
-        sols = match_shape(self.shape, ev)
+        sols = match_plan(self.plan, ev)
         if not sols:
             return []
         if len(sols) > 1:

@@ -448,3 +448,19 @@ def test_a_shared_term_falls_back_to_pyoxigraph_and_recovers():
     assert [(t, b["sensor"], b["n"]) for t, _, _, b, _, _ in got.outputs] == [
         (1, f"<{EX}s1>", f'"1"^^<{X}integer>'), (3, f"<{EX}s2>", f'"1"^^<{X}integer>')]
     assert len(got.evaluations) == 3  # 0, 2 and 3 by the maintained result, 1 by pyoxigraph
+
+
+def test_order_by_is_stable_ties_in_arrival_order():
+    """ORDER BY sorts stably: rows with equal keys keep arrival order (docs/semantics.md,
+    "Maintained window results"), here against the values' own order."""
+    shape = Shape("SELECT ?sensor ?v", f"{{ {OBS} }}", "ORDER BY DESC(?sensor)")
+    q = query(shape, WindowSpec(WindowKind.COUNT, count=4), WindowSpec(WindowKind.COUNT, count=1),
+              ReportPolicy(on_arrival=True), R2S.RSTREAM)
+    events = [Event("http://s1", f"g{i}", i, i, triples(ttl), TimeKind.ABSTRACT, i + 1)
+              for i, ttl in enumerate([":a :by :s1 ; :val 2 .", ":b :by :s2 ; :val 3 .",
+                                       ":c :by :s1 ; :val 0 .", ":d :by :s2 ; :val 1 ."])]
+    got = run(q, events, 3, [])
+    assert got.maintained and got.fallbacks == 0
+    last = [(b["sensor"].rsplit("/", 1)[1][:-1], b["v"].split('"')[1])
+            for t, _, _, b, _, _ in got.outputs if t == 3]
+    assert last == [("s2", "3"), ("s2", "1"), ("s1", "2"), ("s1", "0")]

@@ -1,14 +1,18 @@
 """What a tiny `rsep run` loads (issue 19's start-up): only its dialect's modules, none of
-Spark, the benchmarks, LARS or the server; rsep's public names on first use; the compiled
-build's guard and the parser's cache (rsep._native, rsep.lang.parser)."""
+Spark, the benchmarks, LARS or the server, nor the readers of live and mapped streams; rsep's
+public names on first use; rsep's bytecode, which the Makefile writes, read without compiling
+any of rsep; the compiled build's guard and the parser's cache (rsep._native,
+rsep.lang.parser)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +34,9 @@ SPASEQ_RUN = ["run", f"{SG}/query1.rq",
 NEVER = ("pyspark", "pandas", "pyarrow", "rsep.bench", "rsep.lars", "rsep.serve", "rsep.spark",
          "rsep.cli.spark", "rsep.cli.serve", "starlette", "uvicorn",
          # the imports left inside functions for start-up (MQTT, Jelly, dereferencing, plots)
-         "paho", "pyjelly", "urllib.request", "matplotlib")
+         "paho", "pyjelly", "urllib.request", "matplotlib",
+         # the readers of live and RML-mapped streams (sockets and threads, time zones), CSV
+         "rsep.stream.live", "rsep.stream.mapping", "socket", "zoneinfo", "csv")
 RSP_ONLY = ("rsep.lang.rspql", "rsep.lang.csparql", "rsep.lang.cqels")
 SPASEQ_ONLY = ("rsep.spaseq", "rsep.lang.spaseq", "rsep.algebra.spaseq")
 EPSPARQL_ONLY = ("rsep.epsparql", "rsep.lang.epsparql", "rsep.algebra.epsparql")
@@ -45,8 +51,8 @@ print(json.dumps({"code": code, "lines": len(lines), "modules": sorted(sys.modul
 """
 
 
-def _run(code: str, *args: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _run(code: str, *args: str, **environ: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **environ)
     p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env,
                        capture_output=True, text=True, check=True)
     result: dict = json.loads(p.stdout)
@@ -70,6 +76,53 @@ def test_a_spaseq_run_loads_only_spaseq():
     assert (r["code"], r["lines"]) == (0, 2)
     assert _under(r["modules"], NEVER + EPSPARQL_ONLY + RSP_ONLY) == []
     assert {"rsep.lang.spaseq", "rsep.spaseq.runtime", "rsep.algebra.spaseq"} <= set(r["modules"])
+
+
+def test_the_interpreter_starts_without_importing_for_the_editable_install():
+    # make installs rsep editable as a plain path entry (setuptools' compat mode): the
+    # default finder imported pathlib and more at every start (~25 ms)
+    p = subprocess.run([sys.executable, "-c", "import sys; m = sorted(sys.modules); "
+                        "import rsep; print(' '.join(m)); print(rsep.__file__)"],
+                       cwd="/", capture_output=True, text=True, check=True)
+    started, rsep_file = p.stdout.splitlines()
+    assert [m for m in started.split() if "editable" in m or m == "pathlib"] == []
+    assert rsep_file == str(ROOT / "rsep" / "__init__.py")
+
+
+_PROBED = """
+import importlib.machinery as m
+compiled = []
+source_to_code = m.SourceFileLoader.source_to_code
+def probe(self, data, path, **kw):
+    compiled.append(path)
+    return source_to_code(self, data, path, **kw)
+m.SourceFileLoader.source_to_code = probe
+""" + _LOADED.replace('"modules": sorted(sys.modules)', '"compiled": compiled')
+
+
+def _make_recipe(target: str) -> tuple[list[str], list[str]]:
+    """A Makefile target's prerequisites and recipe lines."""
+    text = (ROOT / "Makefile").read_text()
+    m = re.search(rf"^{target}:(.*)\n((?:\t.*\n)+)", text, re.M)
+    assert m, target
+    return m.group(1).split(), [line.strip() for line in m.group(2).splitlines()]
+
+
+def test_a_run_reads_the_bytecode_make_writes_and_compiles_none_of_rsep(tmp_path):
+    assert all("bytecode" in _make_recipe(t)[0] for t in ("demo", "test", "bench"))
+    _, recipe = _make_recipe("bytecode")
+    # the recipe, its bytecode written aside (PYTHONPYCACHEPREFIX) and the environment's
+    # PYTHONDONTWRITEBYTECODE kept: reading bytecode is all a start may do
+    cache = dict(PYTHONPYCACHEPREFIX=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    for line in recipe:
+        subprocess.run(line.replace("$(BIN)", str(Path(sys.executable).parent)), shell=True,
+                       cwd=ROOT, env=dict(os.environ, **cache), check=True)
+    for args in (RSP_RUN, SPASEQ_RUN):
+        r = _run(_PROBED, *args, **cache)
+        assert r["code"] == 0
+        # (the standard library's bytecode is not under the prefix: compiled, not counted)
+        assert [f for f in r["compiled"] if f.startswith(str(ROOT / "rsep"))] == []
+        assert any(f.endswith("argparse.py") for f in r["compiled"])  # the probe saw compiles
 
 
 def test_import_rsep_loads_no_engine_and_its_names_load_on_first_use():
@@ -143,3 +196,37 @@ def test_an_unwritable_cache_directory_is_done_without(tmp_path, monkeypatch):
     monkeypatch.setenv("RSEP_CACHE_DIR", str(blocked / "rsep"))  # under a file: no mkdir
     p = lang_parser.sparql_lalr("rsp_unit: query\n", "rsp_unit")
     assert p.parse("SELECT * WHERE { ?s ?p ?o }").data == "rsp_unit"
+
+
+def _scanners(p: lang_parser.Lark) -> tuple[list[object], list[lang_parser._Regex]]:
+    """A parser's lexers (one per set of terminals a state accepts, and the root one) and
+    the terminal patterns their scanners try."""
+    lexer = p.parser.lexer
+    basics = list({id(b): b for b in (*lexer.lexers.values(), lexer.root_lexer)}.values())
+    regexes: dict[int, lang_parser._Regex] = {}
+    for b in basics:
+        if b._scanner is not None:
+            for scanner in (b._scanner, *(cb.scanner for cb in b.callback.values())):
+                regexes.update((id(rx), rx) for mre in scanner._mres for _, rx in mre.parts)
+    return basics, list(regexes.values())
+
+
+def test_a_loaded_parser_builds_no_lexer_and_compiles_only_the_terminals_a_parse_tries(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("RSEP_CACHE_DIR", str(tmp_path))
+    ext = "rsp_unit: query\n"
+    lang_parser.sparql_lalr(ext, "rsp_unit")
+    p = lang_parser.sparql_lalr(ext, "rsp_unit")  # loaded
+    assert not hasattr(p, "grammar")  # the grammar's analysis, read only to build, is not kept
+    basics, regexes = _scanners(p)
+    # every state's scanner came built (Lark builds one per state a first parse reaches)
+    assert len(basics) > 100 and all(b._scanner is not None for b in basics)
+    assert len(regexes) > 100 and [rx.pattern for rx in regexes if rx.rx is not None] == []
+    p.parse("SELECT ?x WHERE { ?x ?p 1 }")
+    tried = {rx.pattern for rx in regexes if rx.rx is not None}
+    assert p.get_terminal("VAR1").pattern.to_regexp() in tried
+    assert p.get_terminal("LANGTAG").pattern.to_regexp() not in tried
+    # the parse table's ~38,000 actions are its ~1,300 distinct (action, argument) pairs
+    rows = p.parser.parser.parser.parse_table.states.values()
+    actions = [a for row in rows for a in row.values()]
+    assert len({id(a) for a in actions}) == len(set(actions)) < len(actions) / 10

@@ -6,6 +6,7 @@ out as QueryError with line, column and the expected tokens in words.
 
 from __future__ import annotations
 
+import _sre  # type: ignore[import-not-found]  # CPython's regex engine (engine_code)
 import functools
 import hashlib
 import importlib
@@ -123,22 +124,55 @@ class _Hit:
         return self.text
 
 
+def engine_code(pattern: str, flags: int) -> tuple[Any, ...] | None:
+    """What ``re.compile(pattern, flags)`` hands the regex engine (``_sre.compile``'s
+    arguments, re._compiler.compile's in CPython 3.11-3.13): parsing the pattern and
+    compiling it to the engine's code is nearly all of re.compile's time, and SPARQL's name
+    terminals take ~2 ms each. None if this Python's ``re`` works otherwise, or the pattern
+    made of them is not re.compile's."""
+    try:
+        from re import _compiler, _parser  # type: ignore[attr-defined]
+
+        tree = _parser.parse(pattern, flags)
+        groupindex = dict(tree.state.groupdict)
+        indexgroup: list[str | None] = [None] * tree.state.groups
+        for name, i in groupindex.items():
+            indexgroup[i] = name
+        args = (pattern, int(flags | tree.state.flags),
+                [int(c) for c in _compiler._code(tree, flags)], tree.state.groups - 1,
+                groupindex, tuple(indexgroup))
+        rx, want = _sre.compile(*args), re.compile(pattern, flags)
+    except Exception:  # another implementation of re
+        return None
+    if (rx.pattern, rx.flags, rx.groups, rx.groupindex) != (
+            want.pattern, want.flags, want.groups, want.groupindex):
+        return None
+    return args
+
+
 class _Regex:
     """A terminal's pattern, compiled when first tried: a parser loaded from the cache
-    compiles only the terminals its queries reach (pickled as its text)."""
+    compiles only the terminals its queries reach, each from the engine's code computed
+    when the parser was built (:func:`engine_code`) where there is one."""
 
-    __slots__ = ("pattern", "flags", "rx")
+    __slots__ = ("pattern", "flags", "code", "rx")
 
-    def __init__(self, pattern: str, flags: int) -> None:
-        self.pattern, self.flags = pattern, flags
+    def __init__(self, pattern: str, flags: int, code: tuple[Any, ...] | None = None) -> None:
+        self.pattern, self.flags, self.code = pattern, flags, code
         self.rx: re.Pattern[str] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _Regex, (self.pattern, self.flags)
+        return _Regex, (self.pattern, self.flags, self.code)
 
     def compiled(self) -> re.Pattern[str]:
         if self.rx is None:
-            self.rx = re.compile(self.pattern, self.flags)
+            if self.code is not None:
+                try:
+                    self.rx = _sre.compile(*self.code)
+                except Exception:  # a cache file from another build of this Python
+                    self.code = None
+            if self.rx is None:
+                self.rx = re.compile(self.pattern, self.flags)
         return self.rx
 
 
@@ -238,13 +272,17 @@ def prepared(p: Lark) -> Lark:
     """``p`` as the cache keeps it: lexing terminal by terminal (:func:`lex_one_by_one`),
     with every lexer state's scanner built (Lark builds a state's on the first parse that
     reaches it, asking of every regexp terminal which keywords it also matches: most of a
-    first parse), and the parse table's ~38,000 actions sharing their ~1,500 distinct
-    (action, argument) pairs (a third less to unpickle)."""
+    first parse) and the engine's code of every terminal's pattern (:func:`engine_code`),
+    and the parse table's ~38,000 actions sharing their ~1,300 distinct (action, argument)
+    pairs (a third less to unpickle)."""
     lexer = lex_one_by_one(p).parser.lexer
     if isinstance(lexer, ContextualLexer):
         for basic in {id(b): b for b in (*lexer.lexers.values(), lexer.root_lexer)}.values():
             if isinstance(basic, BasicLexer):
                 basic.scanner  # noqa: B018 - builds and keeps it
+        one = getattr(lexer.root_lexer, "re", None)  # every state's (lex_one_by_one)
+        for rx in one.terms.values() if isinstance(one, OneByOne) else ():
+            rx.code = engine_code(rx.pattern, rx.flags)
     table = p.parser.parser.parser.parse_table
     pairs: dict[tuple[Any, Any], tuple[Any, Any]] = {}
     for row in table.states.values():
@@ -269,8 +307,9 @@ def cache_dir() -> Path:
 
 def cache_file(grammar: str, start: str) -> Path:
     """The file of a built parser, named by everything it is built from."""
+    # the regex engine's code (_Regex) is this very build of Python's
     key = repr((CACHE_FORMAT, grammar, start, sorted(LALR_OPTIONS.items()), lark.__version__,
-                sys.version_info[:2]))
+                sys.version, sys.implementation.cache_tag, _sre.MAGIC))
     return cache_dir() / f"lalr-{hashlib.sha256(key.encode()).hexdigest()[:32]}.pickle"
 
 

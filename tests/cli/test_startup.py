@@ -211,7 +211,7 @@ def _scanners(p: lang_parser.Lark) -> tuple[list[object], list[lang_parser._Rege
     return basics, list(regexes.values())
 
 
-def test_a_loaded_parser_builds_no_lexer_and_compiles_only_the_terminals_a_parse_tries(
+def test_a_loaded_parser_builds_no_lexer_and_compiles_no_pattern_a_parse_does_not_try(
         tmp_path, monkeypatch):
     monkeypatch.setenv("RSEP_CACHE_DIR", str(tmp_path))
     ext = "rsp_unit: query\n"
@@ -222,6 +222,8 @@ def test_a_loaded_parser_builds_no_lexer_and_compiles_only_the_terminals_a_parse
     # every state's scanner came built (Lark builds one per state a first parse reaches)
     assert len(basics) > 100 and all(b._scanner is not None for b in basics)
     assert len(regexes) > 100 and [rx.pattern for rx in regexes if rx.rx is not None] == []
+    # each with the regex engine's code, compiled when the parser was built
+    assert [rx.pattern for rx in regexes if rx.code is None] == []
     p.parse("SELECT ?x WHERE { ?x ?p 1 }")
     tried = {rx.pattern for rx in regexes if rx.rx is not None}
     assert p.get_terminal("VAR1").pattern.to_regexp() in tried

@@ -17,6 +17,8 @@ from rsep.lang.parser import (
     PN_CHARS_BASE,
     PN_CHARS_U,
     VARNAME_CHARS,
+    _Regex,
+    engine_code,
     negated_class,
     parser,
     prepared,
@@ -27,14 +29,29 @@ from rsep.lang.parser import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _engine_compile(pattern: str) -> re.Pattern[str]:
+    code = engine_code(pattern, 0)
+    assert code is not None
+    regex = _Regex(pattern, 0, code)
+    rx = regex.compiled()
+    assert regex.code is not None  # made of the code, not by re.compile
+    return rx
+
+
+@pytest.mark.parametrize("compile", [re.compile, _engine_compile], ids=["re", "engine code"])
 @pytest.mark.parametrize("ranges", [PN_CHARS_BASE, PN_CHARS_U, VARNAME_CHARS, PN_CHARS])
-def test_a_negated_class_matches_exactly_its_ranges_on_every_code_point(ranges):
-    rx = re.compile(negated_class(ranges))
+def test_a_negated_class_matches_exactly_its_ranges_on_every_code_point(ranges, compile):
+    rx = compile(negated_class(ranges))
     want = bytearray(0x110000)
     for lo, hi in ranges:
         want[lo:hi + 1] = b"\1" * (hi - lo + 1)
     got = [i for i in range(0x110000) if bool(rx.fullmatch(chr(i))) != bool(want[i])]
     assert got == []
+
+
+def test_a_pattern_whose_engine_code_does_not_load_is_compiled_by_re():
+    rx = _Regex("[a-z]+", 0, ("[a-z]+", 32, [1, 2, 3], 0, {}, ()))
+    assert rx.compiled().match("abc1").group(0) == "abc" and rx.code is None
 
 
 def test_the_ranges_are_sparql_s():

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -76,6 +77,23 @@ def test_a_spaseq_run_loads_only_spaseq():
     assert (r["code"], r["lines"]) == (0, 2)
     assert _under(r["modules"], NEVER + EPSPARQL_ONLY + RSP_ONLY) == []
     assert {"rsep.lang.spaseq", "rsep.spaseq.runtime", "rsep.algebra.spaseq"} <= set(r["modules"])
+
+
+def test_the_command_imports_without_collecting_and_freezes_what_it_imported():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"rsep": "rsep.cli.start:main"}
+    r = _run("""
+import gc, io, json, sys
+from rsep.cli.start import main
+out, sys.stdout = sys.stdout, io.StringIO()
+code = main()
+lines, sys.stdout = sys.stdout.getvalue().splitlines(), out
+print(json.dumps({"code": code, "lines": len(lines), "enabled": gc.isenabled(),
+                  "frozen": gc.get_freeze_count()}))
+""", *RSP_RUN)
+    assert (r["code"], r["lines"], r["enabled"]) == (0, 1, True)
+    # the modules' functions, classes, dicts...: ~30,000 objects no collection looks at again
+    assert r["frozen"] > 20_000
 
 
 def test_the_interpreter_starts_without_importing_for_the_editable_install():

@@ -12,11 +12,9 @@ import hashlib
 import importlib
 import importlib.util
 import io
-import os
 import pickle
 import re
 import sys
-import tempfile
 import types
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,6 +26,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lexer import BasicLexer, ContextualLexer
 from lark.parsers import lalr_analysis
 
+from rsep.cache import cache_dir, write_atomically
 from rsep.lang.errors import QueryError
 
 READABLE = {
@@ -298,13 +297,6 @@ LALR_OPTIONS: dict[str, Any] = {"parser": "lalr", "propagate_positions": True,
 CACHE_FORMAT = 2  # of the files below: a new one never reads an old one's
 
 
-def cache_dir() -> Path:
-    """Where the built parsers are kept: $RSEP_CACHE_DIR, else the user's cache directory."""
-    if os.environ.get("RSEP_CACHE_DIR"):
-        return Path(os.environ["RSEP_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rsep"
-
-
 def cache_file(grammar: str, start: str) -> Path:
     """The file of a built parser, named by everything it is built from."""
     # the regex engine's code (_Regex) is this very build of Python's
@@ -351,17 +343,7 @@ def sparql_lalr(extension: str, start: str) -> Lark:
     p = prepared(Lark(grammar, start=start, **LALR_OPTIONS))
     buf = io.BytesIO()
     _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(p)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # written beside and renamed into place: a concurrent start reads all of it or none
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    write_atomically(path, buf.getvalue())
     return p
 
 

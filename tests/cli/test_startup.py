@@ -250,3 +250,47 @@ def test_a_loaded_parser_builds_no_lexer_and_compiles_no_pattern_a_parse_does_no
     rows = p.parser.parser.parser.parse_table.states.values()
     actions = [a for row in rows for a in row.values()]
     assert len({id(a) for a in actions}) == len(set(actions)) < len(actions) / 10
+
+
+_METHODS = """
+import hashlib, inspect, json, marshal, sys
+{install}
+from rsep.cli.main import main
+import io
+out, sys.stdout = sys.stdout, io.StringIO()
+code = main(sys.argv[1:])
+lines, sys.stdout = sys.stdout.getvalue().splitlines(), out
+digests = {{}}
+for name, module in sorted(sys.modules.items()):
+    for cls in vars(module).values() if name.startswith("rsep") else ():
+        if isinstance(cls, type) and "__dataclass_fields__" in vars(cls):
+            for m in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+                f = inspect.unwrap(vars(cls).get(m, None) or (lambda: None))
+                if getattr(f, "__qualname__", "").startswith(cls.__qualname__ + "."):
+                    digests[f.__qualname__] = hashlib.sha256(marshal.dumps(f.__code__)).hexdigest()
+report = {report}
+print(json.dumps({{"code": code, "lines": len(lines), "digests": digests, **report}}))
+"""
+
+
+def test_dataclasses_methods_come_from_the_cache_and_are_dataclasses_own(tmp_path):
+    plain = _run(_METHODS.format(install="", report="{}"), *RSP_RUN)
+    hooked = _METHODS.format(install="from rsep.cli.start import MethodCode\n"
+                                     "methods = MethodCode.install()",
+                             report='{"compiled": methods.compiled, "used": len(methods.used)}'
+                                    "\nmethods.save()")
+    first = _run(hooked, *RSP_RUN, RSEP_CACHE_DIR=str(tmp_path))
+    (cache,) = tmp_path.glob("dataclass-code-*")
+    second = _run(hooked, *RSP_RUN, RSEP_CACHE_DIR=str(tmp_path))
+    assert (plain["code"], plain["lines"]) == (first["code"], first["lines"]) == (0, 1)
+    assert len(plain["digests"]) > 100
+    # each method's code is the one dataclasses compiles itself, from the cache or not
+    assert first["digests"] == second["digests"] == plain["digests"]
+    assert first["compiled"] == first["used"] > 100  # (5 texts a class, some shared)
+    assert (second["compiled"], second["used"]) == (0, first["used"])
+    # a damaged cache is compiled again and replaced
+    cache.write_bytes(b"\x00 not marshal")
+    third = _run(hooked, *RSP_RUN, RSEP_CACHE_DIR=str(tmp_path))
+    assert third["compiled"] == first["used"] and third["digests"] == plain["digests"]
+    assert [p.name for p in tmp_path.glob("dataclass-code-*")] == [cache.name]
+    assert _run(hooked, *RSP_RUN, RSEP_CACHE_DIR=str(tmp_path))["compiled"] == 0

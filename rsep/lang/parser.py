@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _sre  # type: ignore[import-not-found]  # CPython's regex engine (engine_code)
 import functools
+import gc
 import hashlib
 import importlib
 import importlib.util
@@ -333,6 +334,8 @@ def sparql_lalr(extension: str, start: str) -> Lark:
     directory that cannot be written is done without."""
     grammar = sparql_grammar() + "\n" + extension
     path = cache_file(grammar, start)
+    collecting = gc.isenabled()
+    gc.disable()  # ~20,000 containers, none garbage: no collection while they pile up
     try:
         with path.open("rb") as f:
             p = pickle.load(f)
@@ -340,6 +343,9 @@ def sparql_lalr(extension: str, start: str) -> Lark:
             return p
     except Exception:  # none yet, or a damaged or foreign file: (re)built below
         pass
+    finally:
+        if collecting:
+            gc.enable()
     p = prepared(Lark(grammar, start=start, **LALR_OPTIONS))
     buf = io.BytesIO()
     _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(p)

@@ -37,7 +37,9 @@ NEVER = ("pyspark", "pandas", "pyarrow", "rsep.bench", "rsep.lars", "rsep.serve"
          # the imports left inside functions for start-up (MQTT, Jelly, dereferencing, plots)
          "paho", "pyjelly", "urllib.request", "matplotlib",
          # the readers of live and RML-mapped streams (sockets and threads, time zones), CSV
-         "rsep.stream.live", "rsep.stream.mapping", "socket", "zoneinfo", "csv")
+         "rsep.stream.live", "rsep.stream.mapping", "socket", "zoneinfo", "csv",
+         # the grammars are read as files (importlib.resources imports zipfile)
+         "importlib.resources", "zipfile")
 RSP_ONLY = ("rsep.lang.rspql", "rsep.lang.csparql", "rsep.lang.cqels")
 SPASEQ_ONLY = ("rsep.spaseq", "rsep.lang.spaseq", "rsep.algebra.spaseq")
 EPSPARQL_ONLY = ("rsep.epsparql", "rsep.lang.epsparql", "rsep.algebra.epsparql")

@@ -70,8 +70,11 @@ test: $(STAMP) $(NATIVE) bytecode system-deps
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
-	# the same engines as pure Python (no compiler): the SPASEQ equivalence properties again
-	RSEP_PURE=1 $(BIN)/python -m pytest tests/spaseq/test_spaseq_properties.py tests/test_native.py
+	# the same engines as pure Python (no compiler): the SPASEQ and EP-SPARQL equivalence
+	# properties again (EP-SPARQL's indexed selection at a fixed example budget)
+	RSEP_PURE=1 RSEP_EXAMPLES=60 $(BIN)/python -m pytest tests/spaseq/test_spaseq_properties.py \
+	    tests/test_native.py tests/epsparql/test_epsparql_seqindex.py \
+	    tests/epsparql/test_epsparql_matcher.py tests/epsparql/test_epsparql_etalis.py -k "not long_random"
 
 bench: $(STAMP) $(NATIVE) bytecode
 	$(BIN)/python benchmarks/window_throughput.py

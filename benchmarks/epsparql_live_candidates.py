@@ -1,19 +1,22 @@
-"""Issue 25, pattern (a) under chronological / recent: CPU per event and live candidates along
-the stream (``rsep bench epsparql-etalis``'s generator, in process, no TriG parsing).
+"""Issue 25: CPU per event, live candidates and memory along the stream (``rsep bench
+epsparql-etalis``'s generator and patterns, in process, no TriG parsing).
 
-    python benchmarks/epsparql_live_candidates.py 100000 chronological [--reference]
+    python benchmarks/epsparql_live_candidates.py 100000 chronological [--pattern a] [--reference]
 
 Prints, every tenth of the stream: events so far, CPU us per event over that tenth (the
 engine's whole evaluation), the live candidates the index holds (left and right solutions
-not consumed or dropped), the pairs it tested the FILTER on, and the outputs so far.
-``--reference`` runs the reference evaluator instead (the index switched off).
+not consumed or dropped; pattern (a) under chronological / recent), the pairs it tested the
+FILTER on, the outputs so far, the occurrences the store holds, and the process's resident
+memory now and at its peak (MB). ``--reference`` runs the reference evaluator instead (the
+index switched off); the policy may be any of ``rsep run --policy``'s.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import random
-import sys
+import resource
 import time
 from collections.abc import Iterator
 
@@ -44,17 +47,30 @@ def events(size: int, seed: int = 25, keys: int = 5) -> Iterator[Event]:
                     kind=TimeKind.ABSTRACT, origin="gen", seq=t + 1)
 
 
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
 def main() -> None:
-    size, policy = int(sys.argv[1]), sys.argv[2]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("size", type=int)
+    ap.add_argument("policy")
+    ap.add_argument("--pattern", default="a", choices="abcd")
+    ap.add_argument("--reference", action="store_true")
+    args = ap.parse_args()
+    size = args.size
     eng = Engine()
-    eng.register(parse_epsparql(query("a"), policy=policy), name="q")
-    ps = EpContext.of(eng).runtimes[0].policy_state
-    if "--reference" in sys.argv:
+    eng.register(parse_epsparql(query(args.pattern), policy=args.policy), name="q")
+    ctx = EpContext.of(eng)
+    rt = ctx.runtimes[0] if ctx.runtimes else None  # (the ETALIS modes have a runtime of their own)
+    ps = rt.policy_state if rt is not None else None
+    if args.reference and ps is not None:
         ps.index = None
     evs = events(size)
     step = max(1, size // 10)
     n_out = 0
-    print("events  us/event  live  tested  outputs")
+    print("events  us/event  live  tested  outputs  stored  rss_mb  peak_mb")
     for i in range(0, size, step):
         chunk = list(itertools.islice(evs, step))
         t0 = time.process_time()
@@ -65,10 +81,13 @@ def main() -> None:
                 eng.close()
             n_out += len(list(eng.drain()))
         dt = time.process_time() - t0
-        idx = ps.index
+        idx = ps.index if ps is not None else None
         live = idx.live() if idx is not None else "-"
         tested = idx.tested if idx is not None else "-"
-        print(f"{i + step:>7} {dt / step * 1e6:9.1f} {live:>5} {tested:>7} {n_out:>8}", flush=True)
+        stored = ctx.stored() if rt is not None else "-"
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"{i + step:>7} {dt / step * 1e6:9.1f} {live:>5} {tested:>7} {n_out:>8} {stored:>7}"
+              f" {rss_mb():7.1f} {peak:7.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,15 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 # Where a stream's events spend their time (rsep run --stage-times): reading, SPASEQ's
-# GPMs and runs, the engine loop and the windows.
+# GPMs and runs, EP-SPARQL's occurrence store, semi-naive delta, indexed selection and
+# ETALIS-mode goals, the engine loop and the windows.
 MODULES = (
     "rsep.algebra.mapping",
     "rsep.algebra.spaseq",
@@ -39,6 +41,14 @@ MODULES = (
     "rsep.spaseq.ranges",
     "rsep.spaseq.matches",
     "rsep.spaseq.runtime",
+    "rsep.epsparql.matcher",
+    "rsep.epsparql.delta",
+    "rsep.epsparql.seqindex",
+    "rsep.epsparql.policy",
+    "rsep.epsparql.runtime",
+    "rsep.epsparql.etalis",
+    "rsep.epsparql.etalis_rules",
+    "rsep.algebra.selection",
     "rsep.runtime.engine",
     "rsep.runtime.ticks",
     "rsep.windows.operator",
@@ -58,27 +68,53 @@ def source(name: str) -> Path:
     return ROOT.joinpath(*name.split(".")[1:]).with_suffix(".py")
 
 
-def digest(path: Path) -> str:
+_CIMPORT = re.compile(r"^\s*(?:from\s+(rsep(?:\.\w+)+)\s+cimport|cimport\s+(rsep(?:\.\w+)+))", re.M)
+
+
+def depends(path: Path, root: Path = ROOT) -> list[Path]:
+    """The sources of the modules whose C types a module's .pxd cimports (nfa.pxd: runs'),
+    transitively: its compiled build is made against their compiled build, so it is current
+    only while they are too."""
+    out: list[Path] = []
+    todo = [path]
+    while todo:
+        pxd = todo.pop().with_suffix(".pxd")
+        if not pxd.is_file():
+            continue
+        for m in _CIMPORT.finditer(pxd.read_text()):
+            dep = root.joinpath(*(m.group(1) or m.group(2)).split(".")[1:]).with_suffix(".py")
+            if dep != path and dep not in out:
+                out.append(dep)
+                todo.append(dep)
+    return out
+
+
+def digest(path: Path, root: Path = ROOT) -> str:
     """The hash of a module's source: its .py and, where there is one, the .pxd that
-    declares its C types (part of what the build compiled)."""
+    declares its C types (part of what the build compiled), and theirs of the modules
+    that .pxd cimports."""
     h = hashlib.sha256(path.read_bytes())
     pxd = path.with_suffix(".pxd")
     if pxd.is_file():
         h.update(b"\0pxd\0" + pxd.read_bytes())
+    for dep in depends(path, root):
+        h.update(b"\0dep\0" + digest(dep, root).encode())
     return h.hexdigest()
 
 
-def stat(path: Path) -> list[int]:
-    """A module's sources' sizes and modification times (its .py's and .pxd's): while they
-    are the build's, so is the source, and the guard need not hash it."""
+def stat(path: Path, root: Path = ROOT) -> list[int]:
+    """A module's sources' sizes and modification times (its .py's and .pxd's, and those
+    of the modules its .pxd cimports): while they are the build's, so is the source, and
+    the guard need not hash it."""
     out = []
-    for f in (path, path.with_suffix(".pxd")):
-        try:
-            st = f.stat()
-        except OSError:
-            out += [-1, -1]
-        else:
-            out += [st.st_size, st.st_mtime_ns]
+    for src in (path, *depends(path, root)):
+        for f in (src, src.with_suffix(".pxd")):
+            try:
+                st = f.stat()
+            except OSError:
+                out += [-1, -1]
+            else:
+                out += [st.st_size, st.st_mtime_ns]
     return out
 
 

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from rsep import _native
-from rsep._native import MODULES, _Guard, digest, source
+from rsep._native import MODULES, _Guard, depends, digest, source, stat
 
 
 def test_a_module_loads_compiled_only_when_its_build_matches_the_source():
@@ -62,3 +62,23 @@ def test_the_pxd_declarations_are_part_of_the_source(tmp_path):
     with_pxd = digest(py)
     (tmp_path / "m.pxd").write_text("cdef class A:\n    cdef public long x\n")
     assert len({alone, with_pxd, digest(py)}) == 3
+
+
+def test_a_build_against_another_modules_c_types_is_stale_when_that_module_changes(tmp_path):
+    # nfa.pxd cimports runs' C classes: a compiled nfa is made against compiled runs, so
+    # editing runs.py or runs.pxd alone must make both load as pure Python
+    (tmp_path / "sub").mkdir()
+    m, n = tmp_path / "m.py", tmp_path / "sub" / "n.py"
+    m.write_text("x = 1\n")
+    (tmp_path / "m.pxd").write_text("from rsep.sub.n cimport A\n")
+    n.write_text("class A:\n    pass\n")
+    (tmp_path / "sub" / "n.pxd").write_text("cdef class A:\n    cdef public int x\n")
+    assert depends(m, tmp_path) == [n]
+    before, before_stat = digest(m, tmp_path), stat(m, tmp_path)
+    n.write_text("class A:\n    y = 2\n")
+    after_py = digest(m, tmp_path)
+    (tmp_path / "sub" / "n.pxd").write_text("cdef class A:\n    cdef public long x\n")
+    assert len({before, after_py, digest(m, tmp_path)}) == 3
+    assert stat(m, tmp_path) != before_stat
+    # the real one: nfa's build depends on runs'
+    assert _native.source("rsep.spaseq.runs") in depends(_native.source("rsep.spaseq.nfa"))

@@ -24,15 +24,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="rsep's engine (spark: the Spark pipeline on local[2], replaying the "
                    "stream as a batch job, as `rsep run --engine spark --batch`)")
-    b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,naive")
+    b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,naive "
+                   "(epsparql-etalis: of rsep,etalis,etalis-gc)")
     b.add_argument("--runs", type=int, default=3, help="runs per engine; the median is reported")
     b.add_argument("--out", default="benchmarks/results/peers", help="output folder")
     b.add_argument("--no-plots", action="store_true")
     b.add_argument("--cases", help="epsparql-etalis: patterns and policies, e.g. a,b-recent "
                    "(default: every pattern a-d under every policy)")
+    b.add_argument("--sizes", help="epsparql-etalis: comma-separated stream lengths, e.g. "
+                   "10000,100000,1000000 (instead of --size)")
     b.add_argument("--timeout", type=float, default=600,
-                   help="epsparql-etalis: seconds a run may take (an engine over it is not run "
-                   "on larger sizes)")
+                   help="epsparql-etalis: CPU seconds a run may take (user + system of its "
+                   "processes; an engine over it is not run on larger sizes)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -41,8 +44,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.workload == "epsparql-etalis":
-            return etalis((args.size,) if args.size else None, args.runs, args.out, args.cases,
+            sizes = (tuple(int(x) for x in args.sizes.split(",")) if args.sizes else
+                     (args.size,) if args.size else None)
+            return etalis(sizes, args.runs, args.out, args.cases,
                           args.timeout, plots=not args.no_plots,
+                          only=tuple(args.peers.split(",")) if args.peers else None,
                           log=lambda s: print(s, file=sys.stderr, flush=True))
         return run(args.workload, args.size, args.engine, args.peers, args.runs, args.out,
                    plots=not args.no_plots, log=lambda s: print(s, file=sys.stderr, flush=True))

@@ -169,7 +169,9 @@ def agreement(rsep: Path, peer: Path) -> str:
 
 
 FIELDS = ["pattern", "policy", "engine", "rsep_policy", "size", "runs", "status", "startup_s",
-          "startup_cpu_s", "cpu_s_median", "cpu_us_per_event", "run_s_median", "peak_rss_mb", "outputs",
+          "startup_cpu_s", "cpu_s_median", "cpu_us_per_event", "engine_cpu_us_per_event",
+          "results_per_cpu_s", "run_s_median",
+          "peak_rss_mb", "outputs",
           "agreement", "query"]
 
 
@@ -188,24 +190,26 @@ def cases(selection: str | None = None) -> list[tuple[str, str]]:
     return out
 
 
-def engines(pattern: str) -> tuple[str, ...]:
+def engines(pattern: str, only: tuple[str, ...] | None = None) -> tuple[str, ...]:
     # the collector prunes by the rule's window: a pattern without one has nothing to prune
-    return ENGINES if has_window(pattern) else ("rsep", "etalis")
+    every = ENGINES if has_window(pattern) else ("rsep", "etalis")
+    return tuple(e for e in every if only is None or e in only)
 
 
 def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: Path,
-             timeout: float, log: Callable[[str], None]) -> list[dict]:
+             timeout: float, log: Callable[[str], None],
+             only: tuple[str, ...] | None = None) -> list[dict]:
     """Every engine on each size, alternated run by run; an engine that timed out is not
     run on larger sizes."""
     rows: list[dict] = []
     over: dict[str, int] = {}  # engine -> the size it timed out at
     for size in sizes:
         s = generate(out / "data", size)
-        results: dict[str, list[peers.RunResult]] = {e: [] for e in engines(pattern)}
+        results: dict[str, list[peers.RunResult]] = {e: [] for e in engines(pattern, only)}
         failed: dict[str, str] = {}
         for e in results:
             if e in over:
-                failed[e] = f"over {timeout:.0f} s at {over[e]} events"
+                failed[e] = f"over {timeout:.0f} CPU s at {over[e]} events"
         for k in range(runs):
             for e in results:
                 if e in failed:
@@ -213,12 +217,12 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
                 wd = out / "runs" / "epsparql-etalis" / f"{pattern}-{policy}-{size}" / e
                 log(f"  ({pattern}) {policy} {size} {e} run {k + 1}")
                 r = peers.run(RSEP if e == "rsep" else ETALIS, spec(e, pattern, policy, s, wd), wd,
-                              timeout)
+                              timeout, cpu_timeout=True)
                 if not r.ok:
                     log(f"    {r.error}")
                     if r.error.startswith("timed out"):
                         over[e] = size
-                        failed[e] = f"over {timeout:.0f} s"
+                        failed[e] = f"over {timeout:.0f} CPU s"
                     else:
                         failed[e] = r.error
                     continue
@@ -235,14 +239,19 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
             # the process's own clock (the tree's, sampled every 20 ms, misses the last samples)
             cpu = statistics.median((r.stages or {}).get("cpu_s", r.cpu_s) for r in rs)
             boot = statistics.median((r.stages or {}).get("startup_cpu_s", 0.0) for r in rs)
+            # less rsep's TriG parsing (ETALIS loads its ready-made facts before "ready")
+            engine_cpu = statistics.median((r.stages or {}).get("cpu_s", r.cpu_s)
+                                           - (r.stages or {}).get("read_cpu_s", 0.0) for r in rs)
             row.update(status="ok", startup_s=round(statistics.median(r.startup_s for r in rs), 3),
                        startup_cpu_s=round(boot, 3),
                        cpu_s_median=round(cpu, 3), cpu_us_per_event=round(cpu / size * 1e6, 1),
+                       engine_cpu_us_per_event=round(engine_cpu / size * 1e6, 1),
                        run_s_median=round(statistics.median(r.run_s for r in rs), 3),
-                       peak_rss_mb=round(max(r.peak_rss_mb for r in rs), 1),
-                       outputs=sum(complex_events(base / e / "matches.jsonl").values()))
+                       peak_rss_mb=round(max(r.peak_rss_mb for r in rs), 1))
+            n = sum(complex_events(base / e / "matches.jsonl").values())
+            row.update(outputs=n, results_per_cpu_s=round(n / cpu) if cpu > 0 else "")
             if e != "rsep":
-                row["agreement"] = ("rsep not run" if "rsep" in failed else
+                row["agreement"] = ("rsep not run" if "rsep" in failed or "rsep" not in results else
                                     agreement(base / "rsep" / "matches.jsonl", base / e / "matches.jsonl"))
                 log(f"    ({pattern}) {policy} {size} {e} vs rsep: {row['agreement']}")
             rows.append(row)
@@ -250,7 +259,11 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
 
 
 def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | None = None,
-         timeout: float = 600, plots: bool = True, log: Callable[[str], None] = print) -> int:
+         timeout: float = 600, plots: bool = True, log: Callable[[str], None] = print,
+         only: tuple[str, ...] | None = None) -> int:
+    """``only``: a subset of ENGINES (the agreement is checked when rsep is among them)."""
+    if only is not None and (bad := set(only) - set(ENGINES)):
+        raise ValueError(f"unknown engines {', '.join(sorted(bad))}: {', '.join(ENGINES)}")
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     if not (etalis_src() / "etalis.P").is_file():
@@ -261,7 +274,7 @@ def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | No
     rows: list[dict] = []
     path = outdir / "epsparql-etalis.csv"
     for pattern, policy in cases(selection):
-        rows += run_case(pattern, policy, sizes or SIZES, runs, outdir, timeout, log)
+        rows += run_case(pattern, policy, sizes or SIZES, runs, outdir, timeout, log, only)
         with open(path, "w", encoding="utf-8", newline="") as f:  # after each case: a long
             w = csv.DictWriter(f, FIELDS)                          # run's rows so far
             w.writeheader()
@@ -299,8 +312,27 @@ def plot(rows: list[dict], path: Path) -> Path:
         ax.set_xlabel("events in the stream")
         ax.set_ylabel("CPU us per event (steady state)")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=6)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_csv(out: str, *paths: str) -> Path:
+    """The plot of :func:`plot` from the rows of several runs' CSV files (e.g. 10^4-10^5
+    with every engine, 10^6 with some)."""
+    best: dict[tuple, dict] = {}  # a case measured in several files: its most runs
+    for p in paths:
+        with open(p, encoding="utf-8", newline="") as f:
+            for r in csv.DictReader(f):
+                k = (r["pattern"], r["policy"], r["engine"], r["size"])
+                if r["status"] == "ok" and (k not in best or int(r["runs"]) > int(best[k]["runs"])):
+                    best[k] = r
+    return plot(list(best.values()), Path(out))
+
+
+if __name__ == "__main__":  # python -m rsep.bench.epsparql_etalis plot OUT.png A.csv [B.csv ...]
+    if len(sys.argv) < 4 or sys.argv[1] != "plot":
+        sys.exit("usage: python -m rsep.bench.epsparql_etalis plot OUT.png A.csv [B.csv ...]")
+    print(plot_csv(sys.argv[2], *sys.argv[3:]))

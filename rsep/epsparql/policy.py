@@ -77,7 +77,7 @@ class PolicyState:
                                  for i, t in enumerate(tp) if isinstance(t, Var) and t.name == self.var})
         self.dirty: set[str] = set()
         self.expiry: list[tuple[float, int, str]] = []  # (start, item, part): leaves the window
-        self.item_parts: dict[int, set[str]] = {}
+        self.item_parts: dict[int, tuple[str, ...]] = {}  # (a tuple: one part, mostly)
         self.full = False  # True: evaluate everything at every instant (the reference)
         self.consumed_since = False  # items consumed since the last evaluation
         # with no window: a SEQ of two triple patterns runs on its live candidates (seqindex)
@@ -89,7 +89,9 @@ class PolicyState:
         parts = [(oc.s, oc.p, oc.o)[i] for i in self.positions]
         for part in parts:
             self.dirty.add(part)
-            self.item_parts.setdefault(oc.item, set()).add(part)
+            held = self.item_parts.get(oc.item, ())
+            if part not in held:
+                self.item_parts[oc.item] = (*held, part)
         if window != float("inf"):
             self.index = None  # the window bounds the reference's work already
             for part in parts or ("",):
@@ -132,7 +134,7 @@ class PolicyState:
         if self.index is not None:
             self.index.consume(items)
         for i in items:
-            self.dirty |= self.item_parts.get(i, set())
+            self.dirty.update(self.item_parts.get(i, ()))
 
     def deadline(self, after: int, window: tuple[float, bool]) -> int | None:
         """The first instant after ``after`` (the last one evaluated) at which what the query

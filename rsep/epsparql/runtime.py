@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from sys import intern
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -62,6 +63,9 @@ class EpContext:
 
     MAX_ROUNDS = 1000
     MAX_DERIVED = 1_000_000
+    # forget() runs once the store holds PRUNE_FACTOR x what it kept last time + PRUNE_SLACK
+    PRUNE_FACTOR = 2
+    PRUNE_SLACK = 64
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -85,22 +89,27 @@ class EpContext:
         """Drop the occurrences no registered query can use again: an unrestricted query
         needs an occurrence while it starts within its stream BGPs' horizon before tau; a
         chronological / recent one while it is unconsumed (by that query) and starts within
-        its window (all unconsumed ones when it has none). Amortised: done once the store
-        has doubled since the last time."""
+        its window (with none: while its SeqIndex can still use it, when it has one and no
+        CONSTRUCT rule can derive an occurrence out of time order; else every unconsumed
+        one). Amortised: done once the store has doubled since the last time."""
         occ = self.world.occ
-        if not self.prune or len(occ) < 2 * self._kept + 64:
+        if not self.prune or len(occ) < self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK:
             return
         h = -INF
-        policies: list[tuple[float, set[int]]] = []
+        policies: list[tuple[float, set[int], Callable[[Occurrence], bool] | None]] = []
+        in_order = not any(rt.query.construct for rt in self.runtimes)
         for rt in self.runtimes:
             if rt.query.policy is Selection.UNRESTRICTED:
                 h = max(h, rt.leaf_horizon)
             else:
-                policies.append((tau - rt.window[0], rt.policy_state.consumed))
+                index = rt.policy_state.index
+                policies.append((tau - rt.window[0], rt.policy_state.consumed,
+                                 index.needs if index is not None and in_order else None))
         lo = tau - h
 
         def keep(oc: Occurrence) -> bool:
-            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c for lo_p, c in policies)
+            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c and (needs is None or needs(oc))
+                                      for lo_p, c, needs in policies)
         if h < INF or policies:
             occ.prune(keep)
         items = {oc.item for oc in occ.all}
@@ -166,8 +175,9 @@ class EpContext:
             return
         self.last = tau
         for e in self.pending.pop(tau, {}).values():
-            for t in e.triples:
-                self._add(str(t.subject), str(t.predicate), str(t.object), e.start, e.end, e.seq)
+            for t in e.triples:  # interned: the store holds each term once, not per occurrence
+                self._add(intern(str(t.subject)), intern(str(t.predicate)), intern(str(t.object)),
+                          e.start, e.end, e.seq)
         rules = [rt for rt in self.runtimes if rt.query.construct]
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
         for rnd in itertools.count():

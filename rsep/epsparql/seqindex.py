@@ -174,6 +174,7 @@ class _Part:
     partner: dict[Mu, tuple[int, ...]] = field(default_factory=dict)  # recent
     partners: dict[int, set[Mu]] = field(default_factory=dict)  # recent: left seq -> groups
     maxtw: float = -INF
+    nb: int = 0  # right solutions in groups (bq also holds consumed ones until compacted)
 
 
 class SeqIndex:
@@ -200,6 +201,22 @@ class SeqIndex:
 
     def indexed(self, part: str) -> bool:
         return part not in self.slow
+
+    def needs(self, oc: Occurrence) -> bool:
+        """Whether the query can still use an unconsumed occurrence: one the index holds (a
+        live left or right candidate), or one of a part the reference evaluates. Every other
+        one matches neither side, or is a right candidate no live left one ends before; with
+        occurrences coming in the order of their ends no later left one can, and the index's
+        equality with the reference shows it decides nothing (docs/semantics.md, "Indexed
+        selection with no window")."""
+        if oc.item in self.by_item:
+            return True
+        if self.slow:
+            for tp in (self.shape.left, self.shape.right):
+                for s in match_one(tp, [oc]):
+                    if dict(s.mu)[self.shape.var] in self.slow:
+                        return True
+        return False
 
     # ------------------------------------------------------------ changes
 
@@ -230,6 +247,7 @@ class SeqIndex:
                 if not self.chrono or not g:
                     p.pending.add(s.mu)  # the group's selected right solution changes
                 g.append(e)
+                p.nb += 1
 
     def _index_group(self, p: _Part, s: Solution) -> None:
         x = _number(dict(s.mu).get(self.shape.cmp[0])) if self.shape.cmp else None
@@ -279,8 +297,12 @@ class SeqIndex:
                     if i == (0 if self.chrono else len(g) - 1):
                         p.pending.add(e[2].mu)
                     del g[i]
+                    p.nb -= 1
                     if not g:
                         self._drop_group(p, e[2].mu)
+                    if len(p.bq) > 2 * p.nb + 64:  # consumed ones: bq stays within 2x the live
+                        p.bq = deque(sorted((e for g in p.groups.values() for e in g),
+                                            key=itemgetter(0, 1)))
 
     def keep_items(self, items: set[int]) -> None:
         for i in [i for i in self.by_item if i not in items]:
@@ -297,10 +319,21 @@ class SeqIndex:
             g = p.groups.get(e[2].mu)
             if g and g[0][1] == e[1]:
                 del g[0]
+                p.nb -= 1
+                self._forget_entry(e)
                 if not g:
                     self._drop_group(p, e[2].mu)
                 elif self.chrono:
                     p.pending.add(e[2].mu)
+
+    def _forget_entry(self, e: Entry) -> None:
+        """A right solution dropped for good: its occurrence is no longer held for it."""
+        for item in e[2].just:
+            held = self.by_item.get(item)
+            if held is not None:
+                held[:] = [h for h in held if not (h[1] and h[2][1] == e[1])]
+                if not held:
+                    del self.by_item[item]
 
     def evaluate(self, part: str, ex: ExprEvaluator) -> list[Solution]:
         """What the reference evaluator gives for the part now (its order kept)."""

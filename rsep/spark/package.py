@@ -157,7 +157,7 @@ def _fresh_compiled(src_pkg: Path) -> dict[str, tuple[str, Path]]:
             continue
         rec = built[name]  # its record, or (older manifests) the hash alone
         h = rec.get("sha256") if isinstance(rec, dict) else rec
-        if digest(py) != h:
+        if digest(py, src_pkg) != h:  # (the modules it cimports read from the copy too)
             continue
         exts = sorted((live / rel).parent.glob(rel.stem + ".*.so"))
         if exts:

@@ -19,7 +19,7 @@ cdef class Indexed:
 
 cdef class CompiledGPM:
     cdef public object triples, local_filters, stateful, shape, names, perm, sorted_names
-    cdef public object bound, _project, _build, shape_id, row_key, _fkey
+    cdef public object bound, _project, _build, shape_id, row_key, _fkey, plan
     cdef public dict verdicts
     @cython.locals(sols=list)
     cdef list _solutions(self, Indexed ev)
@@ -27,5 +27,6 @@ cdef class CompiledGPM:
     cdef list _passing(self, list sols)
     cpdef list values(self, Indexed ev)
 
-@cython.locals(sols=list, nxt=list, by_pred=dict, mu=list, new=list, cands=list, tr=tuple)
 cpdef list _match_shape(tuple shape, Indexed ev)
+@cython.locals(sols=list, nxt=list, by_pred=dict, mu=list, new=list, cands=list, tr=tuple)
+cpdef list _match_plan(tuple plan, Indexed ev)

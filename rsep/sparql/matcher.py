@@ -167,6 +167,8 @@ class CompiledGPM:
         # Events cache a shape's solutions under a small integer: a tuple of terms is
         # re-hashed at every lookup.
         self.shape_id = _SHAPE_IDS.setdefault(self.shape, len(_SHAPE_IDS))
+        # (its plan kept here: looking it up by the shape hashes every term of it, per event)
+        self.plan = _PLANS.get(self.shape) or _PLANS.setdefault(self.shape, _plan(self.shape))
         # Two GPMs with the same row_key have the same values() on every event (Queries 3
         # and 4's A, B, C ...): their rows are computed once per event.
         self.row_key = None if self.local_filters else (self.shape_id, tuple(keep))
@@ -182,7 +184,7 @@ class CompiledGPM:
         applied; the shape's part cached on the event for every GPM of that shape."""
         sols = ev.shapes.get(self.shape_id)
         if sols is None:
-            sols = ev.shapes[self.shape_id] = _match_shape(self.shape, ev)
+            sols = ev.shapes[self.shape_id] = _match_plan(self.plan, ev)
         if sols and self.local_filters:
             sols = self._passing(sols)
         return sols
@@ -319,6 +321,11 @@ def _match_shape(shape: tuple, ev: Indexed) -> list[tuple]:
     plan = _PLANS.get(shape)
     if plan is None:
         plan = _PLANS[shape] = _plan(shape)
+    return _match_plan(plan, ev)
+
+
+def _match_plan(plan: tuple, ev: Indexed) -> list[tuple]:
+    """:func:`_match_shape` with the shape's plan given."""
     nvars, steps = plan
     sols: list[list] = [[None] * nvars]
     by_pred = ev.by_pred

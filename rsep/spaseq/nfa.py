@@ -58,6 +58,8 @@ from rsep.spaseq.runs import Arrival, LStep, Run, Stats
 from rsep.spaseq.streamset import Match, SEvent
 
 _TIME_LEAF = itemgetter(0, 1)  # a step's (time, leaf key): the order of an instant's steps
+# (module constants: an Enum member read through its class costs an attribute lookup)
+_STRICT, _NEXT, _ANY = Strategy.STRICT, Strategy.NEXT, Strategy.ANY
 
 
 class NFALimitError(RuntimeError):
@@ -117,6 +119,16 @@ class NFAEngine:
                     if rng is not None:
                         self._range[lf.key] = rng
         self._future = future_variables(nfa)
+        # Per stream, the GPMs read there (negated ones included): an instant none of them
+        # matches changes nothing but time (_idle). Off where expiry or GPM results are
+        # per instant's own work (no window pushing, no shared evaluation) or traced.
+        quiet: dict[str, list[GPM]] = {}
+        for lf in q.seq.leaves():
+            got = quiet.setdefault(lf.stream, [])
+            if lf.gpm not in got:
+                got.append(lf.gpm)
+        self._quiet = quiet if opts.window_pushing and opts.predicate_pushing \
+            and trace is None else None
         # _touched's per-leaf constants, by stream.
         self._touch_info: dict[str, list[tuple]] = {
             st: [(lf.gpm, lf.key, self._conj.get(lf.key), (lf.key, ANY), self._range.get(lf.key),
@@ -198,7 +210,7 @@ class NFAEngine:
         assert r.id and r.id not in self.runs
         if self.options.shared_runs:
             negs = r.negs
-            ckey = (r.state, r.omega, r.window, r.op, r.last if r.op is Strategy.STRICT else None,
+            ckey = (r.state, r.omega, r.window, r.op, r.last if r.op is _STRICT else None,
                     r.iterations > 0, r.standalone,
                     tuple([(lf.key, om) for lf, om in negs]) if negs else ())
             into = self.classes.get(ckey)
@@ -225,7 +237,7 @@ class NFAEngine:
                 got.add(rid)
             per_leaf[k[0]] = per_leaf.get(k[0], 0) + 1
         self.by_window.setdefault(r.window, set()).add(r.id)
-        if r.op is Strategy.STRICT:
+        if r.op is _STRICT:
             self.strict.add(r.id)
         self.stats.runs_created += 1
 
@@ -277,6 +289,8 @@ class NFAEngine:
             evs = {e.stream: e for e in events}
         self.gpm.begin(events)
         try:
+            if self._quiet is not None and not self.strict and self._idle(evs):
+                return []
             return self._process(t, evs)
         finally:
             self.gpm.end()
@@ -284,6 +298,21 @@ class NFAEngine:
                 self.D.clear()
             self.prev = t
             self.instants += 1
+
+    def _idle(self, evs: dict[str, SEvent]) -> bool:
+        """Whether the instant's events match no GPM of the query: then no run takes, starts
+        or is killed by one, and (no run waiting under strict contiguity) none dies either;
+        only time passes, and the runs whose window has closed go at the next busy instant
+        (window pushing: before anything is matched there). The GPMs' results are kept for
+        the instant, so a busy instant evaluates none twice."""
+        quiet = self._quiet
+        assert quiet is not None  # (process asks only then)
+        local = self.gpm.local
+        for s in evs:
+            for g in quiet.get(s, ()):
+                if local(g, s):
+                    return False
+        return True
 
     def _touched(self, evs: dict[str, SEvent]) -> set[int]:
         """The runs an instant's events can affect (Sec. 7.2.2's index, refined by partition
@@ -351,14 +380,14 @@ class NFAEngine:
                 self._log("expire", rid, t)
                 self.stats.runs_expired += 1
                 continue
-            if r.op is Strategy.STRICT and r.last != self.prev:
+            if r.op is _STRICT and r.last != self.prev:
                 continue  # an instant passed without it: contiguity is already broken
             before = len(matches)
             took, successors = self._step(r, t, evs, matches)
             for m in matches[before:] if tracing else ():
                 self._log("match", rid, m.steps)
             killed = bool(r.negs) and self._forbidden(r, evs)
-            keep = not killed and (r.op is Strategy.ANY or (r.op is Strategy.NEXT and not took))
+            keep = not killed and (r.op is _ANY or (r.op is _NEXT and not took))
             if keep:
                 if successors:
                     for s in successors:
@@ -430,9 +459,12 @@ class NFAEngine:
             self._log("clone", parent.id, child.id, self.nfa.states[child.state].name)
 
     def _expire(self, t: int) -> None:
-        if self.window is None:
+        w = self.window
+        if w is None or not self.by_window:
             return
-        for k in [k for k in self.by_window if (end := self.window_end(k)) is not None and end < t]:
+        # window k ends at t0 + (k + 1) * w, before t for every k up to this one
+        last = (t - self.t0 - 1) // w - 1
+        for k in [k for k in self.by_window if k <= last]:
             for rid in list(self.by_window.pop(k)):
                 if self._remove(rid) is not None:
                     self._log("expire", rid, t)
@@ -448,7 +480,7 @@ class NFAEngine:
             plain = self._plain[i]
             if plain is not None and not self.gpm.local(plain[1], plain[0]):
                 continue  # the event matches no start GPM: no run to make (most events)
-            virtual = Run(0, i, UNIT, [], t, k, Strategy.ANY, standalone=True)
+            virtual = Run(0, i, UNIT, [], t, k, _ANY, standalone=True)
             before = len(matches)
             _, successors = self._step(virtual, t, evs, matches)
             tracing = self.trace is not None
@@ -547,7 +579,7 @@ class NFAEngine:
             stay.state = r.state
             stay.iterations = r.iterations + 1
             stay.standalone = r.standalone if r.iterations else not r.arrivals
-            stay.op = Strategy.NEXT if stay.standalone else Strategy.STRICT
+            stay.op = _NEXT if stay.standalone else _STRICT
             stay.omega = self._project(om, r.state)
             out.append(stay)
             moving = self._successor(r, om, steps, t)

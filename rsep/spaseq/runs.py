@@ -15,7 +15,6 @@ from rsep.algebra.spaseq import Leaf, Omega, Strategy
 LStep = tuple[int, int, Omega]
 
 
-@dataclass(slots=True, eq=False)
 class Arrival:
     """How a run came to be: its parent's paths (those before ``time``) and this instant's steps.
 
@@ -23,25 +22,34 @@ class Arrival:
     with them a run merges the arrivals of runs that can only go on alike, and its paths
     are all the matches it stands for."""
 
-    time: int
-    parent: Run | None
-    steps: tuple[LStep, ...]
+    __slots__ = ("time", "parent", "steps")
+
+    def __init__(self, time: int, parent: Run | None, steps: tuple[LStep, ...]) -> None:
+        self.time = time
+        self.parent = parent
+        self.steps = steps
 
 
-@dataclass(slots=True, eq=False)
 class Run:
-    id: int
-    state: int
-    omega: Omega  # the mappings so far (shared runs: restricted to the variables still read)
-    arrivals: list[Arrival]
-    last: int
-    window: int
-    op: Strategy  # the contiguity of the run's next step
-    iterations: int = 0  # Kleene+ iterations taken at the current state
-    standalone: bool = False  # a Kleene+ that nothing precedes: iterations skip-till-next
-    negs: tuple[tuple[Leaf, Omega], ...] = ()  # forbidden GPMs and the mappings they join
-    keys: tuple = ()  # its entries in the run index
-    ckey: tuple | None = None  # shared runs: what it is equivalent by
+    """A partial match (runs.pxd makes it a C class in the compiled build)."""
+
+    __slots__ = ("id", "state", "omega", "arrivals", "last", "window", "op", "iterations",
+                 "standalone", "negs", "keys", "ckey")
+
+    def __init__(self, id: int, state: int, omega: Omega, arrivals: list[Arrival], last: int,
+                 window: int, op: Strategy, iterations: int = 0, standalone: bool = False) -> None:
+        self.id = id
+        self.state = state
+        self.omega = omega  # the mappings so far (shared runs: restricted to the variables still read)
+        self.arrivals = arrivals
+        self.last = last
+        self.window = window
+        self.op = op  # the contiguity of the run's next step
+        self.iterations = iterations  # Kleene+ iterations taken at the current state
+        self.standalone = standalone  # a Kleene+ that nothing precedes: iterations skip-till-next
+        self.negs: tuple[tuple[Leaf, Omega], ...] = ()  # forbidden GPMs and the mappings they join
+        self.keys: tuple = ()  # its entries in the run index
+        self.ckey: tuple | None = None  # shared runs: what it is equivalent by
 
     def paths(self, before: int | None = None) -> Iterator[tuple[LStep, ...]]:
         """Every event path the run stands for, ending before ``before``. Iterative, with the

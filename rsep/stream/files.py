@@ -180,7 +180,7 @@ class StreamFile:
         # blocks of one graph make the counts differ: then the records decide.
         parts = chunk.split("{")
         nb = len(parts) - 1
-        if nb != sum(g.__class__ is not _DEFAULT for g, _ in groups):
+        if nb != len(groups) - [g.__class__ for g, _ in groups].count(_DEFAULT):
             if not marked and EMPTY_BLOCK.search(chunk):
                 return self._fast_trig(mark_empty(chunk), line, asm, marked=True)
             return None

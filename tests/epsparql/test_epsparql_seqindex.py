@@ -54,10 +54,13 @@ def build(spec: list, intervals: bool) -> list:
     return out
 
 
-def rows(query: str, events: list, policy: str, mode: str) -> list:
+def rows(query: str, events: list, policy: str, mode: str, prune_each: bool = False) -> list:
     eng = Engine()
     eng.register(parse_epsparql(query, policy=policy), name="q")
-    for rt in epr.EpContext.of(eng).runtimes:
+    ctx = epr.EpContext.of(eng)
+    if prune_each:  # the store forgets what the index does not hold at every instant
+        ctx.PRUNE_FACTOR = ctx.PRUNE_SLACK = 0
+    for rt in ctx.runtimes:
         if mode == "reference":
             rt.policy_state.index = None
         else:
@@ -68,13 +71,16 @@ def rows(query: str, events: list, policy: str, mode: str) -> list:
 @settings(max_examples=int(os.environ.get("RSEP_EXAMPLES", 300)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(spec=events_st, f=st.sampled_from(FILTERS + ["SAME", "NESTED"]),
-       policy=st.sampled_from(["chronological", "recent"]), intervals=st.booleans())
-def test_indexed_selection_equals_the_reference(spec, f, policy, intervals):
+       policy=st.sampled_from(["chronological", "recent"]), intervals=st.booleans(),
+       prune_each=st.booleans())
+def test_indexed_selection_equals_the_reference(spec, f, policy, intervals, prune_each):
     """Outputs, their order, instants and intervals are the reference evaluator's (the
-    partitioned one; it equals the full re-evaluation, test_epsparql_policies)."""
+    partitioned one; it equals the full re-evaluation, test_epsparql_policies), also when
+    the store keeps only what the index holds from each instant on (``prune_each``; parts
+    the reference takes over, for an interval, keep every unconsumed occurrence)."""
     q = {"SAME": SAME, "NESTED": NESTED}.get(f) or SEQ.format(f=f)
     events = build(spec, intervals)
-    assert rows(q, events, policy, "index") == rows(q, events, policy, "reference")
+    assert rows(q, events, policy, "index", prune_each) == rows(q, events, policy, "reference")
 
 
 @pytest.mark.parametrize("policy", ["chronological", "recent"])
@@ -90,6 +96,7 @@ def test_long_random_walks_equal_the_reference(policy, seed):
     q = SEQ.format(f="?b > ?a + 10")
     got = rows(q, events, policy, "index")
     assert got == rows(q, events, policy, "reference") and got
+    assert rows(q, events, policy, "index", prune_each=True) == got
 
 
 def test_shapes_read():
@@ -127,3 +134,31 @@ def test_pairs_tested_do_not_grow_with_the_stream(policy):
         assert index is not None and not index.slow
         per_event.append(index.tested / n)
     assert per_event[1] < 2 * per_event[0] + 0.5
+
+
+@pytest.mark.parametrize("policy", ["chronological", "recent"])
+def test_the_store_keeps_only_the_live_candidates(policy):
+    """With no window the store used to keep every unconsumed occurrence, :c ones and right
+    candidates no live left one precedes included; now, once pruned, it holds exactly the
+    occurrences of the index's live candidates (the memory of (a) is proportional to them)."""
+    rnd = random.Random(7)
+    walk = [100] * 3
+    eng = Engine()
+    eng.register(parse_epsparql(SEQ.format(f="?b > ?a + 10"), policy=policy), name="q")
+    events = []
+    for t in range(3000):
+        k = rnd.randrange(3)
+        walk[k] += rnd.randint(-5, 5)
+        events.append(ev(S, t, _triple(k, "abc"[rnd.randrange(3)], str(walk[k]))))
+    eng.run(events)
+    ctx = epr.EpContext.of(eng)
+    ps = ctx.runtimes[0].policy_state
+    index = ps.index
+    assert index is not None and not index.slow
+    unconsumed = sum(1 for e in events if e.seq not in ps.consumed)
+    ctx.PRUNE_FACTOR = ctx.PRUNE_SLACK = 0
+    ctx.forget(2999)
+    held = {oc.item for oc in ctx.world.occ.all}
+    assert held == set(index.by_item) and len(held) == index.live()
+    assert all(oc.p != EX + "c" for oc in ctx.world.occ.all)
+    assert index.live() < unconsumed / 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 from rsep import __version__
@@ -49,9 +50,17 @@ def _module(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _nothing() -> None:
+    pass
+
+
+def main(argv: list[str] | None = None, *, started: Callable[[], None] = _nothing) -> int:
+    """``started``: called by ``rsep run`` once its start-up is over (the queries parsed,
+    before any stream is read), as ``args.started``; the command's entry point
+    (rsep.cli.start) freezes there what start-up allocated."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
+    args.started = started
     module = ENGINES[args.engine] if args.command == "run" else SUBCOMMANDS[args.command]
     try:
         code: int = _module(module).main(args)

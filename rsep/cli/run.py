@@ -295,6 +295,7 @@ def main(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         raise EngineError(str(e)) from e
     events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
+    getattr(args, "started", lambda: None)()
     progress = _Progress(not args.quiet and sys.stderr.isatty())
     clock = None
     write = sink.write

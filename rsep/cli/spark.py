@@ -31,7 +31,7 @@ from rsep.spark.package import (
 )
 from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
 from rsep.spark.session import get_session, shipped_session
-from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
+from rsep.stream.readers import RML_SUFFIXES
 from rsep.stream.time import parse_time_unit
 
 

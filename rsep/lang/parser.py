@@ -6,16 +6,16 @@ out as QueryError with line, column and the expected tokens in words.
 
 from __future__ import annotations
 
+import _sre  # type: ignore[import-not-found]  # CPython's regex engine (engine_code)
 import functools
+import gc
 import hashlib
 import importlib
 import importlib.util
 import io
-import os
 import pickle
 import re
 import sys
-import tempfile
 import types
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,6 +27,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lexer import BasicLexer, ContextualLexer
 from lark.parsers import lalr_analysis
 
+from rsep.cache import cache_dir, write_atomically
 from rsep.lang.errors import QueryError
 
 READABLE = {
@@ -123,24 +124,76 @@ class _Hit:
         return self.text
 
 
+def engine_code(pattern: str, flags: int) -> tuple[Any, ...] | None:
+    """What ``re.compile(pattern, flags)`` hands the regex engine (``_sre.compile``'s
+    arguments, re._compiler.compile's in CPython 3.11-3.13): parsing the pattern and
+    compiling it to the engine's code is nearly all of re.compile's time, and SPARQL's name
+    terminals take ~2 ms each. None if this Python's ``re`` works otherwise, or the pattern
+    made of them is not re.compile's."""
+    try:
+        from re import _compiler, _parser  # type: ignore[attr-defined]
+
+        tree = _parser.parse(pattern, flags)
+        groupindex = dict(tree.state.groupdict)
+        indexgroup: list[str | None] = [None] * tree.state.groups
+        for name, i in groupindex.items():
+            indexgroup[i] = name
+        args = (pattern, int(flags | tree.state.flags),
+                [int(c) for c in _compiler._code(tree, flags)], tree.state.groups - 1,
+                groupindex, tuple(indexgroup))
+        rx, want = _sre.compile(*args), re.compile(pattern, flags)
+    except Exception:  # another implementation of re
+        return None
+    if (rx.pattern, rx.flags, rx.groups, rx.groupindex) != (
+            want.pattern, want.flags, want.groups, want.groupindex):
+        return None
+    return args
+
+
+class _Regex:
+    """A terminal's pattern, compiled when first tried: a parser loaded from the cache
+    compiles only the terminals its queries reach, each from the engine's code computed
+    when the parser was built (:func:`engine_code`) where there is one."""
+
+    __slots__ = ("pattern", "flags", "code", "rx")
+
+    def __init__(self, pattern: str, flags: int, code: tuple[Any, ...] | None = None) -> None:
+        self.pattern, self.flags, self.code = pattern, flags, code
+        self.rx: re.Pattern[str] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _Regex, (self.pattern, self.flags, self.code)
+
+    def compiled(self) -> re.Pattern[str]:
+        if self.rx is None:
+            if self.code is not None:
+                try:
+                    self.rx = _sre.compile(*self.code)
+                except Exception:  # a cache file from another build of this Python
+                    self.code = None
+            if self.rx is None:
+                self.rx = re.compile(self.pattern, self.flags)
+        return self.rx
+
+
 class _InOrder:
     """A lexer state's alternation ``(?P<T1>r1)|(?P<T2>r2)|...`` as its terminals' own
     patterns tried in the same order: the first that matches wins, as in the alternation
     (nothing follows it, so no later alternative is ever tried once one has matched)."""
 
-    def __init__(self, parts: Iterable[tuple[str, re.Pattern[str]]]) -> None:
+    def __init__(self, parts: Iterable[tuple[str, _Regex]]) -> None:
         self.parts = tuple(parts)
 
     def match(self, text: str, pos: int = 0, end: int = 2**63 - 1) -> _Hit | None:
         for name, rx in self.parts:
-            m = rx.match(text, pos, end)
+            m = rx.compiled().match(text, pos, end)
             if m:
                 return _Hit(m.group(0), name)
         return None
 
     def fullmatch(self, text: str) -> _Hit | None:
         for name, rx in self.parts:
-            if rx.fullmatch(text):
+            if rx.compiled().fullmatch(text):
                 return _Hit(text, name)
         return None
 
@@ -151,16 +204,22 @@ class OneByOne:
     Lark's contextual lexer compiles, for every parser state it reaches, one alternation
     of the terminals that state accepts: the name terminals (prefixed names, variables)
     are in nearly all of them, so a short query compiled them ~24 times, most of a run's
-    start-up. Here each terminal's pattern is compiled once (``re``'s own cache) and a
-    state's alternation is the ordered list of them (:class:`_InOrder`); anything else
-    goes to ``re`` itself. tests/lang/test_parser_startup.py parses every query the tests
-    hold both ways and compares the trees."""
+    start-up. Here each terminal's pattern is compiled once, when first tried
+    (:class:`_Regex`), and a state's alternation is the ordered list of them
+    (:class:`_InOrder`); anything else goes to ``re`` itself.
+    tests/lang/test_parser_startup.py parses every query the tests hold both ways and
+    compares the trees."""
 
     error = re.error
 
     def __init__(self, regexps: dict[str, str]) -> None:
         self.regexps = regexps
         self.matches: dict[tuple[str, str, int], re.Match[str] | None] = {}
+        # one per (pattern, flags), shared by every state: compiled once, pickled once
+        self.terms: dict[tuple[str, int], _Regex] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return OneByOne, (self.regexps,)  # the memos hold matches, which do not pickle
 
     def match(self, pattern: str, string: str, flags: int = 0) -> re.Match[str] | None:
         # Lark asks every state's lexer which keywords each of its regexps also matches:
@@ -174,7 +233,8 @@ class OneByOne:
         parts = self.split(pattern)
         if parts is None:
             return re.compile(pattern, flags)
-        return _InOrder((name, re.compile(rx, flags)) for name, rx in parts)
+        return _InOrder((name, self.terms.setdefault((rx, flags), _Regex(rx, flags)))
+                        for name, rx in parts)
 
     def split(self, pattern: str) -> list[tuple[str, str]] | None:
         """The (terminal, pattern) alternatives of a lexer's alternation; None for any
@@ -208,74 +268,100 @@ def lex_one_by_one(p: Lark) -> Lark:
     return p
 
 
+def prepared(p: Lark) -> Lark:
+    """``p`` as the cache keeps it: lexing terminal by terminal (:func:`lex_one_by_one`),
+    with every lexer state's scanner built (Lark builds a state's on the first parse that
+    reaches it, asking of every regexp terminal which keywords it also matches: most of a
+    first parse) and the engine's code of every terminal's pattern (:func:`engine_code`),
+    and the parse table's ~38,000 actions sharing their ~1,300 distinct (action, argument)
+    pairs (a third less to unpickle)."""
+    lexer = lex_one_by_one(p).parser.lexer
+    if isinstance(lexer, ContextualLexer):
+        for basic in {id(b): b for b in (*lexer.lexers.values(), lexer.root_lexer)}.values():
+            if isinstance(basic, BasicLexer):
+                basic.scanner  # noqa: B018 - builds and keeps it
+        one = getattr(lexer.root_lexer, "re", None)  # every state's (lex_one_by_one)
+        for rx in one.terms.values() if isinstance(one, OneByOne) else ():
+            rx.code = engine_code(rx.pattern, rx.flags)
+    table = p.parser.parser.parser.parse_table
+    pairs: dict[tuple[Any, Any], tuple[Any, Any]] = {}
+    for row in table.states.values():
+        for term, (action, arg) in row.items():
+            # a Reduce's argument is a Rule, equal to another only if it is that rule
+            row[term] = pairs.setdefault((action, arg if type(arg) is int else id(arg)),
+                                         (action, arg))
+    return p
+
+
 LALR_OPTIONS: dict[str, Any] = {"parser": "lalr", "propagate_positions": True,
                                 "maybe_placeholders": False}
-CACHE_FORMAT = 1  # of the files below: a new one never reads an old one's
-
-
-def cache_dir() -> Path:
-    """Where the built parsers are kept: $RSEP_CACHE_DIR, else the user's cache directory."""
-    if os.environ.get("RSEP_CACHE_DIR"):
-        return Path(os.environ["RSEP_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rsep"
+CACHE_FORMAT = 2  # of the files below: a new one never reads an old one's
 
 
 def cache_file(grammar: str, start: str) -> Path:
     """The file of a built parser, named by everything it is built from."""
+    # the regex engine's code (_Regex) is this very build of Python's
     key = repr((CACHE_FORMAT, grammar, start, sorted(LALR_OPTIONS.items()), lark.__version__,
-                sys.version_info[:2]))
+                sys.version, sys.implementation.cache_tag, _sre.MAGIC))
     return cache_dir() / f"lalr-{hashlib.sha256(key.encode()).hexdigest()[:32]}.pickle"
 
 
+def _bare_lark() -> Lark:
+    return Lark.__new__(Lark)
+
+
 class _Pickler(pickle.Pickler):
-    """Pickles a Lark parser whole: the modules it holds (its ``re``) and the parse table's
-    two actions, which the parser compares by identity, by reference."""
+    """Pickles a Lark parser whole but for its grammar's analysis (``Lark.grammar``, read only
+    while building it): the modules it holds (its ``re``) and the parse table's two actions,
+    which the parser compares by identity, by reference."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.ModuleType):
             return importlib.import_module, (obj.__name__,)
         if obj is lalr_analysis.Shift or obj is lalr_analysis.Reduce:
             return getattr, (lalr_analysis, "Shift" if obj is lalr_analysis.Shift else "Reduce")
+        if type(obj) is Lark:
+            return _bare_lark, (), {k: v for k, v in vars(obj).items() if k != "grammar"}
         return NotImplemented
 
 
 def sparql_lalr(extension: str, start: str) -> Lark:
     """An LALR parser for SPARQL 1.1 extended by a dialect's grammar text.
 
-    The parser built is pickled whole in :func:`cache_dir` (Lark's own cache stores its
-    grammar analysis, which takes twice as long to turn back into a parser: most of a tiny
-    run's start-up); any file that does not load is rebuilt, and a cache directory that
-    cannot be written is done without."""
+    The parser built is :func:`prepared` and pickled whole in :func:`cache_dir` (Lark's own
+    cache stores its grammar analysis, which takes twice as long to turn back into a parser:
+    most of a tiny run's start-up); any file that does not load is rebuilt, and a cache
+    directory that cannot be written is done without."""
     grammar = sparql_grammar() + "\n" + extension
     path = cache_file(grammar, start)
+    collecting = gc.isenabled()
+    gc.disable()  # ~20,000 containers, none garbage: no collection while they pile up
     try:
         with path.open("rb") as f:
             p = pickle.load(f)
         if isinstance(p, lark.Lark):
-            return lex_one_by_one(p)
+            return p
     except Exception:  # none yet, or a damaged or foreign file: (re)built below
         pass
-    p = Lark(grammar, start=start, **LALR_OPTIONS)
+    finally:
+        if collecting:
+            gc.enable()
+    p = prepared(Lark(grammar, start=start, **LALR_OPTIONS))
     buf = io.BytesIO()
-    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(p)  # before lex_one_by_one
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # written beside and renamed into place: a concurrent start reads all of it or none
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-    return lex_one_by_one(p)
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(p)
+    write_atomically(path, buf.getvalue())
+    return p
+
+
+def grammar_beside(module_file: str, name: str) -> str:
+    """A dialect's grammar text, from the file ``name`` beside its module (not through
+    importlib.resources, which imports zipfile: ~10 ms of a start)."""
+    return (Path(module_file).parent / name).read_text(encoding="utf-8")
 
 
 @functools.cache
 def parser() -> Lark:
-    ext = (Path(__file__).parent / "rsep_ext.lark").read_text(encoding="utf-8")
-    return sparql_lalr(ext, "rsp_unit")
+    return sparql_lalr(grammar_beside(__file__, "rsep_ext.lark"), "rsp_unit")
 
 
 def _expected(e: UnexpectedInput, p: Lark, extra: dict[str, str] | None = None) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import sys
@@ -81,7 +80,11 @@ class FormatSink:
         self.with_query = with_query
         self.count = 0
         self._header: tuple | None = None
-        self._writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
+        self._writer = None
+        if fmt == "csv":
+            import csv  # here: the other formats' runs do without it
+
+            self._writer = csv.writer(out, lineterminator="\n")
         self._group: tuple | None = None
         self._rows: list[Output] = []
         self._messages: MessageWriter | None = None

@@ -47,8 +47,6 @@ RSEPML = "http://rsep.invalid/rml#"  # the event-time terms rsep adds to a logic
 RSEPFN = "http://rsep.invalid/fn#"  # arithmetic that GREL lacks (FnO functions)
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 
-SUFFIXES = (".rml.ttl",)
-
 
 class MappingError(ValueError):
     """A mapping that cannot be run: the message names the mapping file and the term."""

@@ -16,15 +16,13 @@ from pathlib import Path
 
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
-from rsep.stream.live import LiveStream
-from rsep.stream.mapping import SUFFIXES as RML_SUFFIXES
-from rsep.stream.mapping import MappedStreamFile
 from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
 from rsep.stream.protocol import Source
 from rsep.stream.time import TimeConfig
 
 STREAM_FORMATS = ("auto", "events", "rdfm", "jelly")
 STDIN = "-"
+RML_SUFFIXES = (".rml.ttl",)  # an RML mapping (rsep.stream.mapping)
 
 
 def stream_kind(path: str, fmt: str = "auto") -> str:
@@ -53,6 +51,10 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
             if "format=" in path.partition("?")[2] and "format=jelly" not in path:
                 raise ValueError(f"--stream-format jelly, but {path} gives another format")
             path += ("&" if "?" in path else "?") + "format=jelly"
+        # imported here, as the RML reader below: a run of files needs no sockets or
+        # threads, CSV or time zones (start-up, docs/benchmarks.md)
+        from rsep.stream.live import LiveStream
+
         live = LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
         if arrival and not live.messages:
             raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs "
@@ -61,6 +63,8 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
     if path != STDIN and not Path(path).is_file():
         raise FileNotFoundError(f"stream file not found: {path}")
     if path.lower().endswith(RML_SUFFIXES):
+        from rsep.stream.mapping import MappedStreamFile
+
         return MappedStreamFile(path, iri)
     kind = stream_kind(path, fmt)
     if arrival and kind not in ("rdfm", "jelly"):

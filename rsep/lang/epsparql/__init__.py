@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib.resources import files
 
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
@@ -52,7 +51,7 @@ from rsep.algebra.epsparql import (
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.expression import ExpressionReader, variable_extension
-from rsep.lang.parser import READABLE, parse_with, sparql_lalr
+from rsep.lang.parser import READABLE, grammar_beside, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
@@ -70,8 +69,7 @@ _TIME_FUNCS = [(re.compile(r"getDURATION\s*\(\s*\)", re.I), "?__d"),
 
 @functools.cache
 def parser() -> Lark:
-    ext = files("rsep.lang.epsparql").joinpath("epsparql.lark").read_text(encoding="utf-8")
-    return sparql_lalr(ext, "epsparql_unit")
+    return sparql_lalr(grammar_beside(__file__, "epsparql.lark"), "epsparql_unit")
 
 
 def _parse(text: str, source: str | None) -> Tree:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib.resources import files
 
 import pyoxigraph as ox
 from lark import Lark, Token, Tree
@@ -32,7 +31,7 @@ from rsep.algebra.spaseq import (
 from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.expression import ExpressionReader
-from rsep.lang.parser import READABLE, parse_with, sparql_lalr
+from rsep.lang.parser import READABLE, grammar_beside, parse_with, sparql_lalr
 from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
@@ -50,8 +49,7 @@ _WORDS = {
 
 @functools.cache
 def parser() -> Lark:
-    ext = files("rsep.lang.spaseq").joinpath("spaseq.lark").read_text(encoding="utf-8")
-    return sparql_lalr(ext, "spaseq_unit")
+    return sparql_lalr(grammar_beside(__file__, "spaseq.lark"), "spaseq_unit")
 
 
 def _parse(text: str, source: str | None) -> Tree:

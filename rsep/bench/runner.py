@@ -227,8 +227,11 @@ def cases(name: str, size: int | None) -> list[Case]:
         return [coupons_case(size or 20_000)]
     small = size or 20_000
     if name == "sweep-window":
-        return [sensors_case(small, r, max(1, r // 4), "sweep-window", "window_events", ("rsep", "naive"))
-                for r in (100, 1000, 10_000)]
+        # up to RANGE 10^5 (6 * 10^5 triples a window), each stream twice its window, so that
+        # the window fills and slides: cost per event against the window's size
+        return [sensors_case(max(small, 2 * r), r, max(1, r // 4), "sweep-window", "window_events",
+                             ("rsep", "naive"))
+                for r in (100, 1000, 10_000, 100_000)]
     if name == "sweep-length":
         return [zigzag_case(small, k, WINDOW, "sweep-length", "pattern_length", ("rsep", "flink"))
                 for k in (3, 5, 7)] + \

@@ -19,7 +19,7 @@ from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.lars import explain as lars_explain
 from rsep.lars.core import LarsError
 from rsep.spaseq.explain import explain as nfa_explain
-from rsep.windows.incremental import plan
+from rsep.windows.maintained import path
 
 
 def explain(q: Query, *, lars: bool = False, fmt: str = "text",
@@ -38,8 +38,8 @@ def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
     assert isinstance(q, ContinuousQuery)  # (the family's algebra)
     if fmt == "dot":
         return lars_explain.explain_dot(q, lars, time_unit_ms)
-    path, why = plan(q)  # rsep.windows.incremental: which evaluation path, and why
-    return lars_explain.explain_text(q, lars, time_unit_ms) + f"\nevaluation: {path}: {why}\n"
+    kind, why = path(q)  # rsep.windows.maintained: which evaluation path, and why
+    return lars_explain.explain_text(q, lars, time_unit_ms) + f"\nevaluation: {kind}: {why}\n"
 
 
 def _spaseq(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:

@@ -47,13 +47,15 @@ from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 from rsep.windows.incremental import Analysis, LocalWindow, analyse
+from rsep.windows.maintained import Maintained, MaintainedWindow, Plan, compile_plan
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import resolve
 
 if TYPE_CHECKING:
     from rsep.epsparql.runtime import EpContext
 
-# arrivals into an event-local window between two syncs of its store graph
+# arrivals into an event-local window between two syncs of its store graph (and into a
+# maintained result's windows between two advances)
 SYNC_BATCH = 16
 
 
@@ -100,6 +102,12 @@ class QueryRuntime(Ticks):
                 tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
             self._delta_r2s = self._matchers[0].delta and self.query.r2s is not R2S.RSTREAM
         self.plan = analyse(self.query)
+        # the maintained result's plan (rsep.windows.maintained), or why there is none
+        self.maintained: Plan | str = compile_plan(self.query, self.plan) \
+            if isinstance(self.plan, Analysis) else self.plan
+        self.result: Maintained | None = None
+        self._default: list[str] = []  # the background graphs merged into the default graph
+        self._arrived = 0  # arrivals not advanced into a maintained result's windows yet
 
     # ------------------------------------------------------------ setup
 
@@ -109,6 +117,7 @@ class QueryRuntime(Ticks):
         named = ds.named_graphs
         if not ds.default_graphs and not ds.named_graphs:
             named = [g for g in graphs if g != DEFAULT and not ds.window(g)]
+        self._default = list(sources)
         for g, name in [(g, ox.DefaultGraph()) for g in sources] + [(g, ox.NamedNode(g)) for g in named]:
             self.store.load(name, dict.fromkeys(graphs[g]))  # a set: changes are differences
             self._reads.setdefault(g, []).append(name)
@@ -124,6 +133,19 @@ class QueryRuntime(Ticks):
             self.store.apply(name, [(t, None) for t in new - old], ())
         if iri in self._reads:
             self._graphs_version += 1
+        if self.result is not None and (iri in self._default or iri in self._reads):
+            self.result.set_background(self._background())
+
+    def _background(self) -> dict[str | None, list[ox.Triple]]:
+        """The background graphs as the maintained result reads them: the default graph
+        (None) and the named graphs of the query's dataset."""
+        graphs = self.engine.graphs
+        out: dict[str | None, list[ox.Triple]] = {
+            None: [t for g in self._default for t in graphs.get(g, ())]}
+        for g, names in self._reads.items():
+            if any(isinstance(n, ox.NamedNode) for n in names):
+                out[g] = list(graphs.get(g, ()))
+        return out
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
@@ -141,8 +163,16 @@ class QueryRuntime(Ticks):
                 self._named.append(graph)
             op = WindowOperator(rw)
             op.track_items = any(b.window == w.iri for m in self.query.matches for b in m.expr.beps())
-            local = None
-            if isinstance(self.plan, Analysis):
+            local: LocalWindow | None = None
+            if isinstance(self.plan, Analysis) and isinstance(self.maintained, Plan):
+                if self.result is None:
+                    self.result = Maintained(self.maintained)
+                    self.result.set_background(self._background())
+                local = MaintainedWindow(self.plan.prologue, self.plan.blocks[w.iri], self.result,
+                                         len(self.windows))
+                op.track_items = True
+                op.track_triples = False
+            elif isinstance(self.plan, Analysis):
                 local = LocalWindow(self.plan.prologue, self.plan.blocks[w.iri])
                 op.track_items = True
                 op.track_triples = False  # the store follows the items (LocalWindow.sync)
@@ -176,6 +206,13 @@ class QueryRuntime(Ticks):
         if hit:
             self.arrival = e.time
             if self._stage:
+                # a maintained result takes its arrivals in small batches (an advance has a
+                # cost of its own; an evaluation has at most a batch left to take in)
+                if self.result is not None:
+                    self._arrived += 1
+                    if self._arrived < SYNC_BATCH:
+                        return
+                    self._arrived = 0
                 # every evaluation before e.time is done; the next is at the first slide
                 # >= e.time, and advancing to it early is what evaluate would do then
                 ws = self.windows
@@ -317,6 +354,16 @@ class QueryRuntime(Ticks):
             return self._direct(tau)
         lim = self.engine.limits
         t0 = _time.perf_counter()
+        if self.result is not None:
+            conflicts = any(bw.local is not None and bw.local.conflicts for bw in self.windows)
+            self._load_windows(conflicts)
+            if not conflicts:
+                maintained = self.result.rows()
+                if len(maintained) > lim.max_results:
+                    self._too_many(tau)
+                self._took(tau, t0)
+                return maintained
+            # the locality check fails: pyoxigraph, on the live events' matching triples
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql
         self._sync()
         try:
@@ -347,12 +394,27 @@ class QueryRuntime(Ticks):
                     rows.append((s, s))
                     if len(rows) > lim.max_results:
                         self._too_many(tau)
+        self._took(tau, t0)
+        return rows
+
+    def _took(self, tau: int, t0: float) -> None:
+        lim = self.engine.limits
         took = _time.perf_counter() - t0
         if lim.max_eval_seconds is not None and took > lim.max_eval_seconds:
             raise EngineError(
                 f"query {self.name}: evaluation at {format_time(tau, self.engine.kind)} took "
                 f"{took:.2f} s, over the limit of {lim.max_eval_seconds} s (--max-eval-seconds)")
-        return rows
+
+    def _load_windows(self, load: bool) -> None:
+        """While the locality check fails (``load``), the window graphs of the store hold
+        every live event's matching triples, as the event-local store path's do; they
+        follow the events from then on, and are emptied once it holds again."""
+        for bw in self.windows:
+            local = bw.local
+            if isinstance(local, MaintainedWindow) and (load or local.loaded):
+                added, removed = local.delta(load)
+                if added or removed:
+                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
 
     def _too_many(self, tau: int) -> None:
         raise EngineError(

@@ -8,9 +8,10 @@ dispatch).
 Stages:
 - ``parse``: reading the stream files, parsing RDF, assembling and merging events;
 - ``match``: graph pattern matching: SPASEQ's GPMs, the SPARQL queries over windows
-  (pyoxigraph);
+  (pyoxigraph), a maintained result's matching of each event on arrival;
 - ``state``: the automaton and its runs (SPASEQ), window maintenance (RSP-QL, C-SPARQL,
-  CQELS), EP-SPARQL's Delta (its operators match triple patterns as they go);
+  CQELS) and a maintained result's joins and groups, EP-SPARQL's Delta (its operators
+  match triple patterns as they go);
 - ``output``: R2S, building results, writing them to the sink.
 """
 
@@ -104,10 +105,21 @@ class StageClock:
             self.wrap(rt, "state", "insert", "evaluate")
             self.wrap(rt, "output", "outputs", "instantiate")
             return
-        # windowed queries (RSP-QL, C-SPARQL, CQELS): windows, SPARQL, R2S and results
+        # windowed queries (RSP-QL, C-SPARQL, CQELS): windows, SPARQL, R2S and results; a
+        # maintained result (made by bind) matches each event on arrival and keeps its
+        # joins and groups as state
         self.wrap(rt, "state", "insert", "_advance")
         self.wrap(rt, "match", "_run", "_direct", "_direct_delta")
         self.wrap(rt, "output", "evaluate")
+        bind_windows = rt.bind
+
+        def bound_windows(*a: Any, **k: Any) -> None:
+            bind_windows(*a, **k)
+            if getattr(rt, "result", None) is not None:
+                self.wrap(rt.result, "match", "solve")
+                self.wrap(rt.result, "state", "rows")
+
+        rt.bind = bound_windows
 
     def report(self, total: float) -> dict[str, float]:
         """Seconds per stage and ``engine`` (the rest of ``total``)."""

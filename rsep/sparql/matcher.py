@@ -46,8 +46,8 @@ if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
 # solutions valued in pyoxigraph terms (SPASEQ's Def. 5 mappings are these)
 Mapping = SolutionMapping[ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple]
 
-__all__ = ["Canon", "CompiledGPM", "Fallback", "Indexed", "NotCompiled", "compile_gpm",
-           "compile_pattern", "value_of"]
+__all__ = ["Canon", "CompiledGPM", "Fallback", "Indexed", "NotCompiled", "compile_bgp",
+           "compile_gpm", "compile_pattern", "match_plan", "value_of"]
 
 _LITERAL = ox.Literal
 Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
@@ -122,14 +122,16 @@ class CompiledGPM:
     elsewhere (a GPM's stateful ones), as Python functions: a SPASEQ GPM's local pattern
     and an RSEP-QL BEP are the same thing."""
 
-    def __init__(self, prologue: str, pattern: str, filters: Sequence[Constraint],
+    def __init__(self, prologue: str, pattern: str, filters: Sequence[Constraint] | None,
                  stateful_filters: Sequence[Constraint], canon: Canon) -> None:
         prefixes = prefixes_of(prologue)
         reader = GroupReader(pattern, prefixes, canon.term)
         self.triples = reader.group()
         if not self.triples:
             raise NotCompiled("no triple pattern")
-        if reader.filters != len(filters):
+        if filters is None:  # the basic graph pattern alone: its FILTERs are the caller's
+            filters = ()
+        elif reader.filters != len(filters):
             raise NotCompiled("the pattern's FILTERs are not the trees given")
         self.local_filters = [compile_expression(f.expr, prefixes, canon.term) for f in filters]
         filter_vars = frozenset().union(*(f.variables() for f in filters))
@@ -399,6 +401,22 @@ def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
         return None
     return compile_pattern(gpm.prologue, gpm.local_pattern, canon, gpm.local_filters,
                            gpm.stateful)
+
+
+def compile_bgp(prologue: str, pattern: str, canon: Canon) -> CompiledGPM | None:
+    """The basic graph pattern of a group ``{ triples . FILTER ... }``, its FILTERs left out
+    (the caller decides them), or None when it needs pyoxigraph. Its solutions over an
+    event: ``match_plan(gpm.plan, ev)``, value tuples indexed as ``gpm.names``."""
+    try:
+        return CompiledGPM(prologue, pattern, None, (), canon)
+    except (NotCompiled, Fallback, IndexError):
+        return None
+
+
+def match_plan(plan: tuple, ev: Indexed) -> list[tuple]:
+    """The solutions of a compiled BGP (its ``plan``) over an event, in the matcher's order
+    (by pattern, then by the event's triples), not de-duplicated."""
+    return _match_plan(plan, ev)
 
 
 def compile_pattern(prologue: str, pattern: str, canon: Canon,

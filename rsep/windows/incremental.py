@@ -405,19 +405,19 @@ class LocalWindow:
         if self.live.get(seq) is not None:
             self._leave(seq)
         self._entered.append(seq)
+        self._count_in(entry)
+        self.live[seq] = entry
+
+    def _count_in(self, entry: _Entry) -> None:
+        """The locality check counts an entering event's join terms."""
         counts = self._counts
         for term in entry.terms:
             c = counts.get(term, 0) + 1
             counts[term] = c
             if c == 2:
                 self.conflicts += 1
-        self.live[seq] = entry
 
-    def _leave(self, seq: int) -> None:
-        self._early.pop(seq, None)
-        entry = self.live.pop(seq, None)
-        if entry is None:
-            return
+    def _count_out(self, entry: _Entry) -> None:
         counts = self._counts
         for x in entry.terms:
             c = counts[x] - 1
@@ -427,6 +427,13 @@ class LocalWindow:
                     self.conflicts -= 1
             else:
                 del counts[x]
+
+    def _leave(self, seq: int) -> None:
+        self._early.pop(seq, None)
+        entry = self.live.pop(seq, None)
+        if entry is None:
+            return
+        self._count_out(entry)
         self._removed.extend(entry.stored)
 
     # ---------------------------------------------------------------- store

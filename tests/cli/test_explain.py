@@ -86,7 +86,7 @@ def test_explain_a_query_outside_001s_model_still_explains_how_it_runs(capsys):
         "001's model (V, P, D, S): not shown: a stream graph pattern that is not a basic graph "
         "pattern is outside the LARS translation's fragment (BGP, AND, UNION, OPTIONAL, FILTER, "
         "MINUS, GRAPH <iri>)"]
-    assert any(x.startswith("evaluation: incremental: ") for x in lines)
+    assert any(x.startswith("evaluation: maintained: ") for x in lines)
     assert any(x.startswith("on Spark: partition key: ") for x in lines)
     assert main(["explain", "--lars", q]) == 2  # a query the translation cannot take: bad usage, as for SPASEQ
     assert "outside the LARS translation's fragment" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable
+from typing import cast
 
 from rsep.algebra.epsparql import (
     BGP,
@@ -32,11 +33,11 @@ from rsep.algebra.epsparql import (
 )
 from rsep.epsparql.matcher import (
     Occurrence,
+    OnePattern,
     Solution,
     combine,
     compatible,
     match_bgp,
-    match_one,
 )
 from rsep.epsparql.reference import (
     World,
@@ -55,6 +56,19 @@ def _tw(s: Solution) -> float:
     return s.tw
 
 
+_ONE, _FILTER, _PROJECT, _OTHER = range(4)
+
+
+def _kind(n: Node) -> int:
+    if isinstance(n, BGP) and len(n.patterns) == 1:
+        return _ONE
+    if isinstance(n, Filter):
+        return _FILTER
+    if isinstance(n, Project):
+        return _PROJECT
+    return _OTHER
+
+
 class Keyed:
     """A node's earlier solutions, bucketed by the values of its parent's join key (the
     variables both operands always bind); each bucket is in t_omega order (solutions are
@@ -67,10 +81,17 @@ class Keyed:
         self.kept = 0
 
     def of(self, s: Solution) -> tuple:
-        if not self.key:
+        key = self.key
+        if not key:
             return ()
+        if len(key) == 1:  # the common case: no dict of mu
+            v = key[0]
+            for k, x in s.mu:
+                if k == v:
+                    return (x,)
+            return (None,)
         d = dict(s.mu)
-        return tuple(d.get(v) for v in self.key)
+        return tuple([d.get(v) for v in key])
 
     def add(self, sols: Iterable[Solution]) -> None:
         for s in sols:
@@ -126,7 +147,11 @@ class Delta:
         self.done: dict[int, Keyed] = {}  # only the operands of binary operators read theirs
         self._bg: dict[int, Keyed] = {}
         self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
-        self._statics: dict[int, bool] = {}
+        self._statics: dict[int, bool] = {id(n): static(n) for n in nodes(root)}
+        # per node: its operator, as a small int (_delta's dispatch, no isinstance chain)
+        self._kind: dict[int, int] = {id(n): _kind(n) for n in nodes(root)}
+        self._one: dict[int, OnePattern] = {id(n): OnePattern(n.patterns[0]) for n in nodes(root)
+                                            if isinstance(n, BGP) and len(n.patterns) == 1}
         for n in nodes(root):
             if isinstance(n, Binary):
                 k = tuple(sorted(certain(n.left) & certain(n.right)))
@@ -197,14 +222,24 @@ class Delta:
 
     def _d(self, n: Node) -> list[Solution]:
         k = id(n)
-        if k not in self._memo:
-            self._memo[k] = self._delta(n)
-        return self._memo[k]
+        got = self._memo.get(k)
+        if got is None:
+            got = self._memo[k] = self._delta(n)
+        return got
 
     def _delta(self, n: Node) -> list[Solution]:
         tau, ex = self.tau, self.w.exprs
-        if self._static(n):
+        k = id(n)
+        if self._statics[k]:
             return []
+        kind = self._kind[k]
+        if kind == _ONE:  # one triple pattern: the occurrences at tau it matches
+            occ = self.w.occ
+            return self._one[k].match(occ.fresh) if occ.fresh_tau == tau else []
+        if kind == _FILTER:
+            return ex.filter(cast(Filter, n).cond, self._d(cast(Filter, n).arg))
+        if kind == _PROJECT:
+            return project(cast(Project, n), self._d(cast(Project, n).arg), ex)
         if isinstance(n, Path):
             d = self.w.needs_data()
             return path_solutions(n, d, d.by_end.get(tau, ()))
@@ -216,9 +251,7 @@ class Delta:
                 return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
                         and (s is None or x.s == s))
 
-            m = len(n.patterns)
-            if m == 1:
-                return match_one(n.patterns[0], fresh)
+            m = len(n.patterns)  # (one pattern: _ONE above)
 
             def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
                 return (x for x in occ.candidates(s, p, o) if x.tw < tau)

@@ -59,7 +59,7 @@ from rsep.epsparql.etalis_rules import (
     compile_query,
     tr_clauses,
 )
-from rsep.epsparql.matcher import Solution
+from rsep.epsparql.matcher import Solution, strings
 from rsep.epsparql.reference import ExprEvaluator
 from rsep.epsparql.rewrites import mismatched_bounds
 from rsep.epsparql.runtime import EpOutput
@@ -181,6 +181,15 @@ class Machine:
         self.and_rules = any(r.op == "and" for r in self.rules)
         self._size = 0
         self._kept = 0
+        # event_trigger's clause lookup, by what triggers them (each list in clause order):
+        # an intermediate event's number, a triple's predicate (clauses whose atom has a
+        # variable predicate are in every predicate's list), made on first use
+        self._by_temp: dict[int, list[tuple[Clause, Callable[[Clause, Occurred], None]]]] = {}
+        for c in self.clauses:
+            if isinstance(c.trigger, Temp):
+                self._by_temp.setdefault(c.trigger.n, []).append((c, getattr(self, "_" + c.action)))
+        self._by_pred: dict[str, list[tuple[Clause, TriplePattern,
+                                            Callable[[Clause, Occurred], None]]]] = {}
 
     # ------------------------------------------------------------ input
 
@@ -209,20 +218,32 @@ class Machine:
         """event_trigger(event(E, [T1, T2])): every clause whose trigger unifies with E,
         found first, then fired in order (fireAllTRFormulas); a failing body leaves
         nothing but the goals it put back (fire_event/1 always succeeds)."""
-        found: list[tuple[Clause, dict[str, str]]] = []
-        for c in self.clauses:
-            if isinstance(e.ref, Atom):
-                if isinstance(c.trigger, Atom):
-                    mu = _match(c.trigger.pattern, e.content)
-                    if mu is not None:
-                        found.append((c, mu))
-            elif c.trigger == e.ref:
-                found.append((c, e.mu))
-        if not found and e.ref == HEAD:
-            self.fired.append(e)
-        for c, mu in found:
-            x = Occurred(e.ref, e.content, mu, e.t1, e.t2)
-            getattr(self, "_" + c.action)(c, x)
+        ref = e.ref
+        if isinstance(ref, Atom):
+            found = []
+            for c, tp, act in self._atom_clauses(e.content[1]):
+                mu = _match(tp, e.content)
+                if mu is not None:
+                    found.append((c, act, mu))
+            for c, act, mu in found:
+                act(c, Occurred(ref, e.content, mu, e.t1, e.t2))
+            return
+        clauses = self._by_temp.get(ref.n)
+        if clauses is None:
+            if ref.n == HEAD.n:
+                self.fired.append(e)
+            return
+        for c, act in clauses:
+            act(c, Occurred(ref, e.content, e.mu, e.t1, e.t2))
+
+    def _atom_clauses(self, p: str) -> list[tuple[Clause, TriplePattern, Callable[[Clause, Occurred], None]]]:
+        got = self._by_pred.get(p)
+        if got is None:
+            got = self._by_pred[p] = [
+                (c, c.trigger.pattern, getattr(self, "_" + c.action)) for c in self.clauses
+                if isinstance(c.trigger, Atom) and (isinstance(c.trigger.pattern[1], Var)
+                                                    or c.trigger.pattern[1] == p)]
+        return got
 
     def _fire(self, r: Rule, content: tuple, mu: dict[str, str], t1: Stamp, t2: Stamp) -> bool:
         """check_event_rule_conditions (the window), then event(Head, [T1, T2])."""
@@ -286,8 +307,14 @@ class Machine:
                 ok = True
                 t1, t2 = min(g.t1, e.t1), max(g.t2, e.t2)
                 content = (g.content, e.content) if c.side == 1 else (e.content, g.content)
-            if ok and self._fire(r, content, {**g.mu, **e.mu}, t1, t2):
-                return
+            if ok:
+                if self._fire(r, content, {**g.mu, **e.mu}, t1, t2):
+                    return
+                if r.op == "seq":
+                    # the window failed on the goal's own start: it fails for every later
+                    # event too (ends only grow), so putting it back changes nothing but
+                    # what later checks would try again (_forget drops it the same way)
+                    continue
             if self.recent:  # backtracking into etr_delf puts the goal back
                 b.insert(0, g)
             else:
@@ -378,7 +405,7 @@ class EtalisRuntime:
         self.last_tick = tau
         out: list[Output] = []
         for e in self.pending.pop(tau, []):
-            triples = [(str(t.subject), str(t.predicate), str(t.object)) for t in e.triples]
+            triples = [strings(t) for t in e.triples]
             for o in self.rules_run.item(e.start, e.end, triples):
                 b = {v: o.mu[v] for v in self.query.select if v in o.mu}
                 out.append(EpOutput(self.name, tau, self.kind, bindings=b,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from sys import intern
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -17,7 +16,7 @@ from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_hi
 from rsep.algebra.events import Selection
 from rsep.algebra.output import EngineError, Output
 from rsep.epsparql.delta import Delta
-from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution
+from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution, strings
 from rsep.epsparql.policy import PolicyState
 from rsep.epsparql.rdfs import Graphs, Schema
 from rsep.epsparql.reference import ExprEvaluator, World
@@ -175,12 +174,11 @@ class EpContext:
             return
         self.last = tau
         for e in self.pending.pop(tau, {}).values():
-            for t in e.triples:  # interned: the store holds each term once, not per occurrence
-                self._add(intern(str(t.subject)), intern(str(t.predicate)), intern(str(t.object)),
-                          e.start, e.end, e.seq)
+            for t in e.triples:
+                self._add(*strings(t), e.start, e.end, e.seq)
         rules = [rt for rt in self.runtimes if rt.query.construct]
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
-        for rnd in itertools.count():
+        for rnd in itertools.count() if rules else ():
             fresh = 0
             for rt in rules:
                 for s in rt.solutions(tau):

@@ -237,9 +237,11 @@ class Delta:
             occ = self.w.occ
             return self._one[k].match(occ.fresh) if occ.fresh_tau == tau else []
         if kind == _FILTER:
-            return ex.filter(cast(Filter, n).cond, self._d(cast(Filter, n).arg))
+            got = self._d(cast(Filter, n).arg)
+            return ex.filter(cast(Filter, n).cond, got) if got else got
         if kind == _PROJECT:
-            return project(cast(Project, n), self._d(cast(Project, n).arg), ex)
+            got = self._d(cast(Project, n).arg)
+            return project(cast(Project, n), got, ex) if got else got
         if isinstance(n, Path):
             d = self.w.needs_data()
             return path_solutions(n, d, d.by_end.get(tau, ()))

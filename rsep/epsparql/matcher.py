@@ -130,6 +130,7 @@ class OccurrenceStore:
         self.by_po: dict[tuple[str, str], list[Occurrence]] = {}
         self.by_ps: dict[tuple[str, str], list[Occurrence]] = {}
         self.keys: set[tuple] = set()
+        self.indexed = getattr(self, "indexed", False)  # by_p, by_po, by_ps kept (kept by prune)
         self.version = getattr(self, "version", 0)  # counts additions (kept by prune)
         self.fresh: list[Occurrence] = []  # the occurrences ending at fresh_tau, the latest end
         self.fresh_tau: float = -INF
@@ -148,12 +149,21 @@ class OccurrenceStore:
         if oc.tw == self.fresh_tau:
             self.fresh.append(oc)
         self.all.append(oc)
+        if self.indexed:
+            self._index(oc)
+        return True
+
+    def _index(self, oc: Occurrence) -> None:
         self.by_p.setdefault(oc.p, []).append(oc)
         self.by_po.setdefault((oc.p, oc.o), []).append(oc)
         self.by_ps.setdefault((oc.p, oc.s), []).append(oc)
-        return True
 
     def candidates(self, s: str | None, p: str | None, o: str | None) -> list[Occurrence]:
+        if not self.indexed:
+            # indexed on first use: a query of one-pattern BGPs reads only ``fresh``
+            self.indexed = True
+            for x in self.all:
+                self._index(x)
         if p is not None:
             if o is not None:
                 return self.by_po.get((p, o), [])

@@ -79,6 +79,7 @@ class EpContext:
         self._derived = 0
         self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
         self._kept = 0
+        self.policies = False  # a chronological / recent query registered (deadlines)
 
     def stored(self) -> int:
         """Occurrences and partial solutions held: what pruning bounds."""
@@ -122,7 +123,7 @@ class EpContext:
         """The first instant after the last one processed at which a chronological / recent
         query's deferred decision becomes final (:meth:`PolicyState.deadline`): the queries
         of the context are evaluated then, as at an event."""
-        if self.last is None:
+        if self.last is None or not self.policies:
             return None
         ds = [d for rt in self.runtimes if rt.query.policy is not Selection.UNRESTRICTED
               and (d := rt.policy_state.deadline(self.last, rt.window)) is not None]
@@ -228,6 +229,8 @@ class EpSparqlRuntime:
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
+        if query.policy is not Selection.UNRESTRICTED:
+            self.ctx.policies = True
         if any(isinstance(n, Path) for n in nodes(query.pattern)) or reads_history(query.pattern):
             self.ctx.world.needs_data()
         self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
@@ -265,8 +268,11 @@ class EpSparqlRuntime:
             self.ctx.graph_changed(iri, new)
 
     def next_tick(self, bound: int) -> int | None:
-        c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]
-        return min(c) if c else None
+        lt, best = self.last_tick, None
+        for t in self._ticks:
+            if (lt is None or t > lt) and t < bound and (best is None or t < best):
+                best = t
+        return best
 
     def deadline(self) -> int | None:
         """When a decision deferred by a query of this context becomes final (the engine
@@ -274,7 +280,10 @@ class EpSparqlRuntime:
         return self.ctx.deadline()
 
     def evaluate(self, tau: int) -> list[Output]:
-        self._ticks = {t for t in self._ticks if t > tau}
+        ticks = self._ticks
+        ticks.discard(tau)
+        if ticks and min(ticks) < tau:
+            self._ticks = {t for t in ticks if t > tau}
         self.last_tick = tau
         self.ctx.process(tau)
         return self.outbox.pop(tau, [])

@@ -121,7 +121,10 @@ def _match(tp: TriplePattern, triple: tuple[str, str, str]) -> dict[str, str] | 
 def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
     if len(b) < len(a):
         a, b = b, a
-    return all(b.get(k, v) == v for k, v in a.items())
+    for k, v in a.items():
+        if b.get(k, v) != v:
+            return False
+    return True
 
 
 def _vars(r: Ref, rules: dict[Temp, Rule]) -> frozenset[str]:
@@ -143,7 +146,8 @@ class Store:
         self.buckets: dict[tuple, list[Goal]] = {}
 
     def bucket(self, mu: dict[str, str]) -> list[Goal]:
-        k = tuple(mu.get(v) for v in self.shared)
+        sh = self.shared
+        k = (mu.get(sh[0]),) if len(sh) == 1 else tuple([mu.get(v) for v in sh])
         b = self.buckets.get(k)
         if b is None:
             b = self.buckets[k] = []
@@ -207,7 +211,7 @@ class Machine:
         t2 = t1 if end == start else self.stamp(end)
         self.fired = []
         for tr in triples:
-            self.event(Occurred(Atom(tr), tr, {}, t1, t2))
+            self._triple(tr, t1, t2)
         if self.window[0] != INF and not self.and_rules:
             self._forget(end)
         return self.fired
@@ -220,13 +224,7 @@ class Machine:
         nothing but the goals it put back (fire_event/1 always succeeds)."""
         ref = e.ref
         if isinstance(ref, Atom):
-            found = []
-            for c, tp, act in self._atom_clauses(e.content[1]):
-                mu = _match(tp, e.content)
-                if mu is not None:
-                    found.append((c, act, mu))
-            for c, act, mu in found:
-                act(c, Occurred(ref, e.content, mu, e.t1, e.t2))
+            self._triple(e.content, e.t1, e.t2)
             return
         clauses = self._by_temp.get(ref.n)
         if clauses is None:
@@ -235,6 +233,17 @@ class Machine:
             return
         for c, act in clauses:
             act(c, Occurred(ref, e.content, e.mu, e.t1, e.t2))
+
+    def _triple(self, tr: tuple[str, str, str], t1: Stamp, t2: Stamp) -> None:
+        """event_trigger of an rdf/3 event (the clauses' actions read its content, values
+        and interval; the clause's own atom stands for the event)."""
+        found = []
+        for c, tp, act in self._atom_clauses(tr[1]):
+            mu = _match(tp, tr)
+            if mu is not None:
+                found.append((c, act, mu))
+        for c, act, mu in found:
+            act(c, Occurred(c.trigger, tr, mu, t1, t2))
 
     def _atom_clauses(self, p: str) -> list[tuple[Clause, TriplePattern, Callable[[Clause, Occurred], None]]]:
         got = self._by_pred.get(p)
@@ -295,7 +304,10 @@ class Machine:
                 continue
             if r.op == "equals" and (g.t1 != e.t1 or g.t2 != e.t2):
                 continue  # the goal's [T1, T2] must unify with the event's
-            del b[next(i for i, x in enumerate(b) if x is g)]  # etr_delf
+            for i, x in enumerate(b):  # etr_delf
+                if x is g:
+                    del b[i]
+                    break
             self._size -= 1
             if r.op == "seq":
                 ok = g.t2 < e.t1  # less(T2, T3)

@@ -152,6 +152,15 @@ class Delta:
         self._kind: dict[int, int] = {id(n): _kind(n) for n in nodes(root)}
         self._one: dict[int, OnePattern] = {id(n): OnePattern(n.patterns[0]) for n in nodes(root)
                                             if isinstance(n, BGP) and len(n.patterns) == 1}
+        # per node: the one-pattern BGPs under it when every other leaf under it is timeless
+        # (None otherwise); a node none of whose leaves matches an occurrence of the instant
+        # has no solutions ending then (no operator makes some from none), so it is not
+        # evaluated: with one-pattern leaves an event reaches only the nodes above its own
+        self._leaves: dict[int, frozenset[int] | None] = {}
+        self._by_pred: dict[str, list[int]] = {}  # constant predicate -> its leaves
+        self._any_pred: list[int] = []  # leaves with a variable predicate
+        self._leaves_of(root)
+        self._hit: set[int] = set()
         for n in nodes(root):
             if isinstance(n, Binary):
                 k = tuple(sorted(certain(n.left) & certain(n.right)))
@@ -160,10 +169,40 @@ class Delta:
                 for kid in n.kids:
                     self.done[id(kid)] = Keyed(k)
 
+    def _leaves_of(self, n: Node) -> frozenset[int] | None:
+        k = id(n)
+        if k in self._leaves:
+            return self._leaves[k]
+        got: frozenset[int] | None = frozenset()
+        if self._statics[k]:
+            pass
+        elif self._kind[k] == _ONE:
+            got = frozenset((k,))
+            p = cast(BGP, n).patterns[0][1]
+            if isinstance(p, str):
+                self._by_pred.setdefault(p, []).append(k)
+            else:
+                self._any_pred.append(k)
+        elif not n.kids:  # a path, a BGP of several patterns: evaluated at every instant
+            got = None
+        for kid in n.kids:  # every node of the tree gets its entry
+            sub = self._leaves_of(kid)
+            got = None if got is None or sub is None else got | sub
+        self._leaves[k] = got
+        return got
+
     def at(self, tau: int) -> list[Solution]:
         if self._at != (tau, self.w.occ.version):
             self._memo = {}
             self.tau = tau
+            occ = self.w.occ
+            hit = self._hit = set()
+            if occ.fresh_tau == tau and occ.fresh:
+                for oc in occ.fresh:
+                    got = self._by_pred.get(oc.p)
+                    if got:
+                        hit.update(got)
+                hit.update(self._any_pred)
             self._d(self.root)
             self._at = (tau, self.w.occ.version)
         return self._memo[id(self.root)]
@@ -224,7 +263,8 @@ class Delta:
         k = id(n)
         got = self._memo.get(k)
         if got is None:
-            got = self._memo[k] = self._delta(n)
+            lv = self._leaves[k]
+            got = self._memo[k] = [] if lv is not None and lv.isdisjoint(self._hit) else self._delta(n)
         return got
 
     def _delta(self, n: Node) -> list[Solution]:

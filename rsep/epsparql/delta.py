@@ -72,11 +72,12 @@ def _kind(n: Node) -> int:
 class Keyed:
     """A node's earlier solutions, bucketed by the values of its parent's join key (the
     variables both operands always bind); each bucket is in t_omega order (solutions are
-    added instant by instant)."""
+    added instant by instant), with its t_omegas beside it for bisection."""
 
     def __init__(self, key: tuple[str, ...]) -> None:
         self.key = key
         self.buckets: dict[tuple, list[Solution]] = {}
+        self.ends: dict[tuple, list[float]] = {}  # per bucket: its solutions' t_omega
         self.n = 0
         self.kept = 0
 
@@ -95,7 +96,13 @@ class Keyed:
 
     def add(self, sols: Iterable[Solution]) -> None:
         for s in sols:
-            self.buckets.setdefault(self.of(s), []).append(s)
+            k = self.of(s)
+            b = self.buckets.get(k)
+            if b is None:
+                b = self.buckets[k] = []
+                self.ends[k] = []
+            b.append(s)
+            self.ends[k].append(s.tw)
             self.n += 1
 
     def get(self, k: tuple, lo: float = -INF) -> list[Solution]:
@@ -108,8 +115,9 @@ class Keyed:
         b = self.buckets.get(k)
         if not b:
             return []
-        i = bisect.bisect_left(b, lo, key=_tw) if lo != -INF else 0
-        j = bisect.bisect_left(b, t, key=_tw) if t != INF else len(b)
+        e = self.ends[k]
+        i = bisect.bisect_left(e, lo) if lo != -INF else 0
+        j = bisect.bisect_left(e, t) if t != INF else len(b)
         return [s for s in b[i:j] if s.ta >= lo] if lo != -INF else b[i:j]
 
     def prune(self, lo: float) -> None:
@@ -120,9 +128,11 @@ class Keyed:
             b = [s for s in self.buckets[k] if s.ta >= lo]
             if b:
                 self.buckets[k] = b
+                self.ends[k] = [s.tw for s in b]
                 n += len(b)
             else:
                 del self.buckets[k]
+                del self.ends[k]
         self.n = self.kept = n
 
     def all(self) -> list[Solution]:

@@ -56,12 +56,14 @@ def _tw(s: Solution) -> float:
     return s.tw
 
 
-_ONE, _FILTER, _PROJECT, _OTHER = range(4)
+_ONE, _FILTER, _PROJECT, _SEQ, _OTHER = range(5)
 
 
 def _kind(n: Node) -> int:
     if isinstance(n, BGP) and len(n.patterns) == 1:
         return _ONE
+    if isinstance(n, SeqJoin):
+        return _SEQ
     if isinstance(n, Filter):
         return _FILTER
     if isinstance(n, Project):
@@ -277,6 +279,21 @@ class Delta:
             got = self._memo[k] = [] if lv is not None and lv.isdisjoint(self._hit) else self._delta(n)
         return got
 
+    def _seq(self, n: SeqJoin) -> list[Solution]:
+        self._d(n.left)  # (its solutions at tau are kept by commit, for later instants)
+        db = self._d(n.right)
+        if not db:
+            return []
+        lo_a = self.tau - self.hs.get(id(n.left), INF)
+        chk = self._compat[id(n)]
+        oa = self._old(n.left)
+        out = []
+        for y in db:
+            for x in oa.before(oa.of(y), y.ta, lo_a):
+                if not chk or compatible(x.mu, y.mu):
+                    out.append(combine(x, y))
+        return out
+
     def _delta(self, n: Node) -> list[Solution]:
         tau, ex = self.tau, self.w.exprs
         k = id(n)
@@ -292,6 +309,8 @@ class Delta:
         if kind == _PROJECT:
             got = self._d(cast(Project, n).arg)
             return project(cast(Project, n), got, ex) if got else got
+        if kind == _SEQ:
+            return self._seq(cast(SeqJoin, n))
         if isinstance(n, Path):
             d = self.w.needs_data()
             return path_solutions(n, d, d.by_end.get(tau, ()))
@@ -352,15 +371,6 @@ class Delta:
             else:
                 for x in da:
                     out.extend(combine(x, y) for y in ob.get(oa.of(x), lo_b) if not chk or compatible(x.mu, y.mu))
-            return out
-        if isinstance(n, SeqJoin):
-            if not db:
-                return []
-            oa = self._old(n.left)
-            out = []
-            for y in db:
-                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta, lo_a)
-                           if not chk or compatible(x.mu, y.mu))
             return out
         if isinstance(n, LeftJoin) and self._static(n.left):
             # a timeless mandatory part is never output alone: only its joins, as they come

@@ -271,10 +271,15 @@ class Machine:
         content (retractall) and stores it, first (recent) or last (chronological)."""
         side = 0 if c.action == "insert" else c.side
         b = self.stores[(id(c.rule), side)].bucket(e.mu)
-        if any(g.content == e.content and g.t1 == e.t1 and g.t2 == e.t2 for g in b):
-            return
-        b[:] = [g for g in b if g.content != e.content]
-        g = Goal(e.content, e.mu, e.t1, e.t2)
+        content, same = e.content, False
+        for g in b:
+            if g.content == content:
+                if g.t1 == e.t1 and g.t2 == e.t2:
+                    return
+                same = True
+        if same:
+            b[:] = [g for g in b if g.content != content]
+        g = Goal(content, e.mu, e.t1, e.t2)
         if self.recent:
             b.insert(0, g)
         else:
@@ -410,8 +415,11 @@ class EtalisRuntime:
         self.pending.setdefault(e.end, []).append(e)
 
     def next_tick(self, bound: int) -> int | None:
-        c = [t for t in self.pending if (self.last_tick is None or t > self.last_tick) and t < bound]
-        return min(c) if c else None
+        lt, best = self.last_tick, None
+        for t in self.pending:
+            if (lt is None or t > lt) and t < bound and (best is None or t < best):
+                best = t
+        return best
 
     def evaluate(self, tau: int) -> list[Output]:
         self.last_tick = tau

@@ -165,9 +165,10 @@ class EpContext:
                 n += 1
                 if data is not None:
                     data.add(*x, ta, tw, item)
-                for rt in self.runtimes:
-                    if rt.query.policy is not Selection.UNRESTRICTED:
-                        rt.policy_state.note(oc, rt.window[0])
+                if self.policies:
+                    for rt in self.runtimes:
+                        if rt.query.policy is not Selection.UNRESTRICTED:
+                            rt.policy_state.note(oc, rt.window[0])
         return n
 
     def process(self, tau: int) -> None:

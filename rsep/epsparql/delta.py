@@ -363,8 +363,8 @@ class Delta:
                 for y in db:
                     new_b.setdefault(ob.of(y), []).append(y)
                 for x in da:
-                    k = oa.of(x)
-                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k, lo_b), new_b.get(k, ()))
+                    kx = oa.of(x)
+                    out.extend(combine(x, y) for y in itertools.chain(ob.get(kx, lo_b), new_b.get(kx, ()))
                                if not chk or compatible(x.mu, y.mu))
                 for y in db:
                     out.extend(combine(x, y) for x in oa.get(ob.of(y), lo_a) if not chk or compatible(x.mu, y.mu))

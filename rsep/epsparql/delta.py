@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable
+from typing import cast
 
 from rsep.algebra.epsparql import (
     BGP,
@@ -32,11 +33,11 @@ from rsep.algebra.epsparql import (
 )
 from rsep.epsparql.matcher import (
     Occurrence,
+    OnePattern,
     Solution,
     combine,
     compatible,
     match_bgp,
-    match_one,
 )
 from rsep.epsparql.reference import (
     World,
@@ -55,26 +56,55 @@ def _tw(s: Solution) -> float:
     return s.tw
 
 
+_ONE, _FILTER, _PROJECT, _SEQ, _OTHER = range(5)
+
+
+def _kind(n: Node) -> int:
+    if isinstance(n, BGP) and len(n.patterns) == 1:
+        return _ONE
+    if isinstance(n, SeqJoin):
+        return _SEQ
+    if isinstance(n, Filter):
+        return _FILTER
+    if isinstance(n, Project):
+        return _PROJECT
+    return _OTHER
+
+
 class Keyed:
     """A node's earlier solutions, bucketed by the values of its parent's join key (the
     variables both operands always bind); each bucket is in t_omega order (solutions are
-    added instant by instant)."""
+    added instant by instant), with its t_omegas beside it for bisection."""
 
     def __init__(self, key: tuple[str, ...]) -> None:
         self.key = key
         self.buckets: dict[tuple, list[Solution]] = {}
+        self.ends: dict[tuple, list[float]] = {}  # per bucket: its solutions' t_omega
         self.n = 0
         self.kept = 0
 
     def of(self, s: Solution) -> tuple:
-        if not self.key:
+        key = self.key
+        if not key:
             return ()
+        if len(key) == 1:  # the common case: no dict of mu
+            v = key[0]
+            for k, x in s.mu:
+                if k == v:
+                    return (x,)
+            return (None,)
         d = dict(s.mu)
-        return tuple(d.get(v) for v in self.key)
+        return tuple([d.get(v) for v in key])
 
     def add(self, sols: Iterable[Solution]) -> None:
         for s in sols:
-            self.buckets.setdefault(self.of(s), []).append(s)
+            k = self.of(s)
+            b = self.buckets.get(k)
+            if b is None:
+                b = self.buckets[k] = []
+                self.ends[k] = []
+            b.append(s)
+            self.ends[k].append(s.tw)
             self.n += 1
 
     def get(self, k: tuple, lo: float = -INF) -> list[Solution]:
@@ -87,8 +117,9 @@ class Keyed:
         b = self.buckets.get(k)
         if not b:
             return []
-        i = bisect.bisect_left(b, lo, key=_tw) if lo != -INF else 0
-        j = bisect.bisect_left(b, t, key=_tw) if t != INF else len(b)
+        e = self.ends[k]
+        i = bisect.bisect_left(e, lo) if lo != -INF else 0
+        j = bisect.bisect_left(e, t) if t != INF else len(b)
         return [s for s in b[i:j] if s.ta >= lo] if lo != -INF else b[i:j]
 
     def prune(self, lo: float) -> None:
@@ -99,9 +130,11 @@ class Keyed:
             b = [s for s in self.buckets[k] if s.ta >= lo]
             if b:
                 self.buckets[k] = b
+                self.ends[k] = [s.tw for s in b]
                 n += len(b)
             else:
                 del self.buckets[k]
+                del self.ends[k]
         self.n = self.kept = n
 
     def all(self) -> list[Solution]:
@@ -126,7 +159,20 @@ class Delta:
         self.done: dict[int, Keyed] = {}  # only the operands of binary operators read theirs
         self._bg: dict[int, Keyed] = {}
         self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
-        self._statics: dict[int, bool] = {}
+        self._statics: dict[int, bool] = {id(n): static(n) for n in nodes(root)}
+        # per node: its operator, as a small int (_delta's dispatch, no isinstance chain)
+        self._kind: dict[int, int] = {id(n): _kind(n) for n in nodes(root)}
+        self._one: dict[int, OnePattern] = {id(n): OnePattern(n.patterns[0]) for n in nodes(root)
+                                            if isinstance(n, BGP) and len(n.patterns) == 1}
+        # per node: the one-pattern BGPs under it when every other leaf under it is timeless
+        # (None otherwise); a node none of whose leaves matches an occurrence of the instant
+        # has no solutions ending then (no operator makes some from none), so it is not
+        # evaluated: with one-pattern leaves an event reaches only the nodes above its own
+        self._leaves: dict[int, frozenset[int] | None] = {}
+        self._by_pred: dict[str, list[int]] = {}  # constant predicate -> its leaves
+        self._any_pred: list[int] = []  # leaves with a variable predicate
+        self._leaves_of(root)
+        self._hit: set[int] = set()
         for n in nodes(root):
             if isinstance(n, Binary):
                 k = tuple(sorted(certain(n.left) & certain(n.right)))
@@ -135,10 +181,40 @@ class Delta:
                 for kid in n.kids:
                     self.done[id(kid)] = Keyed(k)
 
+    def _leaves_of(self, n: Node) -> frozenset[int] | None:
+        k = id(n)
+        if k in self._leaves:
+            return self._leaves[k]
+        got: frozenset[int] | None = frozenset()
+        if self._statics[k]:
+            pass
+        elif self._kind[k] == _ONE:
+            got = frozenset((k,))
+            p = cast(BGP, n).patterns[0][1]
+            if isinstance(p, str):
+                self._by_pred.setdefault(p, []).append(k)
+            else:
+                self._any_pred.append(k)
+        elif not n.kids:  # a path, a BGP of several patterns: evaluated at every instant
+            got = None
+        for kid in n.kids:  # every node of the tree gets its entry
+            sub = self._leaves_of(kid)
+            got = None if got is None or sub is None else got | sub
+        self._leaves[k] = got
+        return got
+
     def at(self, tau: int) -> list[Solution]:
         if self._at != (tau, self.w.occ.version):
             self._memo = {}
             self.tau = tau
+            occ = self.w.occ
+            hit = self._hit = set()
+            if occ.fresh_tau == tau and occ.fresh:
+                for oc in occ.fresh:
+                    got = self._by_pred.get(oc.p)
+                    if got:
+                        hit.update(got)
+                hit.update(self._any_pred)
             self._d(self.root)
             self._at = (tau, self.w.occ.version)
         return self._memo[id(self.root)]
@@ -197,14 +273,44 @@ class Delta:
 
     def _d(self, n: Node) -> list[Solution]:
         k = id(n)
-        if k not in self._memo:
-            self._memo[k] = self._delta(n)
-        return self._memo[k]
+        got = self._memo.get(k)
+        if got is None:
+            lv = self._leaves[k]
+            got = self._memo[k] = [] if lv is not None and lv.isdisjoint(self._hit) else self._delta(n)
+        return got
+
+    def _seq(self, n: SeqJoin) -> list[Solution]:
+        self._d(n.left)  # (its solutions at tau are kept by commit, for later instants)
+        db = self._d(n.right)
+        if not db:
+            return []
+        lo_a = self.tau - self.hs.get(id(n.left), INF)
+        chk = self._compat[id(n)]
+        oa = self._old(n.left)
+        out = []
+        for y in db:
+            for x in oa.before(oa.of(y), y.ta, lo_a):
+                if not chk or compatible(x.mu, y.mu):
+                    out.append(combine(x, y))
+        return out
 
     def _delta(self, n: Node) -> list[Solution]:
         tau, ex = self.tau, self.w.exprs
-        if self._static(n):
+        k = id(n)
+        if self._statics[k]:
             return []
+        kind = self._kind[k]
+        if kind == _ONE:  # one triple pattern: the occurrences at tau it matches
+            occ = self.w.occ
+            return self._one[k].match(occ.fresh) if occ.fresh_tau == tau else []
+        if kind == _FILTER:
+            got = self._d(cast(Filter, n).arg)
+            return ex.filter(cast(Filter, n).cond, got) if got else got
+        if kind == _PROJECT:
+            got = self._d(cast(Project, n).arg)
+            return project(cast(Project, n), got, ex) if got else got
+        if kind == _SEQ:
+            return self._seq(cast(SeqJoin, n))
         if isinstance(n, Path):
             d = self.w.needs_data()
             return path_solutions(n, d, d.by_end.get(tau, ()))
@@ -216,9 +322,7 @@ class Delta:
                 return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
                         and (s is None or x.s == s))
 
-            m = len(n.patterns)
-            if m == 1:
-                return match_one(n.patterns[0], fresh)
+            m = len(n.patterns)  # (one pattern: _ONE above)
 
             def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
                 return (x for x in occ.candidates(s, p, o) if x.tw < tau)
@@ -259,23 +363,14 @@ class Delta:
                 for y in db:
                     new_b.setdefault(ob.of(y), []).append(y)
                 for x in da:
-                    k = oa.of(x)
-                    out.extend(combine(x, y) for y in itertools.chain(ob.get(k, lo_b), new_b.get(k, ()))
+                    kx = oa.of(x)
+                    out.extend(combine(x, y) for y in itertools.chain(ob.get(kx, lo_b), new_b.get(kx, ()))
                                if not chk or compatible(x.mu, y.mu))
                 for y in db:
                     out.extend(combine(x, y) for x in oa.get(ob.of(y), lo_a) if not chk or compatible(x.mu, y.mu))
             else:
                 for x in da:
                     out.extend(combine(x, y) for y in ob.get(oa.of(x), lo_b) if not chk or compatible(x.mu, y.mu))
-            return out
-        if isinstance(n, SeqJoin):
-            if not db:
-                return []
-            oa = self._old(n.left)
-            out = []
-            for y in db:
-                out.extend(combine(x, y) for x in oa.before(oa.of(y), y.ta, lo_a)
-                           if not chk or compatible(x.mu, y.mu))
             return out
         if isinstance(n, LeftJoin) and self._static(n.left):
             # a timeless mandatory part is never output alone: only its joins, as they come

@@ -59,7 +59,7 @@ from rsep.epsparql.etalis_rules import (
     compile_query,
     tr_clauses,
 )
-from rsep.epsparql.matcher import Solution
+from rsep.epsparql.matcher import Solution, strings
 from rsep.epsparql.reference import ExprEvaluator
 from rsep.epsparql.rewrites import mismatched_bounds
 from rsep.epsparql.runtime import EpOutput
@@ -121,7 +121,10 @@ def _match(tp: TriplePattern, triple: tuple[str, str, str]) -> dict[str, str] | 
 def _compatible(a: dict[str, str], b: dict[str, str]) -> bool:
     if len(b) < len(a):
         a, b = b, a
-    return all(b.get(k, v) == v for k, v in a.items())
+    for k, v in a.items():
+        if b.get(k, v) != v:
+            return False
+    return True
 
 
 def _vars(r: Ref, rules: dict[Temp, Rule]) -> frozenset[str]:
@@ -143,7 +146,8 @@ class Store:
         self.buckets: dict[tuple, list[Goal]] = {}
 
     def bucket(self, mu: dict[str, str]) -> list[Goal]:
-        k = tuple(mu.get(v) for v in self.shared)
+        sh = self.shared
+        k = (mu.get(sh[0]),) if len(sh) == 1 else tuple([mu.get(v) for v in sh])
         b = self.buckets.get(k)
         if b is None:
             b = self.buckets[k] = []
@@ -181,6 +185,15 @@ class Machine:
         self.and_rules = any(r.op == "and" for r in self.rules)
         self._size = 0
         self._kept = 0
+        # event_trigger's clause lookup, by what triggers them (each list in clause order):
+        # an intermediate event's number, a triple's predicate (clauses whose atom has a
+        # variable predicate are in every predicate's list), made on first use
+        self._by_temp: dict[int, list[tuple[Clause, Callable[[Clause, Occurred], None]]]] = {}
+        for c in self.clauses:
+            if isinstance(c.trigger, Temp):
+                self._by_temp.setdefault(c.trigger.n, []).append((c, getattr(self, "_" + c.action)))
+        self._by_pred: dict[str, list[tuple[Clause, TriplePattern,
+                                            Callable[[Clause, Occurred], None]]]] = {}
 
     # ------------------------------------------------------------ input
 
@@ -198,7 +211,7 @@ class Machine:
         t2 = t1 if end == start else self.stamp(end)
         self.fired = []
         for tr in triples:
-            self.event(Occurred(Atom(tr), tr, {}, t1, t2))
+            self._triple(tr, t1, t2)
         if self.window[0] != INF and not self.and_rules:
             self._forget(end)
         return self.fired
@@ -209,20 +222,37 @@ class Machine:
         """event_trigger(event(E, [T1, T2])): every clause whose trigger unifies with E,
         found first, then fired in order (fireAllTRFormulas); a failing body leaves
         nothing but the goals it put back (fire_event/1 always succeeds)."""
-        found: list[tuple[Clause, dict[str, str]]] = []
-        for c in self.clauses:
-            if isinstance(e.ref, Atom):
-                if isinstance(c.trigger, Atom):
-                    mu = _match(c.trigger.pattern, e.content)
-                    if mu is not None:
-                        found.append((c, mu))
-            elif c.trigger == e.ref:
-                found.append((c, e.mu))
-        if not found and e.ref == HEAD:
-            self.fired.append(e)
-        for c, mu in found:
-            x = Occurred(e.ref, e.content, mu, e.t1, e.t2)
-            getattr(self, "_" + c.action)(c, x)
+        ref = e.ref
+        if isinstance(ref, Atom):
+            self._triple(e.content, e.t1, e.t2)
+            return
+        clauses = self._by_temp.get(ref.n)
+        if clauses is None:
+            if ref.n == HEAD.n:
+                self.fired.append(e)
+            return
+        for c, act in clauses:
+            act(c, Occurred(ref, e.content, e.mu, e.t1, e.t2))
+
+    def _triple(self, tr: tuple[str, str, str], t1: Stamp, t2: Stamp) -> None:
+        """event_trigger of an rdf/3 event (the clauses' actions read its content, values
+        and interval; the clause's own atom stands for the event)."""
+        found = []
+        for c, tp, act in self._atom_clauses(tr[1]):
+            mu = _match(tp, tr)
+            if mu is not None:
+                found.append((c, act, mu))
+        for c, act, mu in found:
+            act(c, Occurred(c.trigger, tr, mu, t1, t2))
+
+    def _atom_clauses(self, p: str) -> list[tuple[Clause, TriplePattern, Callable[[Clause, Occurred], None]]]:
+        got = self._by_pred.get(p)
+        if got is None:
+            got = self._by_pred[p] = [
+                (c, c.trigger.pattern, getattr(self, "_" + c.action)) for c in self.clauses
+                if isinstance(c.trigger, Atom) and (isinstance(c.trigger.pattern[1], Var)
+                                                    or c.trigger.pattern[1] == p)]
+        return got
 
     def _fire(self, r: Rule, content: tuple, mu: dict[str, str], t1: Stamp, t2: Stamp) -> bool:
         """check_event_rule_conditions (the window), then event(Head, [T1, T2])."""
@@ -241,10 +271,15 @@ class Machine:
         content (retractall) and stores it, first (recent) or last (chronological)."""
         side = 0 if c.action == "insert" else c.side
         b = self.stores[(id(c.rule), side)].bucket(e.mu)
-        if any(g.content == e.content and g.t1 == e.t1 and g.t2 == e.t2 for g in b):
-            return
-        b[:] = [g for g in b if g.content != e.content]
-        g = Goal(e.content, e.mu, e.t1, e.t2)
+        content, same = e.content, False
+        for g in b:
+            if g.content == content:
+                if g.t1 == e.t1 and g.t2 == e.t2:
+                    return
+                same = True
+        if same:
+            b[:] = [g for g in b if g.content != content]
+        g = Goal(content, e.mu, e.t1, e.t2)
         if self.recent:
             b.insert(0, g)
         else:
@@ -274,7 +309,10 @@ class Machine:
                 continue
             if r.op == "equals" and (g.t1 != e.t1 or g.t2 != e.t2):
                 continue  # the goal's [T1, T2] must unify with the event's
-            del b[next(i for i, x in enumerate(b) if x is g)]  # etr_delf
+            for i, x in enumerate(b):  # etr_delf
+                if x is g:
+                    del b[i]
+                    break
             self._size -= 1
             if r.op == "seq":
                 ok = g.t2 < e.t1  # less(T2, T3)
@@ -286,8 +324,14 @@ class Machine:
                 ok = True
                 t1, t2 = min(g.t1, e.t1), max(g.t2, e.t2)
                 content = (g.content, e.content) if c.side == 1 else (e.content, g.content)
-            if ok and self._fire(r, content, {**g.mu, **e.mu}, t1, t2):
-                return
+            if ok:
+                if self._fire(r, content, {**g.mu, **e.mu}, t1, t2):
+                    return
+                if r.op == "seq":
+                    # the window failed on the goal's own start: it fails for every later
+                    # event too (ends only grow), so putting it back changes nothing but
+                    # what later checks would try again (_forget drops it the same way)
+                    continue
             if self.recent:  # backtracking into etr_delf puts the goal back
                 b.insert(0, g)
             else:
@@ -371,14 +415,17 @@ class EtalisRuntime:
         self.pending.setdefault(e.end, []).append(e)
 
     def next_tick(self, bound: int) -> int | None:
-        c = [t for t in self.pending if (self.last_tick is None or t > self.last_tick) and t < bound]
-        return min(c) if c else None
+        lt, best = self.last_tick, None
+        for t in self.pending:
+            if (lt is None or t > lt) and t < bound and (best is None or t < best):
+                best = t
+        return best
 
     def evaluate(self, tau: int) -> list[Output]:
         self.last_tick = tau
         out: list[Output] = []
         for e in self.pending.pop(tau, []):
-            triples = [(str(t.subject), str(t.predicate), str(t.object)) for t in e.triples]
+            triples = [strings(t) for t in e.triples]
             for o in self.rules_run.item(e.start, e.end, triples):
                 b = {v: o.mu[v] for v in self.query.select if v in o.mu}
                 out.append(EpOutput(self.name, tau, self.kind, bindings=b,

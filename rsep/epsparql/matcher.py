@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from sys import intern
+from typing import TYPE_CHECKING
 
 from rsep.algebra.epsparql import (
     INF,
@@ -16,17 +18,43 @@ from rsep.algebra.epsparql import (
 from rsep.algebra.mapping import compatible as compatible  # re-exported for the evaluators
 from rsep.algebra.mapping import merge
 
+if TYPE_CHECKING:
+    from pyoxigraph import Triple
+
 # ---------------------------------------------------------------- solutions
 
 
-@dataclass(frozen=True, slots=True)
 class Solution:
-    """(mu, t_alpha, t_omega), with the occurrences (stream items) that justify it."""
+    """(mu, t_alpha, t_omega), with the occurrences (stream items) that justify it.
+    Immutable by convention: a value (equal and hashed by its four fields), made several
+    times per event, so a plain slotted class (a frozen dataclass's __init__ sets each
+    field through object.__setattr__, 2-3x the cost)."""
+
+    __slots__ = ("mu", "ta", "tw", "just")
+    __match_args__ = ("mu", "ta", "tw", "just")
 
     mu: Mu
     ta: float
     tw: float
-    just: frozenset[int] = frozenset()
+    just: frozenset[int]
+
+    def __init__(self, mu: Mu, ta: float, tw: float, just: frozenset[int] = frozenset()) -> None:
+        self.mu = mu
+        self.ta = ta
+        self.tw = tw
+        self.just = just
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Solution:
+            return NotImplemented
+        assert isinstance(other, Solution)
+        return (self.mu, self.ta, self.tw, self.just) == (other.mu, other.ta, other.tw, other.just)
+
+    def __hash__(self) -> int:
+        return hash((self.mu, self.ta, self.tw, self.just))
+
+    def __repr__(self) -> str:
+        return f"Solution(mu={self.mu!r}, ta={self.ta!r}, tw={self.tw!r}, just={self.just!r})"
 
     def get(self, var: str) -> str | None:
         for k, v in self.mu:
@@ -48,6 +76,23 @@ TIMELESS = Solution((), INF, -INF)
 
 
 # ---------------------------------------------------------------- occurrences, RDFS
+
+
+_STRINGS: dict[object, tuple[str, str, str]] = {}
+_STRINGS_MAX = 1 << 16
+
+
+def strings(t: Triple) -> tuple[str, str, str]:
+    """A stream triple's terms in N-Triples form, interned (the store holds each term once).
+    Memoised per triple: streams repeat triples, and a hit (hashing the pyoxigraph triple)
+    costs about an eighth of three str() calls; the memo is emptied when full."""
+    got = _STRINGS.get(t)
+    if got is None:
+        if len(_STRINGS) >= _STRINGS_MAX:
+            _STRINGS.clear()
+        got = _STRINGS[t] = (intern(str(t.subject)), intern(str(t.predicate)), intern(str(t.object)))
+    return got
+
 
 
 @dataclass(slots=True)
@@ -85,6 +130,7 @@ class OccurrenceStore:
         self.by_po: dict[tuple[str, str], list[Occurrence]] = {}
         self.by_ps: dict[tuple[str, str], list[Occurrence]] = {}
         self.keys: set[tuple] = set()
+        self.indexed = getattr(self, "indexed", False)  # by_p, by_po, by_ps kept (kept by prune)
         self.version = getattr(self, "version", 0)  # counts additions (kept by prune)
         self.fresh: list[Occurrence] = []  # the occurrences ending at fresh_tau, the latest end
         self.fresh_tau: float = -INF
@@ -103,12 +149,21 @@ class OccurrenceStore:
         if oc.tw == self.fresh_tau:
             self.fresh.append(oc)
         self.all.append(oc)
+        if self.indexed:
+            self._index(oc)
+        return True
+
+    def _index(self, oc: Occurrence) -> None:
         self.by_p.setdefault(oc.p, []).append(oc)
         self.by_po.setdefault((oc.p, oc.o), []).append(oc)
         self.by_ps.setdefault((oc.p, oc.s), []).append(oc)
-        return True
 
     def candidates(self, s: str | None, p: str | None, o: str | None) -> list[Occurrence]:
+        if not self.indexed:
+            # indexed on first use: a query of one-pattern BGPs reads only ``fresh``
+            self.indexed = True
+            for x in self.all:
+                self._index(x)
         if p is not None:
             if o is not None:
                 return self.by_po.get((p, o), [])
@@ -195,12 +250,47 @@ def _join_order(patterns: tuple[TriplePattern, ...], first: int) -> list[int]:
     return order
 
 
+class OnePattern:
+    """BGP(P) of one triple pattern (match_bgp's fast path), its tests worked out once: the
+    constants an occurrence must have, the positions a repeated variable must agree on, and
+    the output variables in mu's order (sorted, blank-node variables left out)."""
+
+    __slots__ = ("consts", "eqs", "outs")
+
+    def __init__(self, tp: TriplePattern) -> None:
+        first: dict[str, int] = {}
+        self.consts: list[tuple[int, str]] = []
+        self.eqs: list[tuple[int, int]] = []
+        for i, t in enumerate(tp):
+            if isinstance(t, Var):
+                if t.name in first:
+                    self.eqs.append((first[t.name], i))
+                else:
+                    first[t.name] = i
+            else:
+                self.consts.append((i, t))
+        self.outs = sorted((k, i) for k, i in first.items() if not k.startswith("_b"))
+
+    def match(self, occs: list[Occurrence]) -> list[Solution]:
+        out = []
+        for oc in occs:
+            t = (oc.s, oc.p, oc.o)
+            ok = True
+            for i, v in self.consts:
+                if t[i] != v:
+                    ok = False
+                    break
+            if ok:
+                for i, j in self.eqs:
+                    if t[i] != t[j]:
+                        ok = False
+                        break
+            if ok:
+                out.append(Solution(tuple([(k, t[i]) for k, i in self.outs]), oc.ta, oc.tw,
+                                    frozenset((oc.item,))))
+        return out
+
+
 def match_one(tp: TriplePattern, occs: list[Occurrence]) -> list[Solution]:
     """BGP(P) of one triple pattern over the given occurrences (match_bgp's fast path)."""
-    out = []
-    for oc in occs:
-        m = _match(tp, (oc.s, oc.p, oc.o), {})
-        if m is not None:
-            mu = tuple(sorted((k, v) for k, v in m.items() if not k.startswith("_b")))
-            out.append(Solution(mu, oc.ta, oc.tw, frozenset((oc.item,))))
-    return out
+    return OnePattern(tp).match(occs)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from sys import intern
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -17,7 +16,7 @@ from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_hi
 from rsep.algebra.events import Selection
 from rsep.algebra.output import EngineError, Output
 from rsep.epsparql.delta import Delta
-from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution
+from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution, strings
 from rsep.epsparql.policy import PolicyState
 from rsep.epsparql.rdfs import Graphs, Schema
 from rsep.epsparql.reference import ExprEvaluator, World
@@ -80,6 +79,7 @@ class EpContext:
         self._derived = 0
         self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
         self._kept = 0
+        self.policies = False  # a chronological / recent query registered (deadlines)
 
     def stored(self) -> int:
         """Occurrences and partial solutions held: what pruning bounds."""
@@ -123,7 +123,7 @@ class EpContext:
         """The first instant after the last one processed at which a chronological / recent
         query's deferred decision becomes final (:meth:`PolicyState.deadline`): the queries
         of the context are evaluated then, as at an event."""
-        if self.last is None:
+        if self.last is None or not self.policies:
             return None
         ds = [d for rt in self.runtimes if rt.query.policy is not Selection.UNRESTRICTED
               and (d := rt.policy_state.deadline(self.last, rt.window)) is not None]
@@ -165,9 +165,10 @@ class EpContext:
                 n += 1
                 if data is not None:
                     data.add(*x, ta, tw, item)
-                for rt in self.runtimes:
-                    if rt.query.policy is not Selection.UNRESTRICTED:
-                        rt.policy_state.note(oc, rt.window[0])
+                if self.policies:
+                    for rt in self.runtimes:
+                        if rt.query.policy is not Selection.UNRESTRICTED:
+                            rt.policy_state.note(oc, rt.window[0])
         return n
 
     def process(self, tau: int) -> None:
@@ -175,12 +176,11 @@ class EpContext:
             return
         self.last = tau
         for e in self.pending.pop(tau, {}).values():
-            for t in e.triples:  # interned: the store holds each term once, not per occurrence
-                self._add(intern(str(t.subject)), intern(str(t.predicate)), intern(str(t.object)),
-                          e.start, e.end, e.seq)
+            for t in e.triples:
+                self._add(*strings(t), e.start, e.end, e.seq)
         rules = [rt for rt in self.runtimes if rt.query.construct]
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
-        for rnd in itertools.count():
+        for rnd in itertools.count() if rules else ():
             fresh = 0
             for rt in rules:
                 for s in rt.solutions(tau):
@@ -230,6 +230,8 @@ class EpSparqlRuntime:
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
+        if query.policy is not Selection.UNRESTRICTED:
+            self.ctx.policies = True
         if any(isinstance(n, Path) for n in nodes(query.pattern)) or reads_history(query.pattern):
             self.ctx.world.needs_data()
         self.plan = push_filters(query.pattern)  # what Delta runs (unrestricted)
@@ -267,8 +269,11 @@ class EpSparqlRuntime:
             self.ctx.graph_changed(iri, new)
 
     def next_tick(self, bound: int) -> int | None:
-        c = [t for t in self._ticks if (self.last_tick is None or t > self.last_tick) and t < bound]
-        return min(c) if c else None
+        lt, best = self.last_tick, None
+        for t in self._ticks:
+            if (lt is None or t > lt) and t < bound and (best is None or t < best):
+                best = t
+        return best
 
     def deadline(self) -> int | None:
         """When a decision deferred by a query of this context becomes final (the engine
@@ -276,7 +281,10 @@ class EpSparqlRuntime:
         return self.ctx.deadline()
 
     def evaluate(self, tau: int) -> list[Output]:
-        self._ticks = {t for t in self._ticks if t > tau}
+        ticks = self._ticks
+        ticks.discard(tau)
+        if ticks and min(ticks) < tau:
+            self._ticks = {t for t in ticks if t > tau}
         self.last_tick = tau
         self.ctx.process(tau)
         return self.outbox.pop(tau, [])

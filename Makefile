@@ -75,6 +75,10 @@ test: $(STAMP) $(NATIVE) bytecode system-deps
 	RSEP_PURE=1 RSEP_EXAMPLES=60 $(BIN)/python -m pytest tests/spaseq/test_spaseq_properties.py \
 	    tests/test_native.py tests/epsparql/test_epsparql_seqindex.py \
 	    tests/epsparql/test_epsparql_matcher.py tests/epsparql/test_epsparql_etalis.py -k "not long_random"
+	# the maintained window results against pyoxigraph, the snapshot path and the reference,
+	# pure (~30 s at this budget)
+	RSEP_PURE=1 RSEP_EXAMPLES=20 $(BIN)/python -m pytest tests/windows/test_maintained.py \
+	    tests/sparql/test_aggregates.py
 
 bench: $(STAMP) $(NATIVE) bytecode
 	$(BIN)/python benchmarks/window_throughput.py

@@ -51,7 +51,7 @@ def _module(name: str) -> ModuleType:
 
 
 def _nothing() -> None:
-    pass
+    """The default ``started``: in-process callers (the tests) freeze nothing."""
 
 
 def main(argv: list[str] | None = None, *, started: Callable[[], None] = _nothing) -> int:

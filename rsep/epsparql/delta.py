@@ -185,18 +185,17 @@ class Delta:
         k = id(n)
         if k in self._leaves:
             return self._leaves[k]
-        got: frozenset[int] | None = frozenset()
-        if self._statics[k]:
-            pass
-        elif self._kind[k] == _ONE:
-            got = frozenset((k,))
-            p = cast(BGP, n).patterns[0][1]
-            if isinstance(p, str):
-                self._by_pred.setdefault(p, []).append(k)
-            else:
-                self._any_pred.append(k)
-        elif not n.kids:  # a path, a BGP of several patterns: evaluated at every instant
-            got = None
+        got: frozenset[int] | None = frozenset()  # a static node has no leaf of its own
+        if not self._statics[k]:
+            if self._kind[k] == _ONE:
+                got = frozenset((k,))
+                p = cast(BGP, n).patterns[0][1]
+                if isinstance(p, str):
+                    self._by_pred.setdefault(p, []).append(k)
+                else:
+                    self._any_pred.append(k)
+            elif not n.kids:  # a path, a BGP of several patterns: evaluated at every instant
+                got = None
         for kid in n.kids:  # every node of the tree gets its entry
             sub = self._leaves_of(kid)
             got = None if got is None or sub is None else got | sub

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import rsep
 from rsep._native import MANIFEST, MODULES, digest
+from rsep.cache import cache_dir as rsep_cache_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -128,11 +129,8 @@ def project_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """``$RSEP_CACHE_DIR``, else ``$XDG_CACHE_HOME/rsep``, else ``~/.cache/rsep``; the
-    archives are in its ``spark`` folder."""
-    base = os.environ.get("RSEP_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rsep")
-    return Path(base) / "spark"
+    """The ``spark`` folder of rsep's cache (:func:`rsep.cache.cache_dir`): the archives."""
+    return rsep_cache_dir() / "spark"
 
 
 def base_python() -> str:

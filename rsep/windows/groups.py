@@ -244,7 +244,7 @@ class _Fold:
         self.agg = agg
 
     def add(self, v: Term, jid: Jid, sign: int) -> None:
-        pass
+        """Nothing to keep: :meth:`value` folds the group's live values when read."""
 
     def value(self, g: Group, i: int) -> Term:
         agg = self.agg

@@ -132,7 +132,7 @@ def compile_plan(query: ContinuousQuery, a: Analysis | None = None) -> Plan | st
 
 
 class _Refused(Exception):
-    pass
+    """The query is not one the maintained path takes; the message says why (rsep explain)."""
 
 
 class _Reader:

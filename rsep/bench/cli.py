@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "epsparql-etalis (EP-SPARQL against ETALIS on SWI-Prolog, sizes "
                    f"{', '.join(map(str, SIZES))} unless --size)")
     b.add_argument("--size", type=int, help="events per workload (default: per comparison, "
-                   "10^5 for the peer comparisons and sweep-spark, 2*10^4 for the other sweeps)")
+                   "10^5 for the peer comparisons and sweep-spark(-window), 2*10^4 for the other "
+                   "sweeps)")
     b.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="rsep's engine (spark: the Spark pipeline on local[2], replaying the "
                    "stream as a batch job, as `rsep run --engine spark --batch`)")

@@ -62,9 +62,10 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
         sel = [r for r in ok if r["param"] == param]
         if sel:
             written.append(_sweep(sel, label, logx, out / f"{name}.png"))
-    sel = [r for r in ok if r["param"] == "spark_cores"]
-    if sel:
-        written.append(_spark(sel, out / "sweep-spark.png"))
+    for param, name in (("spark_cores", "sweep-spark"), ("spark_window", "sweep-spark-window")):
+        sel = [r for r in ok if r["param"] == param]
+        if sel:
+            written.append(_spark(sel, out / f"{name}.png"))
     return written
 
 

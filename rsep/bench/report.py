@@ -112,6 +112,17 @@ def targets(rows: list[dict]) -> str:
     else:
         lines.append("| Spark pipeline per core within 2x of the single process | not measured "
                      "| - | - |")
+    win = {r["value"]: float(r["events_per_s"]) for r in rows
+           if r["param"] == "spark_window" and r["status"] == "ok" and r.get("events_per_s")}
+    two, here = win.get("local[2]"), win.get("in-process")
+    if two and here:
+        per2 = here / (two / 2)
+        lines.append(f"| Spark pipeline, windowed query: local[2] per core within 1.5x of the "
+                     f"single process | {here:,.0f} vs {two / 2:,.0f} per core = {per2:.2f}x | - "
+                     f"| {'yes' if per2 <= 1.5 else 'no'} |")
+    else:
+        lines.append("| Spark pipeline, windowed query: local[2] per core within 1.5x of the "
+                     "single process | not measured | - | - |")
     return "\n".join(lines)
 
 

@@ -169,6 +169,23 @@ def spark_case(size: int, master: str) -> Case:
     return base
 
 
+def spark_window_case(size: int, master: str) -> Case:
+    """sensors-window's windowed aggregate in this process and on the Spark pipeline: a
+    query with no partition key, so its window state is one key on one core; what more
+    cores buy is parallel reading."""
+    base = sensors_case(size, comparison="sweep-spark-window", param="spark_window",
+                        peers_=("rsep",))
+    how = ("in this process (rsep run)" if master == "in-process" else
+           f"on Spark {master}: rsep.spark's batch replay (rsep run --engine spark --batch) of "
+           f"{SPARK_PER_FILE}-event files, parsed in parallel, the window's state in one "
+           "partition (no partition key); start-up is the session and a job over the first file")
+    base.what = ("RSP-QL windowed aggregate of sensors-window ([RANGE 1667 STEP 500], GROUP BY "
+                 f"sensor, MAX, COUNT, FILTER), {how}; same rows per window as in-process")
+    base.value = master
+    base.master = master
+    return base
+
+
 def appendix_case(name: str, size: int, kb: int | None = None, param: str = "") -> Case:
     """002 Appendix A queries on their workloads, rsep and its reference evaluator."""
     w = 100
@@ -204,7 +221,8 @@ def coupons_case(size: int) -> Case:
 
 COMPARISONS = ("stock-vshape", "stock-core", "sensors-window", "citybench-join")
 APPENDIX = ("smartgrid-q1", "credit-q2", "stock-q3", "traffic-q5", "vessels-q6")
-SWEEPS = ("sweep-window", "sweep-length", "sweep-strategy", "sweep-kb", "sweep-spark")
+SWEEPS = ("sweep-window", "sweep-length", "sweep-strategy", "sweep-kb", "sweep-spark",
+          "sweep-spark-window")
 NAMES = (*COMPARISONS, *APPENDIX, "coupons-cqels", *SWEEPS, "all")
 
 
@@ -244,6 +262,8 @@ def cases(name: str, size: int | None) -> list[Case]:
         return [appendix_case("smartgrid-q1", small, kb, "kb_triples") for kb in (10_000, 100_000, 1_000_000)]
     if name == "sweep-spark":
         return [spark_case(size or 100_000, m) for m in SPARK_MASTERS]
+    if name == "sweep-spark-window":
+        return [spark_window_case(size or 100_000, m) for m in SPARK_MASTERS]
     raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(NAMES)}")
 
 
@@ -321,9 +341,10 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         # the Spark pipeline's matches against the same query run in this process
         here = out / "runs" / f"{case.comparison}-in-process" / "rsep" / "matches.jsonl"
         if here.is_file():
-            res = agree.compare_matches(agree.read_jsonl(here),
-                                        agree.read_jsonl(outputs[("rsep", rows[0]["size"])]),
-                                        case.window)
+            a = agree.read_jsonl(here)
+            b = agree.read_jsonl(outputs[("rsep", rows[0]["size"])])
+            res = (agree.compare_matches(a, b, case.window) if case.kind == "cep"
+                   else agree.compare_windows(a, b))
             rows[0]["agreement"] = "vs in-process: " + res.text()
             log(f"    spark vs in-process: {res.text()}")
     # agreement with rsep at the same size (rsep is run once more at a capped peer's size)

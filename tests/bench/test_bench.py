@@ -249,6 +249,17 @@ def test_spark_sweep_runs_one_query_in_process_and_on_each_master(tmp_path):
     assert parse_query(texts.pop()) is not None
 
 
+def test_spark_window_sweep_runs_sensors_window_in_process_and_on_each_master(tmp_path):
+    cs = runner.cases("sweep-spark-window", 300)
+    assert [c.master for c in cs] == ["in-process", "local[1]", "local[2]"]
+    assert all(c.param == "spark_window" and c.value == c.master and c.kind == "window"
+               and c.peers == ("rsep",) for c in cs)
+    g = w.generate("sensors", tmp_path, 300, seed=42, **cs[0].options)
+    texts = {c.build(g, "rsep")["query"] for c in cs}
+    assert texts == {queries.rspql_sensors(1667, 500)}
+    assert parse_query(texts.pop()) is not None
+
+
 def test_report_measures_the_spark_targets_and_the_stages():
     def row(value, eps, **kw):
         r = {f: "" for f in runner.FIELDS}
@@ -266,6 +277,12 @@ def test_report_measures_the_spark_targets_and_the_stages():
             "9,000 per core = 4.44x; local[1]: 40,000 vs 10,000 = 4.00x | - | no / no |") in t
     assert report.stages(rows).splitlines()[2] == \
         "| sweep-spark spark_cores=in-process | 10.0 | 20.0 | 5.0 | 1.0 | 4.0 | 40.0 |"
+    assert ("| Spark pipeline, windowed query: local[2] per core within 1.5x of the single "
+            "process | not measured | - | - |") in t
+    win = [dict(r, comparison="sweep-spark-window", param="spark_window") for r in rows]
+    win[2]["events_per_s"] = "60000"
+    assert ("| Spark pipeline, windowed query: local[2] per core within 1.5x of the single "
+            "process | 40,000 vs 30,000 per core = 1.33x | - | yes |") in report.targets(win)
 
 
 def test_citybench_join_agrees_with_the_naive_baseline(tmp_path, monkeypatch):

@@ -4,10 +4,12 @@ whose executors find no rsep, no virtual environment and no packages in their Py
 venv-pack archive of rsep.spark.package, built once and cached).
 
 The CLI is the driver (a process of its own, as a user runs it). The same differential
-tests as in local mode: a windowed RSP-QL query over SRBench and a partitioned SPASEQ
-query, evaluation time by evaluation time; then an executor killed with SIGKILL
-mid-stream, a whole worker killed, and the driver killed and restarted from its
-checkpoint: the file sink ends with exactly the results of an uninterrupted run.
+tests as in local mode, evaluation time by evaluation time: a windowed RSP-QL query over
+SRBench; a windowed RSP-QL and a partitioned SPASEQ query together while an executor is
+killed with SIGKILL mid-stream and then a whole worker; and the driver killed and
+restarted from its checkpoint: the file sink (and the printed output) end with exactly the
+results of an uninterrupted run. Each cluster job costs a minute or more, so one job
+carries several checks.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from spark_cluster import Cluster, can_isolate
-from test_spark_pipeline import PARTITIONED, SR, SRBENCH, by_time, inprocess, stock_stream
+from test_spark_pipeline import PARTITIONED, SR, SRBENCH, by_time, inprocess
 from test_spark_recovery import STOCKS, WINDOWED, batches_with_results, write_part
 
 from rsep.spark.pipeline import read_sink
@@ -148,21 +150,6 @@ def test_windowed_rspql_on_the_cluster(healthy, tmp_path):
     assert by_time(jsonl(out)) == by_time(ref)
 
 
-def test_partitioned_spaseq_on_the_cluster(healthy, tmp_path):
-    q = tmp_path / "partitioned.rq"
-    q.write_text(PARTITIONED)
-    data = stock_stream(tmp_path / "stocks.jsonl", 400, fmt="jsonl")
-    out, sink = tmp_path / "out.jsonl", tmp_path / "sink"
-    p = run(rsep(str(q), "--stream", f"{STOCKS}={data}", "--time-unit", "1m",
-                 "--engine", "spark", "--master", healthy.url, "--ship", "--spark-conf",
-                 "spark.sql.shuffle.partitions=2", "-o", str(out), "--sink-dir", str(sink)))
-    assert p.returncode == 0, p.stderr[-3000:]
-    ref = inprocess([q], [(STOCKS, str(data))], time_unit_ms=60_000)["partitioned"]
-    assert len(ref) > 10
-    assert by_time(jsonl(out)) == by_time(ref)
-    assert by_time([json.loads(x) for x in read_sink(sink)]) == by_time(ref)
-
-
 # ---------------------------------------------------------------- failures
 
 PER_FILE, PARTS = 40, 12
@@ -181,21 +168,30 @@ def streaming_job(tmp_path: Path, url: str, *extra: str) -> tuple[list[str], Pat
     return cmd, src, out
 
 
-def assert_uninterrupted(tmp_path: Path, src: Path, out: Path) -> None:
-    """The sink holds exactly the in-process run's results over every file written."""
+def by_query(lines: list[str]) -> dict[str, list[dict]]:
     got: dict[str, list[dict]] = defaultdict(list)
-    for line in read_sink(out):
+    for line in lines:
         d = json.loads(line)
         got[d.pop("query")].append(d)
+    return got
+
+
+def assert_uninterrupted(tmp_path: Path, src: Path, out: Path,
+                         output: Path | None = None) -> None:
+    """The sink (and the -o file, if given) hold exactly the in-process run's results over
+    every file written."""
     whole = tmp_path / "whole.jsonl"
     whole.write_text("".join(p.read_text() for p in sorted(src.glob("part-*"))))
     ref = inprocess([tmp_path / "windowed.rq", tmp_path / "partitioned.rq"],
                     [(STOCKS, str(whole))], time_unit_ms=60_000)
-    assert set(got) == set(ref)
-    for name in ref:
-        assert ref[name]
-        assert by_time(got[name]) == by_time(ref[name]), name
-        assert len(got[name]) == len(ref[name]), name  # none lost, none repeated
+    outputs = [read_sink(out)] + ([output.read_text().splitlines()] if output else [])
+    for lines in outputs:
+        got = by_query(lines)
+        assert set(got) == set(ref)
+        for name in ref:
+            assert ref[name]
+            assert by_time(got[name]) == by_time(ref[name]), name
+            assert len(got[name]) == len(ref[name]), name  # none lost, none repeated
 
 
 def wait_for(cond, timeout: float, what: str, job: subprocess.Popen | None = None) -> None:
@@ -213,40 +209,47 @@ def executor_dirs(cluster: Cluster) -> list[Path]:
     return [d for d in cluster.base.glob("worker*/app-*/*") if d.is_dir()]
 
 
-@pytest.mark.parametrize("what", ["executor", "worker"])
-def test_killed_mid_stream(healthy, tmp_path, what):
-    """SIGKILL to worker 0's executor JVM (or to the whole worker: JVM, executor and
-    Python workers) once results are flowing; Spark reruns its tasks on the executors
-    left (and a new one), and the job ends with exactly the uninterrupted results."""
-    cmd, src, out = streaming_job(tmp_path, healthy.url, "--max-files-per-batch", "1")
-    for i in range(PARTS):
+def test_an_executor_then_a_whole_worker_killed_mid_stream(healthy, tmp_path):
+    """SIGKILL to worker 0's executor JVM once results are flowing; once the job has made
+    progress again on the executor the master started in its place, SIGKILL to the whole
+    worker 0 (JVM, executor and Python workers, as a node that dies). Spark reruns the
+    lost tasks each time, and the job ends with exactly the uninterrupted results. (One
+    job for both failures: each cluster job costs a minute or more to start and run.)"""
+    parts = PARTS + 4
+    printed = tmp_path / "printed.jsonl"  # what the driver writes, beside the sink
+    cmd, src, out = streaming_job(tmp_path, healthy.url, "--max-files-per-batch", "1",
+                                  "-o", str(printed))
+    for i in range(parts):
         write_part(src, i, PER_FILE)
     before = set(executor_dirs(healthy))
     job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env=driver_env(), start_new_session=True)
     try:
         wait_for(lambda: batches_with_results(out) >= 2, 180, "results", job)
-        done = batches_with_results(out)
         victims = healthy.executors(0)
         assert victims, "worker 0 runs no executor"
-        if what == "executor":
-            for pid in victims:
-                os.kill(pid, signal.SIGKILL)
-        else:
-            healthy.kill_worker(0)
-        assert done < PARTS, "the job was over before the kill"
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        done = batches_with_results(out)
+        assert done < parts, "the job was over before the executor was killed"
+        # the master starts a new executor for the application in place of the dead one
+        wait_for(lambda: len(set(executor_dirs(healthy)) - before) >= 3, 120,
+                 "a new executor", job)
+        wait_for(lambda: batches_with_results(out) >= done + 2, 180,
+                 "results after the executor's loss", job)
+        healthy.kill_worker(0)
+        assert batches_with_results(out) < parts, "the job was over before the worker died"
         _, err = job.communicate(timeout=300)
         assert job.returncode == 0, err[-3000:]
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-    assert_uninterrupted(tmp_path, src, out)
-    # the driver saw the executor go (Spark logs it at ERROR, the level the CLI keeps)
-    assert "Lost executor" in driver_log(job), driver_log(job)[-2000:]
-    if what == "executor":
-        # the master started a new executor for the application in place of the dead one
-        assert len(set(executor_dirs(healthy)) - before) >= 3
+    assert_uninterrupted(tmp_path, src, out, printed)
+    # the driver saw the executors go (Spark logs it at ERROR, the level the CLI keeps)
+    log = driver_log(job)
+    assert "Lost executor" in log and "Command exited with code 137" in log, log[-2000:]
+    assert "worker lost" in log, log[-2000:]
 
 
 def test_driver_killed_and_restarted_from_the_checkpoint(healthy, tmp_path):

@@ -157,8 +157,10 @@ class EpContext:
 
     def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
         """The occurrence and its RDFS consequences; how many were new."""
-        n = 0
         data = self.world.data
+        if data is None and not self.policies and self.schema.empty:  # the triple alone
+            return int(self.world.occ.add(Occurrence(s, p, o, ta, tw, item)))
+        n = 0
         for x in self.schema.entail(s, p, o):
             oc = Occurrence(*x, ta=ta, tw=tw, item=item)
             if self.world.occ.add(oc):

@@ -17,7 +17,7 @@ cdef class Keyed:
 
 cdef class _Step:
     cdef public int kind
-    cdef public object node, cond, keep, left
+    cdef public object node, cond, fn, fn_for, keep, left
     cdef public Py_ssize_t a, b
     cdef public unsigned long long mask
     cdef public OnePattern one

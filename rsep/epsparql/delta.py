@@ -32,6 +32,7 @@ from rsep.algebra.epsparql import (
     static,
     variables,
 )
+from rsep.epsparql.expr import Fallback, Fn, holds
 from rsep.epsparql.matcher import (
     Occurrence,
     OnePattern,
@@ -52,6 +53,7 @@ from rsep.epsparql.reference import (
     removes,
 )
 from rsep.epsparql.rewrites import certain
+from rsep.stream.time import TimeKind
 
 
 def _tw(s: Solution) -> float:
@@ -150,7 +152,8 @@ class _Step:
     """One node of a compiled plan (:meth:`Delta._compile`): its operator, its operands'
     positions in the plan, the leaves under it (a bit mask) and what its operator reads."""
 
-    __slots__ = ("kind", "node", "a", "b", "mask", "one", "cond", "keep", "old", "chk", "left", "store")
+    __slots__ = ("kind", "node", "a", "b", "mask", "one", "cond", "fn", "fn_for", "keep", "old", "chk",
+                 "left", "store")
 
     def __init__(self, kind: int, node: Node) -> None:
         self.kind = kind
@@ -159,6 +162,8 @@ class _Step:
         self.mask = 0
         self.one: OnePattern | None = None
         self.cond: Expr | None = None
+        self.fn: Fn | None = None  # FILTER: cond compiled (None: ExprEvaluator.filter decides)
+        self.fn_for: object = _Step  # the kind of time fn is for (none yet)
         self.keep: frozenset[str] | None = None  # SELECT: the variables kept (None: project())
         self.old: Keyed | None = None  # SEQ: its left operand's earlier solutions
         self.chk = False  # SEQ: a compatibility check beyond the join key needed
@@ -193,7 +198,10 @@ def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict
                 got = vals[st.a]
                 if got:
                     if kind == _FILTER:
-                        out = ex.filter(st.cond, got)
+                        if st.fn_for is not ex.kind:
+                            st.fn = ex.compiled(cast(Expr, st.cond))
+                            st.fn_for = ex.kind
+                        out = _filtered(st.fn, cast(Expr, st.cond), got, ex)
                     elif st.keep is not None:
                         keep = st.keep
                         out = [Solution(tuple([kv for kv in y.mu if kv[0] in keep]), y.ta, y.tw, y.just)
@@ -202,6 +210,17 @@ def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict
                         out = project(cast(Project, st.node), got, ex)
         vals.append(out)
     return vals
+
+
+def _filtered(f: Fn | None, e: Expr, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+    """ex.filter(e, sols), with e compiled beforehand (``f``; None: not compiled)."""
+    if f is not None:
+        try:
+            keep = holds(f, [(s.mu, s.ta, s.tw) for s in sols], ex.kind is TimeKind.DATETIME)
+        except Fallback:
+            return ex.filter(e, sols)
+        return [s for s, k in zip(sols, keep, strict=True) if k]
+    return ex.filter(e, sols)
 
 
 class Delta:
@@ -353,10 +372,16 @@ class Delta:
     def commit(self, tau: int) -> None:
         self.at(tau)
         if self._plan is not None:
+            # a store is pruned only when it grew: prune's test on its size changes then only
             for st, sols in zip(self._plan, self._vals, strict=True):
                 if sols and st.store is not None:
                     st.store.add(sols)
+                    h = self.hs.get(id(st.node), INF)
+                    if h != INF:
+                        st.store.prune(tau - h)
             self._vals = []
+            self._at = None
+            return
         for k, sols in self._memo.items():
             if sols and k in self.done:
                 self.done[k].add(sols)

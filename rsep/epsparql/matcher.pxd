@@ -4,6 +4,8 @@
 # Python; RSEP_PURE=1 runs it as such.
 cimport cython
 
+@cython.final
+@cython.no_gc  # (its fields hold strings, numbers and tuples / frozensets of them: no cycle)
 cdef class Solution:
     cdef public object mu, ta, tw, just
 

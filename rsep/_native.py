@@ -42,6 +42,7 @@ MODULES = (
     "rsep.spaseq.matches",
     "rsep.spaseq.runtime",
     "rsep.epsparql.matcher",
+    "rsep.epsparql.expr",
     "rsep.epsparql.delta",
     "rsep.epsparql.seqindex",
     "rsep.epsparql.policy",

@@ -15,6 +15,7 @@ from rsep.algebra.epsparql import (
     Binary,
     EqJoin,
     EqLeftJoin,
+    Expr,
     Extend,
     Filter,
     Join,
@@ -31,6 +32,7 @@ from rsep.algebra.epsparql import (
     static,
     variables,
 )
+from rsep.epsparql.expr import Fallback, Fn, holds
 from rsep.epsparql.matcher import (
     Occurrence,
     OnePattern,
@@ -40,6 +42,7 @@ from rsep.epsparql.matcher import (
     match_bgp,
 )
 from rsep.epsparql.reference import (
+    ExprEvaluator,
     World,
     evaluate,
     extend_solutions,
@@ -50,6 +53,7 @@ from rsep.epsparql.reference import (
     removes,
 )
 from rsep.epsparql.rewrites import certain
+from rsep.stream.time import TimeKind
 
 
 def _tw(s: Solution) -> float:
@@ -141,6 +145,84 @@ class Keyed:
         return [s for b in self.buckets.values() for s in b]
 
 
+_MAX_STEPS = 62  # a plan's leaves are bits of one mask
+
+
+class _Step:
+    """One node of a compiled plan (:meth:`Delta._compile`): its operator, its operands'
+    positions in the plan, the leaves under it (a bit mask) and what its operator reads."""
+
+    __slots__ = ("kind", "node", "a", "b", "mask", "one", "cond", "fn", "fn_for", "keep", "old", "chk",
+                 "left", "store")
+
+    def __init__(self, kind: int, node: Node) -> None:
+        self.kind = kind
+        self.node = node
+        self.a = self.b = -1
+        self.mask = 0
+        self.one: OnePattern | None = None
+        self.cond: Expr | None = None
+        self.fn: Fn | None = None  # FILTER: cond compiled (None: ExprEvaluator.filter decides)
+        self.fn_for: object = _Step  # the kind of time fn is for (none yet)
+        self.keep: frozenset[str] | None = None  # SELECT: the variables kept (None: project())
+        self.old: Keyed | None = None  # SEQ: its left operand's earlier solutions
+        self.chk = False  # SEQ: a compatibility check beyond the join key needed
+        self.left = 0  # SEQ: id of the left operand (its horizon's key)
+        self.store: Keyed | None = None  # where commit keeps the step's solutions, if anywhere
+
+
+def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict[int, float],
+        ex: ExprEvaluator) -> list[list[Solution]]:
+    """Each step's solutions ending at tau, in plan order (operands first): Delta._d's
+    operators for the plan's fragment, without its memo (a step reads its operands by
+    position) and with no step evaluated none of whose leaves matches an occurrence
+    of the instant (``hit``: the leaves' bits that do)."""
+    vals: list[list[Solution]] = []
+    for st in plan:
+        out: list[Solution] = []
+        if st.mask & hit:
+            kind = st.kind
+            if kind == _ONE:
+                out = cast(OnePattern, st.one).match(fresh)
+            elif kind == _SEQ:
+                db = vals[st.b]
+                if db:
+                    lo = tau - hs.get(st.left, INF)
+                    oa = cast(Keyed, st.old)
+                    chk = st.chk
+                    for y in db:
+                        for x in oa.before(oa.of(y), y.ta, lo):
+                            if not chk or compatible(x.mu, y.mu):
+                                out.append(combine(x, y))
+            else:
+                got = vals[st.a]
+                if got:
+                    if kind == _FILTER:
+                        if st.fn_for is not ex.kind:
+                            st.fn = ex.compiled(cast(Expr, st.cond))
+                            st.fn_for = ex.kind
+                        out = _filtered(st.fn, cast(Expr, st.cond), got, ex)
+                    elif st.keep is not None:
+                        keep = st.keep
+                        out = [Solution(tuple([kv for kv in y.mu if kv[0] in keep]), y.ta, y.tw, y.just)
+                               for y in got]
+                    else:
+                        out = project(cast(Project, st.node), got, ex)
+        vals.append(out)
+    return vals
+
+
+def _filtered(f: Fn | None, e: Expr, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+    """ex.filter(e, sols), with e compiled beforehand (``f``; None: not compiled)."""
+    if f is not None:
+        try:
+            keep = holds(f, [(s.mu, s.ta, s.tw) for s in sols], ex.kind is TimeKind.DATETIME)
+        except Fallback:
+            return ex.filter(e, sols)
+        return [s for s, k in zip(sols, keep, strict=True) if k]
+    return ex.filter(e, sols)
+
+
 class Delta:
     """Unrestricted setting, push-based: ``at(tau)`` gives the solutions of each node with
     t_omega == tau, from the node's solutions before tau (kept per operand, bucketed by
@@ -180,6 +262,65 @@ class Delta:
                 self._compat[id(n)] = bool(shared - set(k))
                 for kid in n.kids:
                     self.done[id(kid)] = Keyed(k)
+        self._plan = self._compile()
+        self._vals: list[list[Solution]] = []  # the plan's: per step, its solutions at tau
+        self._pruned: tuple[dict[int, float], list[tuple[Keyed, float]]] | None = None
+
+    def _compile(self) -> list[_Step] | None:
+        """The tree as steps in post-order, each reading its operands' results by position,
+        when it is made of one-pattern BGPs, SEQ, FILTER and SELECT only (EP-SPARQL's event
+        patterns; anything else, or more leaves than a mask holds: the generic _d below)."""
+        steps: list[_Step] = []
+        at: dict[int, int] = {}  # a node met twice (a shared subtree) is one step
+        masks: dict[int, int] = {}
+
+        def walk(n: Node) -> int | None:
+            k = id(n)
+            if k in at:
+                return at[k]
+            kind = self._kind[k]
+            if self._statics[k] or kind == _OTHER or len(steps) >= _MAX_STEPS:
+                return None
+            st = _Step(kind, n)
+            if kind == _ONE:
+                st.one = self._one[k]
+                st.mask = 1 << len(masks)
+                masks[k] = st.mask
+            else:
+                kids = [walk(x) for x in n.kids]
+                if any(i is None for i in kids):
+                    return None
+                st.a = cast(int, kids[0])
+                st.mask = steps[st.a].mask
+                if kind == _SEQ:
+                    st.b = cast(int, kids[1])
+                    st.mask |= steps[st.b].mask
+                    st.old = self.done[id(cast(SeqJoin, n).left)]
+                    st.chk = self._compat[k]
+                    st.left = id(cast(SeqJoin, n).left)
+                elif kind == _FILTER:
+                    st.cond = cast(Filter, n).cond
+                else:
+                    pr = cast(Project, n)
+                    # SELECT of variables only: the mu restricted to them, here
+                    st.keep = None if pr.items is None or pr.distinct or any(
+                        e is not None for _, e in pr.items) else frozenset(v for v, _ in pr.items)
+            st.store = self.done.get(k)
+            at[k] = len(steps)
+            steps.append(st)
+            return at[k]
+
+        if walk(self.root) is None:
+            return None
+        self._pmask: dict[str, int] = {}
+        self._anymask = 0
+        for k, m in masks.items():
+            p = cast(BGP, next(n for n in nodes(self.root) if id(n) == k)).patterns[0][1]
+            if isinstance(p, str):
+                self._pmask[p] = self._pmask.get(p, 0) | m
+            else:
+                self._anymask |= m
+        return steps
 
     def _leaves_of(self, n: Node) -> frozenset[int] | None:
         k = id(n)
@@ -203,6 +344,16 @@ class Delta:
         return got
 
     def at(self, tau: int) -> list[Solution]:
+        if self._plan is not None:
+            if self._at != (tau, self.w.occ.version):
+                occ = self.w.occ
+                fresh = occ.fresh if occ.fresh_tau == tau else []
+                bits = self._anymask
+                for oc in fresh:
+                    bits |= self._pmask.get(oc.p, 0)
+                self._vals = run(self._plan, fresh, bits, tau, self.hs, self.w.exprs)
+                self._at = (tau, occ.version)
+            return self._vals[-1]
         if self._at != (tau, self.w.occ.version):
             self._memo = {}
             self.tau = tau
@@ -220,6 +371,17 @@ class Delta:
 
     def commit(self, tau: int) -> None:
         self.at(tau)
+        if self._plan is not None:
+            # a store is pruned only when it grew: prune's test on its size changes then only
+            for st, sols in zip(self._plan, self._vals, strict=True):
+                if sols and st.store is not None:
+                    st.store.add(sols)
+                    h = self.hs.get(id(st.node), INF)
+                    if h != INF:
+                        st.store.prune(tau - h)
+            self._vals = []
+            self._at = None
+            return
         for k, sols in self._memo.items():
             if sols and k in self.done:
                 self.done[k].add(sols)
@@ -242,15 +404,18 @@ class Delta:
                 kd = Keyed(self.done[k].key)
                 kd.add(sorted(evaluate(n, self.w), key=_tw))
                 self.done[k] = kd
+        self._plan = self._compile()  # (its steps hold the stores)
+        self._pruned = None
 
     def prune(self, tau: int) -> None:
         """Forget the solutions that start more than the node's horizon before tau: every
         later root solution using one would start before ``tau - H`` and end after tau.
         Amortised: a node's store is filtered once it has doubled since the last time."""
-        for k, store in self.done.items():
-            h = self.hs.get(k, INF)
-            if h != INF:
-                store.prune(tau - h)
+        if self._pruned is None or self._pruned[0] is not self.hs:  # (bind sets hs)
+            self._pruned = (self.hs, [(store, h) for k, store in self.done.items()
+                                      if (h := self.hs.get(k, INF)) != INF])
+        for store, h in self._pruned[1]:
+            store.prune(tau - h)
 
     def stored(self) -> int:
         return sum(v.n for v in self.done.values())

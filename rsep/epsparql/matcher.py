@@ -28,15 +28,9 @@ class Solution:
     """(mu, t_alpha, t_omega), with the occurrences (stream items) that justify it.
     Immutable by convention: a value (equal and hashed by its four fields), made several
     times per event, so a plain slotted class (a frozen dataclass's __init__ sets each
-    field through object.__setattr__, 2-3x the cost)."""
+    field through object.__setattr__, 2-3x the cost); matcher.pxd makes it a C class."""
 
     __slots__ = ("mu", "ta", "tw", "just")
-    __match_args__ = ("mu", "ta", "tw", "just")
-
-    mu: Mu
-    ta: float
-    tw: float
-    just: frozenset[int]
 
     def __init__(self, mu: Mu, ta: float, tw: float, just: frozenset[int] = frozenset()) -> None:
         self.mu = mu

@@ -159,11 +159,15 @@ class ExprEvaluator:
     def _fast(self, f: Fn, rows: list[tuple[Solution, float, float]]) -> list[bool]:
         return holds(f, ((s.mu, ta, tw) for s, ta, tw in rows), self.kind is TimeKind.DATETIME)
 
+    def compiled(self, e: Expr) -> Fn | None:
+        """e compiled for the stream's kind of time (None: pyoxigraph evaluates it)."""
+        return None if e.reads else self._compiled(e)
+
     def test(self, e: Expr, rows: list[tuple[Solution, float, float]]) -> list[bool]:
         """mu(sigma_{ta,tw}(F)) for each (solution, ta, tw): its effective boolean value."""
         if not rows:
             return []
-        f = None if e.reads else self._compiled(e)
+        f = self.compiled(e)
         if f is not None:
             try:
                 return self._fast(f, rows)

@@ -93,7 +93,7 @@ class EpContext:
         CONSTRUCT rule can derive an occurrence out of time order; else every unconsumed
         one). Amortised: done once the store has doubled since the last time."""
         occ = self.world.occ
-        if not self.prune or len(occ) < self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK:
+        if not self.prune or len(occ.all) < self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK:
             return
         h = -INF
         policies: list[tuple[float, set[int], Callable[[Occurrence], bool] | None]] = []
@@ -157,8 +157,10 @@ class EpContext:
 
     def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
         """The occurrence and its RDFS consequences; how many were new."""
-        n = 0
         data = self.world.data
+        if data is None and not self.policies and self.schema.empty:  # the triple alone
+            return int(self.world.occ.add(Occurrence(s, p, o, ta, tw, item)))
+        n = 0
         for x in self.schema.entail(s, p, o):
             oc = Occurrence(*x, ta=ta, tw=tw, item=item)
             if self.world.occ.add(oc):
@@ -278,7 +280,8 @@ class EpSparqlRuntime:
     def deadline(self) -> int | None:
         """When a decision deferred by a query of this context becomes final (the engine
         evaluates there even if no event comes, up to --until or the end of the input)."""
-        return self.ctx.deadline()
+        ctx = self.ctx
+        return ctx.deadline() if ctx.policies else None  # (asked twice an event)
 
     def evaluate(self, tau: int) -> list[Output]:
         ticks = self._ticks

@@ -57,9 +57,10 @@ class Ticks:
                     out.append((after // w.beta + 1) * w.beta)
         if rp.periodic is not None:
             out.append((after // self._period + 1) * self._period)
-        nxt = next((a for a in rp.at if a > after), None)
-        if nxt is not None:
-            out.append(nxt)
+        if rp.at:
+            nxt = next((a for a in rp.at if a > after), None)
+            if nxt is not None:
+                out.append(nxt)
         return out
 
     def _quiet(self) -> bool:
@@ -77,6 +78,9 @@ class Ticks:
     def _current_versions(self) -> tuple[int, ...]:
         return (*(bw.op.version for bw in self.windows), self._graphs_version)
 
+    def _next_changes(self) -> list[int]:
+        return [c for bw in self.windows if (c := bw.op.next_change()) is not None]
+
     def next_tick(self, bound: int) -> int | None:
         """The next evaluation instant strictly before ``bound``, or None."""
         after = self.last_tick if self.last_tick is not None else (self.start or 0) - 1
@@ -86,10 +90,13 @@ class Ticks:
         if arrival is not None and (rp.on_arrival or rp.content_change):
             cands.append(arrival)
         grid = self._grid(after)
-        changes = [c for bw in self.windows if (c := bw.op.next_change()) is not None]
+        # (the windows' next changes decide only a quiet skip and content-change reports:
+        # not asked for on every arrival otherwise)
+        changes: list[int] | None = None
         if grid and min(grid) < bound and self._quiet():
             # Nothing would come out until the content changes: jump to that change.
             # (a background graph's change, too: the evaluation after it may answer anew)
+            changes = self._next_changes()
             bg = self.engine.background
             graph = bg.next_change(after, self._reads) if bg.varying and self._reads else None
             first = min(changes + ([arrival] if arrival is not None else [])
@@ -100,6 +107,8 @@ class Ticks:
                 grid = self._grid(first - 1)
         cands.extend(grid)
         if rp.content_change:
+            if changes is None:
+                changes = self._next_changes()
             cands.extend(max(c, after + 1) for c in changes)
         cands = [c for c in cands if after < c < bound]
         return min(cands) if cands else None

@@ -51,14 +51,6 @@ class Aggregate:
     separator: str = " "
     text: str = ""
 
-    def arg(self, mu: dict) -> Term:
-        if self.var is None:
-            return None
-        t = mu.get(self.var)
-        if t is None:
-            return ERROR
-        return ag.str_of(t) if self.str_arg else t
-
 
 # ---------------------------------------------------------------- groups
 
@@ -156,7 +148,7 @@ class _Sum:
         if v is ERROR:
             self.err += sign
             return
-        k, x = classify(v)
+        k, x = _classified(v)
         self.kinds[k] += sign
         if k == ag.INT:
             self.si += sign * x
@@ -202,15 +194,15 @@ class _Extreme:
         if v is ERROR:
             self.err += sign
             return
-        c = classify(v)
-        self.traits.add(c, sign)
+        info = _INFO.get(v)
+        if info is None:
+            info = _info(v)
+        self.traits.add(info[0], sign)
         if sign > 0:
-            key = _KEYS.get((v, self.largest))
+            k = 2 if self.largest else 1
+            key = info[k]
             if key is None:
-                key = (ag.reverse_key if self.largest else ag.order_key)(c)
-                if len(_KEYS) > 100_000:  # distinct values of a long stream: stay bounded
-                    _KEYS.clear()
-                _KEYS[(v, self.largest)] = key
+                key = info[k] = (ag.reverse_key if self.largest else ag.order_key)(info[0])
             heapq.heappush(self.heap, (key, jid, v))
 
     def value(self, g: Group, i: int) -> Term:
@@ -231,7 +223,22 @@ class _Extreme:
             heapq.heappop(heap)
 
 
-_KEYS: dict[tuple[Term, bool], tuple] = {}  # (term, largest) -> its heap key
+# term -> [classify(term), its heap key for MIN, for MAX (each made when first needed)]: a
+# solution's values are read as it enters and as it leaves, and a stream's values repeat
+_INFO: dict[Term, list] = {}
+
+
+def _info(v: Term) -> list:
+    got = [classify(v), None, None]
+    if len(_INFO) > 100_000:  # distinct values of a long stream: stay bounded
+        _INFO.clear()
+    _INFO[v] = got
+    return got
+
+
+def _classified(v: Term) -> ag.Value:
+    info = _INFO.get(v)
+    return (info if info is not None else _info(v))[0]
 
 
 class _Fold:
@@ -276,6 +283,15 @@ def _state(agg: Aggregate) -> Any:
     return _Fold(agg)
 
 
+def _arg(a: Aggregate, i: int) -> str:
+    """Aggregate i's argument over a solution ``mu``, as an expression of the generated code:
+    None for ``*``, ERROR (``_E``) when its variable is unbound, else its value (``STR`` of it,
+    ``_s``, when ``str_arg``)."""
+    if a.var is None:
+        return "None"
+    return f"(_E if (_t{i} := mu.get({a.var!r})) is None else {'_s(' if a.str_arg else '('}_t{i}))"
+
+
 class Grouping:
     """Solutions grouped by ``keys`` (none: one group, there even when empty, when the query
     has aggregates), each group's aggregates maintained."""
@@ -288,11 +304,10 @@ class Grouping:
         self._where: dict[Jid, tuple] = {}
         # a solution's group key and aggregate arguments, by generated expressions (a
         # generic loop costs several times more, per solution)
-        env = {f"_a{i}": a for i, a in enumerate(self.aggregates)}
         keys = "".join(f"mu.get({k!r}), " for k in self.keys)
         self._key = eval(f"lambda mu: ({keys})")
-        args = "".join(f"_a{i}.arg(mu), " for i in range(len(self.aggregates)))
-        self._args = eval(f"lambda mu: ({args})", env)
+        self._args = eval(f"lambda mu: ({''.join(_arg(a, i) + ', ' for i, a in enumerate(self.aggregates))})",
+                          {"_E": ERROR, "_s": ag.str_of})
         if implicit:
             self._group(())
 

@@ -280,6 +280,7 @@ class _Entry:
     terms: frozenset[object]  # its join terms (locality check)
     relevant: bool | None = None  # has a solution of some block (None: not decided yet)
     stored: tuple[ox.Triple, ...] = ()  # what it has in the store graph
+    sols: Sequence[tuple] = ()  # a maintained window's: the event's solutions (maintained.py)
 
 
 class LocalWindow:

@@ -22,7 +22,8 @@ All state is plain data (dicts, tuples, pyoxigraph terms): no store, nothing com
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 
 Term = object
 Mapping = dict[str, Term]
@@ -34,27 +35,30 @@ class Relation:
     """One relation's current contents, indexed by the variable sets the join plans look
     it up by."""
 
-    __slots__ = ("vars", "window", "live", "indexes")
+    __slots__ = ("vars", "window", "live", "indexes", "getters")
 
     def __init__(self, variables: Sequence[str], window: bool) -> None:
         self.vars = tuple(variables)
         self.window = window
         self.live: dict[Comp, Mapping] = {}
         # key variables -> key values -> {component: its mapping}
-        self.indexes: dict[tuple[str, ...], dict[tuple, dict[Comp, Mapping]]] = {}
+        self.indexes: dict[tuple[str, ...], dict[object, dict[Comp, Mapping]]] = {}
+        self.getters: dict[tuple[str, ...], Callable[[Mapping], object]] = {}
 
-    def index(self, keys: tuple[str, ...]) -> dict[tuple, dict[Comp, Mapping]]:
+    def index(self, keys: tuple[str, ...]) -> dict[object, dict[Comp, Mapping]]:
         idx = self.indexes.get(keys)
         if idx is None:
             idx = self.indexes[keys] = {}
+            get = self.getters[keys] = key_getter(keys)
             for c, mu in self.live.items():
-                idx.setdefault(tuple(mu[v] for v in keys), {})[c] = mu
+                idx.setdefault(get(mu), {})[c] = mu
         return idx
 
     def add(self, c: Comp, mu: Mapping) -> None:
         self.live[c] = mu
+        getters = self.getters
         for keys, idx in self.indexes.items():
-            k = tuple(mu[v] for v in keys)
+            k = getters[keys](mu)
             bucket = idx.get(k)
             if bucket is None:
                 idx[k] = {c: mu}
@@ -65,8 +69,9 @@ class Relation:
         mu = self.live.pop(c, None)
         if mu is None:
             return
+        getters = self.getters
         for keys, idx in self.indexes.items():
-            k = tuple(mu[v] for v in keys)
+            k = getters[keys](mu)
             bucket = idx[k]
             del bucket[c]
             if not bucket:
@@ -75,6 +80,16 @@ class Relation:
     def clear(self) -> None:
         self.live.clear()
         self.indexes = {k: {} for k in self.indexes}
+
+
+def _no_key(mu: Mapping) -> tuple:
+    return ()
+
+
+def key_getter(keys: tuple[str, ...]) -> Callable[[Mapping], object]:
+    """A mapping's key by these variables: the term itself for one (no tuple to build and
+    hash per lookup), a tuple for several, () for none (a cross product)."""
+    return itemgetter(*keys) if keys else _no_key
 
 
 def plans(relations: Sequence[Relation]) -> list[list[tuple[int, tuple[str, ...]]]]:
@@ -108,6 +123,8 @@ class Join:
         for steps in self.plans:
             for s, keys in steps:
                 self.relations[s].index(keys)
+        # per relation, its plan's steps with their key getters
+        self._steps = [[(s, keys, key_getter(keys)) for s, keys in steps] for steps in self.plans]
         self.solutions: dict[Jid, Mapping] = {}
         self._by_comp: dict[Comp, dict[Jid, None]] = {}  # a window solution -> its joins
         # one window relation and nothing else (SRBench's shape): a solution is its own join
@@ -119,12 +136,12 @@ class Join:
         rels = self.relations
         partial: list[tuple[Mapping, list[Comp], list[Comp]]] = \
             [(mu, [c], [])] if rels[r].window else [(mu, [], [c])]
-        for s, keys in self.plans[r]:
+        for s, keys, get in self._steps[r]:
             rel = rels[s]
             idx = rel.indexes[keys]
             nxt = []
             for m, wc, bc in partial:
-                bucket = idx.get(tuple([m[v] for v in keys]))
+                bucket = idx.get(get(m))
                 if not bucket:
                     continue
                 for c2, m2 in bucket.items():

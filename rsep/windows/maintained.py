@@ -53,7 +53,15 @@ from rsep.sparql.matcher import Canon, Indexed, compile_bgp, match_plan
 from rsep.sparql.pattern import GroupReader
 from rsep.stream.event import Event
 from rsep.windows.groups import Aggregate, Grouping, Modifiers, Oxigraph, Row
-from rsep.windows.incremental import _VOLATILE, Analysis, Block, LocalWindow, analyse
+from rsep.windows.incremental import (
+    _EARLY_MAX,
+    _VOLATILE,
+    Analysis,
+    Block,
+    LocalWindow,
+    _Entry,
+    analyse,
+)
 from rsep.windows.joins import Join, Relation, background_relation
 
 MAINTAINED = "maintained"
@@ -522,7 +530,7 @@ class _Solver:
         return out
 
 
-Solutions = list[tuple[int, int, dict, bool | None]]  # (relation, index in the event, mu, verdict)
+Solutions = Sequence[tuple[int, int, dict, bool | None]]  # (relation, index in the event, mu, verdict)
 
 
 class Maintained:
@@ -572,7 +580,7 @@ class Maintained:
             return []
         term = self.canon.term
         ev = Indexed([(s, p, term(o)) for s, p, o in rows])
-        out: Solutions = []
+        out: list[tuple[int, int, dict, bool | None]] = []
         for s in solvers:
             for i, (mu, ok) in enumerate(s.solutions(ev)):
                 out.append((s.r, i, mu, ok))
@@ -741,8 +749,6 @@ class MaintainedWindow(LocalWindow):
         super().__init__(prologue, blocks)
         self.result = result
         self.w = w
-        self._sols: dict[int, Solutions] = {}  # arrived, by seq (entered ones: _live_sols)
-        self._live_sols: dict[int, Solutions] = {}
         self.loaded = False  # the store graph holds the live matching triples
         self._moves: list[tuple[bool, tuple[ox.Triple, ...]]] = []  # since, while loaded
 
@@ -754,42 +760,38 @@ class MaintainedWindow(LocalWindow):
     def unsynced(self) -> int:
         return 0
 
+    def _solved(self, triples: tuple[ox.Triple, ...]) -> _Entry:
+        """An event's entry, with its solutions of the window's blocks."""
+        entry, rows = self._entry(triples, True)
+        entry.sols = [] if entry.relevant is False else self.result.solve(self.w, rows)
+        return entry
+
     def arrive(self, e: Event) -> None:
-        entry, rows = self._entry(e.triples, True)
-        sols = [] if entry.relevant is False else self.result.solve(self.w, rows)
-        if len(self._early) > 100_000:  # events that never entered: a cache, so clear it
-            self._early.clear()
-            self._sols.clear()
-        self._early[e.seq] = (e.triples, entry)
-        self._sols[e.seq] = sols
+        early = self._early
+        if len(early) > _EARLY_MAX:  # events that never entered: a cache, so clear it
+            early.clear()
+        early[e.seq] = (e.triples, self._solved(e.triples))
 
     def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:
         early = self._early.pop(seq, None)
-        sols = self._sols.pop(seq, None)
-        if early is not None and early[0] is triples and sols is not None:
-            entry = early[1]
-        else:  # (an item re-entering a count window with fewer triples: worked out again)
-            entry, rows = self._entry(triples, True)
-            sols = [] if entry.relevant is False else self.result.solve(self.w, rows)
+        entry = early[1] if early is not None and early[0] is triples else self._solved(triples)
         if seq in self.live:
             self._leave(seq)
         self._count_in(entry)
         self.live[seq] = entry
-        self._live_sols[seq] = sols
         if self.loaded and entry.matching:
             self._moves.append((True, entry.matching))
-        self.result.enter(seq, sols)
+        self.result.enter(seq, entry.sols)
 
     def _leave(self, seq: int) -> None:
         self._early.pop(seq, None)
-        self._sols.pop(seq, None)
         entry = self.live.pop(seq, None)
         if entry is None:
             return
         self._count_out(entry)
         if self.loaded and entry.matching:
             self._moves.append((False, entry.matching))
-        self.result.leave(seq, self._live_sols.pop(seq))
+        self.result.leave(seq, entry.sols)
 
     def sync(self) -> tuple[list[ox.Triple], list[ox.Triple]]:
         return [], []

@@ -272,7 +272,7 @@ class Delta:
         patterns; anything else, or more leaves than a mask holds: the generic _d below)."""
         steps: list[_Step] = []
         at: dict[int, int] = {}  # a node met twice (a shared subtree) is one step
-        masks: dict[int, int] = {}
+        masks: dict[int, tuple[int, object]] = {}  # leaf -> its bit, its predicate
 
         def walk(n: Node) -> int | None:
             k = id(n)
@@ -285,7 +285,7 @@ class Delta:
             if kind == _ONE:
                 st.one = self._one[k]
                 st.mask = 1 << len(masks)
-                masks[k] = st.mask
+                masks[k] = (st.mask, cast(BGP, n).patterns[0][1])
             else:
                 kids = [walk(x) for x in n.kids]
                 if any(i is None for i in kids):
@@ -314,8 +314,7 @@ class Delta:
             return None
         self._pmask: dict[str, int] = {}
         self._anymask = 0
-        for k, m in masks.items():
-            p = cast(BGP, next(n for n in nodes(self.root) if id(n) == k)).patterns[0][1]
+        for m, p in masks.values():
             if isinstance(p, str):
                 self._pmask[p] = self._pmask.get(p, 0) | m
             else:

@@ -486,8 +486,8 @@ def _lefts_indexed(n: SeqJoin, w: World, sel: Selection, hi: float, subst: Mu,
             cands = groups.get(tuple(mu2[v] for v in shared), [])
         else:  # an unbound shared variable (OPTIONAL on the right): compatibility decides
             cands = [m1 for m1 in all_lefts if compatible(m1.mu, m2.mu)]
-        bound = min(hi, m2.ta - 1)
-        lefts[id(m2)] = [m1 for m1 in cands if m1.tw <= bound and m1.tw < m2.ta]
+        bound = min(hi, m2.ta - 1)  # (so m1.tw < m2.ta)
+        lefts[id(m2)] = [m1 for m1 in cands if m1.tw <= bound]
     return lefts
 
 

@@ -51,6 +51,7 @@ MODULES = (
     "rsep.epsparql.etalis_rules",
     "rsep.algebra.selection",
     "rsep.runtime.engine",
+    "rsep.runtime.windowed",
     "rsep.runtime.ticks",
     "rsep.windows.operator",
     "rsep.windows.incremental",

@@ -29,8 +29,9 @@ from rsep.algebra.output import EngineError, Output
 from rsep.algebra.query import Query
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError, parse_query
-from rsep.runtime.engine import Engine, Limits, QueryRuntime
+from rsep.runtime.engine import Engine, Limits
 from rsep.runtime.watchdog import Watchdog
+from rsep.runtime.windowed import QueryRuntime
 from rsep.serve.ingest import StreamOrder, read_body, rejected
 from rsep.serve.publish import MqttPublisher
 from rsep.sparql.update import UpdateError, canonical

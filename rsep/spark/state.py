@@ -37,7 +37,8 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.window import WindowKind
-from rsep.runtime.engine import Engine, Limits, Output, QueryRuntime
+from rsep.runtime.engine import Engine, Limits, Output
+from rsep.runtime.windowed import QueryRuntime
 from rsep.spark.plan import QueryPlan
 from rsep.stream.event import Event
 from rsep.stream.files import TimeConfig

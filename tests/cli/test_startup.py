@@ -42,6 +42,9 @@ NEVER = ("pyspark", "pandas", "pyarrow", "rsep.bench", "rsep.lars", "rsep.serve"
          "importlib.resources", "zipfile")
 RSP_ONLY = ("rsep.lang.rspql", "rsep.lang.csparql", "rsep.lang.cqels")
 SPASEQ_ONLY = ("rsep.spaseq", "rsep.lang.spaseq", "rsep.algebra.spaseq")
+# a windowed query's runtime and its windows (S2R, the maintained results), RSEP-QL's MATCH
+WINDOWED_ONLY = ("rsep.runtime.windowed", "rsep.windows", "rsep.events.incremental",
+                 "rsep.events.solver", "rsep.sparql.aggregates")
 EPSPARQL_ONLY = ("rsep.epsparql", "rsep.lang.epsparql", "rsep.algebra.epsparql")
 
 _LOADED = """
@@ -72,12 +75,13 @@ def test_an_rsp_run_loads_only_the_rsp_dialects():
     assert _under(r["modules"], NEVER + SPASEQ_ONLY + EPSPARQL_ONLY) == []
     # the CQELS query's builder, and not the other RSP dialects'
     assert _under(r["modules"], RSP_ONLY) == ["rsep.lang.cqels"]
+    assert {"rsep.runtime.windowed", "rsep.windows.maintained"} <= set(r["modules"])
 
 
 def test_a_spaseq_run_loads_only_spaseq():
     r = _run(_LOADED, *SPASEQ_RUN)
     assert (r["code"], r["lines"]) == (0, 2)
-    assert _under(r["modules"], NEVER + EPSPARQL_ONLY + RSP_ONLY) == []
+    assert _under(r["modules"], NEVER + EPSPARQL_ONLY + RSP_ONLY + WINDOWED_ONLY) == []
     assert {"rsep.lang.spaseq", "rsep.spaseq.runtime", "rsep.algebra.spaseq"} <= set(r["modules"])
 
 

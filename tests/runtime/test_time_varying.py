@@ -14,7 +14,8 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.cli.main import main
 from rsep.lang import parse_query
 from rsep.runtime import reference
-from rsep.runtime.engine import Engine, QueryRuntime
+from rsep.runtime.engine import Engine
+from rsep.runtime.windowed import QueryRuntime
 from rsep.sparql.update import graph_at
 from rsep.stream.files import StreamFile
 from rsep.stream.time import TimeKind

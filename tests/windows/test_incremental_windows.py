@@ -21,7 +21,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
 from rsep.lang import parse_query
 from rsep.runtime import reference
-from rsep.runtime.engine import SYNC_BATCH, QueryRuntime
+from rsep.runtime.windowed import SYNC_BATCH, QueryRuntime
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
 from rsep.testing.snippets import triples

@@ -35,7 +35,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
 from rsep.runtime import reference
-from rsep.runtime.engine import QueryRuntime
+from rsep.runtime.windowed import QueryRuntime
 from rsep.sparql import aggregates as ag
 from rsep.sparql.rows import rows_block, to_term
 from rsep.stream.event import Event

@@ -85,9 +85,7 @@ def read_manifests(root: Path | None = None, dirs: Iterable[str] = DIRS) -> list
         manifest = root / d / "manifest.ttl"
         store = ox.Store()
         store.load(path=str(manifest), format=ox.RdfFormat.TURTLE, base_iri=manifest.as_uri())
-        order = {str(t): i for i, t in enumerate(
-            r["t"] for r in _select(store, f"PREFIX mf: <{MF}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
-                                           "SELECT ?t WHERE { ?m mf:entries/rdf:rest*/rdf:first ?t }"))}
+        order = {str(t): i for i, t in enumerate(_entries(store))}
         rows = sorted(_select(store, _ENTRIES), key=lambda r: order.get(str(r["test"]), 0))
         for r in rows:
             local = r["test"].value.rsplit("#", 1)[-1]
@@ -167,6 +165,21 @@ class Result:
     form: str  # "bindings" | "boolean" | "graph" | "csv"
     rows: list[dict[str, Key]] = field(default_factory=list)
     boolean: bool | None = None
+
+
+def _entries(store: ox.Store) -> list[ox.NamedNode | ox.BlankNode]:
+    """The manifest's ``mf:entries`` list, in list order: walked link by link (a property
+    path's solutions come in no set order, and test ids must be the same in every process)."""
+    rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    first, rest, nil = ox.NamedNode(rdf + "first"), ox.NamedNode(rdf + "rest"), ox.NamedNode(rdf + "nil")
+    out: list[ox.NamedNode | ox.BlankNode] = []
+    for head in store.quads_for_pattern(None, ox.NamedNode(MF + "entries"), None):
+        node = head.object
+        while isinstance(node, (ox.NamedNode, ox.BlankNode)) and node != nil:
+            out.extend(q.object for q in store.quads_for_pattern(node, first, None)
+                       if isinstance(q.object, (ox.NamedNode, ox.BlankNode)))
+            node = next(store.quads_for_pattern(node, rest, None)).object
+    return out
 
 
 def _select(store: ox.Store, query: str) -> ox.QuerySolutions:

@@ -22,7 +22,7 @@ cdef class _Step:
     cdef public unsigned long long mask
     cdef public OnePattern one
     cdef public Keyed old, store
-    cdef public bint chk
+    cdef public bint chk, same
 
 @cython.locals(vals=list, out=list, st=_Step, kind=int, db=list, got=list, oa=Keyed, chk=bint,
                x=Solution, y=Solution)

@@ -152,8 +152,8 @@ class _Step:
     """One node of a compiled plan (:meth:`Delta._compile`): its operator, its operands'
     positions in the plan, the leaves under it (a bit mask) and what its operator reads."""
 
-    __slots__ = ("kind", "node", "a", "b", "mask", "one", "cond", "fn", "fn_for", "keep", "old", "chk",
-                 "left", "store")
+    __slots__ = ("kind", "node", "a", "b", "mask", "one", "cond", "fn", "fn_for", "keep", "same", "old",
+                 "chk", "left", "store")
 
     def __init__(self, kind: int, node: Node) -> None:
         self.kind = kind
@@ -165,6 +165,7 @@ class _Step:
         self.fn: Fn | None = None  # FILTER: cond compiled (None: ExprEvaluator.filter decides)
         self.fn_for: object = _Step  # the kind of time fn is for (none yet)
         self.keep: frozenset[str] | None = None  # SELECT: the variables kept (None: project())
+        self.same = False  # SELECT: keeps every variable its operand binds (mu as it is)
         self.old: Keyed | None = None  # SEQ: its left operand's earlier solutions
         self.chk = False  # SEQ: a compatibility check beyond the join key needed
         self.left = 0  # SEQ: id of the left operand (its horizon's key)
@@ -202,6 +203,8 @@ def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict
                             st.fn = ex.compiled(cast(Expr, st.cond))
                             st.fn_for = ex.kind
                         out = _filtered(st.fn, cast(Expr, st.cond), got, ex)
+                    elif st.same:
+                        out = got
                     elif st.keep is not None:
                         keep = st.keep
                         out = [Solution(tuple([kv for kv in y.mu if kv[0] in keep]), y.ta, y.tw, y.just)
@@ -273,6 +276,9 @@ class Delta:
         steps: list[_Step] = []
         at: dict[int, int] = {}  # a node met twice (a shared subtree) is one step
         masks: dict[int, tuple[int, object]] = {}  # leaf -> its bit, its predicate
+        # the stores a step reads: a SEQ's left operand's (a right operand's solutions are
+        # read at their instant only, so they are not kept)
+        read = {id(n.left) for n in nodes(self.root) if isinstance(n, SeqJoin)}
 
         def walk(n: Node) -> int | None:
             k = id(n)
@@ -305,7 +311,9 @@ class Delta:
                     # SELECT of variables only: the mu restricted to them, here
                     st.keep = None if pr.items is None or pr.distinct or any(
                         e is not None for _, e in pr.items) else frozenset(v for v, _ in pr.items)
-            st.store = self.done.get(k)
+                    # ... and nothing to restrict when they include every variable below
+                    st.same = st.keep is not None and st.keep.issuperset(variables(pr.arg))
+            st.store = self.done.get(k) if k in read else None
             at[k] = len(steps)
             steps.append(st)
             return at[k]

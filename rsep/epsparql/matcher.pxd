@@ -11,7 +11,23 @@ cdef class Solution:
 
 cpdef Solution combine(Solution a, Solution b)
 
+@cython.final
+@cython.no_gc  # (strings and numbers)
+cdef class Occurrence:
+    cdef public object s, p, o, ta, tw, item, seq
+
+cdef class OccurrenceStore:
+    cdef public list all, fresh
+    cdef public dict by_p, by_po, by_ps
+    cdef public set keys
+    cdef public bint indexed
+    cdef public Py_ssize_t version
+    cdef public object fresh_tau
+    @cython.locals(key=tuple)
+    cpdef bint add(self, Occurrence oc)
+    cpdef _index(self, Occurrence oc)
+
 cdef class OnePattern:
     cdef public list consts, eqs, outs
-    @cython.locals(out=list, t=tuple, ok=bint, i=Py_ssize_t, j=Py_ssize_t)
+    @cython.locals(out=list, t=tuple, ok=bint, i=Py_ssize_t, j=Py_ssize_t, oc=Occurrence)
     cpdef list match(self, list occs)

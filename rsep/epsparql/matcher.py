@@ -4,7 +4,6 @@ occurrences, indexed, matched one occurrence per triple pattern (003 Sec. 4.2's 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from sys import intern
 from typing import TYPE_CHECKING
 
@@ -89,15 +88,33 @@ def strings(t: Triple) -> tuple[str, str, str]:
 
 
 
-@dataclass(slots=True)
 class Occurrence:
-    s: str
-    p: str
-    o: str
-    ta: float  # (+inf, -inf: a background triple's, timeless)
-    tw: float
-    item: int  # the stream item (event) it came from: what consumption removes
-    seq: int = 0  # the store's order of addition (set by OccurrenceStore.add)
+    """A triple occurring over [ta, tw] (+inf, -inf: a background triple's, timeless), from
+    stream item ``item`` (what consumption removes); ``seq``: the store's order of addition
+    (set by OccurrenceStore.add). A plain slotted class, one made per triple of each event
+    (matcher.pxd makes it a C class); equal by its fields."""
+
+    __slots__ = ("s", "p", "o", "ta", "tw", "item", "seq")
+
+    def __init__(self, s: str, p: str, o: str, ta: float, tw: float, item: int, seq: int = 0) -> None:
+        self.s = s
+        self.p = p
+        self.o = o
+        self.ta = ta
+        self.tw = tw
+        self.item = item
+        self.seq = seq
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Occurrence:
+            return NotImplemented
+        assert isinstance(other, Occurrence)
+        return (self.s, self.p, self.o, self.ta, self.tw, self.item, self.seq) == \
+            (other.s, other.p, other.o, other.ta, other.tw, other.item, other.seq)
+
+    def __repr__(self) -> str:
+        return (f"Occurrence(s={self.s!r}, p={self.p!r}, o={self.o!r}, ta={self.ta!r}, tw={self.tw!r}, "
+                f"item={self.item!r}, seq={self.seq!r})")
 
 
 # The occurrences a triple pattern (s, p, o: a term, or None for a variable) may match.

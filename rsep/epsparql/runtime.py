@@ -80,6 +80,9 @@ class EpContext:
         self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
         self._kept = 0
         self.policies = False  # a chronological / recent query registered (deadlines)
+        self._nrt = 0  # the runtimes _rules and _queries were made for
+        self._rules: list[EpSparqlRuntime] = []  # the CONSTRUCT rules
+        self._queries: list[EpSparqlRuntime] = []  # the others
 
     def stored(self) -> int:
         """Occurrences and partial solutions held: what pruning bounds."""
@@ -177,10 +180,16 @@ class EpContext:
         if self.last is not None and tau <= self.last:
             return
         self.last = tau
-        for e in self.pending.pop(tau, {}).values():
-            for t in e.triples:
-                self._add(*strings(t), e.start, e.end, e.seq)
-        rules = [rt for rt in self.runtimes if rt.query.construct]
+        got = self.pending.pop(tau, None)
+        if got is not None:
+            for e in got.values():
+                for t in e.triples:
+                    self._add(*strings(t), e.start, e.end, e.seq)
+        if self._nrt != len(self.runtimes):  # (a query registered since)
+            self._nrt = len(self.runtimes)
+            self._rules = [rt for rt in self.runtimes if rt.query.construct]
+            self._queries = [rt for rt in self.runtimes if not rt.query.construct]
+        rules = self._rules
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
         for rnd in itertools.count() if rules else ():
             fresh = 0
@@ -202,10 +211,12 @@ class EpContext:
                     f"the CONSTRUCT rules ({names}) do not terminate at time "
                     f"{format_time(tau, self.world.exprs.kind)}: still deriving new triples after "
                     f"{rnd + 1} rounds ({self._derived} derived triples)")
-        for rt in self.runtimes:
-            if not rt.query.construct:
-                for s in rt.solutions(tau):
-                    rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau))
+        for rt in self._queries:
+            sols = rt.solutions(tau)
+            if sols:
+                box = rt.outbox.setdefault(tau, [])
+                for s in sols:
+                    box.extend(rt.outputs(s, tau))
         for rt in self.runtimes:
             rt.finish(tau)
         self.forget(tau)
@@ -296,7 +307,8 @@ class EpSparqlRuntime:
     def solutions(self, tau: int) -> list[Solution]:
         """The query's new solutions at tau (its complex events detected at tau)."""
         if self.query.policy is Selection.UNRESTRICTED:
-            return [s for s in self.delta.at(tau) if s.tw != -INF]
+            got = self.delta.at(tau)
+            return [s for s in got if s.tw != -INF] if got else got
         sols = self.policy_state.evaluate(self.ctx.world, tau, self.window)
         out = []
         for s in sols:
@@ -312,10 +324,6 @@ class EpSparqlRuntime:
         elif self.ctx.prune:
             # every emitted solution consumed its items, so evaluate cannot find it again
             self._emitted.clear()
-
-    def consume(self, s: Solution) -> None:
-        if self.query.policy is not Selection.UNRESTRICTED:
-            self.policy_state.consume(s.just)
 
     def instantiate(self, s: Solution) -> list[tuple[str, str, str]]:
         assert self.query.template is not None
@@ -342,7 +350,8 @@ class EpSparqlRuntime:
         return out
 
     def outputs(self, s: Solution, tau: int, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
-        self.consume(s)
+        if self.query.policy is not Selection.UNRESTRICTED:
+            self.policy_state.consume(s.just)
         ta, tw = int(s.ta), int(s.tw)
         if self.query.construct:
             return [EpOutput(self.name, tau, self.kind, triple=f"{a} {b} {c}", start=ta, end=tw)

@@ -131,6 +131,35 @@ def parse_text(text: str, stream: str, origin: str, fmt: str,
         yield it
 
 
+# A text's events travel to a state key packed in rows of about this many characters of
+# N-Triples: a row per event cost more than the engine (PySpark's per-row regrouping, the
+# JVM's per-row sort, shuffle and Arrow conversion), and the bound keeps the 10,000 rows of
+# an Arrow batch under its 2 GB of string data.
+PACK_BYTES = 1 << 17
+
+
+class Pack:
+    """A packed event row (rtype ``b``): ``nt`` is the events' N-Triples texts (event_text)
+    end to end, ``record`` a JSON list of [pos, graph, start, end, tkind, line, length of
+    its text], one per event, in text order."""
+
+    __slots__ = ("meta", "texts", "size")
+
+    def __init__(self) -> None:
+        self.meta: list[tuple] = []
+        self.texts: list[str] = []
+        self.size = 0
+
+    def add(self, meta: tuple, nt: str) -> None:
+        self.meta.append(meta)
+        self.texts.append(nt)
+        self.size += len(nt)
+
+    def row(self, key: str, stream: str, rank: int, origin: str) -> tuple:
+        return (key, "b", stream, rank, origin, 0, "", 0, 0, "", "".join(self.texts), 0,
+                json.dumps(self.meta))
+
+
 EVENTS_SCHEMA = ("key string, rtype string, stream string, rank int, origin string, pos int, "
                  "graph string, start long, end long, tkind string, nt string, line int, "
                  "record string")
@@ -142,6 +171,8 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
     Tick rows (``t``) carry each stream's earliest and latest time in the batch to every
     key, so every bucket sees the progress of the whole input.
     """
+
+    pack_bytes = PACK_BYTES  # (read here, on the driver: tests change it)
 
     def run(batches: Iterator) -> Iterator:
         schema = _arrow_schema()
@@ -179,6 +210,7 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                     items = kept + ([Rejected(
                         stream, origin, 0, 0, f"<{stream}> is not one of the pipeline's streams",
                         text[:200])] if any(isinstance(it, Event) for it in items) else [])
+                packs: dict[str, Pack] = {}  # key -> this text's events for it
                 for pos, it in enumerate(items):
                     if isinstance(it, Rejected):
                         add((first_key, "r", stream, 0, "", 0, "", 0, 0, "", "", 0, json.dumps({
@@ -201,8 +233,14 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                         for b in router.buckets(e):
                             if nt is None:
                                 nt = event_text(e)
-                            add((qp.key(b), "e", stream, rank[stream], origin, pos,
-                                 e.graph, e.start, e.end, kind, nt, line, ""))
+                            pack = packs.setdefault(qp.key(b), Pack())
+                            pack.add((pos, e.graph, e.start, e.end, kind, line, len(nt)), nt)
+                            if pack.size >= pack_bytes:
+                                add(pack.row(qp.key(b), stream, rank[stream], origin))
+                                packs[qp.key(b)] = Pack()
+                for k, pack in packs.items():
+                    if pack.meta:
+                        add(pack.row(k, stream, rank[stream], origin))
             for stream, (lo, hi, kind) in span.items():
                 for k in keys:
                     add((k, "t", stream, rank[stream], "", 0, "", lo, hi, kind, "", 0, ""))

@@ -80,8 +80,7 @@ class EpContext:
         self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
         self._kept = 0
         self.policies = False  # a chronological / recent query registered (deadlines)
-        self._nrt = 0  # the runtimes _rules and _queries were made for
-        self._rules: list[EpSparqlRuntime] = []  # the CONSTRUCT rules
+        self._rules: list[EpSparqlRuntime] = []  # the CONSTRUCT rules of runtimes
         self._queries: list[EpSparqlRuntime] = []  # the others
 
     def stored(self) -> int:
@@ -185,10 +184,6 @@ class EpContext:
             for e in got.values():
                 for t in e.triples:
                     self._add(*strings(t), e.start, e.end, e.seq)
-        if self._nrt != len(self.runtimes):  # (a query registered since)
-            self._nrt = len(self.runtimes)
-            self._rules = [rt for rt in self.runtimes if rt.query.construct]
-            self._queries = [rt for rt in self.runtimes if not rt.query.construct]
         rules = self._rules
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
         for rnd in itertools.count() if rules else ():
@@ -243,6 +238,7 @@ class EpSparqlRuntime:
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
+        (self.ctx._rules if query.construct else self.ctx._queries).append(self)
         if query.policy is not Selection.UNRESTRICTED:
             self.ctx.policies = True
         if any(isinstance(n, Path) for n in nodes(query.pattern)) or reads_history(query.pattern):

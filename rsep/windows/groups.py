@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -421,9 +421,9 @@ class Oxigraph:
             ok = {int(sol[0].value) for sol in self._solutions(q)}
         return [i in ok for i in range(len(rows))]
 
-    def aggregates(self, aggs: Sequence[Aggregate], groups: Sequence[dict[Jid, tuple]],
+    def aggregates(self, aggs: Sequence[Aggregate], groups: Sequence[Iterable[Jid]],
                    mus: Callable[[Jid], dict]) -> list[list[Term]]:
-        """Every aggregate of each group over its solutions in arrival order."""
+        """Every aggregate of each group over its solutions (their ids) in arrival order."""
         names = sorted({a.var for a in aggs if a.var is not None})
         rows = []
         for gi, sols in enumerate(groups):

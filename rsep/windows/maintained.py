@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import pyoxigraph as ox
@@ -48,11 +49,13 @@ from rsep.lang.errors import QueryError
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
+from rsep.sparql import aggregates as ag
+from rsep.sparql.aggregates import Undecided
 from rsep.sparql.filters import Fallback, NotCompiled, compile_expression, prefixes_of
 from rsep.sparql.matcher import Canon, Indexed, compile_bgp, match_plan
 from rsep.sparql.pattern import GroupReader
 from rsep.stream.event import Event
-from rsep.windows.groups import Aggregate, Grouping, Modifiers, Oxigraph, Row
+from rsep.windows.groups import Aggregate, Group, Grouping, Modifiers, Oxigraph, Row
 from rsep.windows.incremental import (
     _EARLY_MAX,
     _VOLATILE,
@@ -65,6 +68,7 @@ from rsep.windows.incremental import (
 from rsep.windows.joins import Join, Relation, background_relation
 
 MAINTAINED = "maintained"
+FACTORISED = "maintained (factorised aggregates)"
 EVENT_LOCAL = "event-local store"
 SNAPSHOT = "snapshot"
 
@@ -99,6 +103,23 @@ class Plan:
     offset: int = 0
     limit: int | None = None
     template: list[tuple] = field(default_factory=list)  # CONSTRUCT's triple patterns
+    factors: Factors | None = None  # the aggregates' factorised form, if the query has one
+    unfactored: str = ""  # else why not (rsep explain)
+
+
+@dataclass(frozen=True)
+class Factors:
+    """A grouped query whose WHERE clause is a join of *sides* that meet only on GROUP BY
+    keys (each side binds every key), and whose aggregates a side's per-key summary gives
+    exactly: per group, the joined solutions are the cross product of each side's, so
+    COUNT(*) is the product of the sides' counts, COUNT(?v) that unless ?v's side counts an
+    error, MIN / MAX of a side's variable that side's extreme. Relations are numbered as
+    Maintained numbers them (window blocks in the dataset's order, then background
+    patterns)."""
+
+    sides: tuple[tuple[int, ...], ...]  # each side's relations, ascending
+    filters: tuple[int, ...]  # per top-level FILTER (Plan.filters), the side that decides it
+    reads: tuple[int, ...]  # per aggregate, the side whose summary gives it (-1: COUNT(*))
 
 
 def path(query: ContinuousQuery) -> tuple[str, str]:
@@ -112,12 +133,17 @@ def path(query: ContinuousQuery) -> tuple[str, str]:
             "every window's graph patterns are basic graph patterns connected by their "
             "variables: only the triples of events with solutions enter the snapshot store, "
             "which pyoxigraph queries at each evaluation; not maintained: " + p)
-    return MAINTAINED, (
-        "every window's graph patterns are event-local: each event's solutions are computed "
-        "once, on arrival, by the compiled matcher, and the result is maintained from them "
-        "(joins by index, GROUP BY and aggregates under insertion and expiry); pyoxigraph "
-        "runs only for what the Python mirrors cannot decide and while the locality check "
-        "fails (a join term in two live events)")
+    why = ("every window's graph patterns are event-local: each event's solutions are computed "
+           "once, on arrival, by the compiled matcher, and the result is maintained from them "
+           "(joins by index, GROUP BY and aggregates under insertion and expiry); pyoxigraph "
+           "runs only for what the Python mirrors cannot decide and while the locality check "
+           "fails (a join term in two live events)")
+    if p.factors is None:
+        return MAINTAINED, why + "; aggregates not factorised: " + p.unfactored
+    return FACTORISED, why + (
+        f"; the WHERE clause is a join of {len(p.factors.sides)} sides that meet only on "
+        "GROUP BY keys: each side's solutions are summarised per key (count, MIN / MAX) and "
+        "the groups are read from the summaries, no joined solution enumerated")
 
 
 def compile_plan(query: ContinuousQuery, a: Analysis | None = None) -> Plan | str:
@@ -217,10 +243,18 @@ class _Reader:
             for n, _ in order:
                 if not n.startswith("__a") and n not in (keys or ()):
                     raise _Refused(f"ORDER BY reads ?{n}, neither grouped nor an aggregate")
-        return Plan(self.a, form, self.prologue, windows, bg, filters,
+        plan = Plan(self.a, form, self.prologue, windows, bg, filters,
                     tuple(keys) if grouped and keys is not None else None, aggregates,
                     grouped and not keys, having, order, project, distinct, offset, limit,
                     template)
+        relations = [_block_vars(b, self) for iri in windows for b in self.a.blocks.get(iri, [])]
+        got = _factorise(plan, relations, [[x[1] for x in tp if isinstance(x, tuple)]
+                                           for _, tp in bg])
+        if isinstance(got, str):
+            plan.unfactored = got
+        else:
+            plan.factors = got
+        return plan
 
     # ------------------------------------------------------------ WHERE
 
@@ -402,6 +436,55 @@ class _Reader:
                          " " if n.separator is None else n.separator, n.to_sparql())
 
 
+def _factorise(plan: Plan, windows: list[list[str]], background: list[list[str]]
+               ) -> Factors | str:
+    """The plan's factorised form (:class:`Factors`), or why it has none."""
+    if not plan.keys:
+        return "no GROUP BY" if plan.keys is None else "aggregates without GROUP BY"
+    keys = set(plan.keys)
+    reads: list[int | None] = []
+    for a in plan.aggregates:
+        if a.distinct and a.name == "COUNT" or a.name not in ("COUNT", "MIN", "MAX"):
+            return f"{a.text}: only COUNT, MIN and MAX are exact from per-side summaries"
+        reads.append(-1 if a.var is None else None)
+    rels = [set(v) for v in windows + background]
+    # sides: the relations connected by variables other than the keys
+    side = list(range(len(rels)))
+
+    def root(i: int) -> int:
+        while side[i] != i:
+            i = side[i]
+        return i
+    for i in range(len(rels)):
+        for j in range(i):
+            if (rels[i] & rels[j]) - keys:
+                side[root(i)] = root(j)
+    sides: dict[int, list[int]] = {}
+    for i in range(len(rels)):
+        sides.setdefault(root(i), []).append(i)
+    parts = sorted(sides.values())
+    if len(parts) < 2:
+        return "the WHERE clause's relations meet on variables other than the GROUP BY keys"
+    bound = [set().union(*(rels[i] for i in p)) for p in parts]
+    for p, b in zip(parts, bound, strict=True):
+        if not any(i < len(windows) for i in p):
+            return "a part of the WHERE clause that meets the rest only on GROUP BY keys reads " \
+                   "no window"
+        if not keys <= b:
+            return "a side of the join does not bind every GROUP BY key"
+    filters = []
+    for f in plan.filters:
+        at = next((k for k, b in enumerate(bound) if f.variables() <= b), None)
+        if at is None:
+            return f"FILTER {f.text} reads more than one side of the join"
+        filters.append(at)
+    for n, a in enumerate(plan.aggregates):
+        if reads[n] is None:
+            reads[n] = next(k for k, b in enumerate(bound) if a.var in b)
+    return Factors(tuple(tuple(p) for p in parts), tuple(filters),
+                   tuple(r for r in reads if r is not None))
+
+
 def walk_tree(t: Tree) -> Iterable[Tree]:
     """The subtrees of t, parents first (t's own query before a nested one's)."""
     yield t
@@ -555,10 +638,14 @@ class Maintained:
                                     for x in tp)) for g, tp in plan.background]
         relations += [background_relation(tp, (), self._bg_first + j)
                       for j, (_, tp) in enumerate(self._patterns)]
-        self.join = Join(relations)
-        self.filters = Filters(plan.prologue, plan.filters, self.canon)
+        # the factorised form (each side's join and summaries) or the whole join
+        self.factorised = Factorised(plan, plan.factors, relations, self.canon) \
+            if plan.factors is not None else None
+        self.join = Join([] if self.factorised is not None else relations)
+        self.filters = Filters(plan.prologue, plan.filters if self.factorised is None else [],
+                               self.canon)
         self.grouping = Grouping(plan.keys or (), plan.aggregates, plan.implicit) \
-            if plan.keys is not None else None
+            if plan.keys is not None and self.factorised is None else None
         self.rows_in: dict[tuple, dict] = {}  # plain rows (no grouping): jid -> mapping
         self._unsorted = False
         self._last: tuple | None = None
@@ -596,15 +683,22 @@ class Maintained:
 
     def leave(self, seq: int, sols: Solutions) -> None:
         pending = self._pending_block
+        factorised = self.factorised
         for r, i, _, ok in sols:
             c = (seq, r, i)
             if not ok and pending.pop(c, None) is not None:
+                continue
+            if factorised is not None:
+                factorised.remove(r, c)
                 continue
             for jid in self.join.remove(r, c):
                 if self._pending_top.pop(jid, None) is None:
                     self._out_remove(jid)
 
     def _add(self, r: int, c: tuple, mu: dict) -> None:
+        if self.factorised is not None:
+            self.factorised.add(r, c, mu)
+            return
         for jid, m in self.join.add(r, c, mu):
             self._joined(jid, m)
 
@@ -653,6 +747,11 @@ class Maintained:
             anyp = any(isinstance(p, tuple) for p in preds)
             rows[g] = [(t.subject, t.predicate, term(t.object))
                        for t in dict.fromkeys(graphs.get(g, ())) if anyp or t.predicate in preds]
+        if self.factorised is not None:
+            self.factorised.set_background(
+                {self._bg_first + j: background_relation(tp, rows[g], self._bg_first + j)
+                 for j, (g, tp) in enumerate(self._patterns)})
+            return
         for j, (g, tp) in enumerate(self._patterns):
             self.join.replace(self._bg_first + j,
                               background_relation(tp, rows[g], self._bg_first + j))
@@ -670,6 +769,8 @@ class Maintained:
         """The result's rows now, as QueryRuntime._run gives them."""
         self._decide()
         form = self.plan.form
+        if self.factorised is not None:
+            return self.modifiers.apply(self.factorised.rows(self.oxigraph), self.oxigraph)
         if form == "ASK":
             found = bool(self.grouping if self.grouping is not None else self.rows_in)
             return [(found, found)]
@@ -693,24 +794,26 @@ class Maintained:
                 by_rel.setdefault(r, []).append((c, mu))
             for r, items in by_rel.items():
                 solver = next(s for ss in self.solvers for s in ss if s.r == r)
-                for c, mu in self._accepted(solver.filters, items):
+                for c, mu in accepted(solver.filters, items, self.oxigraph):
                     self._add(r, c, mu)
+        if self.factorised is not None:
+            self.factorised.decide(self.oxigraph)
         if self._pending_top:
             pending_top, self._pending_top = self._pending_top, {}
-            for jid, m in self._accepted(self.filters, sorted(pending_top.items())):
+            for jid, m in accepted(self.filters, sorted(pending_top.items()), self.oxigraph):
                 self._out_add(jid, m)
 
-    def _accepted(self, filters: Filters, items: list[tuple[tuple, dict]]
-                  ) -> list[tuple[tuple, dict]]:
-        """The items whose solution the FILTERs accept (pyoxigraph asked, once, for those
-        the compiled forms leave open), in their order."""
-        verdicts = [filters.verdict(mu) for _, mu in items]
-        todo = [i for i, ok in enumerate(verdicts) if ok is None]
-        if todo:
-            got = filters.decide([items[i][1] for i in todo], self.oxigraph)
-            for i, ok in zip(todo, got, strict=True):
-                verdicts[i] = ok
-        return [item for item, ok in zip(items, verdicts, strict=True) if ok]
+    def live(self) -> list[dict]:
+        """The WHERE clause's live solutions (FILTERs decided) in arrival order, enumerated
+        in the factorised form too (for tests: the maintained result's input)."""
+        self._decide()
+        if self.factorised is not None:
+            return [m for _, m in self.factorised.joined(self.factorised.groups())]
+        if self.grouping is not None:
+            jids = sorted(j for g in self.grouping.groups.values() for j in g.sols)
+        else:
+            jids = sorted(self.rows_in)
+        return [self.join.solutions[j] for j in jids]
 
     def _construct(self) -> list[Row]:
         out: list[Row] = []
@@ -727,6 +830,209 @@ class Maintained:
                     seen.add(text)
                     out.append((text, text))
         return out
+
+
+def accepted(filters: Filters, items: list[tuple[tuple, dict]], oxigraph: Oxigraph
+             ) -> list[tuple[tuple, dict]]:
+    """The items whose solution the FILTERs accept (pyoxigraph asked, once, for those the
+    compiled forms leave open), in their order."""
+    verdicts = [filters.verdict(mu) for _, mu in items]
+    todo = [i for i, ok in enumerate(verdicts) if ok is None]
+    if todo:
+        got = filters.decide([items[i][1] for i in todo], oxigraph)
+        for i, ok in zip(todo, got, strict=True):
+            verdicts[i] = ok
+    return [item for item, ok in zip(items, verdicts, strict=True) if ok]
+
+
+# ---------------------------------------------------------------- factorised aggregates
+
+
+class _Side:
+    """One side of a factorised query (:class:`Factors`): its relations' join (relations
+    numbered locally, components globally), its FILTERs, and its solutions grouped by the
+    keys with the states of the aggregates it gives (rsep.windows.groups)."""
+
+    __slots__ = ("local", "join", "windows", "background", "filters", "grouping", "pending")
+
+    def __init__(self, rels: Sequence[int], relations: Sequence[Relation], keys: Sequence[str],
+                 aggregates: Sequence[Aggregate], filters: Filters) -> None:
+        self.local = {r: k for k, r in enumerate(rels)}  # (window relations come first)
+        self.join = Join([relations[r] for r in rels])
+        self.windows = self.join.windows  # a side solution's id: its window components first
+        self.background = len(rels) > self.windows
+        self.filters = filters
+        self.grouping = Grouping(keys, aggregates, False)
+        self.pending: dict[tuple, dict] = {}  # solutions whose FILTERs pyoxigraph decides
+
+    def joined(self, sid: tuple, m: dict) -> None:
+        ok = self.filters.verdict(m) if self.filters else True
+        if ok:
+            self.grouping.add(sid, m)
+        elif ok is None:
+            self.pending[sid] = m
+
+
+class Factorised:
+    """A grouped result from per-side summaries (:class:`Factors`; docs/semantics.md,
+    "Maintained window results"). A group is there when every side has a live solution
+    with its key. Its arrival (the earliest joined solution) is the merge of each side's
+    earliest: a joined solution's id is its window components latest first, then its
+    background components, and the sides' components are disjoint, so comparing two ids
+    that differ in one side's solution compares that side's ids (largest window component
+    in the difference, then smallest background one): the minimum over the cross product
+    is at each side's minimum. For the same reason a MIN / MAX tie between equal values of
+    different terms goes to the same term as over the joined solutions."""
+
+    def __init__(self, plan: Plan, factors: Factors, relations: Sequence[Relation],
+                 canon: Canon) -> None:
+        self.keys = plan.keys or ()
+        self.aggregates = plan.aggregates
+        self.of: dict[int, _Side] = {}
+        self.sides: list[_Side] = []
+        # per aggregate: (side, its index among that side's aggregates), side -1: COUNT(*)
+        self.reads: list[tuple[int, int, bool]] = []
+        mine: list[list[Aggregate]] = [[] for _ in factors.sides]
+        for a, k in zip(plan.aggregates, factors.reads, strict=True):
+            if k < 0:
+                self.reads.append((-1, 0, True))
+            else:
+                self.reads.append((k, len(mine[k]), a.name == "COUNT"))
+                mine[k].append(a)
+        for k, rels in enumerate(factors.sides):
+            conds = [c for c, at in zip(plan.filters, factors.filters, strict=True) if at == k]
+            side = _Side(rels, relations, self.keys, mine[k],
+                         Filters(plan.prologue, conds, canon))
+            self.sides.append(side)
+            for r in rels:
+                self.of[r] = side
+        # group key -> (its sides' groups, the aggregates' values) while none of them changed
+        self._values: dict[tuple, tuple[list[Group], list]] = {}
+
+    def add(self, r: int, c: tuple, mu: dict) -> None:
+        side = self.of[r]
+        for sid, m in side.join.add(side.local[r], c, mu):
+            side.joined(sid, m)
+
+    def remove(self, r: int, c: tuple) -> None:
+        side = self.of[r]
+        for sid in side.join.remove(side.local[r], c):
+            if side.pending.pop(sid, None) is None:
+                side.grouping.remove(sid)
+
+    def set_background(self, relations: Mapping[int, Relation]) -> None:
+        """Background relations anew: the sides that read them rebuilt."""
+        for r, rel in relations.items():
+            side = self.of[r]
+            side.join.replace(side.local[r], rel)
+        for side in self.sides:
+            if side.background:  # (a side of one window relation keeps no relation contents)
+                side.pending.clear()
+                side.grouping.clear()
+                for sid, m in side.join.rebuild():
+                    side.joined(sid, m)
+
+    def decide(self, oxigraph: Oxigraph) -> None:
+        for side in self.sides:
+            if side.pending:
+                pending, side.pending = side.pending, {}
+                for sid, m in accepted(side.filters, sorted(pending.items()), oxigraph):
+                    side.grouping.add(sid, m)
+
+    def groups(self) -> list[tuple[tuple, list[Group]]]:
+        """The groups there now: each key with its sides' groups."""
+        first, rest = self.sides[0].grouping.groups, [s.grouping.groups for s in self.sides[1:]]
+        out = []
+        for key, g in first.items():
+            gs = [g]
+            for other in rest:
+                h = other.get(key)
+                if h is None:
+                    break
+                gs.append(h)
+            else:
+                out.append((key, gs))
+        return out
+
+    def _arrival(self, ids: Sequence[tuple]) -> tuple:
+        """The id of the joined solution made of these side solutions."""
+        win: list = []
+        bg: list = []
+        for side, sid in zip(self.sides, ids, strict=True):
+            w = side.windows
+            win.extend(sid[:w])
+            bg.extend(sid[w:])
+        win.sort(reverse=True)
+        bg.sort()
+        return (*win, *bg)
+
+    def joined(self, groups: Sequence[tuple[tuple, list[Group]]]) -> list[tuple[tuple, dict]]:
+        """The groups' joined solutions (id, mapping) in arrival order: their cross products."""
+        out: list[tuple[tuple, dict]] = []
+        for _, gs in groups:
+            combos: list[tuple[list[tuple], dict]] = [([], {})]
+            for side, g in zip(self.sides, gs, strict=True):
+                sols = side.join.solutions
+                combos = [([*ids, sid], {**m, **sols[sid]}) for ids, m in combos for sid in g.sols]
+            out.extend((self._arrival(ids), m) for ids, m in combos)
+        out.sort(key=itemgetter(0))
+        return out
+
+    def rows(self, oxigraph: Oxigraph) -> list[tuple[tuple, dict]]:
+        """Each group's row, as :meth:`Grouping.rows` gives it over the joined solutions."""
+        cache = self._values
+        live = self.groups()
+        undecided: list[tuple[tuple, list[Group]]] = []
+        for key, gs in live:
+            got = cache.get(key)
+            if got is not None and all(a is b and not a.dirty
+                                       for a, b in zip(gs, got[0], strict=True)):
+                continue
+            vals = self._values_of(gs)
+            for g in gs:
+                g.dirty = False
+            if vals is None:
+                undecided.append((key, gs))
+            else:
+                cache[key] = (gs, vals)
+        if undecided:  # pyoxigraph, over the joined solutions of those groups, at once
+            sols = [dict(self.joined([item])) for item in undecided]
+            every = {jid: m for d in sols for jid, m in d.items()}
+            got_all = oxigraph.aggregates(self.aggregates, sols, every.__getitem__)
+            for (key, gs), vals in zip(undecided, got_all, strict=True):
+                cache[key] = (gs, vals)  # (right while the groups do not change)
+        if len(cache) > 2 * len(live) + 32:
+            keep = {key for key, _ in live}
+            self._values = cache = {k: v for k, v in cache.items() if k in keep}
+        out: list[tuple[tuple, dict]] = []
+        for key, gs in live:
+            row = dict(zip(self.keys, key, strict=True))
+            for i, v in enumerate(cache[key][1]):
+                row[f"__a{i}"] = v
+            out.append((self._arrival([g.first() for g in gs]), row))
+        out.sort(key=itemgetter(0))
+        return out
+
+    def _values_of(self, gs: list[Group]) -> list | None:
+        """The aggregates' values from the sides' summaries; None: the mirror cannot decide."""
+        n = 1
+        for g in gs:
+            n *= len(g.sols)
+        vals: list[Any] = []
+        for k, j, count in self.reads:
+            if k < 0:
+                vals.append(ag.term_of((ag.INT, n)))
+                continue
+            g = gs[k]
+            st = g.states[j]
+            if count:
+                vals.append(None if st.err else ag.term_of((ag.INT, n)))
+                continue
+            try:
+                vals.append(st.value(g, j))
+            except Undecided:
+                return None
+        return vals
 
 
 def _having(e: Expression, prefixes: dict[str, str], canon: Canon) -> Any:

@@ -180,9 +180,24 @@ class Engine:
             # One query: its next evaluation before the bound is the one due (what the loop
             # below finds asking it twice).
             rt = self.queries[0]
-            while (t := self._when(rt, bound)) is not None:
-                for o in self._evaluate(rt, t):
-                    self._emit(rt, o)
+            if id(rt) in self._deferring:
+                while (t := self._when(rt, bound)) is not None:
+                    for o in self._evaluate(rt, t):
+                        self._emit(rt, o)
+                return
+            # no deadlines: _when is the next tick, and _emit an append when no callback
+            # (spelt out: this runs once an event)
+            out, callback = self._out, rt.callback
+            while (t := rt.next_tick(bound)) is not None:
+                got = self._evaluate(rt, t)
+                if not got:
+                    continue
+                if callback is None:
+                    out.extend(got)
+                else:
+                    for o in got:
+                        callback(o)
+                        out.append(o)
             return
         while True:
             best: int | None = None

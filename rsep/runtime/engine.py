@@ -180,15 +180,11 @@ class Engine:
             # One query: its next evaluation before the bound is the one due (what the loop
             # below finds asking it twice).
             rt = self.queries[0]
-            if id(rt) in self._deferring:
-                while (t := self._when(rt, bound)) is not None:
-                    for o in self._evaluate(rt, t):
-                        self._emit(rt, o)
-                return
-            # no deadlines: _when is the next tick, and _emit an append when no callback
-            # (spelt out: this runs once an event)
+            # (_when is the next tick when the runtime announces no deadlines, and _emit an
+            # append when it has no callback: spelt out, this runs once an event)
+            deferring = id(rt) in self._deferring
             out, callback = self._out, rt.callback
-            while (t := rt.next_tick(bound)) is not None:
+            while (t := self._when(rt, bound) if deferring else rt.next_tick(bound)) is not None:
                 got = self._evaluate(rt, t)
                 if not got:
                     continue

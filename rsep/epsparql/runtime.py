@@ -74,14 +74,15 @@ class RuleLoopError(EngineError):
 
 
 _TIMELESS = -INF  # the t_omega of a solution from the background alone
+# a context's CONSTRUCT rules may derive at one instant (more: RuleLoopError)
+MAX_ROUNDS = 1000
+MAX_DERIVED = 1_000_000
 
 
 class EpContext:
     """The EP-SPARQL queries of one engine share one stream and its Q-closure: the
     occurrences (input and derived), the RDFS schema and background graphs."""
 
-    MAX_ROUNDS = 1000
-    MAX_DERIVED = 1_000_000
     # forget() runs once the store holds PRUNE_FACTOR x what it kept last time + PRUNE_SLACK
     PRUNE_FACTOR = 2
     PRUNE_SLACK = 64
@@ -243,7 +244,7 @@ class EpContext:
                     rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
             if not fresh:
                 break
-            if rnd >= self.MAX_ROUNDS or self._derived > self.MAX_DERIVED:
+            if rnd >= MAX_ROUNDS or self._derived > MAX_DERIVED:
                 names = ", ".join(rt.name for rt in rules)
                 raise RuleLoopError(
                     f"the CONSTRUCT rules ({names}) do not terminate at time "

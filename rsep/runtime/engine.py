@@ -180,11 +180,17 @@ class Engine:
             # One query: its next evaluation before the bound is the one due (what the loop
             # below finds asking it twice).
             rt = self.queries[0]
-            # (_when is the next tick when the runtime announces no deadlines, and _emit an
-            # append when it has no callback: spelt out, this runs once an event)
+            # (_when and _emit spelt out: this runs once an event)
             deferring = id(rt) in self._deferring
             out, callback = self._out, rt.callback
-            while (t := self._when(rt, bound) if deferring else rt.next_tick(bound)) is not None:
+            while True:
+                t = rt.next_tick(bound)
+                if deferring:  # _when's
+                    d = rt.deadline()  # type: ignore[attr-defined]
+                    if d is not None and d < bound and (t is None or d < t):
+                        t = d
+                if t is None:
+                    return
                 got = self._evaluate(rt, t)
                 if not got:
                     continue
@@ -194,7 +200,6 @@ class Engine:
                     for o in got:
                         callback(o)
                         out.append(o)
-            return
         while True:
             best: int | None = None
             for rt in self.queries:

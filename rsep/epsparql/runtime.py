@@ -133,13 +133,17 @@ class EpContext:
         def keep(oc: Occurrence) -> bool:
             return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c and (needs is None or needs(oc))
                                       for lo_p, c, needs in policies)
-        if h < INF or policies:
+        if policies:
             occ.prune(keep)
-        items = {oc.item for oc in occ.all}
-        for rt in self.runtimes:
-            rt.policy_state.keep_items(items)
-        if self.world.data is not None:
-            self.world.data.keep(items)
+        elif h < INF:
+            occ.prune_before(lo)
+        # (only a chronological / recent query's state and the history data hold items)
+        if self.policies or self.world.data is not None:
+            items = {oc.item for oc in occ.all}
+            for rt in self.runtimes:
+                rt.policy_state.keep_items(items)
+            if self.world.data is not None:
+                self.world.data.keep(items)
         self._kept = len(occ)
 
     def deadline(self) -> int | None:

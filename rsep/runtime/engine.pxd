@@ -4,7 +4,8 @@
 # RSEP_PURE=1 runs it as such.
 cdef class Engine:
     cdef dict __dict__
-    cdef public object time_unit_ms, limits, watchdog, background, kind, now, start, events
+    cdef public object time_unit_ms, limits, watchdog, background, kind, now, start
+    cdef public Py_ssize_t events
     cdef public object _out, _epsparql
     cdef public bint allow_dereference
     cdef public dict graphs

@@ -2,7 +2,7 @@
 # solutions' buckets and a compiled plan's steps as C classes, and the plan's loop typed.
 # delta.py stays plain Python; RSEP_PURE=1 runs it as such.
 cimport cython
-from rsep.epsparql.matcher cimport OnePattern, Solution, combine
+from rsep.epsparql.matcher cimport OccurrenceStore, OnePattern, Solution, combine
 
 cdef class Keyed:
     cdef public tuple key
@@ -27,3 +27,14 @@ cdef class _Step:
 @cython.locals(vals=list, out=list, st=_Step, kind=int, db=list, got=list, oa=Keyed, chk=bint,
                x=Solution, y=Solution)
 cpdef list run(list plan, list fresh, unsigned long long hit, object tau, dict hs, object ex)
+
+cdef class Delta:
+    cdef public object root, w, hs, tau, _at, _plan, _pruned, _kept_for
+    cdef public dict _memo, done, _bg, _compat, _statics, _kind, _one, _leaves, _by_pred, _pmask
+    cdef public list _any_pred, _vals, _kept
+    cdef public set _hit
+    cdef public object _anymask
+    @cython.locals(occ=OccurrenceStore, pmask=dict)
+    cpdef list at(self, object tau)
+    @cython.locals(vals=list, store=Keyed)
+    cpdef commit(self, object tau)

@@ -267,6 +267,9 @@ class Delta:
                     self.done[id(kid)] = Keyed(k)
         self._plan = self._compile()
         self._vals: list[list[Solution]] = []  # the plan's: per step, its solutions at tau
+        # the plan's stores: (step, store, horizon), for the horizons of _kept_for
+        self._kept: list[tuple[int, Keyed, float]] = []
+        self._kept_for: dict[int, float] | None = None
         self._pruned: tuple[dict[int, float], list[tuple[Keyed, float]]] | None = None
 
     def _compile(self) -> list[_Step] | None:
@@ -352,12 +355,13 @@ class Delta:
 
     def at(self, tau: int) -> list[Solution]:
         if self._plan is not None:
-            if self._at != (tau, self.w.occ.version):
-                occ = self.w.occ
+            occ = self.w.occ
+            if self._at != (tau, occ.version):
                 fresh = occ.fresh if occ.fresh_tau == tau else []
                 bits = self._anymask
+                pmask = self._pmask
                 for oc in fresh:
-                    bits |= self._pmask.get(oc.p, 0)
+                    bits |= pmask.get(oc.p, 0)
                 self._vals = run(self._plan, fresh, bits, tau, self.hs, self.w.exprs)
                 self._at = (tau, occ.version)
             return self._vals[-1]
@@ -379,13 +383,18 @@ class Delta:
     def commit(self, tau: int) -> None:
         self.at(tau)
         if self._plan is not None:
+            if self._kept_for is not self.hs:  # (bind sets hs)
+                self._kept_for = self.hs
+                self._kept = [(i, st.store, self.hs.get(id(st.node), INF))
+                              for i, st in enumerate(self._plan) if st.store is not None]
+            vals = self._vals
             # a store is pruned only when it grew: prune's test on its size changes then only
-            for st, sols in zip(self._plan, self._vals, strict=True):
-                if sols and st.store is not None:
-                    st.store.add(sols)
-                    h = self.hs.get(id(st.node), INF)
+            for i, store, h in self._kept:
+                sols = vals[i]
+                if sols:
+                    store.add(sols)
                     if h != INF:
-                        st.store.prune(tau - h)
+                        store.prune(tau - h)
             self._vals = []
             self._at = None
             return
@@ -413,6 +422,7 @@ class Delta:
                 self.done[k] = kd
         self._plan = self._compile()  # (its steps hold the stores)
         self._pruned = None
+        self._kept_for = None
 
     def prune(self, tau: int) -> None:
         """Forget the solutions that start more than the node's horizon before tau: every

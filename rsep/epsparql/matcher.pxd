@@ -26,6 +26,8 @@ cdef class OccurrenceStore:
     @cython.locals(key=tuple)
     cpdef bint add(self, Occurrence oc)
     cpdef _index(self, Occurrence oc)
+    @cython.locals(old=list, oc=Occurrence)
+    cpdef prune_before(self, object lo)
 
 cdef class OnePattern:
     cdef public list consts, eqs, outs

@@ -135,6 +135,14 @@ class OccurrenceStore:
             if keep(oc):
                 self.add(oc)
 
+    def prune_before(self, lo: float) -> None:
+        """prune(), keeping the occurrences that start at or after lo."""
+        old = self.all
+        OccurrenceStore.__init__(self)
+        for oc in old:
+            if oc.ta >= lo:
+                self.add(oc)
+
     def __init__(self) -> None:
         self.all: list[Occurrence] = []
         self.by_p: dict[str, list[Occurrence]] = {}

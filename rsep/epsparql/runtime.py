@@ -6,7 +6,7 @@ interval."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from rsep.runtime.engine import Engine
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class EpOutput(Output):
     """A complex event over [``start``, ``end``] (t_alpha, t_omega), output at ``time``:
     t_omega, or later under chronological / recent when a blocking candidate was consumed or
@@ -42,6 +42,23 @@ class EpOutput(Output):
 
     start: int = 0
     end: int | None = None  # None: ``time``
+
+    # written out: the generated __init__ is interpreted even in the compiled build (~1.2 us
+    # a result, one per complex event)
+    def __init__(self, query: str, time: int, kind: TimeKind | None, op: str = "insert",
+                 bindings: dict[str, str] | None = None, triple: str | None = None,
+                 boolean: bool | None = None, variables: tuple[str, ...] = (), start: int = 0,
+                 end: int | None = None) -> None:
+        self.query = query
+        self.time = time
+        self.kind = kind
+        self.op = op
+        self.bindings = bindings
+        self.triple = triple
+        self.boolean = boolean
+        self.variables = variables
+        self.start = start
+        self.end = end
 
     def to_json(self) -> dict:
         d = Output.to_json(self)
@@ -56,12 +73,16 @@ class RuleLoopError(EngineError):
     """CONSTRUCT rules that keep deriving new triple occurrences at one instant."""
 
 
+_TIMELESS = -INF  # the t_omega of a solution from the background alone
+# a context's CONSTRUCT rules may derive at one instant (more: RuleLoopError)
+MAX_ROUNDS = 1000
+MAX_DERIVED = 1_000_000
+
+
 class EpContext:
     """The EP-SPARQL queries of one engine share one stream and its Q-closure: the
     occurrences (input and derived), the RDFS schema and background graphs."""
 
-    MAX_ROUNDS = 1000
-    MAX_DERIVED = 1_000_000
     # forget() runs once the store holds PRUNE_FACTOR x what it kept last time + PRUNE_SLACK
     PRUNE_FACTOR = 2
     PRUNE_SLACK = 64
@@ -112,13 +133,17 @@ class EpContext:
         def keep(oc: Occurrence) -> bool:
             return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c and (needs is None or needs(oc))
                                       for lo_p, c, needs in policies)
-        if h < INF or policies:
+        if policies:
             occ.prune(keep)
-        items = {oc.item for oc in occ.all}
-        for rt in self.runtimes:
-            rt.policy_state.keep_items(items)
-        if self.world.data is not None:
-            self.world.data.keep(items)
+        elif h < INF:
+            occ.prune_before(lo)
+        # (only a chronological / recent query's state and the history data hold items)
+        if self.policies or self.world.data is not None:
+            items = {oc.item for oc in occ.all}
+            for rt in self.runtimes:
+                rt.policy_state.keep_items(items)
+            if self.world.data is not None:
+                self.world.data.keep(items)
         self._kept = len(occ)
 
     def deadline(self) -> int | None:
@@ -181,12 +206,35 @@ class EpContext:
         self.last = tau
         got = self.pending.pop(tau, None)
         if got is not None:
-            for e in got.values():
-                for t in e.triples:
-                    self._add(*strings(t), e.start, e.end, e.seq)
+            if self.world.data is None and not self.policies and self.schema.empty:
+                # the triples alone (_add's first case), spelt out: this runs per triple
+                add = self.world.occ.add
+                for e in got.values():
+                    start, end, item = e.start, e.end, e.seq
+                    for t in e.triples:
+                        a, b, c = strings(t)
+                        add(Occurrence(a, b, c, start, end, item))
+            else:
+                for e in got.values():
+                    for t in e.triples:
+                        self._add(*strings(t), e.start, e.end, e.seq)
+        if self._rules:
+            self._rounds(tau)
+        for rt in self._queries:
+            sols = rt.solutions(tau)
+            if sols:
+                box = rt.outbox.setdefault(tau, [])
+                for s in sols:
+                    box.extend(rt.outputs(s, tau))
+        for rt in self.runtimes:
+            rt.finish(tau)
+        self.forget(tau)
+
+    def _rounds(self, tau: int) -> None:
+        """The CONSTRUCT rules' rounds at tau, until they derive nothing new."""
         rules = self._rules
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
-        for rnd in itertools.count() if rules else ():
+        for rnd in itertools.count():
             fresh = 0
             for rt in rules:
                 for s in rt.solutions(tau):
@@ -200,21 +248,12 @@ class EpContext:
                     rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
             if not fresh:
                 break
-            if rnd >= self.MAX_ROUNDS or self._derived > self.MAX_DERIVED:
+            if rnd >= MAX_ROUNDS or self._derived > MAX_DERIVED:
                 names = ", ".join(rt.name for rt in rules)
                 raise RuleLoopError(
                     f"the CONSTRUCT rules ({names}) do not terminate at time "
                     f"{format_time(tau, self.world.exprs.kind)}: still deriving new triples after "
                     f"{rnd + 1} rounds ({self._derived} derived triples)")
-        for rt in self._queries:
-            sols = rt.solutions(tau)
-            if sols:
-                box = rt.outbox.setdefault(tau, [])
-                for s in sols:
-                    box.extend(rt.outputs(s, tau))
-        for rt in self.runtimes:
-            rt.finish(tau)
-        self.forget(tau)
 
 
 class EpSparqlRuntime:
@@ -239,7 +278,8 @@ class EpSparqlRuntime:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
         (self.ctx._rules if query.construct else self.ctx._queries).append(self)
-        if query.policy is not Selection.UNRESTRICTED:
+        self.unrestricted = query.policy is Selection.UNRESTRICTED
+        if not self.unrestricted:
             self.ctx.policies = True
         if any(isinstance(n, Path) for n in nodes(query.pattern)) or reads_history(query.pattern):
             self.ctx.world.needs_data()
@@ -290,32 +330,32 @@ class EpSparqlRuntime:
         ctx = self.ctx
         return ctx.deadline() if ctx.policies else None  # (asked twice an event)
 
-    def evaluate(self, tau: int) -> list[Output]:
+    def evaluate(self, tau: int) -> Sequence[Output]:
         ticks = self._ticks
         ticks.discard(tau)
         if ticks and min(ticks) < tau:
             self._ticks = {t for t in ticks if t > tau}
         self.last_tick = tau
         self.ctx.process(tau)
-        return self.outbox.pop(tau, [])
+        return self.outbox.pop(tau, ())
 
     # evaluation
     def solutions(self, tau: int) -> list[Solution]:
         """The query's new solutions at tau (its complex events detected at tau)."""
-        if self.query.policy is Selection.UNRESTRICTED:
+        if self.unrestricted:
             got = self.delta.at(tau)
-            return [s for s in got if s.tw != -INF] if got else got
+            return [s for s in got if s.tw != _TIMELESS] if got else got
         sols = self.policy_state.evaluate(self.ctx.world, tau, self.window)
         out = []
         for s in sols:
-            if s.key in self._emitted or s.tw == -INF:
+            if s.key in self._emitted or s.tw == _TIMELESS:
                 continue
             self._emitted.add(s.key)
             out.append(s)
         return out
 
     def finish(self, tau: int) -> None:
-        if self.query.policy is Selection.UNRESTRICTED:
+        if self.unrestricted:
             self.delta.commit(tau)
         elif self.ctx.prune:
             # every emitted solution consumed its items, so evaluate cannot find it again
@@ -346,17 +386,18 @@ class EpSparqlRuntime:
         return out
 
     def outputs(self, s: Solution, tau: int, triples: list[tuple[str, str, str]] | None = None) -> list[Output]:
-        if self.query.policy is not Selection.UNRESTRICTED:
+        if not self.unrestricted:
             self.policy_state.consume(s.just)
         ta, tw = int(s.ta), int(s.tw)
-        if self.query.construct:
+        q = self.query
+        if q.construct:
             return [EpOutput(self.name, tau, self.kind, triple=f"{a} {b} {c}", start=ta, end=tw)
                     for a, b, c in (triples if triples is not None else self.instantiate(s))]
-        if self.query.ask:
+        if q.ask:
             return [EpOutput(self.name, tau, self.kind, boolean=True, start=ta, end=tw)]
         d = dict(s.mu)
-        b = {v: d[v] for v in self.query.select if v in d}
-        return [EpOutput(self.name, tau, self.kind, bindings=b, variables=self.query.select, start=ta, end=tw)]
+        b = {v: d[v] for v in q.select if v in d}
+        return [EpOutput(self.name, tau, self.kind, bindings=b, variables=q.select, start=ta, end=tw)]
 
     def idle(self) -> bool:
         return not self._ticks and self.ctx.deadline() is None

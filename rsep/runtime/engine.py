@@ -180,10 +180,26 @@ class Engine:
             # One query: its next evaluation before the bound is the one due (what the loop
             # below finds asking it twice).
             rt = self.queries[0]
-            while (t := self._when(rt, bound)) is not None:
-                for o in self._evaluate(rt, t):
-                    self._emit(rt, o)
-            return
+            # (_when and _emit spelt out: this runs once an event)
+            deferring = id(rt) in self._deferring
+            out, callback = self._out, rt.callback
+            while True:
+                t = rt.next_tick(bound)
+                if deferring:  # _when's
+                    d = rt.deadline()  # type: ignore[attr-defined]
+                    if d is not None and d < bound and (t is None or d < t):
+                        t = d
+                if t is None:
+                    return
+                got = self._evaluate(rt, t)
+                if not got:
+                    continue
+                if callback is None:
+                    out.extend(got)
+                else:
+                    for o in got:
+                        callback(o)
+                        out.append(o)
         while True:
             best: int | None = None
             for rt in self.queries:

@@ -195,3 +195,22 @@ def test_errors_are_located(text, where, message):
         parse_epsparql(text, source="q.rq")
     assert message in str(e.value)
     assert (e.value.line, e.value.column) == where
+
+
+def test_ep_output_init_is_the_dataclass_one() -> None:
+    """EpOutput's __init__ is written out (for speed): it takes the dataclass's fields, in
+    their order and with their defaults, and sets each."""
+    import dataclasses
+    import inspect
+
+    from rsep.epsparql.runtime import EpOutput
+
+    fields = dataclasses.fields(EpOutput)
+    params = list(inspect.signature(EpOutput.__init__).parameters.values())[1:]
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields, strict=True):
+        assert p.default == (inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
+    args = {f.name: object() for f in fields}
+    o = EpOutput(**args)
+    assert all(getattr(o, n) is v for n, v in args.items())
+    assert o == EpOutput(*args.values())

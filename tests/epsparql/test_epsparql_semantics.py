@@ -129,7 +129,7 @@ def test_push_outputs_equal_the_reference_solutions(seed):
 def test_non_terminating_rules_are_reported(monkeypatch):
     # the engine's bound is 1,000 rounds; 100 show the same (each round re-derives the
     # instant, so the default costs a minute here)
-    monkeypatch.setattr(epr.EpContext, "MAX_ROUNDS", 100)
+    monkeypatch.setattr(epr, "MAX_ROUNDS", 100)
     rule = P + "CONSTRUCT { ?x :n ?m } WHERE { ?x :n ?k BIND (?k + 1 AS ?m) }"
     eng = Engine()
     eng.register(parse_epsparql(rule))

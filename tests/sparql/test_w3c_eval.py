@@ -44,9 +44,9 @@ def _loops_stop_early(monkeypatch):
     """A CONSTRUCT whose blank nodes feed it again (constructlist) is a rule loop in
     EP-SPARQL: stopped at 2*10^4 derived triples rather than the engine's 10^6 (40 s of
     derivations for the same RuleLoopError)."""
-    from rsep.epsparql.runtime import EpContext
+    from rsep.epsparql import runtime
 
-    monkeypatch.setattr(EpContext, "MAX_DERIVED", 20_000)
+    monkeypatch.setattr(runtime, "MAX_DERIVED", 20_000)
 
 
 @pytest.mark.parametrize("test, dialect", [pytest.param(t, d, id=f"{t.id}-{d}")

@@ -243,11 +243,28 @@ class QueryRuntime(Ticks):
 
     def _sync(self) -> None:
         """The store graphs of the event-local windows brought to their events (LocalWindow.sync)."""
+        store = self.store
         for bw in self.windows:
-            if bw.local is not None:
-                added, removed = bw.local.sync()
+            local = bw.local
+            if local is not None:
+                self._rebased()
+                added, removed = local.sync()
                 if added or removed:
-                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
+                    store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
+                    self._rebased()
+                # (rows come in the snapshot path's order: the store's quads in its order)
+                if local.reorder:
+                    store.rebuild(bw.graph, local.order)
+                    local.reordered(store.rebuilds)
+                    self._rebased()
+
+    def _rebased(self) -> None:
+        """After a rebuild of the store (which forgets the removed quads, of every graph
+        but the one it put in order), the event-local windows learn what it holds."""
+        n = self.store.rebuilds
+        for bw in self.windows:
+            if bw.local is not None and bw.local.epoch != n:
+                bw.local.rebased(n)
 
     def evaluate(self, tau: int) -> list[Output]:
         self._advance(tau)

@@ -7,6 +7,11 @@ in-memory store keeps removed quads allocated, so the store is rebuilt from the
 live quads once removals outnumber them: amortised O(1) per removal, and memory
 bounded by the windows plus the background.
 
+pyoxigraph answers a pattern in the order its quads were *created* (newest first): a quad
+re-added after its removal takes its old place again. Its GROUP BY and join orders follow.
+The counts keep a removed quad (count 0) until the rebuild, so their order is pyoxigraph's
+and a rebuild keeps the live quads' order (it only forgets where removed ones were).
+
 An event's other named graphs (an RDF Message's, ``Event.graphs``) are named graphs of the
 store while the event is in a window: :meth:`apply_graphs`, and :attr:`kept` names them.
 """
@@ -14,7 +19,7 @@ store while the event is in a window: :meth:`apply_graphs`, and :attr:`kept` nam
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyoxigraph as ox
 
@@ -26,7 +31,8 @@ GraphName = ox.NamedNode | ox.DefaultGraph
 class SnapshotStore:
     def __init__(self, *, min_garbage: int = 4_096, factor: float = 1.0) -> None:
         self.store = ox.Store()
-        self._counts: dict[ox.Quad, int] = {}
+        self._counts: dict[ox.Quad, int] = {}  # in pyoxigraph's order; 0: removed, not rebuilt
+        self._live = 0
         self._times: dict[ox.Triple, Counter[int]] = {}  # triple -> times of its occurrences
         self._garbage = 0
         self._min_garbage = min_garbage
@@ -36,7 +42,7 @@ class SnapshotStore:
         self.kept: list[ox.NamedNode | ox.BlankNode] = []  # (typed as a query's named graphs)
 
     def __len__(self) -> int:
-        return len(self._counts)
+        return self._live
 
     @property
     def garbage(self) -> int:
@@ -53,9 +59,12 @@ class SnapshotStore:
         for tr, time in added:
             q = ox.Quad(tr.subject, tr.predicate, tr.object, graph)
             c = counts.get(q)
-            if c is None:
+            if not c:
                 counts[q] = 1
                 new.append(q)
+                self._live += 1
+                if c is not None:  # pyoxigraph revives it in its old place
+                    self._garbage -= 1
             else:
                 counts[q] = c + 1
             if track_time and time is not None:
@@ -69,9 +78,10 @@ class SnapshotStore:
             q = ox.Quad(tr.subject, tr.predicate, tr.object, graph)
             c = counts[q]
             if c == 1:
-                del counts[q]
+                counts[q] = 0
                 self.store.remove(q)
                 self._garbage += 1
+                self._live -= 1
             else:
                 counts[q] = c - 1
             if track_time:
@@ -81,7 +91,7 @@ class SnapshotStore:
                     del times[time]
                     if not times:
                         del self._times[tr]
-        if self._garbage > max(self._min_garbage, self._factor * len(counts)):
+        if self._garbage > max(self._min_garbage, self._factor * self._live):
             self.rebuild()
 
     def apply_graphs(self, changes: Iterable[tuple[bool, Event]], track_time: bool = False) -> None:
@@ -100,11 +110,26 @@ class SnapshotStore:
                         del kept[g]
         self.kept = [ox.NamedNode(g) for g in kept]
 
-    def rebuild(self) -> None:
+    def rebuild(self, graph: GraphName | None = None,
+                key: Callable[[ox.Triple], int] | None = None) -> None:
+        """A fresh store of the live quads in their order. With ``graph`` and ``key``: that
+        graph's quads in ``key``'s order, its removed ones kept in their places (removed
+        again), as only the order within a graph shows in a query's answers."""
+        counts = self._counts
+        live = {q: c for q, c in counts.items() if c and (graph is None or q.graph_name != graph)}
+        dead: list[ox.Quad] = []
+        if graph is not None and key is not None:
+            mine = sorted((q for q, c in counts.items() if q.graph_name == graph),
+                          key=lambda q: key(q.triple))
+            live.update((q, counts[q]) for q in mine)
+            dead = [q for q in mine if not counts[q]]
         fresh = ox.Store()
-        fresh.extend(self._counts.keys())
+        fresh.extend(live.keys())
+        for q in dead:
+            fresh.remove(q)
+        self._counts = live
         self.store = fresh
-        self._garbage = 0
+        self._garbage = len(dead)
         self.rebuilds += 1
 
     def latest_time(self, triple: ox.Triple) -> int | None:

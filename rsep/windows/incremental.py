@@ -52,6 +52,7 @@ _EVENT = "urn:rsep:event:"
 _VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.I)
 
 _EARLY_MAX = 100_000  # entries of arrived events kept for their entry into the window
+_BORN_MIN = 4_096  # places of triples kept (gone ones forgotten past this, or twice the kept)
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Position = int  # 0 subject, 1 predicate, 2 object
 _Check = tuple[int, int, ox.NamedNode | None, ox.NamedNode | None, tuple[Position, ...]]
@@ -315,6 +316,20 @@ class LocalWindow:
         self._compiled = None if any(c is None for c in compiled) else \
             [c for c in compiled if c is not None]
         self._early: dict[int, tuple[tuple[ox.Triple, ...], _Entry]] = {}
+        # Row order: pyoxigraph answers in the order its quads were created (a removed quad
+        # keeps its place), so the store graph's quads are created in the order the snapshot
+        # path's store creates them: by the entry of the first event that brought the triple
+        # in (``_born``, kept for gone triples too, as pyoxigraph keeps their places), even
+        # when an earlier event's triples are stored after a later one's (the locality check
+        # fails, or fails again). When the store cannot append them in that order, it is
+        # rebuilt in it (``reorder``; ``_created``: the stamps the store holds quads with).
+        self._born: dict[ox.Triple, int] = {}
+        self._clock = 0
+        self._born_cap = _BORN_MIN
+        self._created: dict[ox.Triple, int] = {}
+        self._top = -1
+        self.reorder = False
+        self.epoch = 0  # the store's rebuilds that ``_created`` follows
 
     @property
     def unsynced(self) -> int:
@@ -408,6 +423,13 @@ class LocalWindow:
         self._entered.append(seq)
         self._count_in(entry)
         self.live[seq] = entry
+        born = self._born
+        for t in entry.matching:
+            if t not in born:
+                born[t] = self._clock
+                self._clock += 1
+        if len(born) > self._born_cap:
+            self._forget()
 
     def _count_in(self, entry: _Entry) -> None:
         """The locality check counts an entering event's join terms."""
@@ -437,6 +459,15 @@ class LocalWindow:
         self._count_out(entry)
         self._removed.extend(entry.stored)
 
+    def _forget(self) -> None:
+        """Forget the places of gone triples the store holds no quad for (the snapshot
+        store forgets them at its rebuilds: a triple coming back after both may take
+        another place in the two, see docs/semantics.md)."""
+        created = self._created
+        live = {t for e in self.live.values() for t in e.matching}
+        self._born = {t: c for t, c in self._born.items() if t in live or t in created}
+        self._born_cap = max(_BORN_MIN, 2 * len(self._born))
+
     # ---------------------------------------------------------------- store
 
     def sync(self) -> tuple[list[ox.Triple], list[ox.Triple]]:
@@ -462,7 +493,45 @@ class LocalWindow:
                 removed.extend(e.stored)
             added.extend(want)
             e.stored = want
+        if added:
+            added = self._place(added)
         return added, removed
+
+    def _place(self, added: list[ox.Triple]) -> list[ox.Triple]:
+        """The added triples in their creation order; ``reorder`` when the store, which
+        appends a new quad after all it created, cannot hold them in it."""
+        born, created = self._born, self._created
+        added.sort(key=born.__getitem__)  # (mostly sorted already: one pass)
+        top = self._top
+        for t in added:
+            if t not in created:  # (one it holds, removed or not, comes back in its place)
+                b = created[t] = born[t]
+                if b < top:
+                    self.reorder = True
+                else:
+                    top = b
+        self._top = top
+        return added
+
+    def rebased(self, epoch: int) -> None:
+        """The store was rebuilt (``epoch``: its rebuild count) and forgot where the gone
+        triples were: so does the window (:meth:`_forget`)."""
+        born = self._born
+        self._created = {t: born[t] for t in self._removed}  # (in the store until the sync)
+        self._created.update((t, born[t]) for e in self.live.values() for t in e.stored)
+        self._top = max(self._created.values(), default=-1)
+        self._forget()
+        self.epoch = epoch  # (a pending ``reorder`` stays: the rebuild kept the order)
+
+    def reordered(self, epoch: int) -> None:
+        """The store was rebuilt with this window's graph in creation order, its removed
+        quads kept in their places (SnapshotStore.rebuild with :meth:`order`)."""
+        self.reorder = False
+        self.epoch = epoch
+
+    def order(self, t: ox.Triple) -> int:
+        """A stored triple's place in the store graph's creation order."""
+        return self._born[t]
 
     def _decide(self, entries: list[_Entry]) -> None:
         """Which of the events have a solution of some block: one query per block over a

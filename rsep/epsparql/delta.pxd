@@ -29,9 +29,9 @@ cdef class _Step:
 cpdef list run(list plan, list fresh, unsigned long long hit, object tau, dict hs, object ex)
 
 cdef class Delta:
-    cdef public object root, w, hs, tau, _at, _plan, _pruned, _kept_for
+    cdef public object root, w, hs, tau, _at, _plan, _pruned, _kept
     cdef public dict _memo, done, _bg, _compat, _statics, _kind, _one, _leaves, _by_pred, _pmask
-    cdef public list _any_pred, _vals, _kept
+    cdef public list _any_pred, _vals
     cdef public set _hit
     cdef public object _anymask
     @cython.locals(occ=OccurrenceStore, pmask=dict)

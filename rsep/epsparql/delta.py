@@ -267,9 +267,8 @@ class Delta:
                     self.done[id(kid)] = Keyed(k)
         self._plan = self._compile()
         self._vals: list[list[Solution]] = []  # the plan's: per step, its solutions at tau
-        # the plan's stores: (step, store, horizon), for the horizons of _kept_for
-        self._kept: list[tuple[int, Keyed, float]] = []
-        self._kept_for: dict[int, float] | None = None
+        # the plan's stores for the horizons hs: (hs, [(step, store, horizon)])
+        self._kept: tuple[dict[int, float], list[tuple[int, Keyed, float]]] | None = None
         self._pruned: tuple[dict[int, float], list[tuple[Keyed, float]]] | None = None
 
     def _compile(self) -> list[_Step] | None:
@@ -383,13 +382,12 @@ class Delta:
     def commit(self, tau: int) -> None:
         self.at(tau)
         if self._plan is not None:
-            if self._kept_for is not self.hs:  # (bind sets hs)
-                self._kept_for = self.hs
-                self._kept = [(i, st.store, self.hs.get(id(st.node), INF))
-                              for i, st in enumerate(self._plan) if st.store is not None]
+            if self._kept is None or self._kept[0] is not self.hs:  # (bind sets hs)
+                self._kept = (self.hs, [(i, st.store, self.hs.get(id(st.node), INF))
+                                        for i, st in enumerate(self._plan) if st.store is not None])
             vals = self._vals
             # a store is pruned only when it grew: prune's test on its size changes then only
-            for i, store, h in self._kept:
+            for i, store, h in self._kept[1]:
                 sols = vals[i]
                 if sols:
                     store.add(sols)
@@ -422,7 +420,7 @@ class Delta:
                 self.done[k] = kd
         self._plan = self._compile()  # (its steps hold the stores)
         self._pruned = None
-        self._kept_for = None
+        self._kept = None
 
     def prune(self, tau: int) -> None:
         """Forget the solutions that start more than the node's horizon before tau: every

@@ -182,10 +182,15 @@ class EpContext:
         # every runtime passes each event on: kept once
         self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
 
+    def _alone(self) -> bool:
+        """An occurrence is the triple alone: no RDFS consequences, no history data, no
+        chronological / recent query to note it."""
+        return self.world.data is None and not self.policies and self.schema.empty
+
     def _add(self, s: str, p: str, o: str, ta: int, tw: int, item: int) -> int:
         """The occurrence and its RDFS consequences; how many were new."""
         data = self.world.data
-        if data is None and not self.policies and self.schema.empty:  # the triple alone
+        if self._alone():
             return int(self.world.occ.add(Occurrence(s, p, o, ta, tw, item)))
         n = 0
         for x in self.schema.entail(s, p, o):
@@ -206,8 +211,7 @@ class EpContext:
         self.last = tau
         got = self.pending.pop(tau, None)
         if got is not None:
-            if self.world.data is None and not self.policies and self.schema.empty:
-                # the triples alone (_add's first case), spelt out: this runs per triple
+            if self._alone():  # _add's first case, spelt out: this runs per triple
                 add = self.world.occ.add
                 for e in got.values():
                     start, end, item = e.start, e.end, e.seq

@@ -181,6 +181,8 @@ class Machine:
                     self.stores[(id(r), side)] = Store(shared)
         self.window: tuple[float, bool] = (INF, False)
         self.counters: dict[int, int] = {}
+        self._counted = 0  # counters kept by the last _forget_counters
+        self._span = 0  # the longest item so far (end - start)
         self.fired: list[Occurred] = []
         self.and_rules = any(r.op == "and" for r in self.rules)
         self._size = 0
@@ -209,11 +211,15 @@ class Machine:
         that label, in order. Returns the complex events detected."""
         t1 = self.stamp(start)
         t2 = t1 if end == start else self.stamp(end)
+        if end - start > self._span:
+            self._span = end - start
         self.fired = []
         for tr in triples:
             self._triple(tr, t1, t2)
         if self.window[0] != INF and not self.and_rules:
             self._forget(end)
+        if len(self.counters) >= 2 * self._counted + 64:
+            self._forget_counters(end)
         return self.fired
 
     # ------------------------------------------------------------ event_trigger
@@ -368,6 +374,24 @@ class Machine:
                     del s.buckets[k]
         self._size = sum(len(s) for s in self.stores.values())
         self._kept = self._size
+
+    def _forget_counters(self, now: int) -> None:
+        """ETALIS never retracts a second's counter, so its memory grows with the stream's
+        seconds. A counter only orders labels within its second, and labels live on only in
+        stored goals: a second no goal holds a label of, and that no later item can start
+        at if no item is longer than the longest so far, is dropped. Should a longer item
+        come and start there, its labels count from 1 again: ordered among themselves as
+        ETALIS orders them and compared with no older label of that second (none is held),
+        so the complex events and their seconds are ETALIS's; only the counter part of
+        such a label differs. Amortised: done when the counters have doubled."""
+        held = {now}
+        for st in self.stores.values():
+            for g in st.goals():
+                held.add(g.t1[0])
+                held.add(g.t2[0])
+        low = now - self._span
+        self.counters = {t: c for t, c in self.counters.items() if t >= low or t in held}
+        self._counted = len(self.counters)
 
 
 # ---------------------------------------------------------------- the engine's runtime

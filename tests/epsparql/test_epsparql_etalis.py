@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rsep.epsparql.etalis import EtalisPolicy, binarise, compile_query, run, tr_clauses
 from rsep.lang import QueryError
 from rsep.lang.epsparql import parse_epsparql
 from rsep.runtime.engine import Engine
 from rsep.stream.event import Event
+from rsep.stream.time import TimeKind
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "etalis"
 RECORDED = json.loads((DATA / "recorded.json").read_text())
@@ -205,3 +208,70 @@ def test_goals_stay_bounded_under_a_window() -> None:
         m.item(i, i, [(k, "<http://ex.org/a>", f'"{i}"^^<{XSD_INTEGER}>')])
         sizes.append(m._size)
     assert max(sizes[1000:]) < 200
+
+
+def test_counters_stay_bounded_under_a_window() -> None:
+    """ETALIS keeps a counter for every second of the stream (counter_internal/2, never
+    retracted); rsep keeps those of the seconds its goals hold labels of and of the seconds
+    an item as long as the longest so far could still start at."""
+    from rsep.epsparql.etalis import Machine
+
+    q = parse_epsparql(PREFIX + "SELECT * WHERE { {?k :a ?a} SEQ {?k :b ?b} "
+                                "FILTER (getDURATION() <= 10) }", policy="etalis-chronological")
+    m = Machine(compile_query(q), EtalisPolicy.CHRONOLOGICAL)
+    m.window = (10, False)
+    k = "<http://ex.org/k>"
+    counted = []
+    for i in range(5000):
+        kind = "a" if i % 3 else "b"
+        m.item(i, i, [(k, f"<http://ex.org/{kind}>", f'"{i}"^^<{XSD_INTEGER}>')])
+        counted.append(len(m.counters))
+    assert max(counted[1000:]) < 200
+
+
+_SEQS = {
+    "b": "SELECT ?k ?a ?b WHERE { {?k :a ?a} SEQ {?k :b ?b} FILTER (getDURATION() <= 6) }",
+    "c": "SELECT ?k ?a ?b ?c WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} "
+         "FILTER (getDURATION() <= 8) }",
+    "a": "SELECT ?k ?a ?b WHERE { {?k :a ?a} SEQ {?k :b ?b} FILTER (?b > ?a + 1) }",
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=st.sampled_from(sorted(_SEQS)), policy=st.sampled_from(["chronological", "recent"]),
+       items=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.sampled_from("abc"),
+                                st.integers(0, 2), st.integers(0, 5)), max_size=40))
+def test_forgetting_counters_changes_no_complex_event(pattern: str, policy: str, items: list) -> None:
+    """Counters forgotten after every item against a machine that forgets none (ETALIS
+    itself): the same complex events, detection times and labels' seconds, and the same
+    labels outright while no item is longer than an earlier one."""
+    from rsep.epsparql.etalis import Machine
+
+    class Eager(Machine):
+        def item(self, start, end, triples):  # type: ignore[no-untyped-def]
+            out = super().item(start, end, triples)
+            self._forget_counters(end)
+            return out
+
+    class Keeping(Machine):
+        def _forget_counters(self, now: int) -> None:
+            pass
+
+    q = parse_epsparql(PREFIX + _SEQS[pattern], policy="etalis-" + policy)
+    got: list[list] = [[], []]
+    for m, out in zip((Eager(compile_query(q), q.policy), Keeping(compile_query(q), q.policy)),
+                      got, strict=True):
+        m.window = m.program.window(TimeKind.ABSTRACT)
+        end, longest, grew = 0, 0, False
+        for i, (step, span, kind, key, v) in enumerate(items):
+            end += step
+            start = max(0, end - span)
+            grew = grew or (i > 0 and end - start > longest)
+            longest = max(longest, end - start)
+            tr = (f"<http://ex.org/k{key}>", f"<http://ex.org/{kind}>", f'"{v}"^^<{XSD_INTEGER}>')
+            out.extend((end, sorted(o.mu.items()), o.t1, o.t2) for o in m.item(start, end, [tr]))
+    eager, keeping = got
+    assert [(t, mu, a[0], b[0]) for t, mu, a, b in eager] == \
+        [(t, mu, a[0], b[0]) for t, mu, a, b in keeping]
+    if not grew:
+        assert eager == keeping

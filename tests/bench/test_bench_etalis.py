@@ -49,9 +49,17 @@ def test_bench_epsparql_etalis_end_to_end(tmp_path: Path) -> None:
               "a-unrestricted,b,c-recent", "--out", str(tmp_path), "--no-plots", "--timeout", "120"])
     assert rc == 0
     with open(tmp_path / "epsparql-etalis.csv", encoding="utf-8") as f:
-        rows = [(r["pattern"], r["policy"], r["engine"], r["status"], r["outputs"], r["agreement"])
-                for r in csv.DictReader(f)]
+        table = list(csv.DictReader(f))
+    rows = [(r["pattern"], r["policy"], r["engine"], r["status"], r["outputs"], r["agreement"])
+            for r in table]
     assert rows == EXPECTED
+    # each engine's whole is its reading plus its engine (medians of one run: exact but for
+    # rounding); rsep's reading is timed, ETALIS's at /proc's 10 ms ticks
+    for r in table:
+        whole, read, engine = (float(r[k]) for k in ("cpu_us_per_event", "read_cpu_us_per_event",
+                                                     "engine_cpu_us_per_event"))
+        assert read >= 0 and engine >= 0 and abs(whole - read - engine) <= 0.2, r
+        assert r["engine"] != "rsep" or read > 0, r
 
 
 # 300 events: ETALIS's complex events are rsep's, under each policy (ETALIS's

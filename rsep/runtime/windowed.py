@@ -36,7 +36,7 @@ from rsep.runtime.ticks import BoundWindow, Ticks
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
-from rsep.windows.incremental import Analysis, LocalWindow, analyse
+from rsep.windows.incremental import Analysis, LocalWindow, analyse, read_windows
 from rsep.windows.maintained import Maintained, MaintainedWindow, Plan, compile_plan
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import resolve
@@ -141,6 +141,7 @@ class QueryRuntime(Ticks):
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
         self.start = start
+        read = read_windows(self.query) if self.query.matches else set()
         for w in self.query.dataset.windows:
             try:
                 rw = resolve(w.spec, kind, time_unit_ms)
@@ -154,6 +155,10 @@ class QueryRuntime(Ticks):
                 self._named.append(graph)
             op = WindowOperator(rw)
             op.track_items = any(b.window == w.iri for m in self.query.matches for b in m.expr.beps())
+            if op.track_items and w.iri not in read:
+                # read by EVENT declarations alone: items reach the MATCH, no triple the
+                # store (a landmark window's would be the whole stream's)
+                op.track_triples = False
             local: LocalWindow | None = None
             if isinstance(self.plan, Analysis) and isinstance(self.maintained, Plan):
                 if self.result is None:
@@ -227,7 +232,8 @@ class QueryRuntime(Ticks):
                 bw.local.change(changes)
                 grew = bool(changes)
             else:
-                grew = bool(added)
+                # (a window whose triples the store does not take still counts them)
+                grew = bool(added) or not bw.op.track_triples
                 if added or removed:
                     # Occurrence times are only read by C-SPARQL's timestamp().
                     self.store.apply(bw.graph, added, removed, track_time=self._track_time)

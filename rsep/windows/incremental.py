@@ -102,6 +102,26 @@ def plan(query: ContinuousQuery) -> tuple[str, str]:
                          "(checked per evaluation: no join term in two live events)")
 
 
+def read_windows(query: ContinuousQuery) -> set[str]:
+    """The windows whose triples the query's graph patterns read (through GRAPH <w> or
+    GRAPH ?g, or merged into the default graph), so the snapshot store must hold them; a
+    window read only by EVENT declarations (MATCH) reaches the engine as items."""
+    windows = {w.iri for w in query.dataset.windows}
+    if query.uses_timestamp:  # timestamp() looks triples' times up in the store
+        return windows
+    read = {w.iri for w in query.dataset.windows if w.in_default}
+    try:
+        tree = parse_tree(query.sparql)
+        syn = Syntax.of(query.sparql, tree)
+    except QueryError:  # (the registered text always parses; kept safe)
+        return windows
+    for g in nodes_in(tree, "graph_graph_pattern"):
+        if syn.is_var(g.children[1]):
+            return windows
+        read.add(syn.iri(g.children[1]))
+    return read & windows
+
+
 def analyse(query: ContinuousQuery) -> Analysis | str:
     """The windows' graph patterns, or why the query must take the snapshot path."""
     if query.matches:

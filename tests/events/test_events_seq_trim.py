@@ -62,3 +62,41 @@ def test_a_left_mapping_arriving_late_revives_a_right_one_set_aside(policy):
     text = LANDMARK.format(w1="FROM NOW-10 TO NOW-5", w2="LND 0", policy=policy, filter="")
     got, want = both(text, events, 12)
     assert got == want and sum(got.values()) == 1
+
+
+def _store_sizes(text: str, events: list, **limits) -> tuple[list, dict[str, int]]:
+    from rsep.runtime.common import Limits
+    from rsep.runtime.windowed import QueryRuntime
+
+    eng = Engine(limits=Limits(**limits)) if limits else Engine()
+    eng.register(parse_query(text), name="q")
+    outs = [(o.time, sorted((o.bindings or {}).items())) for o in eng.run(events, until=40)]
+    rt = next(r for r in eng.queries if isinstance(r, QueryRuntime))
+    sizes = {g.value: sum(1 for _ in rt.store.store.quads_for_pattern(None, None, None, g))
+             for g in rt._named}
+    return outs, sizes
+
+
+def _walk(n: int = 30) -> list:
+    return [ev(S, t, f":c{t % 2} :{'ab'[t // 2 % 2]} {t} .", graph=f"{S}/g{t}") for t in range(n)]
+
+
+def test_a_window_read_only_by_event_declarations_stays_out_of_the_store():
+    """The windows reach the MATCH as items; no graph pattern reads them, so the snapshot
+    store takes none of their triples (over landmark windows: the whole stream). With a
+    GRAPH pattern over one of them, that one is in the store, and the outputs are the same."""
+    text = LANDMARK.format(w1="LND 0", w2="LND 0", policy="CHRONOLOGICAL",
+                           filter="FILTER (?b > ?a)")
+    outs, sizes = _store_sizes(text, _walk())
+    assert sizes == {EX + "w1": 0, EX + "w2": 0} and len(outs) > 5
+    read = text.replace("FILTER (?b > ?a)", "FILTER (?b > ?a) GRAPH :w2 { ?k :b ?b }")
+    outs2, sizes2 = _store_sizes(read, _walk())
+    assert sizes2 == {EX + "w1": 0, EX + "w2": 30} and outs2 == outs
+
+
+def test_the_window_size_limit_holds_for_a_window_the_store_does_not_take():
+    from rsep.algebra.output import EngineError
+
+    text = LANDMARK.format(w1="LND 0", w2="LND 0", policy="CHRONOLOGICAL", filter="")
+    with pytest.raises(EngineError, match="over the limit of 20"):
+        _store_sizes(text, _walk(), max_window_triples=20)

@@ -81,3 +81,20 @@ EXPECTED = [
     ("c", "recent", "etalis", "ok", "9", "identical (9 complex events)"),
     ("c", "recent", "etalis-gc", "ok", "9", "identical (9 complex events)"),
 ]
+
+
+def test_a_workers_peak_memory_is_its_own() -> None:
+    """A worker forked from a large bench process reports its own peak RSS, not the parent's
+    (Linux carries ru_maxrss across exec from the forked copy)."""
+    import subprocess
+    import sys
+
+    held = bytearray(300 * 2**20)
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    code = ("import sys; sys.path.insert(0, 'rsep/bench/workers'); from common import peak_rss_kb; "
+            "print(peak_rss_kb())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert 0 < int(out.stdout) < 150 * 1024
+    del held

@@ -25,13 +25,27 @@ def percentiles(ms: list[float]) -> dict | None:
     return {"p50": q(0.50), "p99": q(0.99), "max": s[-1], "n": len(s)}
 
 
+def peak_rss_kb() -> int:
+    """This process's peak resident memory since it was started. Not ru_maxrss: Linux carries
+    that across exec from the forked copy of the parent (the bench, which may hold a previous
+    run's results), while /proc's VmHWM belongs to this program's own memory."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def finish(spec: dict, ready: float, run_s: float, events: int, *, latencies: list[float] | None = None,
            stages: dict | None = None, note: str = "", steady_end: float | None = None) -> None:
     """``steady_end``: when the timed part ended, if the worker did more after it (the
     steady state's CPU time is taken between ``ready`` and it)."""
     out = {"ready": ready, "run_s": run_s, "events": events, "steady_end": steady_end,
            "latency_ms": percentiles(latencies or []),
-           "self_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+           "self_peak_rss_kb": peak_rss_kb(),
            "stages": stages or {}, "note": note, "finished": time.time()}
     with open(spec["result"], "w", encoding="utf-8") as f:
         json.dump(out, f)

@@ -92,7 +92,20 @@ class Group:
         return [a[i] for a in self.sols.values()]
 
 
-class _Count:
+class _State:
+    """An aggregate's state in a group: ``add`` takes a solution's argument in (``sign`` 1)
+    or out (-1), ``value`` reads the aggregate (Undecided: pyoxigraph decides)."""
+
+    __slots__ = ()
+
+    def add(self, v: Term, jid: Jid, sign: int) -> None:
+        raise NotImplementedError
+
+    def value(self, g: Group, i: int) -> Term:
+        raise NotImplementedError
+
+
+class _Count(_State):
     """COUNT(*), COUNT(?v): the number of solutions (an error, from STR of a blank node,
     makes COUNT(STR(?v)) unbound: oxigraph's expression accumulator)."""
 
@@ -109,7 +122,7 @@ class _Count:
         return None if self.err else ag.term_of((ag.INT, len(g.sols)))
 
 
-class _CountDistinct:
+class _CountDistinct(_State):
     __slots__ = ("seen", "err")
 
     def __init__(self) -> None:
@@ -130,7 +143,7 @@ class _CountDistinct:
         return None if self.err else ag.term_of((ag.INT, len(self.seen)))
 
 
-class _Sum:
+class _Sum(_State):
     """SUM or AVG: per kind of value a count, the exact totals of the integers and of the
     decimals, and the totals of their magnitudes, which bound every partial sum of any fold
     order: below i64 (integers) and i128 (decimals) no step of oxigraph's fold overflows
@@ -177,7 +190,7 @@ class _Sum:
         return None if total is None else ag.term_of(total)
 
 
-class _Extreme:
+class _Extreme(_State):
     """MIN or MAX (DISTINCT or not: the first of equal values wins either way): a heap of
     (order key, arrival, term) with lazy deletion, valid while the live values are ordered
     exactly (:class:`rsep.sparql.aggregates.Traits`)."""
@@ -241,7 +254,7 @@ def _classified(v: Term) -> ag.Value:
     return (info if info is not None else _info(v))[0]
 
 
-class _Fold:
+class _Fold(_State):
     """An aggregate folded over the group's live values in arrival order when it is read:
     SAMPLE, GROUP_CONCAT, and SUM / AVG / GROUP_CONCAT DISTINCT."""
 
@@ -257,12 +270,15 @@ class _Fold:
         agg = self.agg
         vals = g.args(i)
         if agg.name == "SAMPLE":
-            v = next((v for v in vals if v is not ERROR), None)
-            if v is not None and classify(v)[0] == ag.OTHER:
-                raise Undecided("SAMPLE of a value pyoxigraph gives back in another form")
-            return v
-        if any(v is ERROR for v in vals):
+            for v in vals:
+                if v is not ERROR:
+                    if classify(v)[0] == ag.OTHER:
+                        raise Undecided("SAMPLE of a value pyoxigraph gives back in another form")
+                    return v
             return None
+        for v in vals:
+            if v is ERROR:
+                return None
         if agg.distinct:
             vals = list(dict.fromkeys(vals))
         if agg.name == "GROUP_CONCAT":
@@ -330,7 +346,10 @@ class Grouping:
             g.unsorted = True
         else:
             g.last = jid
-        for i, st in enumerate(g.states):
+        states = g.states
+        n = len(states)
+        for i in range(n):
+            st = states[i]
             st.add(args[i], jid, 1)
         g.dirty = True
         self._where[jid] = key
@@ -341,7 +360,10 @@ class Grouping:
             return
         g = self.groups[key]
         args = g.sols.pop(jid)
-        for i, st in enumerate(g.states):
+        states = g.states
+        n = len(states)
+        for i in range(n):
+            st = states[i]
             st.add(args[i], jid, -1)
         g.dirty = True
         if not g.sols and not self.implicit:

@@ -429,9 +429,13 @@ class LocalWindow:
                 if keep_rows:
                     rows.append((subj, p, obj))
         entry = _Entry(tuple(matching), frozenset(terms))
-        if hit != self._full_mask and not any(
-                h == m for h, m in zip(hit, self._full_mask, strict=True)):
-            entry.relevant = False  # each block has a pattern none of its triples matches
+        full = self._full_mask
+        if hit != full:
+            for bi in range(len(hit)):
+                if hit[bi] == full[bi]:
+                    break
+            else:
+                entry.relevant = False  # each block has a pattern none of its triples matches
         return entry, rows
 
     def _enter(self, seq: int, triples: tuple[ox.Triple, ...]) -> None:

@@ -120,8 +120,10 @@ class Join:
         self.relations = list(relations)
         self.windows = sum(1 for r in relations if r.window)
         self.plans = plans(self.relations)
-        for steps in self.plans:
-            for s, keys in steps:
+        # only window solutions enter (rebuild too starts from one), so only their plans'
+        # lookups need an index: a background pattern's plan is never run
+        for r in range(self.windows):
+            for s, keys in self.plans[r]:
                 self.relations[s].index(keys)
         # per relation, its plan's steps with their key getters
         self._steps = [[(s, keys, key_getter(keys)) for s, keys in steps] for steps in self.plans]
@@ -154,7 +156,14 @@ class Join:
             if not nxt:
                 return []
             partial = nxt
-        return [(tuple(sorted(wc, reverse=True)) + tuple(sorted(bc)), m) for m, wc, bc in partial]
+        out = []
+        for m, wc, bc in partial:
+            if len(wc) > 1:
+                wc.sort(reverse=True)
+            if len(bc) > 1:
+                bc.sort()
+            out.append(((*wc, *bc), m))
+        return out
 
     def add(self, r: int, c: Comp, mu: Mapping) -> list[tuple[Jid, Mapping]]:
         """A window solution enters: the joined solutions it completes (recorded)."""
@@ -202,8 +211,8 @@ class Join:
         """Relation s's contents anew (a background pattern's, after the graph changed);
         :meth:`rebuild` then gives the joined solutions."""
         self.relations[s] = rel
-        for steps in self.plans:
-            for t, keys in steps:
+        for r in range(self.windows):
+            for t, keys in self.plans[r]:
                 if t == s:
                     rel.index(keys)
 

@@ -616,6 +616,19 @@ class _Solver:
 Solutions = Sequence[tuple[int, int, dict, bool | None]]  # (relation, index in the event, mu, verdict)
 
 
+def _solve(solvers: list[_Solver], canon: Canon, rows: list[tuple[object, object, object]]
+           ) -> list[tuple[int, int, dict, bool | None]]:
+    """An event's solutions of a window's blocks (:meth:`Maintained.solve`)."""
+    ev = Indexed([(x, p, canon.term(o)) for x, p, o in rows])
+    out: list[tuple[int, int, dict, bool | None]] = []
+    for s in solvers:
+        i = 0
+        for mu, ok in s.solutions(ev):
+            out.append((s.r, i, mu, ok))
+            i += 1
+    return out
+
+
 class Maintained:
     """A query's maintained result (see the module's text). Plain data but for the
     compiled functions of its plan."""
@@ -665,13 +678,7 @@ class Maintained:
         solvers = self.solvers[w]
         if not solvers:
             return []
-        term = self.canon.term
-        ev = Indexed([(s, p, term(o)) for s, p, o in rows])
-        out: list[tuple[int, int, dict, bool | None]] = []
-        for s in solvers:
-            for i, (mu, ok) in enumerate(s.solutions(ev)):
-                out.append((s.r, i, mu, ok))
-        return out
+        return _solve(solvers, self.canon, rows)
 
     def enter(self, seq: int, sols: Solutions) -> None:
         for r, i, mu, ok in sols:

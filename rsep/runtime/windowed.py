@@ -141,7 +141,9 @@ class QueryRuntime(Ticks):
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
         self.start = start
-        read = read_windows(self.query) if self.query.matches else set()
+        # (timestamp() looks triples' times up in the store: every window stays in it)
+        read = ({w.iri for w in self.query.dataset.windows} if self._track_time
+                else read_windows(self.query))
         for w in self.query.dataset.windows:
             try:
                 rw = resolve(w.spec, kind, time_unit_ms)

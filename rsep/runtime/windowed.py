@@ -141,9 +141,10 @@ class QueryRuntime(Ticks):
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
         self.start = start
-        # (timestamp() looks triples' times up in the store: every window stays in it)
-        read = ({w.iri for w in self.query.dataset.windows} if self._track_time
-                else read_windows(self.query))
+        # the windows the store must hold: those the graph patterns read, and every one when
+        # timestamp() looks triples' times up in it (only a MATCH's windows may be left out)
+        read = (read_windows(self.query) if self.query.matches and not self._track_time
+                else {w.iri for w in self.query.dataset.windows})
         for w in self.query.dataset.windows:
             try:
                 rw = resolve(w.spec, kind, time_unit_ms)

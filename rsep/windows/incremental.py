@@ -104,11 +104,9 @@ def plan(query: ContinuousQuery) -> tuple[str, str]:
 
 def read_windows(query: ContinuousQuery) -> set[str]:
     """The windows whose triples the query's graph patterns read (through GRAPH <w> or
-    GRAPH ?g, or merged into the default graph), so the snapshot store must hold them; a
-    window read only by EVENT declarations (MATCH) reaches the engine as items."""
+    GRAPH ?g, or merged into the default graph); a window read only by EVENT declarations
+    (MATCH) reaches the engine as items."""
     windows = {w.iri for w in query.dataset.windows}
-    if query.uses_timestamp:  # timestamp() looks triples' times up in the store
-        return windows
     read = {w.iri for w in query.dataset.windows if w.in_default}
     try:
         tree = parse_tree(query.sparql)

@@ -9,7 +9,9 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 import pytest
@@ -193,20 +195,29 @@ def test_what_etalis_has_no_counterpart_for_is_refused(query: str, what: str) ->
         Engine().register(parse_epsparql(PREFIX + query, policy="etalis-chronological"))
 
 
-def test_goals_stay_bounded_under_a_window() -> None:
-    """With a window, goals too old for any later step are dropped (ETALIS keeps them
-    with its garbage collection off; dropping them changes no output: see _forget)."""
+def _sizes_along(pattern: str, n: int, kind: Callable[[int], str],
+                 size: Callable[[Any], int]) -> list[int]:
+    """``size`` of an ETALIS-chronological machine (window 10) after each of n point items
+    of one key, the i-th a triple ``:k :<kind(i)> i``."""
     from rsep.epsparql.etalis import Machine
 
-    q = parse_epsparql(PREFIX + "SELECT * WHERE { {?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c} "
-                                "FILTER (getDURATION() <= 10) }", policy="etalis-chronological")
+    q = parse_epsparql(PREFIX + f"SELECT * WHERE {{ {pattern} FILTER (getDURATION() <= 10) }}",
+                       policy="etalis-chronological")
     m = Machine(compile_query(q), EtalisPolicy.CHRONOLOGICAL)
     m.window = (10, False)
     k = "<http://ex.org/k>"
-    sizes = []
-    for i in range(3000):
-        m.item(i, i, [(k, "<http://ex.org/a>", f'"{i}"^^<{XSD_INTEGER}>')])
-        sizes.append(m._size)
+    out = []
+    for i in range(n):
+        m.item(i, i, [(k, f"<http://ex.org/{kind(i)}>", f'"{i}"^^<{XSD_INTEGER}>')])
+        out.append(size(m))
+    return out
+
+
+def test_goals_stay_bounded_under_a_window() -> None:
+    """With a window, goals too old for any later step are dropped (ETALIS keeps them
+    with its garbage collection off; dropping them changes no output: see _forget)."""
+    sizes = _sizes_along("{?k :a ?a} SEQ {?k :b ?b} SEQ {?k :c ?c}", 3000, lambda i: "a",
+                         lambda m: m._size)
     assert max(sizes[1000:]) < 200
 
 
@@ -214,18 +225,8 @@ def test_counters_stay_bounded_under_a_window() -> None:
     """ETALIS keeps a counter for every second of the stream (counter_internal/2, never
     retracted); rsep keeps those of the seconds its goals hold labels of and of the seconds
     an item as long as the longest so far could still start at."""
-    from rsep.epsparql.etalis import Machine
-
-    q = parse_epsparql(PREFIX + "SELECT * WHERE { {?k :a ?a} SEQ {?k :b ?b} "
-                                "FILTER (getDURATION() <= 10) }", policy="etalis-chronological")
-    m = Machine(compile_query(q), EtalisPolicy.CHRONOLOGICAL)
-    m.window = (10, False)
-    k = "<http://ex.org/k>"
-    counted = []
-    for i in range(5000):
-        kind = "a" if i % 3 else "b"
-        m.item(i, i, [(k, f"<http://ex.org/{kind}>", f'"{i}"^^<{XSD_INTEGER}>')])
-        counted.append(len(m.counters))
+    counted = _sizes_along("{?k :a ?a} SEQ {?k :b ?b}", 5000, lambda i: "a" if i % 3 else "b",
+                           lambda m: len(m.counters))
     assert max(counted[1000:]) < 200
 
 
@@ -255,7 +256,7 @@ def test_forgetting_counters_changes_no_complex_event(pattern: str, policy: str,
 
     class Keeping(Machine):
         def _forget_counters(self, now: int) -> None:
-            pass
+            """ETALIS's own behaviour: every counter kept."""
 
     q = parse_epsparql(PREFIX + _SEQS[pattern], policy="etalis-" + policy)
     got: list[list] = [[], []]

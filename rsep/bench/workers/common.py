@@ -31,12 +31,10 @@ def peak_rss_kb() -> int:
     run's results), while /proc's VmHWM belongs to this program's own memory."""
     try:
         with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            hwm = [int(line.split()[1]) for line in f if line.startswith("VmHWM:")]
+    except OSError:  # no /proc (not Linux)
+        hwm = []
+    return hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def finish(spec: dict, ready: float, run_s: float, events: int, *, latencies: list[float] | None = None,

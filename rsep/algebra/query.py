@@ -45,6 +45,8 @@ class ContinuousQuery:
     matches: list[MatchPattern] = field(default_factory=list)  # MATCH patterns, by slot
     # SELECT vars WHERE { MATCH ... } and nothing else: the projection (() for *)
     match_projection: tuple[str, ...] | None = None
+    # no solution whenever a MATCH has none (rsep.lang.rspql.events.empty_without_match)
+    empty_without_match: bool = False
     # Extension functions and aggregates the query calls that neither pyoxigraph nor rsep
     # implements: parsed (rsep explain and compare read them), refused at registration.
     unknown_functions: tuple[str, ...] = ()

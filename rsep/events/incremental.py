@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
+from rsep.algebra import selection
 from rsep.algebra.events import (
     BasicEventPattern,
     EventPattern,
@@ -37,6 +38,10 @@ def _remove(sorted_entries: list, entry: tuple) -> None:
     while sorted_entries[i][1] != entry[1]:
         i += 1
     del sorted_entries[i]
+
+
+def _compatible(a: EventMapping, b: EventMapping) -> bool:
+    return compatible(a.mu, b.mu)
 
 
 def _pure_sequence(e: EventPattern) -> bool:
@@ -91,6 +96,14 @@ class IncrementalMatcher:
         self._off: list[dict[int, list]] = [{} for _ in self.leaves]
         self._dead: set[int] = set()  # items of leaf 1 set aside as dead (not consumed)
         self._dead_t1 = -(1 << 62)
+        # Set by the runtime when every item enters its windows once and no later item can
+        # end before the ``floor`` evaluate() is given (rsep.runtime.windowed): consumed
+        # items and dead right ones that started by the floor are then dropped, not set
+        # aside, so a landmark window's state is its live candidates.
+        self.forget = False
+        # the longest interval among each leaf's items: bounds how far a scan in start
+        # order must go (0 for point events: the first candidate decides)
+        self._span = [0] * len(self.leaves)
 
     # ------------------------------------------------------------------ state
 
@@ -131,8 +144,12 @@ class IncrementalMatcher:
             if fresh:
                 self.solver.prepare(bep, fresh.values())
             for e, trs in fresh.values():
-                known[e.seq] = (e, trs)
-                for mu in self.solver(bep, e, trs):
+                mus = self.solver(bep, e, trs)
+                if mus or not self.forget:  # (forgetting, an item enters once: no match, no use)
+                    known[e.seq] = (e, trs)
+                if e.end - e.start > self._span[i]:
+                    self._span[i] = e.end - e.start
+                for mu in mus:
                     self._ids += 1
                     m = EventMapping(mu, e.start, e.end, frozenset((e.seq,)))
                     entry = (e.start, self._ids, m)
@@ -143,6 +160,11 @@ class IncrementalMatcher:
                         insort(index.setdefault(tuple(d.get(v) for v in names), []), entry)
                     new.append((i, self._ids, m))
         return new
+
+    @property
+    def trims(self) -> bool:
+        """E_1 SEQ^c / SEQ^r E_2 of two BEPs: consumed and dead items set aside."""
+        return self._trim
 
     def live_items(self) -> set[int]:
         return set().union(*(known.keys() for known in self._items.values()))
@@ -170,27 +192,114 @@ class IncrementalMatcher:
             for names, index in self._index[i].items():
                 insort(index.setdefault(tuple(d.get(v) for v in names), []), entry)
 
-    def _set_aside(self, new: list[tuple[int, int, EventMapping]], consumed: AbstractSet[int]) -> None:
+    def consume(self, items: AbstractSet[int]) -> None:
+        """Items an evaluation consumed (P^c / P^r), dropped at once when forgetting: they
+        stay consumed while in the window, and none enters a window twice."""
+        if not (self._trim and self.forget):
+            return
+        for item in items:
+            for i in (0, 1):
+                if item in self._entries_of[i]:
+                    self._hide(i, item)
+                self._off[i].pop(item, None)
+                self._items[i].pop(item, None)
+            self._dead.discard(item)
+
+    def _set_aside(self, new: list[tuple[int, int, EventMapping]], consumed: AbstractSet[int],
+                   floor: int | None) -> None:
         """Before an evaluation of E_1 SEQ^c/r E_2: consumed items are invisible for good (an
         item stays consumed while it is in the window); a right mapping with no unconsumed
         left one ending before it starts is never usable (Eq. (10)/(11) select among usable
-        ones only), and stays so while left mappings come later than it starts."""
+        ones only), and stays so while left mappings come later than it starts: for good
+        once no item still to come can end before it starts (``floor``)."""
         if any(i == 0 and m.t2 < self._dead_t1 for i, _, m in new):
             for item in list(self._dead):  # a left one came out of time order
                 self._show(1, item)
             self._dead.clear()
             self._dead_t1 = -(1 << 62)
-        for i in (0, 1):
-            for item in [s for s in self._entries_of[i] if s in consumed]:
-                self._hide(i, item)
+        if consumed:
+            if self.forget:  # the others were dropped as they were consumed
+                fresh = {(i, s) for i, _, m in new for s in m.just if s in consumed}
+                for i, item in fresh:
+                    if item in self._entries_of[i]:
+                        self._hide(i, item)
+                        del self._off[i][item]
+                        del self._items[i][item]
+            else:
+                for i in (0, 1):
+                    for item in [s for s in self._entries_of[i] if s in consumed]:
+                        self._hide(i, item)
+        forget = self.forget and floor is not None
         for item, entries in list(self._entries_of[1].items()):
             if all(not self._usable(m) for _, _, m in entries):
                 self._hide(1, item)
-                self._dead.add(item)
-                self._dead_t1 = max(self._dead_t1, max(m.t1 for _, _, m in entries))
+                t1 = max(m.t1 for _, _, m in entries)
+                if forget and t1 <= floor:
+                    del self._off[1][item]
+                    del self._items[1][item]
+                else:
+                    self._dead.add(item)
+                    self._dead_t1 = max(self._dead_t1, t1)
 
     def _usable(self, m2: EventMapping) -> bool:
-        return any(m.t2 < m2.t1 and m.t1 >= 0 for _, _, m in self._lookup(0, dict(m2.mu)))
+        """Some left mapping ends before m2 starts (scanned in start order: an entry that
+        starts at or after m2 does not end before it, nor does any after it)."""
+        t1 = m2.t1
+        for start, _, m in self._lookup(0, dict(m2.mu)):
+            if start >= t1:
+                return False
+            if m.t2 < t1 and start >= 0:
+                return True
+        return False
+
+    def _pick(self, m2: EventMapping) -> list[EventMapping]:
+        """pick(FIRST / LAST) of the left mappings that end before m2 starts, as
+        events_reference._seq computes it over all of them, from the few that can be it:
+        the entries are in start order and none is longer than the leaf's span."""
+        bucket = self._lookup(0, dict(m2.mu))
+        hi = m2.t1 - 1
+        out: list[EventMapping] = []
+        if self.match.selection is Selection.CHRONOLOGICAL:
+            best = None
+            for start, _, m in bucket:
+                if start > hi or (best is not None and start > best[0]):
+                    break
+                if start < 0 or m.t2 > hi:
+                    continue
+                k = (m.t2, start)
+                if best is None or k < best:
+                    best, out = k, [m]
+                elif k == best:
+                    out.append(m)
+            return out
+        span = self._span[0]
+        best = None
+        for j in range(bisect_right(bucket, (hi, 1 << 62)) - 1, -1, -1):
+            start, _, m = bucket[j]
+            if start < 0 or (best is not None and start + span < best[0]):
+                break
+            if m.t2 > hi:
+                continue
+            k = (m.t2, start)
+            if best is None or k > best:
+                best, out = k, [m]
+            elif k == best:
+                out.append(m)
+        out.reverse()  # ties in the order of the entries, as last() keeps them
+        return out
+
+    def _pair(self) -> list[EventMapping]:
+        """Eq. (10) / (11) for E_1 SEQ E_2 after _set_aside: every visible right mapping is
+        usable, and only the lefts pick() can choose are looked at."""
+        sel = self.match.selection
+        rights = [m for _, _, m in self._maps[1] if m.t1 >= 0]
+        picked = {id(m2): self._pick(m2) for m2 in rights}
+        usable = [m2 for m2 in rights if picked[id(m2)]]
+        out: list[EventMapping] = []
+        for m2 in selection.select(sel, usable, events_reference.interval, _compatible):
+            for m1 in picked[id(m2)]:
+                out.append(EventMapping(merge(m1.mu, m2.mu), m1.t1, m2.t2, m1.just | m2.just))
+        return out
 
     def _build(self, j: int, names: tuple[str, ...]) -> dict[tuple, list]:
         index: dict[tuple, list] = {}
@@ -211,13 +320,15 @@ class IncrementalMatcher:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, changes: Mapping[str, list[tuple[bool, Event, tuple]]],
-                 consumed: AbstractSet[int] = frozenset()) -> list[EventMapping]:
+                 consumed: AbstractSet[int] = frozenset(), floor: int | None = None) -> list[EventMapping]:
         """All matches at this evaluation, after the windows' item ``changes`` (``consumed``
-        is read during the call only: the engine's own set, not a copy per evaluation)."""
+        is read during the call only: the engine's own set, not a copy per evaluation;
+        ``floor``: no item still to come ends before it, when forgetting)."""
         self.removed = []
         new = self._sync(changes)
         if self._trim:
-            self._set_aside(new, consumed)
+            self._set_aside(new, consumed, floor)
+            return self._pair()
         if not self.delta:
             leaf_of: dict[int, int] = {}
             for j, bep in enumerate(self.leaves):

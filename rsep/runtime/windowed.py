@@ -8,6 +8,7 @@ windowed query (SPASEQ, EP-SPARQL) does not import the window machinery at start
 from __future__ import annotations
 
 import time as _time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -82,6 +83,11 @@ class QueryRuntime(Ticks):
         self._solver = BatchSolver()
         self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
         self._consumed: set[int] = set()
+        # when the matchers forget (bind): what each evaluation consumed, in time order, so
+        # an item leaves the set once no item still to come can end before it
+        self._consumed_at: deque[tuple[int, set[int]]] = deque()
+        self._forget = False
+        self._unmatched = False  # a MATCH had no solution at the last evaluation
         self._consumes = any(m.selection.consumes for m in self.query.matches)
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
         self._projection: tuple[str, ...] = ()
@@ -176,6 +182,12 @@ class QueryRuntime(Ticks):
                 op.track_items = True
                 op.track_triples = False  # the store follows the items (LocalWindow.sync)
             self.windows.append(BoundWindow(w.iri, w.stream, rw, op, graph, local))
+        # E_1 SEQ^c/r E_2 matchers may drop what they can never use again when no item
+        # enters a window twice (a count window takes an item in again with fewer triples)
+        self._forget = bool(self._matchers) and all(mt.trims for mt in self._matchers) and all(
+            bw.window.kind is not WindowKind.COUNT for bw in self.windows if bw.op.track_items)
+        for mt in self._matchers:
+            mt.forget = self._forget
         rp = self.report
         # Window-close reports over time windows are the one case where the next
         # evaluation instant is known on arrival (the next slide), so the store can
@@ -301,36 +313,68 @@ class QueryRuntime(Ticks):
         """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         text = self.query.sparql
+        floor = self._floor()
+        self._unmatched = False
         for m, matcher in zip(self.query.matches, self._matchers, strict=True):
-            found = matcher.evaluate(changes, self._consumed)
+            found = matcher.evaluate(changes, self._consumed, floor)
+            if not found:
+                self._unmatched = True
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
             text = text.replace(m.slot, match_values(m, found))
             if m.selection.consumes:
-                # P^c / P^r: what justified this evaluation's output is gone for the next.
-                self._consumed |= events_reference.justification(found)
-        # only an item that left a window can be forgotten (none leaves a landmark window)
-        if any(not c[0] for ch in changes.values() for c in ch):
-            live = set()
-            for matcher in self._matchers:
-                live |= matcher.live_items()
-            self._solver.retain(live)
-            self._consumed &= live
+                self._consume(tau, found)
+        self._solver.clear()  # the matchers keep what they need per item
+        self._release(changes, floor)
         return text
 
     def _direct(self, tau: int) -> list[Row]:
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""
         m, matcher = self.query.matches[0], self._matchers[0]
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
-        found = matcher.evaluate(changes, self._consumed)
+        floor = self._floor()
+        found = matcher.evaluate(changes, self._consumed, floor)
         self._solver.clear()  # the matcher keeps what it needs per item
         if m.selection.consumes:
-            self._consumed |= events_reference.justification(found)
-            if any(not c[0] for ch in changes.values() for c in ch):
-                self._consumed &= matcher.live_items()
+            self._consume(tau, found)
+            self._release(changes, floor)
         if len(found) > self.engine.limits.max_results:
             self._too_many(tau)
         return [self._row(m, em) for em in found]
+
+    def _consume(self, tau: int, found: list[EventMapping]) -> None:
+        """P^c / P^r: what justified this evaluation's output is gone for the next."""
+        just = events_reference.justification(found)
+        self._consumed |= just
+        if self._forget and just:
+            for matcher in self._matchers:
+                matcher.consume(just)
+            self._consumed_at.append((tau, just))
+
+    def _release(self, changes: dict[str, list[tuple[bool, Event, tuple]]], floor: int | None) -> None:
+        """Forget consumed items no later evaluation can meet."""
+        if self._forget:
+            # consumed at tau: ended by tau, so entered every window it will (none twice)
+            q = self._consumed_at
+            while q and floor is not None and q[0][0] < floor:
+                self._consumed -= q.popleft()[1]
+            return
+        # only an item that left a window can be forgotten (none leaves a landmark window)
+        if any(not c[0] for ch in changes.values() for c in ch):
+            live: set[int] = set()
+            for matcher in self._matchers:
+                live |= matcher.live_items()
+            self._consumed &= live
+
+    def _floor(self) -> int | None:
+        """No item still to come into a window ends before this: events not taken yet end
+        at or after the engine's time, and the waiting ones came in time order."""
+        floor = self.engine.now
+        for bw in self.windows:
+            end = bw.op.waiting_end()
+            if end is not None and (floor is None or end < floor):
+                floor = end
+        return floor
 
     def _row(self, m: MatchPattern, em: EventMapping) -> tuple[tuple[str | None, ...], Selected]:
         names = self._projection
@@ -383,6 +427,10 @@ class QueryRuntime(Ticks):
             # the locality check fails: pyoxigraph, on the live events' matching triples
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql
         self._sync()
+        if self._unmatched and self.query.empty_without_match:
+            # an empty VALUES joined into the WHERE group: pyoxigraph's answer is no row
+            self._took(tau, t0)
+            return []
         try:
             res = self.store.store.query(
                 sparql, default_graph=ox.DefaultGraph(),

@@ -142,6 +142,7 @@ class WindowOperator:
             else:
                 floor = lo + 1 if lo_open else lo  # an end below floor has expired
             ceil = hi + 1 if hi_closed else hi  # a start below ceil is inside
+            landmark = w.kind is WindowKind.LANDMARK
             if self._pending:
                 keep: deque[Event] = deque()
                 for e in self._pending:
@@ -150,10 +151,11 @@ class WindowOperator:
                     elif floor is not None and e.end < floor:
                         continue  # passed by without ever being inside
                     elif e.start < ceil:
-                        self._entries += 1
-                        self._live[self._entries] = e
                         self._live_triples += len(e.triples)
-                        heapq.heappush(self._evict, (e.end, self._entries))
+                        if not landmark:  # (nothing leaves a landmark window)
+                            self._entries += 1
+                            self._live[self._entries] = e
+                            heapq.heappush(self._evict, (e.end, self._entries))
                         if self.track_triples:
                             self._added.extend((tr, e.end) for tr in e.triples)
                         if self.track_items:
@@ -195,11 +197,10 @@ class WindowOperator:
             self._graph_changes = []
         return out
 
-    def items(self) -> list[tuple[Event, tuple[Triple, ...]]]:
-        """The window's content W(S, t) at the last advance: (item, its triples in the window)."""
-        if self.w.kind is WindowKind.COUNT:
-            return list(self._items)
-        return [(e, e.triples) for e in self._live.values()]
+    def waiting_end(self) -> int | None:
+        """The least end of the events waiting to enter (they wait in arrival order, which
+        is the order of their ends), or None."""
+        return self._pending[0].end if self._pending else None
 
     @property
     def empty(self) -> bool:

@@ -307,8 +307,8 @@ def test_generated_hierarchy_subclass_query_matches_the_closure():
     assert got == want
 
 
-SELECTION_CALLERS = ("rsep.events.reference", "rsep.epsparql.reference", "rsep.epsparql.seqindex",
-                     "rsep.epsparql.policy")
+SELECTION_CALLERS = ("rsep.events.reference", "rsep.events.incremental", "rsep.epsparql.reference",
+                     "rsep.epsparql.seqindex", "rsep.epsparql.policy")
 
 
 @pytest.mark.parametrize("row", [r for r in TABLE1 if r.language == "EP-SPARQL"],
@@ -359,8 +359,9 @@ def test_table1_rows_go_through_the_one_policy_implementation(row, figure1, monk
     if row.selection.consumes:
         assert {p for p, _ in selects} == {row.selection}
         # EP-SPARQL's {E1} SEQ {E2} with no window runs on the indexed candidates (seqindex),
-        # which leaves the choice among them to the same functions
-        assert {m for _, m in selects} == {"rsep.events.reference", "rsep.epsparql.seqindex"}
+        # RSEP-QL's E_1 SEQ E_2 of two BEPs on the live ones (rsep.events.incremental): both
+        # leave the choice among them to the same functions
+        assert {m for _, m in selects} == {"rsep.events.incremental", "rsep.epsparql.seqindex"}
         assert {m for m, items in consumes if items} == {"rsep.events.reference",
                                                           "rsep.epsparql.policy"}
     else:

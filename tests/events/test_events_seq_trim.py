@@ -100,3 +100,55 @@ def test_the_window_size_limit_holds_for_a_window_the_store_does_not_take():
     text = LANDMARK.format(w1="LND 0", w2="LND 0", policy="CHRONOLOGICAL", filter="")
     with pytest.raises(EngineError, match="over the limit of 20"):
         _store_sizes(text, _walk(), max_window_triples=20)
+
+
+@pytest.mark.parametrize("policy", ["CHRONOLOGICAL", "RECENT"])
+@pytest.mark.parametrize("windows", [("LND 0", "LND 0"), ("RANGE 6 STEP 1", "LND 0"),
+                                     ("LND 0", "RANGE 9 STEP 3")])
+@pytest.mark.parametrize("seed", range(6))
+def test_interval_items_and_ties_equal_the_reference(policy, windows, seed):
+    """Items that last (the scans for FIRST / LAST stop by the longest one), several at
+    one instant (ties in FIRST / LAST, rivals in the selection), and windows other than
+    landmark ones (items leave, some after they were forgotten)."""
+    rnd = random.Random(seed)
+    events, t = [], 0
+    for i in range(70):
+        t += rnd.choice((0, 0, 1, 2))
+        start = t - rnd.choice((0, 0, 0, 1, 3))
+        k = rnd.randrange(2)
+        events.append(ev(S, (start, t), f":c{k} :{'abx'[rnd.randrange(3)]} {rnd.randrange(4)} .",
+                         graph=f"{S}/g{i}"))
+    text = LANDMARK.format(w1=windows[0], w2=windows[1], policy=policy, filter="")
+    got, want = both(text, events, t + 12)
+    assert got == want and sum(got.values()) >= 5
+
+
+def _state(text: str, events: list) -> tuple[int, dict[str, int]]:
+    from rsep.runtime.windowed import QueryRuntime
+
+    eng = Engine()
+    eng.register(parse_query(text), name="q")
+    n = sum(1 for _ in eng.run(events))
+    rt = next(r for r in eng.queries if isinstance(r, QueryRuntime))
+    mt = rt._matchers[0]
+    return n, {
+        "entries": sum(len(x) for x in mt._maps.values()) + sum(len(v) for o in mt._off for v in o.values()),
+        "items": sum(len(k) for k in mt._items.values()),
+        "consumed": len(rt._consumed),
+        "window items": sum(len(bw.op._live) for bw in rt.windows),
+    }
+
+
+@pytest.mark.parametrize("policy", ["CHRONOLOGICAL", "RECENT"])
+def test_landmark_windows_keep_only_live_candidates(policy):
+    """Over landmark windows what E_1 SEQ E_2 has consumed, and right items with no left
+    one before them, can never be used again: after 3,000 events the matcher holds the few
+    live candidates, not the stream (each key alternates a, b, b, so every other b is dead
+    and every a is consumed)."""
+    events = [ev(S, t, f":c{t % 3} :{'abb'[t // 3 % 3]} {t} .", graph=f"{S}/g{t}")
+              for t in range(3000)]
+    text = LANDMARK.format(w1="LND 0", w2="LND 0", policy=policy, filter="FILTER (?b > ?a)")
+    n, state = _state(text, events)
+    assert n == 999  # each key: a at 0, 3, ..., 999 (the last with no b after it)
+    assert state["window items"] == 0 and state["consumed"] <= 6
+    assert state["entries"] <= 6 and state["items"] <= 6, state

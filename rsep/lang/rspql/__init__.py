@@ -61,6 +61,7 @@ def build(syn: Syntax) -> ContinuousQuery:
         syn.replace(node.children[0], "GRAPH")
     beps = events.declarations(syn, ds)
     direct = events.match_only_projection(syn)
+    empty = events.empty_without_match(syn)
     matches = events.matches(syn, beps)
     uses_ts = rewrite_timestamp_calls(syn)
     stepped = any(w.spec.kind is WindowKind.TIME or (w.spec.kind is WindowKind.LANDMARK and w.spec.step)
@@ -71,4 +72,5 @@ def build(syn: Syntax) -> ContinuousQuery:
         name=register_name(syn, reg), dialect="rspql", form=syn.form, dataset=ds,
         sparql=syn.rewritten(), r2s=r2s, report=report, text=syn.text, uses_timestamp=uses_ts,
         service_at=service_position(syn), matches=matches, match_projection=direct,
+        empty_without_match=empty,
     )

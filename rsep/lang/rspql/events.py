@@ -111,6 +111,35 @@ def matches(syn: Syntax, beps: dict[str, BasicEventPattern]) -> list[MatchPatter
     return out
 
 
+def empty_without_match(syn: Syntax) -> bool:
+    """Whether the query has no solution at all whenever a MATCH has none: a SELECT or
+    CONSTRUCT with no aggregate (an empty group still aggregates to one row) whose every
+    MATCH is an element of the WHERE clause's own group. That group is then the join of
+    an empty VALUES with the rest, which is empty; FILTER, projection and the solution
+    modifiers keep it so. A MATCH under OPTIONAL, UNION, MINUS, GRAPH, a sub-group or a
+    sub-query is left to pyoxigraph."""
+    body = syn.tree.children[1]
+    query = next((c for c in body.children
+                  if isinstance(c, Tree) and c.data in ("select_query", "construct_query")), None)
+    if query is None or any(n.data in ("aggregate", "group_clause", "having_clause")
+                            for n in query.iter_subtrees()):
+        return False
+    where = next((c for c in query.children if isinstance(c, Tree) and c.data == "where_clause"), None)
+    if where is None:
+        return False
+    top = 0
+    for sub in where.children[-1].children:
+        if not (isinstance(sub, Tree) and sub.data == "group_graph_pattern_sub"):
+            continue
+        for other in sub.children:
+            if isinstance(other, Tree) and other.data == "group_graph_pattern_sub_other":
+                for node in other.children:
+                    if isinstance(node, Tree) and node.children and \
+                            getattr(node.children[0], "data", None) == "match_pattern":
+                        top += 1
+    return top > 0 and top == len(syn.nodes("match_pattern"))
+
+
 def match_only_projection(syn: Syntax) -> tuple[str, ...] | None:
     """The projected variables when the query is nothing but SELECT vars WHERE { MATCH {...} }.
 

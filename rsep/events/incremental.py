@@ -199,11 +199,15 @@ class IncrementalMatcher:
             return
         for item in items:
             for i in (0, 1):
-                if item in self._entries_of[i]:
-                    self._hide(i, item)
-                self._off[i].pop(item, None)
-                self._items[i].pop(item, None)
+                self._drop(i, item)
             self._dead.discard(item)
+
+    def _drop(self, i: int, item: int) -> None:
+        """Forget an item of leaf i for good: its entries, set aside or not, and the item."""
+        if item in self._entries_of[i]:
+            self._hide(i, item)
+        self._off[i].pop(item, None)
+        self._items[i].pop(item, None)
 
     def _set_aside(self, new: list[tuple[int, int, EventMapping]], consumed: AbstractSet[int],
                    floor: int | None) -> None:
@@ -221,10 +225,7 @@ class IncrementalMatcher:
             if self.forget:  # the others were dropped as they were consumed
                 fresh = {(i, s) for i, _, m in new for s in m.just if s in consumed}
                 for i, item in fresh:
-                    if item in self._entries_of[i]:
-                        self._hide(i, item)
-                        del self._off[i][item]
-                        del self._items[i][item]
+                    self._drop(i, item)
             else:
                 for i in (0, 1):
                     for item in [s for s in self._entries_of[i] if s in consumed]:
@@ -232,12 +233,11 @@ class IncrementalMatcher:
         forget = self.forget and floor is not None
         for item, entries in list(self._entries_of[1].items()):
             if all(not self._usable(m) for _, _, m in entries):
-                self._hide(1, item)
                 t1 = max(m.t1 for _, _, m in entries)
                 if forget and t1 <= floor:
-                    del self._off[1][item]
-                    del self._items[1][item]
+                    self._drop(1, item)
                 else:
+                    self._hide(1, item)
                     self._dead.add(item)
                     self._dead_t1 = max(self._dead_t1, t1)
 

@@ -313,7 +313,7 @@ class QueryRuntime(Ticks):
         """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         text = self.query.sparql
-        floor = self._floor()
+        floor = self._floor() if self._forget else None  # (read only when forgetting)
         self._unmatched = False
         for m, matcher in zip(self.query.matches, self._matchers, strict=True):
             found = matcher.evaluate(changes, self._consumed, floor)
@@ -332,7 +332,7 @@ class QueryRuntime(Ticks):
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""
         m, matcher = self.query.matches[0], self._matchers[0]
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
-        floor = self._floor()
+        floor = self._floor() if self._forget else None  # (read only when forgetting)
         found = matcher.evaluate(changes, self._consumed, floor)
         self._solver.clear()  # the matcher keeps what it needs per item
         if m.selection.consumes:

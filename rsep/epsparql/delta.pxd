@@ -25,7 +25,7 @@ cdef class _Step:
     cdef public bint chk, same
 
 @cython.locals(vals=list, out=list, st=_Step, kind=int, db=list, got=list, oa=Keyed, chk=bint,
-               x=Solution, y=Solution)
+               x=Solution, y=Solution, one=OnePattern)
 cpdef list run(list plan, list fresh, unsigned long long hit, object tau, dict hs, object ex)
 
 cdef class Delta:

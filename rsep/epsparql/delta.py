@@ -183,13 +183,17 @@ def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict
         out: list[Solution] = []
         if st.mask & hit:
             kind = st.kind
+            # (asserts, not typing.cast: compiled, a cast is still a Python call per event)
             if kind == _ONE:
-                out = cast(OnePattern, st.one).match(fresh)
+                one = st.one
+                assert one is not None
+                out = one.match(fresh)
             elif kind == _SEQ:
                 db = vals[st.b]
                 if db:
                     lo = tau - hs.get(st.left, INF)
-                    oa = cast(Keyed, st.old)
+                    oa = st.old
+                    assert oa is not None
                     chk = st.chk
                     for y in db:
                         for x in oa.before(oa.of(y), y.ta, lo):
@@ -199,10 +203,12 @@ def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict
                 got = vals[st.a]
                 if got:
                     if kind == _FILTER:
+                        cond = st.cond
+                        assert cond is not None
                         if st.fn_for is not ex.kind:
-                            st.fn = ex.compiled(cast(Expr, st.cond))
+                            st.fn = ex.compiled(cond)
                             st.fn_for = ex.kind
-                        out = _filtered(st.fn, cast(Expr, st.cond), got, ex)
+                        out = _filtered(st.fn, cond, got, ex)
                     elif st.same:
                         out = got
                     elif st.keep is not None:

@@ -38,6 +38,8 @@ class Schema:
         self._sup: dict[str, frozenset[str]] = {}
         self._supp: dict[str, frozenset[str]] = {}
         self._expand: dict[tuple[str, str], tuple] = {}
+        # read per stream triple (a schema is made whole, never changed)
+        self.empty = not (self.sub or self.subp or self.dom or self.rng)
 
     @staticmethod
     def _closure(x: str, edges: dict[str, set[str]], memo: dict[str, frozenset[str]]) -> frozenset[str]:
@@ -59,10 +61,6 @@ class Schema:
 
     def superproperties(self, p: str) -> frozenset[str]:
         return self._closure(p, self.subp, self._supp)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.sub or self.subp or self.dom or self.rng)
 
     def entail(self, s: str, p: str, o: str) -> list[tuple[str, str, str]]:
         """The triple and what RDFS (rdfs2, 3, 5, 7, 9, 11) derives from it with the schema."""

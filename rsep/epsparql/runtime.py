@@ -115,9 +115,12 @@ class EpContext:
         its window (with none: while its SeqIndex can still use it, when it has one and no
         CONSTRUCT rule can derive an occurrence out of time order; else every unconsumed
         one). Amortised: done once the store has doubled since the last time."""
+        if self.prune and len(self.world.occ.all) >= self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK:
+            self._forget(tau)
+
+    def _forget(self, tau: int) -> None:
+        # (apart from forget: compiled, a function with a closure makes its scope at every call)
         occ = self.world.occ
-        if not self.prune or len(occ.all) < self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK:
-            return
         h = -INF
         policies: list[tuple[float, set[int], Callable[[Occurrence], bool] | None]] = []
         in_order = not any(rt.query.construct for rt in self.runtimes)

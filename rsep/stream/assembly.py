@@ -8,7 +8,7 @@ time predicate), before or after the graph, or (``in_graph``) from inside the gr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby, repeat
 from operator import attrgetter, itemgetter
 from typing import cast
@@ -33,6 +33,7 @@ _NAMED = ox.NamedNode
 _ABSTRACT = TimeKind.ABSTRACT
 _BLANK = ox.BlankNode
 _XSD_INTEGER = XSD + "integer"
+_XSD_INTEGER_NODE = ox.NamedNode(_XSD_INTEGER)
 # An empty graph block "<g> { }" (an event with no triples: a heartbeat that advances
 # time) parses to no quad at all: a marker triple put into it before parsing (on the
 # line of its "{": lines stay) keeps the graph's run, and is taken out again.
@@ -45,6 +46,14 @@ _MARK_TEXT = "<urn:rsep:empty-graph> <urn:rsep:empty-graph> <urn:rsep:empty-grap
 # A run of consecutive parsed quads of one graph, (graph, content): a default-graph run keeps
 # its quads (time metadata), a named graph's run the triples of its event.
 Run = tuple[ox.NamedNode | ox.BlankNode | ox.DefaultGraph, list[ox.Quad] | tuple[ox.Triple, ...]]
+
+
+def _named_nodes(iris: Iterable[str]) -> Iterator[ox.NamedNode]:
+    for iri in iris:
+        try:
+            yield ox.NamedNode(iri)
+        except ValueError:
+            continue  # (no parsed predicate is such an IRI)
 
 
 def mark_empty(text: str) -> str:
@@ -112,6 +121,8 @@ class Assembly:
             roles.update(dict.fromkeys(preds, role))
         self.roles = roles
         self.point_predicates = frozenset(p for p, r in roles.items() if r == "point")
+        # the same as nodes: checked without making a string of each time triple's predicate
+        self.point_nodes = frozenset(_named_nodes(self.point_predicates))
         self.in_graph = time.in_graph
         self.opened: dict[str, _Open] = {}
         self.orphans: dict[str, int] = {}
@@ -130,24 +141,31 @@ class Assembly:
         conversions map over the whole chunk at once instead of stepping through it run
         by run; the result is what ``runs`` would make of it.
         """
-        if self.bnodes or self.in_graph or len(groups) % 2 or not groups:
+        if len(groups) % 2 or not groups:
             return False
         graphs, items = zip(*groups, strict=True)
-        nodes = graphs[1::2]
-        if set(map(type, graphs[::2])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
+        if set(map(type, graphs[::2])) != {_DEFAULT} or set(map(type, graphs[1::2])) != {_NAMED}:
             return False
         times = items[::2]
         if set(map(len, times)) != {1}:
             return False
+        return self.stamped(cast("tuple[ox.NamedNode, ...]", graphs[1::2]), list(map(_FIRST, times)),
+                            cast("tuple[tuple[ox.Triple, ...], ...]", items[1::2]), lines)
+
+    def stamped(self, nodes: Sequence[ox.NamedNode], quads: list[ox.Quad],
+                triples: Sequence[tuple[ox.Triple, ...]], lines: list[int]) -> bool:
+        """:meth:`points` of a chunk given as its graphs (named nodes), the time quad of each
+        and the triples of each (a reader that has them apart skips making the runs)."""
+        if self.bnodes or self.in_graph or not nodes:
+            return False
         # Each time triple is about the graph that follows it, with a point predicate ...
-        quads = list(map(_FIRST, times))
-        if tuple(map(_SUBJECT, quads)) != nodes \
-                or not self.point_predicates.issuperset(map(_VALUE, map(_PREDICATE, quads))):
+        if tuple(map(_SUBJECT, quads)) != tuple(nodes) \
+                or not self.point_nodes.issuperset(map(_PREDICATE, quads)):
             return False
         # ... and an xsd:integer in ASCII digits (what runs reads without timestamp_from_literal).
         objects = list(map(_OBJECT, quads))
         if set(map(type, objects)) != {_LITERAL} \
-                or set(map(_VALUE, map(_DATATYPE, objects))) != {_XSD_INTEGER}:
+                or set(map(_DATATYPE, objects)) != {_XSD_INTEGER_NODE}:
             return False
         lexicals = list(map(_VALUE, objects))
         digits = "".join(lexicals)
@@ -178,7 +196,6 @@ class Assembly:
                              f"{self.origin}:{cur.line}"))
         # Each graph's event is complete when the next graph starts; the last one stays open.
         ints = list(map(int, lexicals))
-        triples = items[1::2]
         last = len(names) - 1
         origin = self.origin
         origins = [f"{origin}:{n}" for n in lines[:last]]

@@ -46,6 +46,7 @@ _GRAPH = attrgetter("graph_name")
 _TRIPLE = attrgetter("triple")
 _ITEMS = itemgetter(1)
 _DEFAULT = ox.DefaultGraph
+_NAMED = ox.NamedNode
 _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line before its "{"
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
@@ -168,11 +169,16 @@ class StreamFile:
         parser = ox.parse(header + "\n" + chunk if header else chunk, format=ox.RdfFormat.TRIG,
                           base_iri=self._base)
         try:
-            # Quads of the default graph are kept (few: the time triples), of event graphs only the triples.
-            groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
-                                 for g, grp in groupby(parser, _GRAPH)]
+            quads = list(parser)
         except SyntaxError:
             return None
+        if not marked:
+            after = self._one_triple(parser, quads, chunk, line, asm)
+            if after is not None:
+                return after
+        # Quads of the default graph are kept (few: the time triples), of event graphs only the triples.
+        groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
+                             for g, grp in groupby(quads, _GRAPH)]
         if marked:
             groups = unmark(groups)
         # Locate every graph block by its braces, to give each event its line. A
@@ -196,6 +202,36 @@ class StreamFile:
         if _NAME_ABOVE_BRACE.search(chunk) is None and asm.points(groups, lines[1:-1]):
             return lines[-1]
         asm.runs(groups, _trig_lines(chunk, line, groups))
+        return lines[-1]
+
+    def _one_triple(self, parser: ox.QuadParser, quads: list[ox.Quad], chunk: str, line: int,
+                    asm: Assembly) -> int | None:
+        """Assemble a chunk of the commonest shape, events of one triple each, each after its
+        time triple, without grouping its quads into runs: the line after the chunk, or None
+        (and nothing done) for any other shape, which _fast_trig then groups."""
+        n = len(quads)
+        # Alternating default and named graphs from the start (a look at the first and third quads
+        # turns most other chunks away before any mapping over the whole).
+        if n % 2 or n < 4 or quads[0].graph_name.__class__ is not _DEFAULT \
+                or quads[2].graph_name.__class__ is not _DEFAULT:
+            return None
+        graphs = list(map(_GRAPH, quads))
+        nodes = graphs[1::2]
+        if set(map(type, graphs[::2])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
+            return None
+        # One "{" per event: none in a string or comment, no unnamed or empty block (an
+        # event's one triple cannot be in two blocks, nor two events' in one).
+        parts = chunk.split("{")
+        if len(parts) - 1 != len(nodes):
+            return None
+        # With those, one "}" a block means none elsewhere (in a string or comment).
+        if chunk.count("}") != len(nodes) or _NAME_ABOVE_BRACE.search(chunk) is not None:
+            return None
+        asm.bnodes = "[" in chunk or "(" in chunk or BLANK_LABEL.search(chunk) is not None
+        lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
+        if not asm.stamped(nodes, quads[::2], list(zip(map(_TRIPLE, quads[1::2]))), lines[1:-1]):
+            return None
+        self._update_prefixes(parser)
         return lines[-1]
 
     def _nquads(self, asm: Assembly) -> Iterator[bool]:
@@ -308,7 +344,7 @@ class StreamFile:
             groups = unmark(groups)
         blocks = [i for i, r in enumerate(batch) if r.text.rstrip().endswith("}")]
         if len(blocks) != sum(g.__class__ is not _DEFAULT for g, _ in groups):
-            asm.quads(quads, batch[0].line, graph_lines=_block_lines(batch))
+            asm.quads(quads, batch[0].line, graph_lines=_block_lines(batch, self._prefixes))
             return
         lines = []
         k = 0
@@ -407,15 +443,22 @@ def _trig_lines(chunk: str, line: int, groups: list[Run]) -> list[int]:
     return lines
 
 
-_BLOCK_NAME = re.compile(r"\s*(?:GRAPH\s+)?<([^>]*)>\s*\{", re.I)
+_BLOCK_NAME = re.compile(r"\s*(?:GRAPH\s+)?(?:<([^>]*)>|([A-Za-z][\w.-]*)?:([\w.%-]*))\s*\{", re.I)
 
 
-def _block_lines(batch: list[Record]) -> dict[str, int]:
-    """Lines of the graph blocks in a batch, for messages about their events."""
+def _block_lines(batch: list[Record], prefixes: dict[str, str]) -> dict[str, int]:
+    """Lines of the graph blocks in a batch, for messages about their events (a block
+    named by a prefixed name located too)."""
     out: dict[str, int] = {}
     for r in batch:
         m = _BLOCK_NAME.match(r.text)
         if m:
-            out.setdefault(m.group(1), r.line)
+            iri, prefix, local = m.groups()
+            if iri is None:
+                base = prefixes.get(prefix or "")
+                if base is None:
+                    continue
+                iri = base + local
+            out.setdefault(iri, r.line)
     return out
 

@@ -101,18 +101,18 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
             continue
         last_kind = e.kind
         if lateness <= 0:
-            if last_out is not None and e.time < last_out:
+            if last_out is not None and e.end < last_out:
                 reject(late(e, last_out))
                 continue
-            last_out = e.time
+            last_out = e.end
             yield e
             continue
-        if last_out is not None and e.time < last_out:
+        if last_out is not None and e.end < last_out:
             reject(late(e, last_out))
             continue
-        max_seen = e.time if max_seen is None else max(max_seen, e.time)
+        max_seen = e.end if max_seen is None else max(max_seen, e.end)
         n += 1
-        heapq.heappush(held, (e.time, n, e))
+        heapq.heappush(held, (e.end, n, e))
         while held and held[0][0] <= max_seen - lateness:
             t, _, ev = heapq.heappop(held)
             last_out = t

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.time import TimeKind, format_time
@@ -69,6 +69,23 @@ class DeadLetter:
             self._file.close()
 
 
+def _late(e: Event, bound: int, lateness: int) -> Rejected:
+    return Rejected(
+        e.stream, e.origin.rsplit(":", 1)[0], int(e.origin.rsplit(":", 1)[1] or 0), 0,
+        f"timestamp {format_time(e.time, e.kind)} of <{e.graph}> goes backwards: "
+        f"the stream is already at {format_time(bound, e.kind)}"
+        + (f" (allowed lateness {lateness})" if lateness else
+           " (accept late events with --allowed-lateness)"),
+        e.graph,
+    )
+
+
+def _kind_changed(e: Event, kind: TimeKind) -> Rejected:
+    return Rejected(e.stream, e.origin, 0, 0,
+                    f"<{e.graph}> has a {e.kind.value} timestamp but the stream's "
+                    f"earlier events have {kind.value} ones", e.graph)
+
+
 def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
              reject: Callable[[Rejected], None]) -> Iterator[Event]:
     """One stream's events in non-decreasing time, applying the ordering policy."""
@@ -79,36 +96,24 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
     max_seen: int | None = None
     lateness = policy.allowed_lateness
 
-    def late(e: Event, bound: int) -> Rejected:
-        return Rejected(
-            e.stream, e.origin.rsplit(":", 1)[0], int(e.origin.rsplit(":", 1)[1] or 0), 0,
-            f"timestamp {format_time(e.time, e.kind)} of <{e.graph}> goes backwards: "
-            f"the stream is already at {format_time(bound, e.kind)}"
-            + (f" (allowed lateness {lateness})" if lateness else
-               " (accept late events with --allowed-lateness)"),
-            e.graph,
-        )
-
     for it in items:
         if isinstance(it, Rejected):
             reject(it)
             continue
         e = it
         if last_kind is not None and e.kind is not last_kind:
-            reject(Rejected(e.stream, e.origin, 0, 0,
-                            f"<{e.graph}> has a {e.kind.value} timestamp but the stream's "
-                            f"earlier events have {last_kind.value} ones", e.graph))
+            reject(_kind_changed(e, last_kind))
             continue
         last_kind = e.kind
         if lateness <= 0:
             if last_out is not None and e.end < last_out:
-                reject(late(e, last_out))
+                reject(_late(e, last_out, lateness))
                 continue
             last_out = e.end
             yield e
             continue
         if last_out is not None and e.end < last_out:
-            reject(late(e, last_out))
+            reject(_late(e, last_out, lateness))
             continue
         max_seen = e.end if max_seen is None else max(max_seen, e.end)
         n += 1
@@ -130,12 +135,19 @@ def merge_streams(
     """Merge several streams by time, numbering events in delivery order (``seq``)."""
     policy = policy or OrderingPolicy()
     if len(streams) == 1:
-        merged: Iterable[Event] = _ordered(streams[0], policy, reject)  # nothing to interleave
+        if policy.allowed_lateness <= 0:
+            # nothing to interleave nor hold back: one generator instead of three per event
+            return _single(streams[0], reject)
+        merged: Iterable[Event] = _ordered(streams[0], policy, reject)
     else:
         ordered = [
             ((e.time, i, e) for e in _ordered(s, policy, reject)) for i, s in enumerate(streams)
         ]
         merged = (e for _, _, e in heapq.merge(*ordered, key=lambda x: (x[0], x[1])))
+    return _numbered(merged, reject)
+
+
+def _numbered(merged: Iterable[Event], reject: Callable[[Rejected], None]) -> Iterator[Event]:
     seq = 0
     kind: TimeKind | None = None
     for e in merged:
@@ -146,6 +158,32 @@ def merge_streams(
                             f"<{e.graph}> has a {e.kind.value} timestamp but other streams use "
                             f"{kind.value} ones", e.graph))
             continue
+        seq += 1
+        e.seq = seq
+        yield e
+
+
+def _single(items: Iterable[Event | Rejected], reject: Callable[[Rejected], None]) -> Iterator[Event]:
+    """:func:`_ordered` without lateness and the numbering of :func:`merge_streams`, fused for
+    one stream (whose events all have one kind of time once _ordered has passed them)."""
+    last_out: int | None = None
+    last_kind: TimeKind | None = None
+    seq = 0
+    for e in items:
+        if e.__class__ is Rejected:
+            reject(cast(Rejected, e))
+            continue
+        e = cast(Event, e)
+        if e.kind is not last_kind:
+            if last_kind is not None:
+                reject(_kind_changed(e, last_kind))
+                continue
+            last_kind = e.kind
+        t = e.end
+        if last_out is not None and t < last_out:
+            reject(_late(e, last_out, 0))
+            continue
+        last_out = t
         seq += 1
         e.seq = seq
         yield e

@@ -171,7 +171,7 @@ def _single(items: Iterable[Event | Rejected], reject: Callable[[Rejected], None
     seq = 0
     for e in items:
         if e.__class__ is Rejected:
-            reject(cast(Rejected, e))
+            reject(e)
             continue
         e = cast(Event, e)
         if e.kind is not last_kind:

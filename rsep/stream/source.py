@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.time import TimeKind, format_time
@@ -141,7 +141,7 @@ def merge_streams(
         merged: Iterable[Event] = _ordered(streams[0], policy, reject)
     else:
         ordered = [
-            ((e.time, i, e) for e in _ordered(s, policy, reject)) for i, s in enumerate(streams)
+            ((e.end, i, e) for e in _ordered(s, policy, reject)) for i, s in enumerate(streams)
         ]
         merged = (e for _, _, e in heapq.merge(*ordered, key=lambda x: (x[0], x[1])))
     return _numbered(merged, reject)
@@ -169,11 +169,11 @@ def _single(items: Iterable[Event | Rejected], reject: Callable[[Rejected], None
     last_out: int | None = None
     last_kind: TimeKind | None = None
     seq = 0
-    for e in items:
-        if e.__class__ is Rejected:
-            reject(e)
+    for it in items:
+        if isinstance(it, Rejected):  # (not typing.cast: compiled, that is a call per event)
+            reject(it)
             continue
-        e = cast(Event, e)
+        e = it
         if e.kind is not last_kind:
             if last_kind is not None:
                 reject(_kind_changed(e, last_kind))

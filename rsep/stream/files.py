@@ -173,7 +173,7 @@ class StreamFile:
         except SyntaxError:
             return None
         if not marked:
-            after = self._one_triple(parser, quads, chunk, line, asm)
+            after = self._uniform(parser, quads, chunk, line, asm)
             if after is not None:
                 return after
         # Quads of the default graph are kept (few: the time triples), of event graphs only the triples.
@@ -204,23 +204,31 @@ class StreamFile:
         asm.runs(groups, _trig_lines(chunk, line, groups))
         return lines[-1]
 
-    def _one_triple(self, parser: ox.QuadParser, quads: list[ox.Quad], chunk: str, line: int,
-                    asm: Assembly) -> int | None:
-        """Assemble a chunk of the commonest shape, events of one triple each, each after its
-        time triple, without grouping its quads into runs: the line after the chunk, or None
-        (and nothing done) for any other shape, which _fast_trig then groups."""
+    def _uniform(self, parser: ox.QuadParser, quads: list[ox.Quad], chunk: str, line: int,
+                 asm: Assembly) -> int | None:
+        """Assemble a chunk of the commonest shape, events of k triples each (k the same for
+        the whole chunk), each after its time triple, without grouping its quads into runs:
+        the line after the chunk, or None (and nothing done) for any other shape, which
+        _fast_trig then groups."""
         n = len(quads)
-        # Alternating default and named graphs from the start (a look at the first and third quads
-        # turns most other chunks away before any mapping over the whole).
-        if n % 2 or n < 4 or quads[0].graph_name.__class__ is not _DEFAULT \
-                or quads[2].graph_name.__class__ is not _DEFAULT:
+        # k from where the second time triple is (most other chunks are turned away here,
+        # before any mapping over the whole)
+        if n < 4 or quads[0].graph_name.__class__ is not _DEFAULT:
+            return None
+        step = 1
+        while step < n and quads[step].graph_name.__class__ is not _DEFAULT:
+            step += 1
+        if step == 1 or step == n or n % step:
             return None
         graphs = list(map(_GRAPH, quads))
-        nodes = graphs[1::2]
-        if set(map(type, graphs[::2])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
+        nodes = graphs[1::step]
+        if set(map(type, graphs[::step])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
             return None
-        # One "{" per event: none in a string or comment, no unnamed or empty block (an
-        # event's one triple cannot be in two blocks, nor two events' in one).
+        # every triple of an event in the event's graph
+        if any(graphs[j::step] != nodes for j in range(2, step)):
+            return None
+        # One "{" per event: none in a string or comment, no unnamed or empty block, no
+        # graph in two blocks (whose triples would be one run of the stride's).
         parts = chunk.split("{")
         if len(parts) - 1 != len(nodes):
             return None
@@ -229,7 +237,8 @@ class StreamFile:
             return None
         asm.bnodes = "[" in chunk or "(" in chunk or BLANK_LABEL.search(chunk) is not None
         lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
-        if not asm.stamped(nodes, quads[::2], list(zip(map(_TRIPLE, quads[1::2]))), lines[1:-1]):
+        triples = list(zip(*[map(_TRIPLE, quads[j::step]) for j in range(1, step)], strict=True))
+        if not asm.stamped(nodes, quads[::step], triples, lines[1:-1]):
             return None
         self._update_prefixes(parser)
         return lines[-1]

@@ -1,4 +1,4 @@
-"""The reader's path for chunks of one-triple events (StreamFile._one_triple): whatever a
+"""The reader's path for chunks of events of k triples each (StreamFile._uniform): whatever a
 chunk holds, the events, lines and rejections are the record reader's."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ VARIANTS = ("plain", "plain", "plain", "typed", "brace", "blank", "two", "empty"
             "repeat", "after", "untimed", "extra", "bad", "datetime", "comment", "iri")
 
 
-def event_text(i: int, v: str) -> str:
+def event_text(i: int, v: str, k: int = 1) -> str:
     g = f":g{i}"
     time = f"{g} prov:generatedAtTime {i} .\n"
-    body = f":c{i % 3} :p {i * 7 % 11} ."
+    body = " ".join(f":c{i % 3} :p{j} {i * 7 % 11} ." for j in range(k))
     if v == "typed":
         time = f'{g} prov:generatedAtTime "{i}"^^xsd:integer .\n'
     elif v == "brace":
@@ -63,33 +63,49 @@ def summary(items):
             for i in items]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def without_uniform(p, chunk_size):
+    """The reader as it was before _uniform: every chunk grouped into runs."""
+    f = StreamFile(p, "http://s", chunk_size=chunk_size)
+    f._uniform = lambda *a: None  # type: ignore[method-assign]
+    return f
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(variants=st.lists(st.sampled_from(VARIANTS), min_size=1, max_size=40),
-       chunk_size=st.sampled_from([16, 100, 300, 1 << 16]))
-def test_one_triple_chunks_read_as_the_record_reader_reads_them(tmp_path, variants, chunk_size):
+       chunk_size=st.sampled_from([16, 100, 300, 1 << 16]), k=st.sampled_from([1, 1, 2, 5]))
+def test_uniform_chunks_read_as_grouped_chunks_read(tmp_path, variants, chunk_size, k):
     p = tmp_path / "s.trig"
-    p.write_text(HEAD + "".join(event_text(i, v) for i, v in enumerate(variants)))
-    slow = StreamFile(p, "http://s")
-    slow._fast = False
-    blank = [i for i, v in enumerate(variants) if v == "blank"]
-    fast, ref = summary(StreamFile(p, "http://s", chunk_size=chunk_size)), summary(slow)
-    if blank:  # blank node labels are scoped per event: compare them by position only
+    p.write_text(HEAD + "".join(event_text(i, v, k) for i, v in enumerate(variants)))
+    fast, ref = summary(StreamFile(p, "http://s", chunk_size=chunk_size)), summary(without_uniform(p, chunk_size))
+    if "blank" in variants:  # blank node labels are scoped per event: compare them by position only
         fast = [x[:6] if x[0] == "Event" else x for x in fast]
         ref = [x[:6] if x[0] == "Event" else x for x in ref]
     assert fast == ref
 
 
-def test_a_stream_of_one_triple_events_takes_the_one_triple_path(tmp_path, monkeypatch):
+def test_an_event_in_two_blocks_named_by_a_prefixed_name_is_located_at_its_first(tmp_path):
+    # (two blocks of one graph send the chunk to the record path, which located a block by
+    # its name only when written as a full IRI, else at the batch's first line, the time triple's)
     p = tmp_path / "s.trig"
-    p.write_text(HEAD + "".join(event_text(i, "plain") for i in range(3000)))
+    p.write_text(HEAD + event_text(0, "plain") + event_text(1, "repeat"))
+    for chunk_size in (16, 1 << 16):
+        events = list(StreamFile(p, "http://s", chunk_size=chunk_size))
+        assert [(e.graph, e.origin.rsplit(":", 1)[1], len(e.triples)) for e in events] == [
+            ("http://example.org/g0", "5", 1), ("http://example.org/g1", "7", 2)]
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_a_stream_of_k_triple_events_takes_the_uniform_path(tmp_path, monkeypatch, k):
+    p = tmp_path / "s.trig"
+    p.write_text(HEAD + "".join(event_text(i, "plain", k) for i in range(3000)))
     taken = []
-    one = files.StreamFile._one_triple
+    one = files.StreamFile._uniform
 
     def spy(self, *a):
         got = one(self, *a)
         taken.append(got is not None)
         return got
-    monkeypatch.setattr(files.StreamFile, "_one_triple", spy)
+    monkeypatch.setattr(files.StreamFile, "_uniform", spy)
 
     def refuse(*a, **k):  # the grouped paths are not needed
         raise AssertionError("grouped path taken")
@@ -97,23 +113,23 @@ def test_a_stream_of_one_triple_events_takes_the_one_triple_path(tmp_path, monke
     monkeypatch.setattr(assembly.Assembly, "points", refuse)
     events = list(StreamFile(p, "http://s"))
     assert [e.start for e in events] == list(range(3000))
+    assert {len(e.triples) for e in events} == {k}
     assert [e.origin for e in events[:2]] == [f"{p}:5", f"{p}:7"]
     assert len(taken) > 1 and all(taken)
 
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v not in ("plain", "typed", "iri")])
-def test_a_chunk_the_one_triple_path_cannot_take_is_grouped(tmp_path, variant):
+def test_a_chunk_the_uniform_path_cannot_take_is_grouped(tmp_path, variant):
     p = tmp_path / "s.trig"
     p.write_text(HEAD + "".join(event_text(i, variant if i == 5 else "plain") for i in range(10)))
-    slow = StreamFile(p, "http://s")
-    slow._fast = False
     fast = StreamFile(p, "http://s")
     refused = []
-    one = fast._one_triple
-    fast._one_triple = lambda *a: refused.append(r := one(*a)) or r  # type: ignore[method-assign]
+    one = fast._uniform
+    fast._uniform = lambda *a: refused.append(r := one(*a)) or r  # type: ignore[method-assign]
     got = summary(fast)
-    want = summary(slow)
+    want = summary(without_uniform(p, 1 << 16))
     if variant == "blank":
         got, want = [x[:6] for x in got], [x[:6] for x in want]
     assert got == want
-    assert refused == [None] or variant in ("bad",)  # a chunk that does not parse never gets there
+    # (a chunk that does not parse never gets there)
+    assert refused == ([] if variant == "bad" else [None])

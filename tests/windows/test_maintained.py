@@ -322,6 +322,17 @@ def sort_key(value: str | None) -> object:
     return ("t", value)
 
 
+def equal_values_of_different_terms(events: list[Event]) -> bool:
+    seen: dict[object, str] = {}
+    for e in events:
+        for t in e.triples:
+            if isinstance(t.object, ox.Literal):
+                v = str(t.object)
+                if seen.setdefault(sort_key(v), v) != v:
+                    return True
+    return False
+
+
 def check_a(shape: Shape, names: tuple[str, ...], sols: list[dict], rows: list) -> None:
     head = shape.head.split()[0]
     if head == "ASK":
@@ -384,7 +395,13 @@ def answers(shape: Shape, outs: list[tuple]) -> Counter:
 def test_maintained_equals_pyoxigraph_snapshot_and_reference(n, spec1, spec2, policy, r2s,
                                                              events, extra, moves):
     shape = SHAPES[n]
-    order_free = not shape.fold and not shape.limited
+    # Which of equal values of different terms (2 and 2.0) MIN / MAX give depends on the
+    # order they are folded in (arrival here, the store's for the snapshot path;
+    # docs/semantics.md): a row can then change its term from one evaluation to the next on
+    # one path and not on the other, which ISTREAM and DSTREAM see. Such a stream is compared
+    # as relations (RSTREAM, ties by value), and the drawn operator checked against (a).
+    tied = bool(shape.ties) and equal_values_of_different_terms(events)
+    order_free = not shape.fold and not shape.limited and not tied
     q = query(shape, spec1, spec2, policy, r2s if order_free else R2S.RSTREAM)
     assert path(q)[0] == (FACTORISED if n in FACTORISED_SHAPES else MAINTAINED)
     until = events[-1].time + extra

@@ -146,19 +146,21 @@ class Engine:
         elif e.kind is not self.kind:
             raise EngineError(f"{e.origin}: <{e.graph}> has a {e.kind.value} timestamp, "
                               f"earlier events had {self.kind.value} ones")
-        if self.now is not None:
-            if e.time < self.now:
+        now = self.now
+        if now is not None:
+            t = e.end  # (e.time, without the property's call: this runs once an event)
+            if t < now:
                 raise EngineError(f"{e.origin}: events must come in time order "
-                                  f"({e.time} after {self.now})")
-            if e.time > self.now:
-                self._settle(e.time)
+                                  f"({t} after {now})")
+            if t > now:
+                self._settle(t)
 
     def _take(self, e: Event) -> None:
         self.events += 1
         e.seq = self.events  # the item's identity for windows and consumption
         for rt in self.queries:
             rt.insert(e)
-        self.now = e.time
+        self.now = e.end  # (e.time)
 
     def _when(self, rt: Runtime, bound: int) -> int | None:
         """A runtime's next evaluation strictly before ``bound``: its next tick, or the

@@ -147,12 +147,14 @@ class Engine:
         elif e.kind is not self.kind:
             raise EngineError(f"{e.origin}: <{e.graph}> has a {e.kind.value} timestamp, "
                               f"earlier events had {self.kind.value} ones")
-        if self.now is not None:
-            if e.end < self.now:
+        now = self.now
+        if now is not None:
+            t = e.end
+            if t < now:
                 raise EngineError(f"{e.origin}: events must come in time order "
-                                  f"({e.end} after {self.now})")
-            if e.end > self.now:
-                self._settle(e.end)
+                                  f"({t} after {now})")
+            if t > now:
+                self._settle(t)
 
     def _take(self, e: Event) -> None:
         self.events += 1

@@ -215,7 +215,7 @@ class QueryRuntime(Ticks):
                     bw.local.arrive(e)
                 hit = True
         if hit:
-            self.arrival = e.time
+            t = self.arrival = e.end  # (e.time, without the property's call)
             if self._stage:
                 # a maintained result takes its arrivals in small batches (an advance has a
                 # cost of its own; an evaluation has at most a batch left to take in)
@@ -227,8 +227,8 @@ class QueryRuntime(Ticks):
                 # every evaluation before e.time is done; the next is at the first slide
                 # >= e.time, and advancing to it early is what evaluate would do then
                 ws = self.windows
-                self._advance(-(-e.time // ws[0].window.beta) * ws[0].window.beta if len(ws) == 1
-                              else min(-(-e.time // bw.window.beta) * bw.window.beta for bw in ws))
+                self._advance(-(-t // ws[0].window.beta) * ws[0].window.beta if len(ws) == 1
+                              else min(-(-t // bw.window.beta) * bw.window.beta for bw in ws))
                 # event-local windows: decided on arrival, so the store follows, in small
                 # batches (pyoxigraph's per-call cost), leaving an evaluation little to do
                 if any(bw.local is not None and bw.local.unsynced >= SYNC_BATCH

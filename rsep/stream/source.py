@@ -127,6 +127,30 @@ def _ordered(items: Iterable[Event | Rejected], policy: OrderingPolicy,
         yield ev
 
 
+def _merge(iters: list[Iterator[Event]]) -> Iterator[Event]:
+    """The streams' events by (time, stream index), each stream's in its own order, each
+    taken from its stream only after the one before it went out: what ``heapq.merge`` with
+    that key gives, without a key call and two tuples per event."""
+    heap: list[tuple[int, int, Event]] = []
+    for i, it in enumerate(iters):
+        e = next(it, None)
+        if e is not None:
+            heap.append((e.end, i, e))  # (e.end: e.time, without the property's call)
+    heapq.heapify(heap)
+    while len(heap) > 1:
+        _, i, e = heap[0]
+        yield e
+        nxt = next(iters[i], None)
+        if nxt is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (nxt.end, i, nxt))
+    if heap:
+        _, i, e = heap[0]
+        yield e
+        yield from iters[i]
+
+
 def merge_streams(
     streams: Sequence[Iterable[Event | Rejected]],
     reject: Callable[[Rejected], None],
@@ -140,10 +164,7 @@ def merge_streams(
             return _single(streams[0], reject)
         merged: Iterable[Event] = _ordered(streams[0], policy, reject)
     else:
-        ordered = [
-            ((e.end, i, e) for e in _ordered(s, policy, reject)) for i, s in enumerate(streams)
-        ]
-        merged = (e for _, _, e in heapq.merge(*ordered, key=lambda x: (x[0], x[1])))
+        merged = _merge([_ordered(s, policy, reject) for s in streams])
     return _numbered(merged, reject)
 
 

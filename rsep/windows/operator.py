@@ -143,42 +143,61 @@ class WindowOperator:
                 floor = lo + 1 if lo_open else lo  # an end below floor has expired
             ceil = hi + 1 if hi_closed else hi  # a start below ceil is inside
             landmark = w.kind is WindowKind.LANDMARK
+            # (counters and lists in locals, stored once: advance runs every few arrivals)
+            version = self.version
+            track_triples, track_items = self.track_triples, self.track_items
+            changes = self._changes
             if self._pending:
                 keep: deque[Event] = deque()
+                live, evict, entries = self._live, self._evict, self._entries
+                live_triples = self._live_triples
+                added = self._added
                 for e in self._pending:
-                    if e.end > t:
+                    end = e.end
+                    if end > t:
                         keep.append(e)
-                    elif floor is not None and e.end < floor:
+                    elif floor is not None and end < floor:
                         continue  # passed by without ever being inside
                     elif e.start < ceil:
-                        self._live_triples += len(e.triples)
+                        triples = e.triples
+                        live_triples += len(triples)
                         if not landmark:  # (nothing leaves a landmark window)
-                            self._entries += 1
-                            self._live[self._entries] = e
-                            heapq.heappush(self._evict, (e.end, self._entries))
-                        if self.track_triples:
-                            self._added.extend((tr, e.end) for tr in e.triples)
-                        if self.track_items:
-                            self._changes.append((True, e, e.triples))
+                            entries += 1
+                            live[entries] = e
+                            heapq.heappush(evict, (end, entries))
+                        if track_triples:
+                            added.extend((tr, end) for tr in triples)
+                        if track_items:
+                            changes.append((True, e, triples))
                         if e.graphs:
                             self._graphs(True, e)
-                        self.version += 1
+                        version += 1
                     else:
                         keep.append(e)
+                self._entries, self._live_triples = entries, live_triples
                 self._pending = keep
                 self._unordered = len(keep) > 1 and any(
                     a.start > b.start for a, b in zip(keep, list(keep)[1:], strict=False))
-            while floor is not None and self._evict and self._evict[0][0] < floor:
-                _, n = heapq.heappop(self._evict)
-                e = self._live.pop(n)
-                self._live_triples -= len(e.triples)
-                if self.track_triples:
-                    self._removed.extend((tr, e.end) for tr in e.triples)
-                if self.track_items:
-                    self._changes.append((False, e, ()))
-                if e.graphs:
-                    self._graphs(False, e)
-                self.version += 1
+            evict = self._evict
+            if floor is not None and evict and evict[0][0] < floor:
+                live = self._live
+                removed = self._removed
+                live_triples = self._live_triples
+                while evict and evict[0][0] < floor:
+                    _, n = heapq.heappop(evict)
+                    e = live.pop(n)
+                    triples = e.triples
+                    live_triples -= len(triples)
+                    if track_triples:
+                        end = e.end
+                        removed.extend((tr, end) for tr in triples)
+                    if track_items:
+                        changes.append((False, e, ()))
+                    if e.graphs:
+                        self._graphs(False, e)
+                    version += 1
+                self._live_triples = live_triples
+            self.version = version
         added, removed = self._added, self._removed
         self._added, self._removed = [], []
         return added, removed

@@ -308,35 +308,42 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         d = out / "data" / f"{case.workload}-{size}-{'-'.join(f'{k}{v}' for k, v in sorted(case.options.items()))}"
         return workloads.generate(case.workload, d, size, **case.options)
 
-    for peer in case.peers:
-        if wanted is not None and peer not in wanted:
-            continue
-        size = min(case.size, case.caps.get(peer, case.size))
-        g = gen(size)
-        p = peers.PEERS[peer]
-        results = []
-        matches = out / "runs" / tag / peer / "matches.jsonl"
-        for k in range(1 if peer == "reference" else runs):
+    # Peers alternate run by run (rsep, peer, rsep, peer, ...): on a shared machine whose
+    # speed drifts over minutes, each engine's median then spans the same stretch of time.
+    active = [peer for peer in case.peers if wanted is None or peer in wanted]
+    sized = {peer: gen(min(case.size, case.caps.get(peer, case.size))) for peer in active}
+    results: dict[str, list] = {peer: [] for peer in active}
+    failed: dict[str, str] = {}
+    for k in range(runs):
+        for peer in active:
+            if peer in failed or (peer == "reference" and k):
+                continue
+            g = sized[peer]
             spec = case.build(g, peer)
-            spec["matches"] = str(matches)
+            spec["matches"] = str(out / "runs" / tag / peer / "matches.jsonl")
             if _on_spark(case, peer, engine):
                 spec["engine"] = "spark"
                 spec["master"] = case.master or "local[2]"
                 spec["per_file"] = SPARK_PER_FILE
-            log(f"  {tag} {peer} size {size} run {k + 1}")
-            r = peers.run(p, spec, out / "runs" / tag / peer)
+            log(f"  {tag} {peer} size {g.size} run {k + 1}")
+            r = peers.run(peers.PEERS[peer], spec, out / "runs" / tag / peer)
             if not r.ok:
                 log(f"    {r.error}")
-                rows.append(_row(case, peer, engine, g, [], r.error, None))
-                break
-            results.append(r)
-        else:
-            outputs[(peer, size)] = matches
-            row = _row(case, peer, engine, g, results, "ok", matches)
-            if peer == "rsep" and not _on_spark(case, peer, engine):
-                _stage_run(case, g, row, statistics.median(r.run_s for r in results),
-                           out / "runs" / tag / "rsep-stages", log)
-            rows.append(row)
+                failed[peer] = r.error
+                continue
+            results[peer].append(r)
+    for peer in active:
+        g = sized[peer]
+        if peer in failed:
+            rows.append(_row(case, peer, engine, g, [], failed[peer], None))
+            continue
+        matches = out / "runs" / tag / peer / "matches.jsonl"
+        outputs[(peer, g.size)] = matches
+        row = _row(case, peer, engine, g, results[peer], "ok", matches)
+        if peer == "rsep" and not _on_spark(case, peer, engine):
+            _stage_run(case, g, row, statistics.median(r.run_s for r in results[peer]),
+                       out / "runs" / tag / "rsep-stages", log)
+        rows.append(row)
     if case.master.startswith("local") and rows and rows[0]["status"] == "ok":
         # the Spark pipeline's matches against the same query run in this process
         here = out / "runs" / f"{case.comparison}-in-process" / "rsep" / "matches.jsonl"

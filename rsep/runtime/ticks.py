@@ -29,6 +29,9 @@ class BoundWindow:
     local: LocalWindow | None = None  # the event-local plan (rsep.windows.incremental)
 
 
+_NEVER = float("inf")
+
+
 class Ticks:
     """The evaluation instants of a QueryRuntime, from its state (declared here)."""
 
@@ -45,6 +48,9 @@ class Ticks:
     _cache: list[Row] | None
     _reads: dict[str, list[ox.NamedNode | ox.DefaultGraph]]  # the background graphs read
     _graphs_version: int  # bumped when one of them changes
+    # _grid's answer, (after, until, grid): the same for every ``after`` from the first up to
+    # (not including) ``until``, its first instant; the engine asks once an event
+    _grid_memo: tuple[int, float, list[int]] | None = None
 
     def _grid(self, after: int) -> list[int]:
         """Report instants of the time-driven policies, the first one after ``after``."""
@@ -85,11 +91,19 @@ class Ticks:
         """The next evaluation instant strictly before ``bound``, or None."""
         after = self.last_tick if self.last_tick is not None else (self.start or 0) - 1
         rp = self.report
+        by_content = rp.on_arrival or rp.content_change
+        memo = self._grid_memo
+        if memo is not None and memo[0] <= after < memo[1]:
+            if bound <= memo[1] and not by_content:
+                return None  # only the grid's instants, none before the bound (most events)
+            grid = memo[2]
+        else:
+            grid = self._grid(after)
+            self._grid_memo = (after, min(grid) if grid else _NEVER, grid)
         cands: list[int] = []
         arrival = self.arrival if self.arrival is not None and self.arrival > after else None
-        if arrival is not None and (rp.on_arrival or rp.content_change):
+        if arrival is not None and by_content:
             cands.append(arrival)
-        grid = self._grid(after)
         # (the windows' next changes decide only a quiet skip and content-change reports:
         # not asked for on every arrival otherwise)
         changes: list[int] | None = None

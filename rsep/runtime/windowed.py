@@ -147,6 +147,7 @@ class QueryRuntime(Ticks):
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
         self.start = start
+        self._grid_memo = None
         # the windows the store must hold: those the graph patterns read, and every one when
         # timestamp() looks triples' times up in it (only a MATCH's windows may be left out)
         read = (read_windows(self.query) if self.query.matches and not self._track_time

@@ -220,12 +220,16 @@ class StreamFile:
             step += 1
         if step == 1 or step == n or n % step:
             return None
-        graphs = list(map(_GRAPH, quads))
-        nodes = graphs[1::step]
-        if set(map(type, graphs[::step])) != {_DEFAULT} or set(map(type, nodes)) != {_NAMED}:
-            return None
-        # every triple of an event in the event's graph
-        if any(graphs[j::step] != nodes for j in range(2, step)):
+        # Each stride a time quad (default graph), then quads of named graphs from its
+        # second to its last position. The graph of each quad is read only there: with
+        # one "{" per stride (below), each stride's named quads are one block, since a
+        # block's quads come out together and a default quad between two blocks' would
+        # need a second block in its stride. So none is in the default graph and all are
+        # in the block's graph, the stride's second quad's.
+        nodes = list(map(_GRAPH, quads[1::step]))
+        if set(map(type, nodes)) != {_NAMED} \
+                or set(map(type, map(_GRAPH, quads[::step]))) != {_DEFAULT} \
+                or (step > 2 and set(map(type, map(_GRAPH, quads[step - 1::step]))) != {_NAMED}):
             return None
         # One "{" per event: none in a string or comment, no unnamed or empty block, no
         # graph in two blocks (whose triples would be one run of the stride's).

@@ -133,3 +133,34 @@ def test_a_chunk_the_uniform_path_cannot_take_is_grouped(tmp_path, variant):
     assert got == want
     # (a chunk that does not parse never gets there)
     assert refused == ([] if variant == "bad" else [None])
+
+
+# Strides of k triples whose graph names are read only at a stride's first three positions
+# (time quad, first and last triple): a default-graph triple inside a stride is caught by
+# the last position or by the count of blocks, and the chunk goes the grouped way.
+STRAYS = {
+    # [D, g0, g0, D, g1, D', D, g2, g2]: the stray at a stride's last position
+    "last": (":g0 prov:generatedAtTime 0 .\n:g0 { :c :p 1 . :c :q 1 . }\n"
+             ":g1 prov:generatedAtTime 1 .\n:g1 { :c :p 2 . }\n:c :label \"x\" .\n"
+             ":g2 prov:generatedAtTime 2 .\n:g2 { :c :p 3 . :c :q 3 . }\n"),
+    # [D, g0 x3, D, g1, D', g1, D, g2 x3]: inside a stride, between two blocks of one graph
+    "middle": (":g0 prov:generatedAtTime 0 .\n:g0 { :c :p 1 . :c :q 1 . :c :r 1 . }\n"
+               ":g1 prov:generatedAtTime 1 .\n:g1 { :c :p 2 . }\n:c :label \"x\" .\n:g1 { :c :q 2 . }\n"
+               ":g2 prov:generatedAtTime 2 .\n:g2 { :c :p 3 . :c :q 3 . :c :r 3 . }\n"),
+    # [D, g0 x3, D, g1, g3, g1?]: two graphs in one stride, no stray
+    "two graphs": (":g0 prov:generatedAtTime 0 .\n:g0 { :c :p 1 . :c :q 1 . :c :r 1 . }\n"
+                   ":g1 prov:generatedAtTime 1 .\n:g1 { :c :p 2 . }\n:g3 { :c :q 2 . :c :r 2 . }\n"
+                   ":g2 prov:generatedAtTime 2 .\n:g2 { :c :p 3 . :c :q 3 . :c :r 3 . }\n"),
+}
+
+
+@pytest.mark.parametrize("shape", list(STRAYS))
+def test_a_stride_with_a_stray_quad_or_a_second_block_is_grouped(tmp_path, shape):
+    p = tmp_path / "s.trig"
+    p.write_text(HEAD + STRAYS[shape])
+    fast = StreamFile(p, "http://s")
+    refused = []
+    one = fast._uniform
+    fast._uniform = lambda *a: refused.append(r := one(*a)) or r  # type: ignore[method-assign]
+    assert summary(fast) == summary(without_uniform(p, 1 << 16))
+    assert refused == [None]

@@ -151,6 +151,28 @@ def stages(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def paired(rows: list[dict]) -> str:
+    """rsep against each peer: the ratio of the two medians, and the median of the rounds'
+    ratios (each round's rsep and peer runs back to back: a drift of the machine cancels)."""
+    lines = ["| benchmark | peer | runs | rsep x, of the medians (wall / CPU) | "
+             "rsep x, round by round (wall / CPU) |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["peer"] == "rsep" or r["status"] != "ok" or not r.get("paired_x_wall"):
+            continue
+        mine = next((x for x in rows if x["peer"] == "rsep" and x["comparison"] == r["comparison"]
+                     and x["param"] == r["param"] and x["value"] == r["value"]
+                     and x["status"] == "ok"), None)
+        of = ["-", "-"]
+        if mine is not None:
+            for i, key in enumerate(("events_per_s", "events_per_cpu_s")):
+                if mine.get(key) and r.get(key):
+                    of[i] = f"{float(mine[key]) / float(r[key]):.2f}x"
+        by = [f"{float(r[k]):.2f}x" if r.get(k) else "-" for k in ("paired_x_wall", "paired_x_cpu")]
+        name = r["comparison"] + (f" {r['param']}={r['value']}" if r["param"] else "")
+        lines.append(f"| {name} | {r['peer']} | {r['runs']} | {' / '.join(of)} | {' / '.join(by)} |")
+    return "\n".join(lines)
+
+
 def whats(rows: list[dict]) -> str:
     seen: dict[str, str] = {}
     for r in rows:
@@ -164,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = _rows(folder)
     print("### What each benchmark compares\n\n" + whats(rows) + "\n")
     print("### Measurements\n\n" + table(rows) + "\n")
+    print("### rsep against each peer\n\n" + paired(rows) + "\n")
     print("### Where rsep's time goes (us per event)\n\n" + stages(rows) + "\n")
     print("### Targets (issue #8)\n\n" + targets(rows))
     return 0

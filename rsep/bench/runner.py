@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import platform
 import statistics
@@ -270,7 +271,9 @@ def cases(name: str, size: int | None) -> list[Case]:
 FIELDS = ["comparison", "param", "value", "peer", "engine", "workload", "size", "events",
           "triples", "runs", "startup_s", "run_s_median", "run_s_min", "run_s_max",
           "events_per_s", "triples_per_s", "cpu_s_median", "events_per_cpu_s", "latency_p50_ms", "latency_p99_ms", "peak_rss_mb",
-          "outputs", "agreement", "stages", "status", "what"]
+          "outputs", "agreement", "stages", "status", "what",
+          # on a peer's row: rsep's speed over the peer's, the median of the rounds' ratios
+          "paired_x_wall", "paired_x_cpu"]
 
 
 def _load() -> str:
@@ -314,6 +317,11 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
     sized = {peer: gen(min(case.size, case.caps.get(peer, case.size))) for peer in active}
     results: dict[str, list] = {peer: [] for peer in active}
     failed: dict[str, str] = {}
+    # every run's times, not only the medians: runs/TAG/PEER/rounds.jsonl
+    rounds = {peer: out / "runs" / tag / peer / "rounds.jsonl" for peer in active}
+    for path in rounds.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
     for k in range(runs):
         for peer in active:
             if peer in failed or (peer == "reference" and k):
@@ -332,6 +340,9 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
                 failed[peer] = r.error
                 continue
             results[peer].append(r)
+            with open(rounds[peer], "a", encoding="utf-8") as f:
+                f.write(json.dumps({"round": k + 1, "events": g.events, "run_s": r.run_s,
+                                    "cpu_s": r.cpu_s}) + "\n")
     for peer in active:
         g = sized[peer]
         if peer in failed:
@@ -340,6 +351,9 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         matches = out / "runs" / tag / peer / "matches.jsonl"
         outputs[(peer, g.size)] = matches
         row = _row(case, peer, engine, g, results[peer], "ok", matches)
+        if peer != "rsep" and results.get("rsep") and "rsep" not in failed:
+            row.update(_paired(sized["rsep"], results["rsep"], g, results[peer],
+                               _on_spark(case, "rsep", engine) or _on_spark(case, peer, engine)))
         if peer == "rsep" and not _on_spark(case, peer, engine):
             _stage_run(case, g, row, statistics.median(r.run_s for r in results[peer]),
                        out / "runs" / tag / "rsep-stages", log)
@@ -380,6 +394,22 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         row["agreement"] = res.text()
         log(f"    {row['peer']} vs rsep: {res.text()}")
     return rows
+
+
+def _paired(rg: workloads.Generated, rsep: list, pg: workloads.Generated, peer: list,
+            spark: bool) -> dict[str, object]:
+    """How many times faster rsep is than a peer, run by run: each round's two runs are
+    minutes apart at most (the engines alternate), so a drift of the machine's speed
+    cancels in their ratio; the median over rounds (events per second, and per CPU-second)."""
+    wall, cpu = [], []
+    # rounds in order; a peer that runs once pairs with round 1
+    for a, b in zip(rsep, peer, strict=False):
+        if a.run_s > 0 and b.run_s > 0:
+            wall.append((rg.events / a.run_s) / (pg.events / b.run_s))
+        if not spark and a.cpu_s > 0 and b.cpu_s > 0:
+            cpu.append((rg.events / a.cpu_s) / (pg.events / b.cpu_s))
+    return {"paired_x_wall": round(statistics.median(wall), 3) if wall else "",
+            "paired_x_cpu": round(statistics.median(cpu), 3) if cpu else ""}
 
 
 def _stage_run(case: Case, g: workloads.Generated, row: dict, median_s: float, workdir: Path,

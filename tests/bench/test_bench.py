@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -300,4 +301,13 @@ def test_citybench_join_agrees_with_the_naive_baseline(tmp_path, monkeypatch):
     assert runs == [["rsep", "size", "600", "run", "1"], ["naive", "size", "600", "run", "1"],
                     ["rsep", "size", "600", "run", "2"], ["naive", "size", "600", "run", "2"]]
     assert rows["rsep"]["runs"] == rows["naive"]["runs"] == "2"
+    # rsep's speed over the peer's, round by round: between the two runs' ratios
+    res = {peer: [json.loads(line) for line in (tmp_path / "o" / "runs" / "citybench-join" / peer
+                                                 / "rounds.jsonl").read_text().splitlines()]
+           for peer in ("rsep", "naive")}
+    rounds = sorted(n["run_s"] / r["run_s"] for r, n in zip(res["rsep"], res["naive"], strict=True))
+    assert float(rows["naive"]["paired_x_wall"]) == pytest.approx(sum(rounds) / 2, rel=1e-3)
+    assert rows["rsep"]["paired_x_wall"] == ""
+    text = report.paired(list(rows.values()))
+    assert "| citybench-join | naive | 2 | " in text and text.count("\n") == 2
     assert rows["rsep"]["outputs"] == rows["naive"]["outputs"]

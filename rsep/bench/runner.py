@@ -317,30 +317,30 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
     sized = {peer: gen(min(case.size, case.caps.get(peer, case.size))) for peer in active}
     results: dict[str, list] = {peer: [] for peer in active}
     failed: dict[str, str] = {}
-    # every run's times, not only the medians: runs/TAG/PEER/rounds.jsonl
-    rounds = {peer: out / "runs" / tag / peer / "rounds.jsonl" for peer in active}
-    for path in rounds.values():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
+    # each peer's folder: its matches, and every run's times, not only the medians
+    dirs = {peer: out / "runs" / tag / peer for peer in active}
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "rounds.jsonl").write_text("")
     for k in range(runs):
         for peer in active:
             if peer in failed or (peer == "reference" and k):
                 continue
             g = sized[peer]
             spec = case.build(g, peer)
-            spec["matches"] = str(out / "runs" / tag / peer / "matches.jsonl")
+            spec["matches"] = str(dirs[peer] / "matches.jsonl")
             if _on_spark(case, peer, engine):
                 spec["engine"] = "spark"
                 spec["master"] = case.master or "local[2]"
                 spec["per_file"] = SPARK_PER_FILE
             log(f"  {tag} {peer} size {g.size} run {k + 1}")
-            r = peers.run(peers.PEERS[peer], spec, out / "runs" / tag / peer)
+            r = peers.run(peers.PEERS[peer], spec, dirs[peer])
             if not r.ok:
                 log(f"    {r.error}")
                 failed[peer] = r.error
                 continue
             results[peer].append(r)
-            with open(rounds[peer], "a", encoding="utf-8") as f:
+            with open(dirs[peer] / "rounds.jsonl", "a", encoding="utf-8") as f:
                 f.write(json.dumps({"round": k + 1, "events": g.events, "run_s": r.run_s,
                                     "cpu_s": r.cpu_s}) + "\n")
     for peer in active:
@@ -348,7 +348,7 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         if peer in failed:
             rows.append(_row(case, peer, engine, g, [], failed[peer], None))
             continue
-        matches = out / "runs" / tag / peer / "matches.jsonl"
+        matches = dirs[peer] / "matches.jsonl"
         outputs[(peer, g.size)] = matches
         row = _row(case, peer, engine, g, results[peer], "ok", matches)
         if peer != "rsep" and results.get("rsep") and "rsep" not in failed:

@@ -34,16 +34,17 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from itertools import groupby
-from operator import attrgetter
+from pathlib import Path
 
 import pyoxigraph as ox
+
+# the parser alone, the floor and StreamFile as the ingest benchmark reads them
+from ingest_throughput import GRAPH, TRIPLE, readers
 
 from rsep.stream.event import Event
 from rsep.stream.files import StreamFile
 
 VARIANTS = ("parse", "floor", "chunks", "streamfile", "store")
-GRAPH = attrgetter("graph_name")
-TRIPLE = attrgetter("triple")
 TIME = "http://www.w3.org/ns/prov#generatedAtTime"
 CHUNK = 1 << 16
 
@@ -59,7 +60,7 @@ def chunks(text: str) -> Iterator[str]:
         k += 1
     header = "\n".join(lines[:k]) + "\n"
     body = "\n".join(lines[k:])
-    local = "generatedAtTime"  # the bench files' time predicate, prefixed or not
+    local = TIME.rsplit("#", 1)[1]  # the bench files' time predicate, prefixed or not
     i = 0
     while i < len(body):
         j = body.find(local, i + CHUNK)
@@ -97,18 +98,7 @@ def variant(name: str, spec: dict) -> Callable[[], int]:
     # made for every variant, so that a count less the "none" process's leaves the work itself
     pieces = list(chunks(text))
     queries = block_queries(spec, stream)
-
-    def parse() -> int:
-        n = 0
-        for _ in ox.parse(path=path, format=fmt):
-            n += 1
-        return n
-
-    def floor() -> int:
-        n = 0
-        for g, grp in groupby(ox.parse(path=path, format=fmt), GRAPH):
-            n += len(list(grp) if isinstance(g, ox.DefaultGraph) else tuple(map(TRIPLE, grp)))  # noqa: B031
-        return n
+    ingest = dict(readers(Path(path), None))
 
     def chunked() -> int:
         n = 0
@@ -117,9 +107,6 @@ def variant(name: str, spec: dict) -> Callable[[], int]:
             n += len([list(grp) if isinstance(g, ox.DefaultGraph) else tuple(map(TRIPLE, grp))  # noqa: B031
                       for g, grp in groupby(quads, GRAPH)])
         return n
-
-    def streamfile() -> int:
-        return sum(isinstance(e, Event) for e in StreamFile(path, stream))
 
     def store() -> int:
         times = f"SELECT ?g ?t WHERE {{ ?g <{TIME}> ?t }}"
@@ -143,8 +130,10 @@ def variant(name: str, spec: dict) -> Callable[[], int]:
     def nothing() -> int:
         return 0
 
-    return {"parse": parse, "floor": floor, "chunks": chunked, "streamfile": streamfile,
-            "store": store, "none": nothing}[name]
+    return {"parse": ingest["pyoxigraph.parse alone"],
+            "floor": ingest["parse + triples grouped by graph (a floor)"],
+            "streamfile": ingest["StreamFile"],
+            "chunks": chunked, "store": store, "none": nothing}[name]
 
 
 def child(spec_path: str, name: str, runs: int) -> None:

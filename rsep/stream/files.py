@@ -48,6 +48,12 @@ _ITEMS = itemgetter(1)
 _DEFAULT = ox.DefaultGraph
 _NAMED = ox.NamedNode
 _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line before its "{"
+try:
+    import cython
+
+    _COMPILED = cython.compiled
+except ImportError:  # (a pure install without the dev extra)
+    _COMPILED = False
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
 _EMPTY_RECORD = re.compile(r"\{(?:[ \t\r\n]|#[^\n]*\n)*\}\s*\Z")
@@ -172,8 +178,9 @@ class StreamFile:
             quads = list(parser)
         except SyntaxError:
             return None
+        braces = _braces(chunk, line)
         if not marked:
-            after = self._uniform(parser, quads, chunk, line, asm)
+            after = self._uniform(parser, quads, braces, asm)
             if after is not None:
                 return after
         # Quads of the default graph are kept (few: the time triples), of event graphs only the triples.
@@ -184,27 +191,23 @@ class StreamFile:
         # Locate every graph block by its braces, to give each event its line. A
         # brace inside a string or comment, an unnamed block, or two adjacent
         # blocks of one graph make the counts differ: then the records decide.
-        parts = chunk.split("{")
-        nb = len(parts) - 1
-        if nb != len(groups) - [g.__class__ for g, _ in groups].count(_DEFAULT):
+        opens, _, after, alternate, above, blank = braces
+        if len(opens) != len(groups) - [g.__class__ for g, _ in groups].count(_DEFAULT):
             if not marked and EMPTY_BLOCK.search(chunk):
                 return self._fast_trig(mark_empty(chunk), line, asm, marked=True)
             return None
         # The braces alternate {}{}...: no "}" before the first "{", one after each.
-        closes = list(map(str.count, parts, repeat("}")))
-        if closes[0] or closes.count(1) != nb:
+        if not alternate:
             return None
         self._update_prefixes(parser)
-        asm.bnodes = "[" in chunk or "(" in chunk or BLANK_LABEL.search(chunk) is not None
-        # The line of each "{" and, last, the line after the chunk.
-        lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
+        asm.bnodes = blank
         # With each graph name on the line of its "{", those are the lines of the graph runs.
-        if _NAME_ABOVE_BRACE.search(chunk) is None and asm.points(groups, lines[1:-1]):
-            return lines[-1]
+        if not above and asm.points(groups, opens):
+            return after
         asm.runs(groups, _trig_lines(chunk, line, groups))
-        return lines[-1]
+        return after
 
-    def _uniform(self, parser: ox.QuadParser, quads: list[ox.Quad], chunk: str, line: int,
+    def _uniform(self, parser: ox.QuadParser, quads: list[ox.Quad], braces: Braces,
                  asm: Assembly) -> int | None:
         """Assemble a chunk of the commonest shape, events of k triples each (k the same for
         the whole chunk), each after its time triple, without grouping its quads into runs:
@@ -232,20 +235,17 @@ class StreamFile:
                 or (step > 2 and set(map(type, map(_GRAPH, quads[step - 1::step]))) != {_NAMED}):
             return None
         # One "{" per event: none in a string or comment, no unnamed or empty block, no
-        # graph in two blocks (whose triples would be one run of the stride's).
-        parts = chunk.split("{")
-        if len(parts) - 1 != len(nodes):
+        # graph in two blocks (whose triples would be one run of the stride's). With
+        # those, one "}" a block means none elsewhere (in a string or comment).
+        opens, closes, after, _, above, blank = braces
+        if len(opens) != len(nodes) or closes != len(nodes) or above:
             return None
-        # With those, one "}" a block means none elsewhere (in a string or comment).
-        if chunk.count("}") != len(nodes) or _NAME_ABOVE_BRACE.search(chunk) is not None:
-            return None
-        asm.bnodes = "[" in chunk or "(" in chunk or BLANK_LABEL.search(chunk) is not None
-        lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
+        asm.bnodes = blank
         triples = list(zip(*[map(_TRIPLE, quads[j::step]) for j in range(1, step)], strict=True))
-        if not asm.stamped(nodes, quads[::step], triples, lines[1:-1]):
+        if not asm.stamped(nodes, quads[::step], triples, opens):
             return None
         self._update_prefixes(parser)
-        return lines[-1]
+        return after
 
     def _nquads(self, asm: Assembly) -> Iterator[bool]:
         size = self.chunk_size
@@ -414,6 +414,80 @@ class StreamFile:
             self._prefix_lines = self._prefix_text.count("\n")
         self._base = parser.base_iri
 
+
+
+# What the fast paths ask of a chunk's text before trusting its parsed quads:
+# (the line of each "{", the number of "}", the line after the chunk, whether the braces
+# alternate "{" "}" from the first, whether a "{" follows a line break with only
+# whitespace between (a graph name on a line above its "{"), whether the text may hold a
+# blank node: "[", "(" or "_:").
+Braces = tuple[list[int], int, int, bool, bool, bool]
+
+
+def _braces_str(chunk: str, line: int) -> Braces:
+    """:data:`Braces` by str methods and regexes: several passes, each in C (the pure build's)."""
+    parts = chunk.split("{")
+    closes = list(map(str.count, parts, repeat("}")))
+    lines = list(accumulate(map(str.count, parts, repeat("\n")), initial=line))
+    alternate = not closes[0] and closes.count(1) == len(parts) - 1
+    return (lines[1:-1], sum(closes), lines[-1], alternate,
+            _NAME_ABOVE_BRACE.search(chunk) is not None,
+            "[" in chunk or "(" in chunk or BLANK_LABEL.search(chunk) is not None)
+
+
+def _braces_scan(chunk: str, line: int) -> Braces:
+    """:data:`Braces` in one pass over the characters (the compiled build's: a C loop that
+    passes over most characters with one test of a bit mask); equal to :func:`_braces_str`
+    on every text (tests/stream/test_chunk_braces.py)."""
+    opens: list[int] = []
+    closes = 0
+    depth = 0
+    alternate = True
+    above = False
+    blank = False
+    # a first test that passes over most bytes: one bit for each of those it looks at,
+    # "\n" "(" "[" ":" "{" "}", by its low six bits ("h", "z", ... pass it, then no other)
+    mask = (1 << 10) | (1 << 40) | (1 << (91 & 63)) | (1 << 58) | (1 << (123 & 63)) | (1 << (125 & 63))
+    # UTF-8 keeps every character looked at a byte of its own, and any other out of them
+    data = chunk.encode("utf-8", "surrogatepass")
+    i = -1
+    prev = 0
+    for ch in data:
+        i += 1
+        if not (mask >> (ch & 63)) & 1:
+            prev = ch
+            continue
+        if ch == 10:
+            line += 1
+        elif ch == 123:
+            opens.append(line)
+            if depth:
+                alternate = False
+            depth = 1
+            # a line break before it, with only whitespace between
+            j = i - 1
+            while j >= 0:
+                c = data[j]
+                if c == 10:
+                    above = True
+                    break
+                if c != 32 and c != 9 and c != 13:
+                    break
+                j -= 1
+        elif ch == 125:
+            closes += 1
+            if not depth:
+                alternate = False
+            depth = 0
+        elif ch == 40 or ch == 91 or (ch == 58 and prev == 95):
+            blank = True
+        prev = ch
+    if depth:
+        alternate = False
+    return opens, closes, line, alternate, above, blank
+
+
+_braces = _braces_scan if _COMPILED else _braces_str
 
 
 def _trig_cut(buf: str, any_statement: bool) -> int:

@@ -130,6 +130,9 @@ class Assembly:
         self.out: list[Event | Rejected] = []
         self.events = 0
         self.bnodes = True  # False when the text being assembled cannot hold blank nodes
+        # False when it holds no quote: every literal in it is then a bare number or boolean
+        # token, and one of ASCII digits alone an INTEGER, so an xsd:integer
+        self.quoted = True
         self.marked = False  # True once a record's empty graph block holds the marker triple
 
     def points(self, groups: list[Run], lines: list[int]) -> bool:
@@ -165,7 +168,7 @@ class Assembly:
         # ... and an xsd:integer in ASCII digits (what runs reads without timestamp_from_literal).
         objects = list(map(_OBJECT, quads))
         if set(map(type, objects)) != {_LITERAL} \
-                or set(map(_DATATYPE, objects)) != {_XSD_INTEGER_NODE}:
+                or (self.quoted and set(map(_DATATYPE, objects)) != {_XSD_INTEGER_NODE}):
             return False
         lexicals = list(map(_VALUE, objects))
         digits = "".join(lexicals)

@@ -179,6 +179,7 @@ class StreamFile:
         except SyntaxError:
             return None
         braces = _braces(chunk, line)
+        asm.quoted = '"' in chunk or "'" in chunk
         if not marked:
             after = self._uniform(parser, quads, braces, asm)
             if after is not None:
@@ -281,6 +282,7 @@ class StreamFile:
         total = lines[-1] - line
         if total == newlines + (not chunk.endswith("\n")):
             asm.bnodes = BLANK_LABEL.search(chunk) is not None
+            asm.quoted = '"' in chunk or "'" in chunk
             # A chunk may start inside an event and end with a time triple: those runs
             # go one by one, the runs in between in bulk where they have its shape.
             i = 1 if groups and groups[0][0].__class__ is not _DEFAULT else 0
@@ -294,6 +296,7 @@ class StreamFile:
         if len(rows) != total:
             return False
         asm.bnodes = BLANK_LABEL.search(chunk) is not None
+        asm.quoted = '"' in chunk or "'" in chunk
         lines = []
         i = 0
         # Blank or comment lines in between: every default-graph quad gets its own line.
@@ -315,6 +318,7 @@ class StreamFile:
 
     def _records(self, records: list[Record], asm: Assembly) -> None:
         asm.bnodes = True
+        asm.quoted = True
         batch: list[Record] = []
         for rec in records:
             if rec.directive:
@@ -369,6 +373,7 @@ class StreamFile:
                 lines.append(batch[blocks[k]].line)
                 k += 1
         asm.bnodes = True
+        asm.quoted = True
         asm.runs(groups, lines)
 
     def _parse_text(self, text: str) -> list[ox.Quad]:

@@ -164,3 +164,23 @@ def test_a_stride_with_a_stray_quad_or_a_second_block_is_grouped(tmp_path, shape
     fast._uniform = lambda *a: refused.append(r := one(*a)) or r  # type: ignore[method-assign]
     assert summary(fast) == summary(without_uniform(p, 1 << 16))
     assert refused == [None]
+
+
+# Time objects of every literal shape: an unquoted chunk's all-digit literal is an INTEGER
+# token, so the fast paths skip its datatype there (Assembly.quoted); a quoted one is read.
+TIMES = ("{i}", '"{i}"^^xsd:integer', '"{i}"^^xsd:long', '"{i}"', "{i}.0", "{i}e0", "true",
+         '"{i}"^^xsd:decimal', "+{i}", '"0{i}"^^xsd:integer')
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(times=st.lists(st.sampled_from(TIMES), min_size=1, max_size=30),
+       unquoted=st.booleans(), chunk_size=st.sampled_from([16, 200, 1 << 16]))
+def test_time_literals_read_as_the_record_reader_reads_them(tmp_path, times, unquoted, chunk_size):
+    if unquoted:  # mostly chunks without a quote, so that the fast paths skip the datatype
+        times = [t for t in times if '"' not in t] or ["{i}"]
+    p = tmp_path / "s.trig"
+    p.write_text(HEAD + "".join(f":g{i} prov:generatedAtTime {t.format(i=i)} .\n:g{i} {{ :c :p {i} . }}\n"
+                                for i, t in enumerate(times)))
+    slow = StreamFile(p, "http://s")
+    slow._fast = False
+    assert summary(StreamFile(p, "http://s", chunk_size=chunk_size)) == summary(slow)

@@ -4,6 +4,8 @@
 # __dict__. incremental.py stays plain Python; RSEP_PURE=1 runs it as such.
 cimport cython
 
+cpdef str _key(object x)
+
 cdef class LocalWindow:
     cdef dict __dict__
     cdef public list blocks, queries, _entered, _any_pred, _full_mask, _removed

@@ -302,6 +302,24 @@ class _Entry:
     sols: Sequence[tuple] = ()  # a maintained window's: the event's solutions (maintained.py)
 
 
+_NAMED, _BLANK, _LITERAL = ox.NamedNode, ox.BlankNode, ox.Literal
+
+
+def _key(x: object) -> str:
+    """A term as the locality check counts it: a str, whose hash Python keeps (a pyoxigraph
+    term's is worked out again at each of the term's four or more dict and set operations).
+    One to one: an IRI starts with its scheme's letter, a blank node's key with "_:", a
+    literal's form with a quote, a triple term's with "<"."""
+    t = type(x)
+    if t is _NAMED:
+        return x.value  # type: ignore[attr-defined]
+    if t is _BLANK:
+        return "_:" + x.value  # type: ignore[attr-defined]
+    if t is _LITERAL:
+        return stored_form(str(x))
+    return str(x)
+
+
 class LocalWindow:
     """A window's store graph under the event-local plan (see the module's text)."""
 
@@ -402,7 +420,6 @@ class LocalWindow:
         terms: set[object] = set()
         hit = [0] * len(self.blocks)
         by_pred, any_pred = self._by_pred, self._any_pred
-        lit = ox.Literal
         for t in triples:
             p = t.predicate  # (each attribute read builds a new Python object: once each)
             checks = by_pred.get(p)
@@ -418,10 +435,9 @@ class LocalWindow:
                 matched = True
                 hit[bi] |= bit
                 if not tracked:
-                    terms.add((subj, p, stored_form(str(obj)) if type(obj) is lit else obj))
+                    terms.add((_key(subj), p.value, _key(obj)))
                 for pos in tracked:
-                    x = subj if pos == 0 else obj if pos == 2 else p
-                    terms.add(stored_form(str(x)) if type(x) is lit else x)
+                    terms.add(_key(subj if pos == 0 else obj if pos == 2 else p))
             if matched:
                 matching.append(t)
                 if keep_rows:

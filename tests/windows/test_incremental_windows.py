@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 
+import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -308,3 +309,17 @@ def test_row_order_holds_over_a_long_stream_with_rebuilds():
     assert lw is not None
     assert rt.store.rebuilds > 100  # put in order at most splits, once for garbage
     assert len(lw._born) <= 4_096  # the places of live and stored triples, gone ones forgotten
+
+
+def test_locality_keys_tell_terms_of_every_kind_apart():
+    from rsep.windows.incremental import _key
+
+    terms = [ox.NamedNode("a:b"), ox.BlankNode("a:b"), ox.Literal("a:b"), ox.Literal("_:a:b"),
+             ox.NamedNode("http://e/x"), ox.BlankNode("b1"), ox.Literal("b1"),
+             ox.Literal("1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")),
+             ox.Literal("a:b", language="en"),
+             ox.Triple(ox.NamedNode("a:b"), ox.NamedNode("a:b"), ox.NamedNode("a:b"))]
+    assert len({_key(t) for t in terms}) == len(terms)
+    # the same term read twice is one key (numbers by their stored form, as the store keeps them)
+    assert _key(ox.Literal("01", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer"))) \
+        == _key(ox.Literal("1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")))

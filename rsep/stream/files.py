@@ -49,7 +49,7 @@ _DEFAULT = ox.DefaultGraph
 _NAMED = ox.NamedNode
 _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line before its "{"
 try:
-    import cython
+    import cython  # type: ignore[import-untyped]
 
     _COMPILED = cython.compiled
 except ImportError:  # (a pure install without the dev extra)

@@ -1,5 +1,5 @@
 # Cython declarations for files.py's compiled build (python -m rsep.native build): the
-# scan of a chunk's braces as a C loop over its characters. files.py stays plain Python;
+# scan of a chunk's braces as a C loop over its UTF-8 bytes. files.py stays plain Python;
 # RSEP_PURE=1 runs it as such.
 cimport cython
 

@@ -48,12 +48,6 @@ _ITEMS = itemgetter(1)
 _DEFAULT = ox.DefaultGraph
 _NAMED = ox.NamedNode
 _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line before its "{"
-try:
-    import cython  # type: ignore[import-untyped]
-
-    _COMPILED = cython.compiled
-except ImportError:  # (a pure install without the dev extra)
-    _COMPILED = False
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
 _EMPTY_RECORD = re.compile(r"\{(?:[ \t\r\n]|#[^\n]*\n)*\}\s*\Z")
@@ -179,7 +173,7 @@ class StreamFile:
         except SyntaxError:
             return None
         braces = _braces(chunk, line)
-        asm.quoted = '"' in chunk or "'" in chunk
+        asm.quoted = _quoted(chunk)
         if not marked:
             after = self._uniform(parser, quads, braces, asm)
             if after is not None:
@@ -282,7 +276,7 @@ class StreamFile:
         total = lines[-1] - line
         if total == newlines + (not chunk.endswith("\n")):
             asm.bnodes = BLANK_LABEL.search(chunk) is not None
-            asm.quoted = '"' in chunk or "'" in chunk
+            asm.quoted = _quoted(chunk)
             # A chunk may start inside an event and end with a time triple: those runs
             # go one by one, the runs in between in bulk where they have its shape.
             i = 1 if groups and groups[0][0].__class__ is not _DEFAULT else 0
@@ -296,7 +290,7 @@ class StreamFile:
         if len(rows) != total:
             return False
         asm.bnodes = BLANK_LABEL.search(chunk) is not None
-        asm.quoted = '"' in chunk or "'" in chunk
+        asm.quoted = _quoted(chunk)
         lines = []
         i = 0
         # Blank or comment lines in between: every default-graph quad gets its own line.
@@ -492,7 +486,18 @@ def _braces_scan(chunk: str, line: int) -> Braces:
     return opens, closes, line, alternate, above, blank
 
 
+try:
+    import cython  # type: ignore[import-untyped]
+
+    _COMPILED = cython.compiled
+except ImportError:  # (a pure install without the dev extra)
+    _COMPILED = False
 _braces = _braces_scan if _COMPILED else _braces_str
+
+
+def _quoted(text: str) -> bool:
+    """Whether a text may hold a quoted literal (Assembly.quoted)."""
+    return '"' in text or "'" in text
 
 
 def _trig_cut(buf: str, any_statement: bool) -> int:

@@ -21,13 +21,14 @@ import copy
 import dataclasses
 import os
 from collections import Counter
+from decimal import Decimal
 from dataclasses import dataclass
 from fractions import Fraction
 from unittest import mock
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from rsep import Engine
@@ -333,6 +334,18 @@ def equal_values_of_different_terms(events: list[Event]) -> bool:
     return False
 
 
+def may_overflow(events: list[Event]) -> bool:
+    """A sum of these values could overflow xsd:integer (a checked i64) or xsd:decimal
+    (18 fractional digits in an i128) on the way, depending on the order of the fold."""
+    for e in events:
+        for t in e.triples:
+            o = t.object
+            if isinstance(o, ox.Literal) and o.datatype.value in (f"{X}integer", f"{X}decimal"):
+                if abs(Decimal(o.value)) >= (2**62 if o.datatype.value == f"{X}integer" else 10**19):
+                    return True
+    return False
+
+
 def check_a(shape: Shape, names: tuple[str, ...], sols: list[dict], rows: list) -> None:
     head = shape.head.split()[0]
     if head == "ASK":
@@ -402,6 +415,12 @@ def test_maintained_equals_pyoxigraph_snapshot_and_reference(n, spec1, spec2, po
     # as relations (RSTREAM, ties by value), and the drawn operator checked against (a).
     tied = bool(shape.ties) and equal_values_of_different_terms(events)
     order_free = not shape.fold and not shape.limited and not tied
+    # A HAVING over SUM or AVG keeps or drops a group by whether the fold overflowed on the
+    # way (an error), which depends on its order as the value does (docs/semantics.md,
+    # "Aggregates folded in an order"): no such stream for those shapes.
+    having = shape.mods.partition("HAVING")[2].partition("ORDER BY")[0]
+    if "SUM(" in having or "AVG(" in having:
+        assume(not may_overflow(events))
     q = query(shape, spec1, spec2, policy, r2s if order_free else R2S.RSTREAM)
     assert path(q)[0] == (FACTORISED if n in FACTORISED_SHAPES else MAINTAINED)
     until = events[-1].time + extra

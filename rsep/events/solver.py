@@ -20,6 +20,7 @@ from rsep.algebra.events import BasicEventPattern
 from rsep.events.reference import Mu
 from rsep.lang.expression import group_filters
 from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_pattern
+from rsep.sparql.store import quads
 from rsep.stream.event import Event
 
 _ITEM = "__rsep_item"
@@ -34,7 +35,7 @@ def _rows(res: ox.QuerySolutions, skip: str | None = None) -> Iterable[tuple[ox.
 
 def solve_item(bep: BasicEventPattern, triples: tuple[ox.Triple, ...]) -> list[Mu]:
     store = ox.Store()
-    store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in triples)
+    store.extend(quads(triples, ox.DefaultGraph()))
     res = store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}")
     assert isinstance(res, ox.QuerySolutions)
     return [mu for _, mu in _rows(res)]

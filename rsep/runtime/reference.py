@@ -22,6 +22,7 @@ from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
 from rsep.runtime.common import XSD_INTEGER, match_values, outputs, unskolemize
 from rsep.runtime.r2s import R2SOperator, Row
+from rsep.sparql.store import quads
 from rsep.sparql.update import graph_at
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -101,13 +102,11 @@ def _run(query: ContinuousQuery, sparql: str, windows: list[tuple[NamedWindow, W
     store = ox.Store()
     ds = query.dataset
     for g in ds.default_graphs or ([DEFAULT] if DEFAULT in graphs else []):
-        store.extend(ox.Quad(tr.subject, tr.predicate, tr.object, ox.DefaultGraph())
-                     for tr in graphs[g])
+        store.extend(quads(graphs[g], ox.DefaultGraph()))
     named = ds.named_graphs or ([] if ds.default_graphs else [g for g in graphs if g != DEFAULT])
     names: list[ox.NamedNode | ox.BlankNode] = [ox.NamedNode(g) for g in named]
     for g in named:
-        store.extend(ox.Quad(tr.subject, tr.predicate, tr.object, ox.NamedNode(g))
-                     for tr in graphs[g])
+        store.extend(quads(graphs[g], ox.NamedNode(g)))
     latest: dict[ox.Triple, int] = {}
     for (w, _), c in zip(windows, contents, strict=True):
         graph: ox.NamedNode | ox.DefaultGraph
@@ -117,15 +116,15 @@ def _run(query: ContinuousQuery, sparql: str, windows: list[tuple[NamedWindow, W
             graph = ox.NamedNode(w.iri)
             names.append(graph)
         for e, trs in c:
+            store.extend(quads(trs, graph))
             for tr in trs:
-                store.add(ox.Quad(tr.subject, tr.predicate, tr.object, graph))
                 latest[tr] = max(latest.get(tr, e.end), e.end)
             for g, gts in e.graphs:  # an RDF Message's other named graphs, with their event
                 node = ox.NamedNode(g)
                 if node not in names:
                     names.append(node)
+                store.extend(quads(gts, node))
                 for tr in gts:
-                    store.add(ox.Quad(tr.subject, tr.predicate, tr.object, node))
                     latest[tr] = max(latest.get(tr, e.end), e.end)
 
     def timestamp(s, p, o):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import pyoxigraph as ox
 
 from rsep.algebra.dataset import TimeVaryingGraph
+from rsep.sparql.store import quads
 from rsep.stream.updates import GraphUpdate
 
 Graph = frozenset[ox.Triple]
@@ -26,7 +27,7 @@ class UpdateError(ValueError):
 def canonical(triples: Iterable[ox.Triple]) -> Graph:
     """The triples as a store holds them (a set)."""
     st = ox.Store()
-    st.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in triples)
+    st.extend(quads(triples, ox.DefaultGraph()))
     return frozenset(q.triple for q in st)
 
 
@@ -48,7 +49,7 @@ class LiveGraph:
     @staticmethod
     def _fresh(graph: Graph) -> ox.Store:
         st = ox.Store()
-        st.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in graph)
+        st.extend(quads(graph, ox.DefaultGraph()))
         return st
 
     def apply(self, u: GraphUpdate) -> Graph:

@@ -16,6 +16,8 @@ from urllib.parse import unquote, urlparse
 
 import pyoxigraph as ox
 
+from rsep.sparql.store import quads
+
 if TYPE_CHECKING:
     from rsep.algebra.output import Output
 
@@ -233,8 +235,7 @@ def data_triples(test: W3CTest) -> list[ox.Triple]:
 def pyoxigraph_result(test: W3CTest) -> Result:
     """The test's query run by pyoxigraph itself over its data (in the default graph)."""
     store = ox.Store()
-    store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph())
-                 for t in data_triples(test))
+    store.extend(quads(data_triples(test), ox.DefaultGraph()))
     return _solutions(store.query(test.text(), base_iri=test.query.as_uri()))
 
 

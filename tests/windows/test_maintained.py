@@ -21,8 +21,8 @@ import copy
 import dataclasses
 import os
 from collections import Counter
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from unittest import mock
 

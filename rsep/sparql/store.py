@@ -34,9 +34,13 @@ def quads(triples: Iterable[ox.Triple], graph: GraphName) -> Iterator[ox.Quad]:
     pyoxigraph's ``Quad()`` tries its graph argument as a NamedNode, then as a BlankNode,
     and builds a Python exception for each failed try (3.4 us a quad in all, against
     0.24 us): the default graph's quads come from the three-argument form."""
-    if graph.__class__ is ox.DefaultGraph:
-        return (ox.Quad(t.subject, t.predicate, t.object) for t in triples)
-    return (ox.Quad(t.subject, t.predicate, t.object, graph) for t in triples)
+    rest = _rest(graph)
+    return (ox.Quad(t.subject, t.predicate, t.object, *rest) for t in triples)
+
+
+def _rest(graph: GraphName) -> tuple[()] | tuple[ox.NamedNode]:
+    """``Quad()``'s arguments after the triple's terms: none for the default graph (quads())."""
+    return () if graph.__class__ is ox.DefaultGraph else (graph,)  # type: ignore[return-value]
 
 
 class SnapshotStore:
@@ -67,10 +71,9 @@ class SnapshotStore:
               removed: Iterable[tuple[ox.Triple, int]], track_time: bool = False) -> None:
         counts = self._counts
         new: list[ox.Quad] = []
-        default = graph.__class__ is ox.DefaultGraph  # (quads())
+        rest = _rest(graph)
         for tr, time in added:
-            q = ox.Quad(tr.subject, tr.predicate, tr.object) if default \
-                else ox.Quad(tr.subject, tr.predicate, tr.object, graph)
+            q = ox.Quad(tr.subject, tr.predicate, tr.object, *rest)
             c = counts.get(q)
             if not c:
                 counts[q] = 1
@@ -88,8 +91,7 @@ class SnapshotStore:
         if new:
             self.store.extend(new)
         for tr, time in removed:
-            q = ox.Quad(tr.subject, tr.predicate, tr.object) if default \
-                else ox.Quad(tr.subject, tr.predicate, tr.object, graph)
+            q = ox.Quad(tr.subject, tr.predicate, tr.object, *rest)
             c = counts[q]
             if c == 1:
                 counts[q] = 0

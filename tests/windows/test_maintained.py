@@ -334,15 +334,18 @@ def equal_values_of_different_terms(events: list[Event]) -> bool:
     return False
 
 
+_LIMITS = {f"{X}integer": 2**62, f"{X}decimal": 10**19}
+
+
 def may_overflow(events: list[Event]) -> bool:
     """A sum of these values could overflow xsd:integer (a checked i64) or xsd:decimal
     (18 fractional digits in an i128) on the way, depending on the order of the fold."""
     for e in events:
         for t in e.triples:
             o = t.object
-            if isinstance(o, ox.Literal) and o.datatype.value in (f"{X}integer", f"{X}decimal"):
-                if abs(Decimal(o.value)) >= (2**62 if o.datatype.value == f"{X}integer" else 10**19):
-                    return True
+            limit = isinstance(o, ox.Literal) and _LIMITS.get(o.datatype.value)
+            if limit and abs(Decimal(o.value)) >= limit:
+                return True
     return False
 
 

@@ -42,100 +42,35 @@ dead-letter output with the reason; nothing is dropped silently.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
 from rsep.spark.plan import Router
-from rsep.spark.state import PipelineConfig, event_text
+from rsep.spark.state import PipelineConfig, event_text, rejection, whole_texts
 from rsep.spark.state import trace as write_trace
+from rsep.spark.texts import detect_format, parse_text, read_text
 from rsep.stream.event import Event, Rejected
-from rsep.stream.files import StreamFile, TimeConfig
-from rsep.stream.framing import find_delimiters
-from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
-from rsep.stream.jsonl import parse_lines
-from rsep.stream.messages import MessageLog, log_format
 
 END_OF_INPUT = "urn:rsep:end-of-input"
 
 RAW_COLUMNS = ("stream", "origin", "text", "arrival")
 
-FORMATS = ("trig", "nquads", "jsonl", "rdfm", "jelly")
-
-
-def detect_format(origin: str, text: str, given: str | None = None) -> str:
-    if given:
-        if given not in FORMATS:
-            raise ValueError(f"unknown stream format {given!r} (expected one of {', '.join(FORMATS)})")
-        return given
-    low = origin.lower().split("#", 1)[0]
-    if low.endswith(".jelly"):
-        return "jelly"
-    if low.endswith(JSONL_SUFFIXES):
-        return "jsonl"
-    if not low.endswith((".nq", ".nquads", ".trig", ".ttl")) and text.lstrip().startswith("{"):
-        return "jsonl"
-    if find_delimiters(text[:1 << 20], final=True)[0]:
-        return "rdfm"
-    return "nquads" if low.endswith((".nq", ".nquads")) else "trig"
-
-
-_SCRATCH: str | None = None
-
-
-def _scratch() -> str:
-    # StreamFile reads paths: one scratch file per worker process, rewritten per text.
-    global _SCRATCH
-    if _SCRATCH is None:
-        d = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        fd, _SCRATCH = tempfile.mkstemp(prefix="rsep-spark-", suffix=".txt", dir=d)
-        os.close(fd)
-    return _SCRATCH
-
-
-def parse_text(text: str, stream: str, origin: str, fmt: str,
-               time: TimeConfig | None = None) -> Iterator[Event | Rejected]:
-    """The events and rejected records of one raw text, located by ``origin``."""
-    if fmt == "jsonl":
-        yield from parse_lines(text.splitlines(), stream, origin)
-        return
-    path = _scratch()
-    if fmt == "jelly":
-        with open(path, "wb") as fb:
-            fb.write(base64.b64decode(text))
-    else:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-    try:
-        if fmt == "jelly":
-            items = list(MessageLog(path, stream, time=time, fmt="jelly"))
-        elif fmt == "rdfm":
-            syntax = log_format(origin.split("#", 1)[0])
-            items = list(MessageLog(path, stream, time=time, fmt="trig" if syntax == "jelly" else syntax))
-        else:
-            items = list(StreamFile(path, stream, time=time, fmt=fmt))
-    except ValueError as e:
-        yield Rejected(stream, origin, 0, 0, str(e).replace(path, origin), text[:200])
-        return
-    for it in items:
-        if isinstance(it, Event):
-            it.origin = origin + it.origin[len(path):]
-        else:
-            it.origin = origin
-            it.reason = it.reason.replace(path, origin)
-        yield it
-
+__all__ = ["END_OF_INPUT", "EVENTS_SCHEMA", "RAW_COLUMNS", "detect_format", "events_from_records",
+           "parse_partition", "parse_text"]
 
 # A text's events travel to a state key packed in rows of about this many characters of
 # N-Triples: a row per event cost more than the engine (PySpark's per-row regrouping, the
 # JVM's per-row sort, shuffle and Arrow conversion), and the bound keeps the 10,000 rows of
 # an Arrow batch under its 2 GB of string data.
 PACK_BYTES = 1 << 17
+
+# Texts go unparsed to the keys of one-key queries (parse_partition); tests turn it off to
+# exercise the packed rows.
+WHOLE_TEXTS = True
 
 
 class Pack:
@@ -170,9 +105,14 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
 
     Tick rows (``t``) carry each stream's earliest and latest time in the batch to every
     key, so every bucket sees the progress of the whole input.
+
+    When every query's state is one key that reads every stream (whole_texts), each text
+    goes to each key unparsed (rtype ``w``) and the key reads it: parsing here would only
+    hand the key N-Triples to parse again, and the key sees every stream's progress itself.
     """
 
     pack_bytes = PACK_BYTES  # (read here, on the driver: tests change it)
+    whole = WHOLE_TEXTS and whole_texts(cfg)
 
     def run(batches: Iterator) -> Iterator:
         schema = _arrow_schema()
@@ -199,12 +139,13 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                         add((k, "x", "", 0, "", 0, "", 0, 0, "", "", 0, ""))
                     continue
                 text = text or ""
-                items: list[Event | Rejected]
-                try:
-                    items = list(parse_text(text, stream, origin, detect_format(origin, text, fmt),
-                                            cfg.time))
-                except ValueError as err:
-                    items = [Rejected(stream, origin, 0, 0, str(err), text[:200])]
+                if whole and stream in rank:
+                    # (the first key reports the text's rejected records, once)
+                    for k in keys:
+                        add((k, "w", stream, rank[stream], origin, 0, "", 0, 0, fmt or "", text,
+                             0, "report" if k == first_key else ""))
+                    continue
+                items = read_text(text, stream, origin, fmt, cfg.time)
                 if stream not in rank:
                     kept: list[Event | Rejected] = [it for it in items if not isinstance(it, Event)]
                     items = kept + ([Rejected(
@@ -213,10 +154,7 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                 packs: dict[str, Pack] = {}  # key -> this text's events for it
                 for pos, it in enumerate(items):
                     if isinstance(it, Rejected):
-                        add((first_key, "r", stream, 0, "", 0, "", 0, 0, "", "", 0, json.dumps({
-                            "stream": it.stream, "file": it.origin, "line": it.line,
-                            "column": it.column, "reason": it.reason, "record": it.text,
-                            **it.extra})))
+                        add((first_key, "r", stream, 0, "", 0, "", 0, 0, "", "", 0, rejection(it)))
                         continue
                     e = it
                     et, kind = e.time, e.kind.value

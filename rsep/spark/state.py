@@ -6,7 +6,9 @@ lateness passes them, and are then pushed in the in-process merge order (time,
 stream rank, origin, position). Every tick row carries the progress of every
 stream, so all buckets agree on F; a bucket's engine is settled to F, so its
 outputs before F are final. An event behind its stream's progress minus the
-allowed lateness is rejected (dead-letter output), never dropped.
+allowed lateness is rejected (dead-letter output), never dropped. When every query's
+state is one key reading every stream (:func:`whole_texts`), a key takes the raw texts
+(``w`` rows) and reads them itself, their progress counted as tick rows count it.
 
 The live Engine stays in the Python worker (``_LIVE``); the state store keeps what
 rebuilds it: the released events still inside the query's horizon (``retained``)
@@ -37,10 +39,12 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.window import WindowKind
+from rsep.runtime.common import relaxed_collector
 from rsep.runtime.engine import Engine, Limits, Output
 from rsep.runtime.windowed import QueryRuntime
 from rsep.spark.plan import QueryPlan
-from rsep.stream.event import Event
+from rsep.spark.texts import read_text
+from rsep.stream.event import Event, Rejected
 from rsep.stream.files import TimeConfig
 from rsep.stream.time import TimeKind, format_time
 
@@ -170,6 +174,38 @@ def events_of(es: list[tuple]) -> list[Event]:
     return out
 
 
+def _stored(e: tuple) -> tuple:
+    """A state tuple as the state store keeps it: an event read from a whole text (its
+    Event in nt's place) gets its N-Triples text."""
+    ev = e[9]
+    return e if ev.__class__ is not Event else (*e[:9], event_text(ev))
+
+
+def _events(es: list[tuple]) -> list[Event]:
+    """The events of state tuples, in order: those read from whole texts as they are, the
+    others decoded (events_of)."""
+    coded = [e for e in es if e[9].__class__ is not Event]
+    if len(coded) == len(es):
+        return events_of(es)
+    decoded = iter(events_of(coded))
+    return [e[9] if e[9].__class__ is Event else next(decoded) for e in es]
+
+
+def whole_texts(cfg: PipelineConfig) -> bool:
+    """Whether every query's state is one key that reads every stream: then each key takes
+    the raw texts and reads them itself (rsep.spark.parse), sees every stream's progress in
+    them, and no event is written as N-Triples to be parsed again unless it is kept in the
+    state store."""
+    return all(qp.buckets == 1 and (not qp.streams or set(cfg.streams) <= set(qp.streams))
+               for qp in cfg.queries)
+
+
+def rejection(it: Rejected) -> str:
+    """A rejected record's dead-letter JSON."""
+    return json.dumps({"stream": it.stream, "file": it.origin, "line": it.line,
+                       "column": it.column, "reason": it.reason, "record": it.text, **it.extra})
+
+
 @dataclass
 class _Live:
     version: int
@@ -212,7 +248,8 @@ class EngineProcessor(StatefulProcessor):
             out = prof.runcall(b.run, rows)
             prof.dump_stats(os.path.join(_PROFILE, f"state-{os.getpid()}-{t0:.0f}.prof"))
         else:
-            out = b.run(rows)
+            with relaxed_collector():
+                out = b.run(rows)
         if _TRACE:
             trace(_TRACE, stage="state", key=k, start=t0, end=_time.time(),
                   cpu=_time.process_time() - c0, events=b.events, rows=len(out),
@@ -269,10 +306,40 @@ class _Batch:
             # Column lists, not itertuples: a row costs a tuple from zip instead of a
             # namedtuple and six pandas scalar conversions (the stage read ~30 us/row).
             kinds = pdf["rtype"]
+            incoming: list[tuple] = []
+            # Texts taken unparsed (whole_texts): read here, and their progress counted as
+            # the parse stage's tick rows would count it.
+            whole = pdf[kinds == "w"]
+            span: dict[str, list] = {}
+            for stream, rank, origin, fmt, text, report in zip(
+                    whole["stream"].tolist(), whole["rank"].tolist(), whole["origin"].tolist(),
+                    whole["tkind"].tolist(), whole["nt"].tolist(), whole["record"].tolist(),
+                    strict=True):
+                for pos, it in enumerate(read_text(text, stream, origin, fmt or None, cfg.time)):
+                    if isinstance(it, Rejected):
+                        if report:
+                            self.out.append(("r", self.key, self.qp.name, -1, 0, rejection(it),
+                                             None))
+                        continue
+                    et, kind = it.end, it.kind.value
+                    sp = span.get(stream)
+                    if sp is None:
+                        span[stream] = [et, et, kind]
+                    elif et < sp[0]:
+                        sp[0] = et
+                    elif et > sp[1]:
+                        sp[1] = et
+                    # the Event in nt's place until the state store needs its text (_stored)
+                    incoming.append((et, rank, origin, pos, stream, it.graph, it.start, et, kind,
+                                     Event(stream=stream, graph=it.graph, start=it.start, end=et,
+                                           triples=it.triples, kind=it.kind,
+                                           origin=f"{origin}:{pos}", graphs=it.graphs),
+                                     int(it.origin.rsplit(":", 1)[1] or 0)))
             ticks = pdf[kinds == "t"]
-            for s, start, tend, tkind in zip(ticks["stream"].tolist(), ticks["start"].tolist(),
-                                             ticks["end"].tolist(), ticks["tkind"].tolist(),
-                                             strict=True):
+            for s, start, tend, tkind in [*zip(ticks["stream"].tolist(), ticks["start"].tolist(),
+                                               ticks["end"].tolist(), ticks["tkind"].tolist(),
+                                               strict=True),
+                                          *((s, lo, hi, k) for s, (lo, hi, k) in span.items())]:
                 maxes[s] = max(maxes.get(s, tend), tend)
                 if gstart is None or (not live.bound and start < gstart):
                     gstart, gkind = start, tkind
@@ -282,19 +349,21 @@ class _Batch:
                     packed["nt"].tolist(), packed["record"].tolist(), strict=True):
                 at = 0
                 for pos, graph, since, time, tkind, line, n in json.loads(record):
-                    e = (time, rank, origin, pos, stream, graph, since, time, tkind,
-                         nts[at:at + n], line)
+                    incoming.append((time, rank, origin, pos, stream, graph, since, time, tkind,
+                                     nts[at:at + n], line))
                     at += n
-                    self.events += 1
-                    bound = before.get(stream)
-                    if closed or (bound is not None and time < bound - lateness):
-                        self._late(e, bound if bound is not None else time, closed)
-                    elif gkind is not None and tkind != gkind:
-                        self._reject(e, f"<{e[_GRAPH]}> has a {tkind} timestamp but other "
-                                     f"streams use {gkind} ones")
-                    else:
-                        new.append(e[:10])
-            rest = pdf[(kinds != "t") & (kinds != "b")]
+            for e in incoming:
+                time, stream, tkind = e[0], e[_STREAM], e[_TKIND]
+                self.events += 1
+                bound = before.get(stream)
+                if closed or (bound is not None and time < bound - lateness):
+                    self._late(e, bound if bound is not None else time, closed)
+                elif gkind is not None and tkind != gkind:
+                    self._reject(e, f"<{e[_GRAPH]}> has a {tkind} timestamp but other "
+                                 f"streams use {gkind} ones")
+                else:
+                    new.append(e[:10])
+            rest = pdf[(kinds == "r") | (kinds == "x")]
             for kind, record in zip(rest["rtype"].tolist(), rest["record"].tolist(), strict=True):
                 if kind == "r":
                     self.out.append(("r", self.key, self.qp.name, -1, 0, record, None))
@@ -317,7 +386,7 @@ class _Batch:
         if gstart is not None and not live.bound:
             _prebind(eng, TimeKind(gkind), gstart)
             live.bound = True
-        events = events_of(release)
+        events = _events(release)
         t = self._lap("decode", t)
         for ev in events:
             eng.push(ev)
@@ -329,17 +398,22 @@ class _Batch:
         self._emit(eng)
         t = self._lap("engine", t)
         if keep:
-            p.pending.put(keep)
+            p.pending.put(list(map(_stored, keep)))
         elif pend:
             p.pending.clear()
-        if release:
+        if closed:
+            # (a closed query takes no event again: a rebuild has nothing to replay)
+            if p.retained.exists():
+                p.retained.clear()
+        elif release:
             h = horizon(eng)
             if h is None:
-                p.retained.appendList(release)
+                p.retained.appendList(list(map(_stored, release)))
             else:
                 cut = (frontier if frontier is not None else release[-1][0]) - h
                 old = list(p.retained.get()) if p.retained.exists() else []
-                kept = [e for e in old if e[0] >= cut] + [e for e in release if e[0] >= cut]
+                kept = [e for e in old if e[0] >= cut] + [_stored(e) for e in release
+                                                          if e[0] >= cut]
                 if kept:
                     p.retained.put(kept)
                 elif old:

@@ -69,6 +69,7 @@ def test_packed_rows_of_any_size_give_the_in_process_results(spark, tmp_path, mo
     # 1: every event in a row of its own; 250,000 characters: the SRBench stream's one text
     # (34 events of ~100 kB) cut into packed rows of 3 events
     monkeypatch.setattr(parse, "PACK_BYTES", pack_bytes)
+    monkeypatch.setattr(parse, "WHOLE_TEXTS", False)  # (a one-key query: else no pack)
     queries = [(QUERY, "w.rq")]
     ref = inprocess(queries, [(SR, str(SRBENCH))])
     assert len(ref["http://example.org/out"]) > 1000

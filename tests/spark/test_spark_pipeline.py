@@ -7,9 +7,13 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from rsep.runtime.engine import Engine
+from rsep.spark import parse
 from rsep.spark.pipeline import SparkPipeline, collect_outputs, collect_rejected, run_files
 from rsep.spark.plan import partitioning
+from rsep.spark.state import whole_texts
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import JsonlStreamFile
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
@@ -172,8 +176,13 @@ def test_partition_keys_and_reasons():
 HEAD = "@prefix : <http://example.org/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
 
 
-def test_malformed_and_late_records_go_to_the_dead_letter_output(spark, tmp_path):
+@pytest.mark.parametrize("whole", [True, False])
+def test_malformed_and_late_records_go_to_the_dead_letter_output(spark, tmp_path, monkeypatch,
+                                                                 whole):
+    # whole: each state key reads the texts (one-key queries); else the parse stage does
     import os
+
+    monkeypatch.setattr(parse, "WHOLE_TEXTS", whole)
 
     d = tmp_path / "in"
     d.mkdir()
@@ -190,13 +199,16 @@ def test_malformed_and_late_records_go_to_the_dead_letter_output(spark, tmp_path
     q = ("PREFIX : <http://example.org/>\nREGISTER RSTREAM :o AS SELECT ?o "
          "FROM NAMED WINDOW :w ON :s [RANGE 100 STEP 1] WHERE { WINDOW :w { :a :p ?o } }",
          "late.rq")
+    # a second query: a malformed record is still reported once, a late event once a query
+    q2 = (q[0].replace(":o AS", ":o2 AS").replace("STEP 1]", "STEP 2]"), "late2.rq")
     s = "http://example.org/s"
-    ref = inprocess([q], [(s, str(tmp_path / "ok.trig"))], allowed_lateness=2)
-    got, rejected, _ = on_spark(spark, tmp_path, [q], [(s, str(d))], allowed_lateness=2,
-                                files_per_batch=1)
+    ref = inprocess([q, q2], [(s, str(tmp_path / "ok.trig"))], allowed_lateness=2)
+    got, rejected, pipe = on_spark(spark, tmp_path, [q, q2], [(s, str(d))], allowed_lateness=2,
+                                   files_per_batch=1)
+    assert whole_texts(pipe.config)
     # g3 is malformed, and so its time triple names no graph: two rejections, as in-process.
     assert sorted((Path(r["file"]).name, r["line"]) for r in rejected) == [
-        ("a.trig", 5), ("a.trig", 5), ("b.trig", 3)]
+        ("a.trig", 5), ("a.trig", 5), ("b.trig", 3), ("b.trig", 3)]
     late = [r for r in rejected if r["file"].endswith("b.trig")][0]
     assert late["reason"] == ("timestamp 2 of <http://example.org/g4> is late: the stream is "
                               "already at 5 (allowed lateness 2)")

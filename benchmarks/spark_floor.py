@@ -1,0 +1,151 @@
+"""What Spark itself costs a windowed query whose state is one key (issue 19's Spark target).
+
+``rsep bench sweep-spark-window`` runs sensors-window's query on the Spark pipeline (batch
+replay of 2000-event files) against the in-process engine. The target asks local[2] for
+1.5x of the in-process rate per core, i.e. 2/1.5 = 1.33x the in-process rate in all: the
+job must take at most 0.75 of the in-process run. This script times, in one Spark session
+and alternately, the pipeline as it is and two cut-down jobs over the same plan:
+
+- ``pipeline``: rsep.spark as ``rsep run --engine spark --batch`` runs it;
+- ``no-engine``: the same parse stage (every file parsed, each event routed and packed),
+  the same shuffle and ``transformWithStateInPandas``, but a stateful processor that only
+  reads its rows: what any design that parses on the executors and keeps the window's state
+  in one key pays before its engine does anything;
+- ``no-parse``: the files' text handed to the same shuffle and stateful stage as one packed
+  row per file, unparsed: Spark's own floor for moving the stream through this plan.
+
+and the in-process engine (``rsep run``'s path: StreamFile and Engine) on the whole file.
+
+    .venv/bin/python benchmarks/spark_floor.py OUT/runs/sweep-spark-window-local[2]/rsep/spec.json \\
+        --master 'local[2]' --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: E402
+
+from rsep.bench.workers.rsep_worker import _cut  # noqa: E402
+from rsep.lang import parse_query  # noqa: E402
+from rsep.runtime.engine import Engine  # noqa: E402
+from rsep.spark.parse import EVENTS_SCHEMA, _arrow_schema, events_from_records  # noqa: E402
+from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files  # noqa: E402
+from rsep.spark.session import get_session  # noqa: E402
+from rsep.spark.state import OUTPUT_SCHEMA  # noqa: E402
+from rsep.stream.files import StreamFile  # noqa: E402
+from rsep.stream.source import DeadLetter, merge_streams  # noqa: E402
+
+
+class Reader(StatefulProcessor):
+    """A stateful processor that reads its rows (as the engine's does) and outputs nothing."""
+
+    def init(self, handle) -> None:
+        pass
+
+    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues
+                        ) -> Iterator[pd.DataFrame]:
+        n = 0
+        for pdf in rows:
+            n += sum(len(x) for x in pdf["nt"].tolist())
+        if n < 0:  # (never: a generator that yields nothing)
+            yield pd.DataFrame()
+
+    def close(self) -> None:
+        pass
+
+
+def unparsed(key: str):
+    """mapInArrow: each file's text as one packed row for ``key``, unparsed."""
+    def run(batches):
+        schema = _arrow_schema()
+        for batch in batches:
+            d = batch.to_pydict()
+            rows = [(key, "b", s, 0, o or "", 0, "", 0, 0, "", t or "", 0, "[]")
+                    for s, o, t in zip(d["stream"], d["origin"], d["text"], strict=True)]
+            if rows:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(c, type=f.type) for c, f in zip(zip(*rows, strict=True), schema,
+                                                               strict=True)], schema=schema)
+    return run
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("spec", help="the spec.json rsep bench wrote for a sweep-spark-window run")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--per-file", type=int, default=2000)
+    args = ap.parse_args()
+    spec = json.loads(Path(args.spec).read_text(encoding="utf-8"))
+    (iri, path), = spec["streams"]
+    query = spec["query"]
+    with tempfile.TemporaryDirectory() as d:
+        events = _cut(path, d, args.per_file)
+        spark = get_session(args.master, conf={"spark.driver.memory": "4g"})
+
+        def pipeline() -> int:
+            pipe = SparkPipeline(spark, [(query, "bench.rq")], streams=[(iri, d)])
+            got: list = []
+            run_files(pipe, lambda df, _: got.extend(collect_outputs(df)), batch=True)
+            return len(got)
+
+        def cut_down(parse: bool) -> int:
+            pipe = SparkPipeline(spark, [(query, "bench.rq")], streams=[(iri, d)])
+            records = pipe.file_records(streaming=False)
+            key = pipe.config.queries[0].keys[0]
+            ev = (events_from_records(records, pipe.config) if parse else
+                  records.select("stream", "origin", "text").mapInArrow(unparsed(key),
+                                                                        EVENTS_SCHEMA))
+            out = ev.groupBy("key").transformWithStateInPandas(
+                statefulProcessor=Reader(), outputStructType=OUTPUT_SCHEMA,
+                outputMode="Append", timeMode="None")
+            return out.count()
+
+        def in_process() -> int:
+            eng = Engine()
+            eng.register(parse_query(query))
+            n = 0
+            for _ in eng.run(merge_streams([StreamFile(path, iri)], DeadLetter(None))):
+                n += 1
+            return n
+
+        jobs = {"in-process": in_process, "pipeline": pipeline,
+                "no-engine": lambda: cut_down(True), "no-parse": lambda: cut_down(False)}
+        for fn in jobs.values():  # warm-up: JVM, Python workers, planning
+            fn()
+        times: dict[str, list[float]] = {k: [] for k in jobs}
+        try:
+            for _ in range(args.rounds):
+                for name, fn in jobs.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - t0)
+        finally:
+            spark.stop()
+    base = statistics.median(times["in-process"])
+    print(f"{events} events, {args.master}, {args.per_file}-event files, "
+          f"{args.rounds} rounds (median s; of in-process; load {os.getloadavg()[0]:.1f})")
+    print("| job | s (median) | runs | of in-process |")
+    print("|---|---:|---|---:|")
+    for name, ts in times.items():
+        m = statistics.median(ts)
+        print(f"| {name} | {m:.2f} | {', '.join(f'{t:.2f}' for t in ts)} | {m / base:.2f} |")
+    print(f"target (local[2] at 1.5x of the in-process rate per core): <= {0.75 * base:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

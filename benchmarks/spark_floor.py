@@ -6,11 +6,13 @@ replay of 2000-event files) against the in-process engine. The target asks local
 job must take at most 0.75 of the in-process run. This script times, in one Spark session
 and alternately, the pipeline as it is and two cut-down jobs over the same plan:
 
-- ``pipeline``: rsep.spark as ``rsep run --engine spark --batch`` runs it;
-- ``no-engine``: the same parse stage (every file parsed, each event routed and packed),
-  the same shuffle and ``transformWithStateInPandas``, but a stateful processor that only
-  reads its rows: what any design that parses on the executors and keeps the window's state
-  in one key pays before its engine does anything;
+- ``pipeline``: rsep.spark as ``rsep run --engine spark --batch`` runs it (a one-key query:
+  each file goes to the key unparsed, and the key reads it);
+- ``no-engine``: the parse stage that parses on the executors (every file parsed, each
+  event routed and packed as N-Triples: the pipeline's way for partitioned queries), the
+  same shuffle and ``transformWithStateInPandas``, but a stateful processor that only reads
+  its rows: what a design that parses in parallel and keeps the window's state in one key
+  pays before its key does anything;
 - ``no-parse``: the files' text handed to the same shuffle and stateful stage as one packed
   row per file, unparsed: Spark's own floor for moving the stream through this plan.
 
@@ -41,6 +43,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: 
 from rsep.bench.workers.rsep_worker import _cut  # noqa: E402
 from rsep.lang import parse_query  # noqa: E402
 from rsep.runtime.engine import Engine  # noqa: E402
+from rsep.spark import parse as spark_parse  # noqa: E402
 from rsep.spark.parse import EVENTS_SCHEMA, _arrow_schema, events_from_records  # noqa: E402
 from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files  # noqa: E402
 from rsep.spark.session import get_session  # noqa: E402
@@ -106,9 +109,15 @@ def main() -> int:
             pipe = SparkPipeline(spark, [(query, "bench.rq")], streams=[(iri, d)])
             records = pipe.file_records(streaming=False)
             key = pipe.config.queries[0].keys[0]
-            ev = (events_from_records(records, pipe.config) if parse else
-                  records.select("stream", "origin", "text").mapInArrow(unparsed(key),
-                                                                        EVENTS_SCHEMA))
+            if parse:  # (the parse stage's packed rows, not whole texts)
+                spark_parse.WHOLE_TEXTS = False
+                try:
+                    ev = events_from_records(records, pipe.config)
+                finally:
+                    spark_parse.WHOLE_TEXTS = True
+            else:
+                ev = records.select("stream", "origin", "text").mapInArrow(unparsed(key),
+                                                                           EVENTS_SCHEMA)
             out = ev.groupBy("key").transformWithStateInPandas(
                 statefulProcessor=Reader(), outputStructType=OUTPUT_SCHEMA,
                 outputMode="Append", timeMode="None")

@@ -50,7 +50,14 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from rsep.spark.plan import Router
-from rsep.spark.state import PipelineConfig, event_text, rejection, whole_texts
+from rsep.spark.state import (
+    PipelineConfig,
+    event_text,
+    line_of,
+    rejection,
+    whole_texts,
+    widen,
+)
 from rsep.spark.state import trace as write_trace
 from rsep.spark.texts import detect_format, parse_text, read_text
 from rsep.stream.event import Event, Rejected
@@ -158,14 +165,8 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                         continue
                     e = it
                     et, kind = e.time, e.kind.value
-                    sp = span.get(stream)
-                    if sp is None:
-                        span[stream] = [et, et, kind]
-                    elif et < sp[0]:
-                        sp[0] = et
-                    elif et > sp[1]:
-                        sp[1] = et
-                    line = int(e.origin.rsplit(":", 1)[1] or 0)
+                    widen(span, stream, et, kind)
+                    line = line_of(e)
                     nt = None
                     for qp, router in zip(cfg.queries, routers, strict=True):
                         for b in router.buckets(e):

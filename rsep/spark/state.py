@@ -200,6 +200,23 @@ def whole_texts(cfg: PipelineConfig) -> bool:
                for qp in cfg.queries)
 
 
+def widen(span: dict[str, list], stream: str, t: int, kind: str) -> None:
+    """A stream's [earliest, latest time, time kind] in a batch (what a tick row carries),
+    widened to an event at ``t``."""
+    sp = span.get(stream)
+    if sp is None:
+        span[stream] = [t, t, kind]
+    elif t < sp[0]:
+        sp[0] = t
+    elif t > sp[1]:
+        sp[1] = t
+
+
+def line_of(e: Event) -> int:
+    """The line of an event's graph block (its origin's "file:line")."""
+    return int(e.origin.rsplit(":", 1)[1] or 0)
+
+
 def rejection(it: Rejected) -> str:
     """A rejected record's dead-letter JSON."""
     return json.dumps({"stream": it.stream, "file": it.origin, "line": it.line,
@@ -322,19 +339,13 @@ class _Batch:
                                              None))
                         continue
                     et, kind = it.end, it.kind.value
-                    sp = span.get(stream)
-                    if sp is None:
-                        span[stream] = [et, et, kind]
-                    elif et < sp[0]:
-                        sp[0] = et
-                    elif et > sp[1]:
-                        sp[1] = et
+                    widen(span, stream, et, kind)
                     # the Event in nt's place until the state store needs its text (_stored)
                     incoming.append((et, rank, origin, pos, stream, it.graph, it.start, et, kind,
                                      Event(stream=stream, graph=it.graph, start=it.start, end=et,
                                            triples=it.triples, kind=it.kind,
                                            origin=f"{origin}:{pos}", graphs=it.graphs),
-                                     int(it.origin.rsplit(":", 1)[1] or 0)))
+                                     line_of(it)))
             ticks = pdf[kinds == "t"]
             for s, start, tend, tkind in [*zip(ticks["stream"].tolist(), ticks["start"].tolist(),
                                                ticks["end"].tolist(), ticks["tkind"].tolist(),

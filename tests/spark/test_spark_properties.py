@@ -1,6 +1,7 @@
 """On random streams cut into random files, the Spark pipeline gives the in-process engine's
 results, whether each state key reads the texts itself (one-key queries: whole texts) or the
-parse stage ships it packed N-Triples."""
+parse stage ships it packed N-Triples, in one batch job or a micro-batch a file (events then
+wait in the state store for the next file's progress)."""
 
 from __future__ import annotations
 
@@ -51,20 +52,25 @@ def streams(draw):
 
 @settings(max_examples=int(os.environ.get("RSEP_EXAMPLES", 6)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(case=streams(), whole=st.booleans())
-def test_spark_equals_inprocess_on_random_streams(spark, monkeypatch, case, whole):
+@given(case=streams(), whole=st.booleans(), batch=st.booleans())
+def test_spark_equals_inprocess_on_random_streams(spark, monkeypatch, case, whole, batch):
     parts, text = case
     monkeypatch.setattr(parse, "WHOLE_TEXTS", whole)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "in"
         d.mkdir()
-        for i, events in enumerate(parts):  # (file names sort in stream order)
-            (d / f"part-{i:03d}.trig").write_text(HEAD + "".join(events), encoding="utf-8")
+        for i, events in enumerate(parts):
+            # names sort in stream order (a batch's order); a micro-batch a file takes them
+            # in modification-time order
+            f = d / f"part-{i:03d}.trig"
+            f.write_text(HEAD + "".join(events), encoding="utf-8")
+            os.utime(f, (1_000_000 + i, 1_000_000 + i))
         (Path(tmp) / "all.trig").write_text(HEAD + "".join(e for p in parts for e in p),
                                             encoding="utf-8")
         q = (text, "q.rq")
         ref = inprocess([q], [(S, str(Path(tmp) / "all.trig"))])
-        got, rejected, pipe = on_spark(spark, Path(tmp), [q], [(S, str(d))], batch=True)
+        got, rejected, pipe = on_spark(spark, Path(tmp), [q], [(S, str(d))], batch=batch,
+                                       files_per_batch=None if batch else 1)
         assert whole_texts(pipe.config)
         assert rejected == []
         assert_same(got, ref)

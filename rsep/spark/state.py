@@ -340,12 +340,11 @@ class _Batch:
                         continue
                     et, kind = it.end, it.kind.value
                     widen(span, stream, et, kind)
+                    line = line_of(it)
+                    it.origin = f"{origin}:{pos}"  # (as event_of names a decoded one)
                     # the Event in nt's place until the state store needs its text (_stored)
                     incoming.append((et, rank, origin, pos, stream, it.graph, it.start, et, kind,
-                                     Event(stream=stream, graph=it.graph, start=it.start, end=et,
-                                           triples=it.triples, kind=it.kind,
-                                           origin=f"{origin}:{pos}", graphs=it.graphs),
-                                     line_of(it)))
+                                     it, line))
             ticks = pdf[kinds == "t"]
             for s, start, tend, tkind in [*zip(ticks["stream"].tolist(), ticks["start"].tolist(),
                                                ticks["end"].tolist(), ticks["tkind"].tolist(),

@@ -4,7 +4,7 @@
 replay of 2000-event files) against the in-process engine. The target asks local[2] for
 1.5x of the in-process rate per core, i.e. 2/1.5 = 1.33x the in-process rate in all: the
 job must take at most 0.75 of the in-process run. This script times, in one Spark session
-and alternately, the pipeline as it is and two cut-down jobs over the same plan:
+and alternately, the pipeline as it is and three cut-down jobs over the same plan:
 
 - ``pipeline``: rsep.spark as ``rsep run --engine spark --batch`` runs it (a one-key query:
   each file goes to the key unparsed, and the key reads it);
@@ -14,12 +14,16 @@ and alternately, the pipeline as it is and two cut-down jobs over the same plan:
   its rows: what a design that parses in parallel and keeps the window's state in one key
   pays before its key does anything;
 - ``no-parse``: the files' text handed to the same shuffle and stateful stage as one packed
-  row per file, unparsed: Spark's own floor for moving the stream through this plan.
+  row per file, unparsed: Spark's own floor for moving the stream through this plan;
+- ``solutions``: the files parsed and each event solved on the executors (the in-process
+  maintained path's entry and solutions), each key (``--keys``, the window's state split by
+  GROUP BY values) sent every event's time and join terms and its own groups' solutions,
+  unpickled there and dropped: a lower bound of shipping solutions instead of events;
 
 and the in-process engine (``rsep run``'s path: StreamFile and Engine) on the whole file.
 
     .venv/bin/python benchmarks/spark_floor.py OUT/runs/sweep-spark-window-local[2]/rsep/spec.json \\
-        --master 'local[2]' --rounds 3
+        --master 'local[2]' --rounds 3 [--jobs solutions,no-parse] [--keys 2]
 """
 
 from __future__ import annotations
@@ -46,10 +50,13 @@ from rsep.runtime.engine import Engine  # noqa: E402
 from rsep.spark import parse as spark_parse  # noqa: E402
 from rsep.spark.parse import EVENTS_SCHEMA, _arrow_schema, events_from_records  # noqa: E402
 from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files  # noqa: E402
+from rsep.spark.plan import key_labels  # noqa: E402
 from rsep.spark.session import get_session  # noqa: E402
 from rsep.spark.state import OUTPUT_SCHEMA  # noqa: E402
+from rsep.stream.event import Event  # noqa: E402
 from rsep.stream.files import StreamFile  # noqa: E402
 from rsep.stream.source import DeadLetter, merge_streams  # noqa: E402
+from rsep.stream.time import TimeKind  # noqa: E402
 
 
 class Reader(StatefulProcessor):
@@ -83,12 +90,89 @@ def unparsed(key: str):
     return run
 
 
+_SOLVER: dict = {}
+
+
+def solved(query: str, keys: list[str]):
+    """mapInArrow: each file read and each event solved on the executors as the in-process
+    maintained path solves it (``MaintainedWindow._solved``: the event's entry, with its
+    join terms for the locality check, and the window blocks' solutions). Every key gets
+    every event's time and join terms (the locality check is over the whole window) and
+    the solutions of its own GROUP BY values, pickled a file at a time: a lower bound of a
+    design that ships solutions and splits the window's state by GROUP BY keys (the key
+    here only unpickles; the fallback, an event's triples when the check fails, is left out)."""
+    import pickle
+    import zlib
+
+    from rsep.spark.texts import read_text
+
+    def window():
+        if "mw" not in _SOLVER:
+            eng = Engine()
+            eng.register(parse_query(query))
+            rt = eng.queries[0]
+            rt.bind(TimeKind.ABSTRACT, None, 0)
+            _SOLVER["mw"] = rt.windows[0].local
+            _SOLVER["keys"] = rt.result.plan.keys
+        return _SOLVER["mw"], _SOLVER["keys"]
+
+    def run(batches):
+        schema = _arrow_schema()
+        out = pa.schema([*schema, pa.field("sols", pa.binary())])
+        mw, group = window()
+        n = len(keys)
+        for batch in batches:
+            d = batch.to_pydict()
+            rows = []
+            for s, o, t in zip(d["stream"], d["origin"], d["text"], strict=True):
+                parts: list[list] = [[] for _ in keys]
+                for e in read_text(t, s, o or "", None):
+                    if not isinstance(e, Event):
+                        continue
+                    entry = mw._solved(e.triples)
+                    mine: list[list] = [[] for _ in keys]
+                    for sol in entry.sols:
+                        mu = sol[2]
+                        b = zlib.crc32("\x1f".join(str(mu.get(v, "")) for v in group).encode()) % n
+                        mine[b].append(sol)
+                    for b in range(n):
+                        parts[b].append((e.start, entry.terms, mine[b]))
+                for k, part in zip(keys, parts, strict=True):
+                    rows.append((k, "b", s, 0, o or "", 0, "", 0, 0, "", "", 0, "[]",
+                                 pickle.dumps(part)))
+            if rows:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(c, type=f.type) for c, f in zip(zip(*rows, strict=True), out,
+                                                               strict=True)], schema=out)
+    return run
+
+
+class Unpickler(StatefulProcessor):
+    """A stateful processor that unpickles its rows' solutions and outputs nothing."""
+
+    def init(self, handle) -> None:
+        """No state: the floor is the transport and the solutions' decoding."""
+
+    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues
+                        ) -> Iterator[pd.DataFrame]:
+        import pickle
+        for pdf in rows:
+            for b in pdf["sols"].tolist():
+                pickle.loads(b)
+        return iter(())
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("spec", help="the spec.json rsep bench wrote for a sweep-spark-window run")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--per-file", type=int, default=2000)
+    ap.add_argument("--jobs", default="", help="comma-separated jobs to time (default: all)")
+    ap.add_argument("--keys", type=int, default=2, help="solutions: state keys (GROUP BY split)")
     args = ap.parse_args()
     spec = json.loads(Path(args.spec).read_text(encoding="utf-8"))
     (iri, path), = spec["streams"]
@@ -121,6 +205,18 @@ def main() -> int:
                 outputMode="Append", timeMode="None")
             return out.count()
 
+        def solutions() -> int:
+            pipe = SparkPipeline(spark, [(query, "bench.rq")], streams=[(iri, d)])
+            records = pipe.file_records(streaming=False)
+            keys = key_labels([("q", i) for i in range(args.keys)],
+                              int(spark.conf.get("spark.sql.shuffle.partitions")))
+            schema = EVENTS_SCHEMA + ", sols binary"
+            ev = records.select("stream", "origin", "text").mapInArrow(solved(query, keys), schema)
+            out = ev.groupBy("key").transformWithStateInPandas(
+                statefulProcessor=Unpickler(), outputStructType=OUTPUT_SCHEMA,
+                outputMode="Append", timeMode="None")
+            return out.count()
+
         def in_process() -> int:
             eng = Engine()
             eng.register(parse_query(query))
@@ -130,7 +226,9 @@ def main() -> int:
             return n
 
         jobs = {"in-process": in_process, "pipeline": pipeline,
-                "no-engine": lambda: cut_down(True), "no-parse": lambda: cut_down(False)}
+                "no-engine": lambda: cut_down(True), "no-parse": lambda: cut_down(False), "solutions": solutions}
+        if args.jobs:
+            jobs = {k: jobs[k] for k in ["in-process", *args.jobs.split(",")] if k in jobs}
         for fn in jobs.values():  # warm-up: JVM, Python workers, planning
             fn()
         times: dict[str, list[float]] = {k: [] for k in jobs}

@@ -38,7 +38,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 ENGINE_ONLY: dict[str, tuple[str, str | None]] = {
     **{o: ("spark", None) for o in (
         "--master", "--ship", "--spark-conf", "--checkpoint", "--batch", "--sink-dir",
-        "--sink-format", "--follow", "--trigger", "--max-files-per-batch")},
+        "--sink-format", "--follow", "--trigger", "--max-files-per-batch",
+        "--max-bytes-per-batch")},
     "--graph-updates": ("inprocess", "--graph-updates needs the in-process engine (--engine "
                         "inprocess): a Spark job ships its background graphs to the executors "
                         "once, when it is planned, so they cannot change while it runs"),
@@ -156,7 +157,23 @@ def add_engine_options(r: argparse.ArgumentParser) -> None:
                    help="with --engine spark: micro-batch interval (default: as soon as "
                    "the last one ends)")
     r.add_argument("--max-files-per-batch", type=int, metavar="N",
-                   help="with --engine spark: at most N new files per micro-batch")
+                   help="with --engine spark: at most N new files of each stream per "
+                   "micro-batch")
+    r.add_argument("--max-bytes-per-batch", type=_size_arg, metavar="SIZE",
+                   help="with --engine spark, streaming: at most SIZE bytes of each stream's "
+                   "new files per micro-batch (at least one file), e.g. 16M or 1G; 0: no cap "
+                   "(default 64M: a micro-batch's events are in memory at once)")
+
+
+def _size_arg(text: str) -> int:
+    """A size in bytes: an integer with an optional K, M or G suffix (powers of 1024)."""
+    t = text.strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    digits = t[:-1] if scale > 1 else t
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"--max-bytes-per-batch must be a size such as 65536, 16M or 1G, got {text!r}")
+    return int(digits) * scale
 
 
 def _conf_arg(text: str) -> tuple[str, str]:
@@ -178,6 +195,13 @@ def check_options(args: argparse.Namespace) -> list[Query]:
         if engine != args.engine and _given(args, o):
             raise EngineError(message or f"{o} applies to --engine {engine} runs, not "
                               f"--engine {args.engine}")
+    if _given(args, "--max-bytes-per-batch"):
+        other = next((o for o in ("--max-files-per-batch", "--batch") if _given(args, o)), None)
+        if other is not None:
+            raise EngineError(f"--max-bytes-per-batch caps a streaming run's micro-batches by "
+                              f"size; {other} " + ("caps them by files: give one of the two"
+                                                   if other != "--batch" else
+                                                   "runs one batch job, with no micro-batches"))
     given = [o for o in OPTIONS if o.startswith("--") and _given(args, o)]
     out = []
     for qf in args.queries:

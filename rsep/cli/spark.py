@@ -29,7 +29,7 @@ from rsep.spark.package import (
     ensure_archive,
     explain_failure,
 )
-from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files, write_batch
+from rsep.spark.pipeline import BATCH_BYTES, SparkPipeline, collect_outputs, run_files, write_batch
 from rsep.spark.session import get_session, shipped_session
 from rsep.stream.readers import RML_SUFFIXES
 from rsep.stream.time import parse_time_unit
@@ -292,7 +292,9 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
     try:
         run_files(pipe, on_batch, checkpoint=checkpoint, batch=args.batch,
                   follow=args.follow, trigger_seconds=args.trigger,
-                  max_files_per_trigger=args.max_files_per_batch)
+                  max_files_per_trigger=args.max_files_per_batch,
+                  max_bytes_per_trigger=BATCH_BYTES if args.max_bytes_per_batch is None
+                  else args.max_bytes_per_batch)
     finally:
         if ticker is not None:
             ticker.stop()

@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 ORDER = ("time", "qrank", "key", "idx")
+# A streaming run's default cap on the text a stream's file source gives one micro-batch.
+# A key holds its micro-batch's events in memory at once (~13x their text, measured on
+# the SRBench-style sensors stream), so without a cap a run over a large directory
+# would hold all of it; each further micro-batch costs ~0.5-1 s of planning.
+BATCH_BYTES = 64 << 20
 
 
 class SparkPipeline:
@@ -89,9 +94,12 @@ class SparkPipeline:
     # ------------------------------------------------------------ sources
 
     def file_records(self, *, streaming: bool = True, max_files_per_trigger: int | None = None,
-                     control: str | None = None) -> DataFrame:
+                     control: str | None = None,
+                     max_bytes_per_trigger: int | None = None) -> DataFrame:
         """Raw records of the stream files: one row per file (``wholetext``; a ``.jelly``
-        file's bytes in base64)."""
+        file's bytes in base64). Streaming, each stream's source takes at most
+        ``max_files_per_trigger`` files or else ``max_bytes_per_trigger`` bytes of them (at
+        least one file) per micro-batch."""
         dfs = []
         for iri, path in self.streams:
             p = Path(path)
@@ -104,6 +112,8 @@ class SparkPipeline:
                 else reader.format("text").option("wholetext", "true")
             if max_files_per_trigger and streaming:
                 reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+            elif max_bytes_per_trigger and streaming:  # (Spark refuses both at once)
+                reader = reader.option("maxBytesPerTrigger", max_bytes_per_trigger)
             where = _file_glob(p) if p.is_file() and streaming else str(p.resolve())
             df = reader.load(where)
             dfs.append(df.select(F.lit(iri).alias("stream"),
@@ -189,9 +199,22 @@ def _file_glob(p: Path) -> str:
     return f"{esc(parent)}/{esc(name[:-1])}{last}"
 
 
+def stream_bytes(path: str | Path) -> int | None:
+    """The size of a stream's files now (a file, or a directory's files at any depth, as
+    Spark's file source reads them); None when the path is not a local one."""
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size
+    if not p.is_dir():
+        return None
+    return sum(f.stat().st_size for f in p.rglob("*")
+               if f.is_file() and not f.name.startswith((".", "_")))
+
+
 def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *,
               checkpoint: str | None = None, batch: bool = False,
-              max_files_per_trigger: int | None = None, follow: bool = False,
+              max_files_per_trigger: int | None = None,
+              max_bytes_per_trigger: int | None = BATCH_BYTES, follow: bool = False,
               trigger_seconds: float | None = None,
               progress: Callable[[str], None] | None = None,
               on_query: Callable[[StreamingQuery], None] | None = None) -> None:
@@ -200,8 +223,11 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *
     Streaming (default): a checkpointed job reads the files, then an end-of-input marker
     file closes every query. ``follow``: keep reading files as they appear in the stream
     directories until the job is stopped (no end of input). ``batch``: the same plan as
-    one Spark batch job. ``on_query`` gets the streaming query before it is stopped
-    (its ``recentProgress``: per-micro-batch durations, for benchmarks).
+    one Spark batch job (which holds the whole input in each query's key at once).
+    Streaming, a micro-batch takes at most ``max_files_per_trigger`` files of each stream,
+    or else at most ``max_bytes_per_trigger`` bytes of them (None or 0: no cap), so that
+    memory stays bounded by the cap, not the input. ``on_query`` gets the streaming query
+    before it is stopped (its ``recentProgress``: per-micro-batch durations, for benchmarks).
     """
     if batch:
         df = pipe.outputs(pipe.file_records(streaming=False).unionByName(pipe.end_of_input()))
@@ -215,15 +241,19 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *
     control = ck / "control"
     control.mkdir(parents=True, exist_ok=True)
     trigger = {"processingTime": f"{trigger_seconds} seconds"} if trigger_seconds else None
-    early = not follow and not max_files_per_trigger
+    cap = None if max_files_per_trigger else (max_bytes_per_trigger or None)
+    sizes = [stream_bytes(path) for _, path in pipe.streams]
+    early = not follow and not max_files_per_trigger and (
+        cap is None or all(n is not None and n <= cap for n in sizes))
     if early and not (control / "end").exists():
         # Every file is already there and the first micro-batch takes them all: the end
         # marker can ride in it, saving a micro-batch (~0.5-1 s of planning, tasks and
-        # state-store commits). With a per-batch file limit the marker (its own source,
-        # unlimited) would overtake the data, so it is written after it.
+        # state-store commits). With a per-batch limit the data needs, the marker (its own
+        # source, unlimited) would overtake the data, so it is written after it.
         (control / "end").write_text("end of input\n", encoding="utf-8")
     q = pipe.start(pipe.file_records(control=str(control),
-                                     max_files_per_trigger=max_files_per_trigger),
+                                     max_files_per_trigger=max_files_per_trigger,
+                                     max_bytes_per_trigger=cap),
                    on_batch, checkpoint=str(ck / "checkpoint"), trigger=trigger)
     try:
         if follow:

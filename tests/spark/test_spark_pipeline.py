@@ -356,3 +356,56 @@ def test_the_frontier_takes_a_deferred_decision_before_the_end(spark, tmp_path):
     assert [o for _, o in outs] == [(30, 5)]
     # the batch that read b.trig (frontier 33), not the end-of-input marker's
     assert outs[0][0] == min(b for b, _ in batches) + 1
+
+
+def test_a_byte_cap_splits_a_streaming_run_into_micro_batches(spark, tmp_path, capsys):
+    """A run over more text than --max-bytes-per-batch takes it in several micro-batches
+    (memory bounded by the cap, not the input) and answers as in-process."""
+    import os
+
+    from rsep.cli.main import main
+    from rsep.spark.pipeline import read_sink
+
+    q = tmp_path / "partitioned.rq"
+    q.write_text(PARTITIONED)
+    whole = stock_stream(tmp_path / "stocks.trig", 160)
+    head, body = whole.read_text().splitlines()[:2], whole.read_text().splitlines()[2:]
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(4):  # four files, dated in stream order (Spark's file source takes them so)
+        part = src / f"part-{i}.trig"
+        part.write_text("\n".join(head + body[i * 40:(i + 1) * 40]) + "\n")
+        os.utime(part, (1_700_000_000 + i, 1_700_000_000 + i))
+    assert main(["run", str(q), "--stream", f"http://example.org/stocks={whole}",
+                 "--time-unit", "1m"]) == 0
+    ref = capsys.readouterr().out.splitlines()
+    assert len(ref) >= 10
+    out = tmp_path / "out"
+    assert main(["run", str(q), "--stream", f"http://example.org/stocks={src}", "--time-unit",
+                 "1m", "--engine", "spark", "--max-bytes-per-batch", "2K",
+                 "--sink-dir", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == ref
+    assert read_sink(out) == ref
+    # each ~2.3 KiB file is a micro-batch of its own, then the end of the input
+    assert len(list((out / "results").glob("batch=*"))) >= 4
+
+
+def test_byte_and_file_caps_are_refused_together(capsys):
+    from rsep.cli.main import main
+    from rsep.cli.run import _size_arg
+
+    assert [_size_arg(t) for t in ("65536", "16M", "2k", "1GB", "0")] == [
+        65536, 16 << 20, 2048, 1 << 30, 0]
+    q = COUPON / "q2-cqels.rq"
+    stream = f"http://coupons={COUPON / 'coupons.trig'}"
+    for other in (["--max-files-per-batch", "1"], ["--batch"]):
+        assert main(["run", str(q), "--stream", stream, "--engine", "spark",
+                     "--max-bytes-per-batch", "1M", *other]) == 1  # as every refused option
+        assert "--max-bytes-per-batch caps a streaming run's micro-batches" in \
+            capsys.readouterr().err
+    assert main(["run", str(q), "--stream", stream, "--max-bytes-per-batch", "1M"]) == 1
+    assert "--max-bytes-per-batch applies to --engine spark runs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", str(q), "--stream", stream, "--engine", "spark",
+              "--max-bytes-per-batch", "lots"])
+    assert "must be a size such as 65536, 16M or 1G" in capsys.readouterr().err

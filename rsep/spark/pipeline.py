@@ -200,8 +200,8 @@ def _file_glob(p: Path) -> str:
 
 
 def stream_bytes(path: str | Path) -> int | None:
-    """The size of a stream's files now (a file, or a directory's files at any depth, as
-    Spark's file source reads them); None when the path is not a local one."""
+    """The size of a stream's files now: a file's, or that of every file under a directory
+    (at least what Spark's file source reads there); None when the path is not local."""
     p = Path(path)
     if p.is_file():
         return p.stat().st_size
@@ -242,9 +242,8 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *
     control.mkdir(parents=True, exist_ok=True)
     trigger = {"processingTime": f"{trigger_seconds} seconds"} if trigger_seconds else None
     cap = None if max_files_per_trigger else (max_bytes_per_trigger or None)
-    sizes = [stream_bytes(path) for _, path in pipe.streams]
-    early = not follow and not max_files_per_trigger and (
-        cap is None or all(n is not None and n <= cap for n in sizes))
+    early = not follow and not max_files_per_trigger and (cap is None or all(
+        (n := stream_bytes(path)) is not None and n <= cap for _, path in pipe.streams))
     if early and not (control / "end").exists():
         # Every file is already there and the first micro-batch takes them all: the end
         # marker can ride in it, saving a micro-batch (~0.5-1 s of planning, tasks and

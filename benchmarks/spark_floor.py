@@ -31,12 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -48,9 +50,14 @@ from rsep.bench.workers.rsep_worker import _cut  # noqa: E402
 from rsep.lang import parse_query  # noqa: E402
 from rsep.runtime.engine import Engine  # noqa: E402
 from rsep.spark import parse as spark_parse  # noqa: E402
-from rsep.spark.parse import EVENTS_SCHEMA, _arrow_schema, events_from_records  # noqa: E402
+from rsep.spark.parse import (  # noqa: E402
+    EVENTS_SCHEMA,
+    _arrow_schema,
+    events_from_records,
+    record_batch,
+)
 from rsep.spark.pipeline import SparkPipeline, collect_outputs, run_files  # noqa: E402
-from rsep.spark.plan import key_labels  # noqa: E402
+from rsep.spark.plan import bucket_of, key_labels  # noqa: E402
 from rsep.spark.session import get_session  # noqa: E402
 from rsep.spark.state import OUTPUT_SCHEMA  # noqa: E402
 from rsep.stream.event import Event  # noqa: E402
@@ -60,15 +67,22 @@ from rsep.stream.time import TimeKind  # noqa: E402
 
 
 class Reader(StatefulProcessor):
-    """A stateful processor that reads its rows (as the engine's does) and outputs nothing."""
+    """A stateful processor that hands each row's ``column`` to Python (as the engine's key
+    reads its rows), decodes it with ``decode`` if given, and outputs nothing."""
+
+    def __init__(self, column: str = "nt", decode: Callable[[Any], object] | None = None) -> None:
+        self.column, self.decode = column, decode
 
     def init(self, handle) -> None:
-        """No state: the floor is Spark's transport, not its state store."""
+        """No state: the floor is Spark's transport (and the decoding), not its state store."""
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues
                         ) -> Iterator[pd.DataFrame]:
         for pdf in rows:
-            pdf["nt"].tolist()  # each row's text handed to Python, as the engine's key reads it
+            values = pdf[self.column].tolist()
+            if self.decode is not None:
+                for v in values:
+                    self.decode(v)
         return iter(())
 
     def close(self) -> None:
@@ -84,13 +98,18 @@ def unparsed(key: str):
             rows = [(key, "b", s, 0, o or "", 0, "", 0, 0, "", t or "", 0, "[]")
                     for s, o, t in zip(d["stream"], d["origin"], d["text"], strict=True)]
             if rows:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(c, type=f.type) for c, f in zip(zip(*rows, strict=True), schema,
-                                                               strict=True)], schema=schema)
+                yield record_batch(rows, schema)
     return run
 
 
-_SOLVER: dict = {}
+def _window(query: str) -> tuple:
+    """The query's first window as the in-process maintained path keeps it, and the GROUP BY
+    variables (built by each task: a script's functions travel by value, not by name)."""
+    eng = Engine()
+    eng.register(parse_query(query))
+    rt = eng.queries[0]
+    rt.bind(TimeKind.ABSTRACT, None, 0)
+    return rt.windows[0].local, rt.result.plan.keys
 
 
 def solved(query: str, keys: list[str]):
@@ -101,25 +120,12 @@ def solved(query: str, keys: list[str]):
     the solutions of its own GROUP BY values, pickled a file at a time: a lower bound of a
     design that ships solutions and splits the window's state by GROUP BY keys (the key
     here only unpickles; the fallback, an event's triples when the check fails, is left out)."""
-    import pickle
-    import zlib
-
     from rsep.spark.texts import read_text
-
-    def window():
-        if "mw" not in _SOLVER:
-            eng = Engine()
-            eng.register(parse_query(query))
-            rt = eng.queries[0]
-            rt.bind(TimeKind.ABSTRACT, None, 0)
-            _SOLVER["mw"] = rt.windows[0].local
-            _SOLVER["keys"] = rt.result.plan.keys
-        return _SOLVER["mw"], _SOLVER["keys"]
 
     def run(batches):
         schema = _arrow_schema()
         out = pa.schema([*schema, pa.field("sols", pa.binary())])
-        mw, group = window()
+        mw, group = _window(query)
         n = len(keys)
         for batch in batches:
             d = batch.to_pydict()
@@ -133,7 +139,7 @@ def solved(query: str, keys: list[str]):
                     mine: list[list] = [[] for _ in keys]
                     for sol in entry.sols:
                         mu = sol[2]
-                        b = zlib.crc32("\x1f".join(str(mu.get(v, "")) for v in group).encode()) % n
+                        b = bucket_of(tuple(str(mu.get(v, "")) for v in group), n)
                         mine[b].append(sol)
                     for b in range(n):
                         parts[b].append((e.start, entry.terms, mine[b]))
@@ -141,28 +147,8 @@ def solved(query: str, keys: list[str]):
                     rows.append((k, "b", s, 0, o or "", 0, "", 0, 0, "", "", 0, "[]",
                                  pickle.dumps(part)))
             if rows:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(c, type=f.type) for c, f in zip(zip(*rows, strict=True), out,
-                                                               strict=True)], schema=out)
+                yield record_batch(rows, out)
     return run
-
-
-class Unpickler(StatefulProcessor):
-    """A stateful processor that unpickles its rows' solutions and outputs nothing."""
-
-    def init(self, handle) -> None:
-        """No state: the floor is the transport and the solutions' decoding."""
-
-    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues
-                        ) -> Iterator[pd.DataFrame]:
-        import pickle
-        for pdf in rows:
-            for b in pdf["sols"].tolist():
-                pickle.loads(b)
-        return iter(())
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 def main() -> int:
@@ -213,7 +199,7 @@ def main() -> int:
             schema = EVENTS_SCHEMA + ", sols binary"
             ev = records.select("stream", "origin", "text").mapInArrow(solved(query, keys), schema)
             out = ev.groupBy("key").transformWithStateInPandas(
-                statefulProcessor=Unpickler(), outputStructType=OUTPUT_SCHEMA,
+                statefulProcessor=Reader("sols", pickle.loads), outputStructType=OUTPUT_SCHEMA,
                 outputMode="Append", timeMode="None")
             return out.count()
 

@@ -187,11 +187,16 @@ def parse_partition(cfg: PipelineConfig) -> Callable[[Iterator], Iterator]:
                 write_trace(trace, stage="parse", texts=batch.num_rows, rows=len(out),
                             start=t0, end=time.time(), cpu=time.process_time() - c0)
             if out:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(c, type=f.type) for c, f in zip(zip(*out, strict=True), schema, strict=True)],
-                    schema=schema)
+                yield record_batch(out, schema)
 
     return run
+
+
+def record_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    """Row tuples (in the schema's column order) as one Arrow batch."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip(zip(*rows, strict=True), schema, strict=True)],
+        schema=schema)
 
 
 def _arrow_schema():

@@ -53,7 +53,7 @@ citybench-q1: $(STAMP) bytecode
 
 # What the tests start themselves but cannot pip-install: the MQTT broker (Debian's mosquitto),
 # and for rsep serve's console the browser its test drives (chromium) and Graphviz's dot,
-# which draws SPASEQ automata.
+# which draws SPASEQ automata. No peer is needed: the peers' checks run outside `make test`.
 system-deps:
 	@command -v mosquitto >/dev/null 2>&1 || test -x /usr/sbin/mosquitto || { \
 	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
@@ -65,11 +65,6 @@ system-deps:
 	    echo "installing chromium and graphviz (Debian) for rsep serve's console"; \
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
-	@command -v swipl >/dev/null 2>&1 || { \
-	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
-	    echo "installing swi-prolog-nox (Debian) for ETALIS in tests/bench/test_bench_etalis.py"; \
-	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q swi-prolog-nox >/dev/null; }
 
 test: $(STAMP) $(NATIVE) bytecode system-deps
 	$(BIN)/ruff check rsep tests benchmarks

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# ETALIS's Prolog: SWI-Prolog from Debian (swi-prolog-nox). ETALIS's own sources are not
-# installed: `rsep bench epsparql-etalis` reads them from ../shared/peers/etalis/src beside
-# the repository, or from $RSEP_ETALIS_SRC.
+# ETALIS's Prolog: SWI-Prolog from Debian (swi-prolog-nox). ETALIS itself is a public
+# repository, not a registry package, so nothing here fetches it: `rsep bench epsparql-etalis`
+# reads it from $RSEP_ETALIS_SRC, the etalis/src folder of your own clone of it.
 set -euo pipefail
 if command -v swipl >/dev/null 2>&1; then
   swipl --version

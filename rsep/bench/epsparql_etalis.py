@@ -27,6 +27,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 from collections import Counter
@@ -61,11 +62,31 @@ SIZES = (1_000, 10_000, 100_000)
 GEN_VERSION = "1"  # bump when the generator's output changes: old files are not reused
 
 
-def etalis_src() -> Path:
-    """ETALIS's src/ folder: $RSEP_ETALIS_SRC, or ../shared/peers/etalis/src beside the
-    repository (github sspider/etalis, LGPL-3.0; not part of rsep)."""
+# ETALIS is a public repository, not a package of any registry: rsep neither ships it nor
+# looks for it beside itself, so a user points at their own clone.
+NEEDS_ETALIS = ("needs ETALIS: set RSEP_ETALIS_SRC to the src/ folder of a clone of ETALIS's "
+                "public repository (github sspider/etalis, its etalis/src), and install SWI-Prolog "
+                "(Debian's swi-prolog-nox: bash benchmarks/peers/setup_etalis.sh)")
+
+
+def etalis_src() -> Path | None:
+    """ETALIS's src/ folder, from $RSEP_ETALIS_SRC (github sspider/etalis, LGPL-3.0; not
+    part of rsep); None when it is not set."""
     env = os.environ.get("RSEP_ETALIS_SRC")
-    return Path(env) if env else peers.ROOT.parent / "shared" / "peers" / "etalis" / "src"
+    return Path(env) if env else None
+
+
+def check_etalis() -> Path:
+    """ETALIS's src/ folder and SWI-Prolog, or a ValueError whose message is the one line a
+    user needs (what is missing, and how to get it)."""
+    src = etalis_src()
+    if src is None:
+        raise ValueError(f"RSEP_ETALIS_SRC is not set: {NEEDS_ETALIS}")
+    if not (src / "etalis.P").is_file():
+        raise ValueError(f"RSEP_ETALIS_SRC={src} holds no etalis.P: {NEEDS_ETALIS}")
+    if shutil.which("swipl") is None:
+        raise ValueError(f"swipl (SWI-Prolog) is not on PATH: {NEEDS_ETALIS}")
+    return src
 
 
 # ------------------------------------------------------------------ the stream
@@ -142,7 +163,7 @@ def spec(engine: str, pattern: str, policy: str, s: Stream, workdir: Path) -> di
                 "streams": [[STREAM, s.trig]], "matches": str(workdir / "matches.jsonl")}
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "rules.event").write_text(etalis_rules(pattern), encoding="utf-8")
-    return {"etalis_src": str(etalis_src()), "policy": policy, "rules": str(workdir / "rules.event"),
+    return {"etalis_src": str(check_etalis()), "policy": policy, "rules": str(workdir / "rules.event"),
             "stream": s.facts, "matches": str(workdir / "matches.jsonl"),
             "gc": "stream" if engine == "etalis-gc" else "off"}
 
@@ -281,10 +302,11 @@ def main(sizes: tuple[int, ...] | None, runs: int, out: str, selection: str | No
     """``only``: a subset of ENGINES (the agreement is checked when rsep is among them)."""
     if only is not None and (bad := set(only) - set(ENGINES)):
         raise ValueError(f"unknown engines {', '.join(sorted(bad))}: {', '.join(ENGINES)}")
+    # before anything is generated or run: a missing peer is one line, at once
+    if only is None or set(only) & {"etalis", "etalis-gc"}:
+        check_etalis()
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
-    if not (etalis_src() / "etalis.P").is_file():
-        raise ValueError(f"ETALIS's sources are not at {etalis_src()} (set RSEP_ETALIS_SRC)")
     m = machine()
     log(f"rsep bench epsparql-etalis: {m['cpu']}, {m['cpus']} CPUs, load {m['load']}, "
         f"commit {m['commit']}")

@@ -1,4 +1,4 @@
-"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | architecture``."""
+"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] | architecture``."""
 
 from __future__ import annotations
 
@@ -17,8 +17,13 @@ def main(argv: list[str] | None = None) -> int:
         doc = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
         doc.write_text(architecture_doc_with_diagram(doc.read_text(encoding="utf-8")), encoding="utf-8")
         return 0
+    if args[:1] == ["rsp4j"]:  # RSP4J's published queries, read from $RSEP_RSP4J
+        from rsep.testing.rsp4j import main as rsp4j  # loads the engine: only when asked
+
+        return rsp4j(args[1:])
     if not args or args[0] != "w3c":
-        print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet] | architecture", file=sys.stderr)
+        print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] "
+              "| architecture", file=sys.stderr)
         return 2
     warnings.simplefilter("ignore")
     dialects = [a for a in args[1:] if not a.startswith("-")] or list(DIALECTS)

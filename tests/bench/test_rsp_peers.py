@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -27,6 +29,7 @@ from rsep.algebra.policy import R2S
 from rsep.algebra.window import WindowKind
 from rsep.lang import parse_query
 from rsep.stream.time import TimeKind
+from rsep.testing.rsp4j import java_string_at
 from rsep.testing.snippets import ROOT
 
 DATA = ROOT / "tests" / "data" / "rsp-peers"
@@ -389,68 +392,108 @@ WHERE {{ WINDOW <{T}wrongwindow> {{ ?green <{TYPE}> <{COLOR}Green> . }} }}"""
 
 
 # ---------------------------------------------------------------- RSP4J's own texts
+# RSP4J's files are not shipped: `python -m rsep.testing rsp4j` reads them from $RSEP_RSP4J
+# (tests/data/rsp-peers/README.md). Here the check itself runs on a stand-in tree of texts
+# written for this test, placed as RSP4J places its own (a .rspql file, a Java string, a
+# Markdown block), with a manifest of the same form.
 
-def java_string_at(source: str, line: int) -> str:
-    """The Java string expression ("..." + "..." ...) that starts on ``line`` (1-based),
-    as the program builds it; lines that are // comments in between are skipped."""
-    lines = [("" if ln.strip().startswith("//") else ln) for ln in source.split("\n")]
-    text = "\n".join(lines)
-    start = sum(len(ln) + 1 for ln in lines[: line - 1])
-    lit = r'"(?:[^"\\\n]|\\.)*"'
-    m = re.compile(rf"{lit}(?:\s*\+\s*{lit})*").search(text, start)
-    assert m, f"no string at line {line}"
-    esc = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'", "r": "\r"}
-    return "".join(re.sub(r"\\(.)", lambda e: esc[e[1]], p[1:-1]) for p in re.findall(lit, m[0]))
+STAND_IN = {
+    "q/select.rspql": """PREFIX : <http://test/>
+REGISTER RSTREAM <http://out/stream> AS
+SELECT * FROM NAMED WINDOW :w ON :stream [RANGE PT5S STEP PT1S]
+WHERE { WINDOW :w { ?s ?p ?o } }
+""",
+    "src/Example.java": """class Example {
+  // the query, as the program builds it
+  String q = "PREFIX : <http://test/> "
+          + "REGISTER RSTREAM <http://out/stream> AS "
+          // a comment line between the parts
+          + "SELECT (COUNT(*) AS ?n) FROM NAMED WINDOW :w ON :stream [RANGE PT5S STEP PT1S] "
+          + "WHERE { WINDOW :w { ?s ?p \\"o\\" } }";
+}
+""",
+    "example-queries.md": """# Queries
+
+```
+PREFIX : <http://test/>
+REGISTER RSTREAM <http://out/stream> AS
+SELECT * FROM NAMED WINDOW :w ON :stream [RANGE PT5S STEP PT1S]
+WHERE { WINDOW :undeclared { ?s ?p ?o } }
+```
+""",
+}
+STAND_IN_MANIFEST = """
+[[rsp4j]]
+path = "q/select.rspql"
+line = 0
+expect = "runs"
+
+[[rsp4j]]
+path = "src/Example.java"
+line = 3
+expect = "runs"
+
+[[rsp4j]]
+path = "example-queries.md"
+line = 4
+expect = "refused"
+error = "WINDOW <http://test/undeclared>: no window of that name is declared"
+
+[[rsp4j]]
+path = "q/select.rspql"
+line = 0
+expect = "refused"
+error = "anything"
+
+[[rsp4j]]
+path = "src/Example.java"
+line = 3
+expect = "runs"
+dialect = "cqels"
+"""
 
 
-def markdown_block_at(source: str, line: int) -> str:
-    """The text of the fenced code block whose first line is ``line`` (1-based)."""
-    rest = source.split("\n")[line - 1:]
-    return "\n".join(rest[: rest.index("```")]) + "\n"
+def rsp4j_check(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if k != "RSEP_RSP4J"}, **env,
+           "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "rsep.testing", "rsp4j", *args], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=120)
 
 
-def rsp4j_text(root: Path, entry: dict) -> str:
-    source = (root / entry["path"]).read_text(encoding="utf-8")
-    if entry["path"].endswith(".java"):
-        return java_string_at(source, entry["line"])
-    if entry["path"].endswith(".md"):
-        return markdown_block_at(source, entry["line"])
-    return source
+def test_rsp4j_check_reads_each_query_where_it_stands(tmp_path: Path):
+    for path, text in STAND_IN.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    assert java_string_at(STAND_IN["src/Example.java"], 3) == (
+        'PREFIX : <http://test/> REGISTER RSTREAM <http://out/stream> AS SELECT (COUNT(*) AS ?n) '
+        'FROM NAMED WINDOW :w ON :stream [RANGE PT5S STEP PT1S] WHERE { WINDOW :w { ?s ?p "o" } }')
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(STAND_IN_MANIFEST, encoding="utf-8")
+    p = rsp4j_check({"RSEP_RSP4J": str(tmp_path)}, "--manifest", str(manifest))
+    assert p.stdout.splitlines() == [
+        "q/select.rspql:0: runs",
+        "src/Example.java:3: runs",
+        "example-queries.md:4: refused as the manifest says",
+        "q/select.rspql:0: WRONG: runs, the manifest says refused (anything)",
+        "src/Example.java:3: WRONG: read as rspql, the manifest says cqels",
+        "5 queries: 3 as the manifest says, 2 wrong",
+    ]
+    assert p.returncode == 1
 
 
-def run_anywhere(text: str) -> list[dict]:
-    """Register a query and run it on two items on each of its streams, every graph it
-    names supplied empty; times in ms."""
-    q = parse_query(text)
-    eng = Engine(time_unit_ms=1)
-    for g in q.dataset.default_graphs + q.dataset.named_graphs:
-        eng.add_graph(g, [])
-    eng.register(q)
-    events = [item(s, t, "urn:rsep:s", "urn:rsep:p", "urn:rsep:o")
-              for t in (1000, 3000) for s in q.dataset.streams]
-    return [o.to_json() for o in eng.run(events, until=20_000)]
+@pytest.mark.parametrize("value", [None, "/nonexistent/rsp4j"])
+def test_rsp4j_check_without_rsp4j_stops_with_one_line(value):
+    p = rsp4j_check({"RSEP_RSP4J": value} if value else {})
+    assert p.returncode == 2 and p.stdout == ""
+    first = "RSEP_RSP4J is not set" if value is None else "RSEP_RSP4J=/nonexistent/rsp4j is not a directory"
+    assert p.stderr == (f"rsep.testing rsp4j: {first}: needs RSP4J's files: set RSEP_RSP4J to a "
+                        "checkout of RSP4J's public repository (github streamreasoning/rsp4j) at "
+                        "commit c46e0f674fb740b85543e73d8013196b18763abd\n")
 
 
-RSP4J_DIR = Path(os.environ.get("RSEP_RSP4J", ROOT.parent / "shared" / "peers" / "rsp4j"))
-
-
-@pytest.mark.skipif(not RSP4J_DIR.is_dir(), reason="RSP4J's files are not at shared/peers/rsp4j "
-                                                   "(or $RSEP_RSP4J); see tests/data/rsp-peers/README.md")
-def test_rsp4j_published_queries():
-    """Each distinct query RSP4J publishes (README-level examples, example-queries.md, its
-    tests and examples) parses and runs in rsep, or is refused where the manifest says why.
-    One test for all (the texts are read from RSP4J's own files, which rsep does not ship)."""
-    failed = []
-    for entry in MANIFEST.get("rsp4j", []):
-        where = f"{entry['path']}:{entry['line']}"
-        text = rsp4j_text(RSP4J_DIR, entry)
-        try:
-            if entry["expect"] == "refused":
-                with pytest.raises(QueryError, match=entry["error"]):
-                    run_anywhere(text)
-                continue
-            assert parse_query(text).dialect == entry.get("dialect", "rspql")
-            run_anywhere(text)
-        except (AssertionError, QueryError, pytest.fail.Exception) as e:
-            failed.append(f"{where}: {e}")
-    assert not failed, "\n".join(failed)
+def test_rsp4j_manifest_is_the_published_corpus():
+    """The manifest the check reads: 74 texts, 60 to run and 14 refused with a reason."""
+    entries = MANIFEST["rsp4j"]
+    assert len(entries) == 74
+    assert sum(e["expect"] == "runs" for e in entries) == 60
+    assert all(e["error"] for e in entries if e["expect"] == "refused")

@@ -1,10 +1,14 @@
 """Record ETALIS's own outputs on the corpus of EP-SPARQL cases below (recorded.json).
 
     python tests/data/etalis/record.py [ETALIS_SRC]
+    python tests/data/etalis/record.py bench [ETALIS_SRC]
 
-ETALIS_SRC is ETALIS's src/ folder (github sspider/etalis; default ../shared/peers/etalis/src
-beside the repository); SWI-Prolog runs it (Debian's swi-prolog-nox, `swipl --traditional`).
-Neither is needed by the tests, which read recorded.json.
+ETALIS_SRC is ETALIS's src/ folder (a clone of github sspider/etalis, its etalis/src; default
+$RSEP_ETALIS_SRC); SWI-Prolog runs it (Debian's swi-prolog-nox, `swipl --traditional`).
+Neither is needed by the tests, which read recorded.json and bench-300.json.
+
+``bench`` records instead ETALIS's complex events on `rsep bench epsparql-etalis`'s own
+300-event stream, for the cases tests/bench/test_bench_etalis.py runs rsep on (bench-300.json).
 
 Each case is an EP-SPARQL SELECT query and a stream of items (start, end, triples). For
 each policy the query is translated into an ETALIS event rule as rsep's ETALIS mode reads
@@ -275,12 +279,62 @@ def run(src: Path, policy: str, rule_text: str, stream: list, work: Path) -> lis
     return out
 
 
+def etalis_source(args: list[str]) -> Path:
+    import os
+
+    src = Path(args[0]) if args else Path(os.environ.get("RSEP_ETALIS_SRC", ""))
+    if not (src / "etalis.P").is_file():
+        sys.exit("record.py: needs ETALIS's src/ folder (a clone of github sspider/etalis, its "
+                 "etalis/src) as its argument or in $RSEP_ETALIS_SRC")
+    return src
+
+
+def source_label(src: Path) -> str:
+    rev = re.search(r"\$Rev: (\d+) \$.*\n.*\n% \$Date: ([^$]*)\$", (src / "etalis.P").read_text())
+    return ("github sspider/etalis, src/ (ETALIS "
+            f"$Rev {rev.group(1) if rev else '?'}, {rev.group(2).strip() if rev else '?'})")
+
+
+BENCH_CASES = "a-unrestricted,b,c-recent"
+
+
+def bench(src: Path) -> None:
+    """bench-300.json: ETALIS's complex events (values, from, to) per bench case, on the
+    bench's 300-event stream, run by `rsep bench epsparql-etalis` itself."""
+    import os
+    import tempfile
+
+    from rsep.bench import epsparql_etalis as ee
+    from rsep.cli.main import main as cli
+
+    os.environ["RSEP_ETALIS_SRC"] = str(src)
+    swipl = subprocess.run(["swipl", "--version"], capture_output=True, text=True).stdout.strip()
+    cases: dict[str, list] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        rc = cli(["bench", "epsparql-etalis", "--size", "300", "--runs", "1", "--cases", BENCH_CASES,
+                  "--peers", "etalis", "--out", tmp, "--no-plots", "--timeout", "300"])
+        assert rc == 0, rc
+        for pattern, policy in ee.cases(BENCH_CASES):
+            path = Path(tmp) / "runs" / "epsparql-etalis" / f"{pattern}-{policy}-300" / "etalis"
+            with open(path / "matches.jsonl", encoding="utf-8") as f:
+                cases[f"{pattern}-{policy}"] = [json.loads(line) for line in f if line.strip()]
+    doc = {"etalis": {"source": source_label(src), "prolog": swipl,
+                      "recorded_by": "tests/data/etalis/record.py bench"},
+           "size": 300, "cases": cases}
+    body = ",\n".join(f"  {json.dumps(k)}: [\n" + ",\n".join(f"   {json.dumps(e)}" for e in v) + "]"
+                      for k, v in cases.items())
+    head = json.dumps({k: doc[k] for k in ("etalis", "size")})[1:-1]
+    (HERE / "bench-300.json").write_text(f"{{{head},\n \"cases\": {{\n{body}}}}}\n", encoding="utf-8")
+
+
 def main() -> None:
     import tempfile
 
-    src = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared/peers/etalis/src"
+    if sys.argv[1:2] == ["bench"]:
+        bench(etalis_source(sys.argv[2:]))
+        return
+    src = etalis_source(sys.argv[1:])
     swipl = subprocess.run(["swipl", "--version"], capture_output=True, text=True).stdout.strip()
-    rev = re.search(r"\$Rev: (\d+) \$.*\n.*\n% \$Date: ([^$]*)\$", (src / "etalis.P").read_text())
     cases = []
     with tempfile.TemporaryDirectory() as tmp:
         for c in CASES:
@@ -299,8 +353,7 @@ def main() -> None:
                               "query": PREFIX + c["query"], "rules": rule_text,
                               "stream": c["stream"], "outputs": outputs})
                 print(f"{c['name']:34} {pol:14} {len(outputs)} complex events", file=sys.stderr)
-    doc = {"etalis": {"source": "github sspider/etalis, src/ (ETALIS "
-                      f"$Rev {rev.group(1) if rev else '?'}, {rev.group(2).strip() if rev else '?'})",
+    doc = {"etalis": {"source": source_label(src),
                       "prolog": swipl, "driver": "tests/data/etalis/driver.pl",
                       "recorded_by": "tests/data/etalis/record.py"},
            "cases": cases}

@@ -52,6 +52,16 @@ class Peer:
             node = shutil.which("node")
             self._need(node is not None and (d / "rspjs" / "node_modules" / "rsp-js").is_dir())
             return [str(node), str(WORKERS / "rspjs_worker.js"), str(spec_path)]
+        if self.name == "esper":
+            java = shutil.which("java")
+            jar = d / "esper" / "target" / "esper-worker-0.1.0.jar"
+            self._need(java is not None and jar.is_file() and (d / "esper" / "lib").is_dir())
+            return [str(java), "-cp", f"{jar}:{d / 'esper' / 'lib'}/*", "rsep.bench.EsperWorker",
+                    str(spec_path)]
+        if self.name == "rsprs":
+            exe = d / "rsprs" / "target" / "release" / "rsep-bench-rsprs"
+            self._need(exe.is_file())
+            return [str(exe), str(spec_path)]
         raise ValueError(f"unknown peer {self.name!r}")
 
     def _need(self, ok: bool) -> None:
@@ -66,6 +76,8 @@ PEERS: dict[str, Peer] = {p.name: p for p in (
     Peer("flink", "Apache Flink SQL MATCH_RECOGNIZE (PyFlink)", "setup_flink.sh"),
     Peer("rspjs", "RSP-JS (npm rsp-js)", "setup_rspjs.sh"),
     Peer("naive", "naive: pyoxigraph snapshot per window", None),
+    Peer("esper", "Esper 9.0.0 EPL (Maven com.espertech, Java 17)", "setup_esper.sh"),
+    Peer("rsprs", "rsp-rs 0.3.5 (crates.io) through our Rust harness", "setup_rsprs.sh"),
 )}
 
 

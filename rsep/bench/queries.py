@@ -54,6 +54,22 @@ def flink_zigzag(length: int) -> str:
             f"DEFINE {', '.join(defines)})")
 
 
+
+def esper_zigzag(length: int) -> str:
+    """The zigzag in Esper's EPL ``match_recognize``: as Flink's (strict contiguity over the
+    unpartitioned stream, every start tried: AFTER MATCH SKIP TO NEXT ROW), the company
+    joined by equality with A's, each price compared with the step before."""
+    names = [chr(ord("A") + i) for i in range(length)]
+    defines = []
+    for i in range(1, length):
+        cmp = ">" if i % 2 else "<"
+        defines.append(f"{names[i]} as {names[i]}.company = A.company and "
+                       f"{names[i]}.price {cmp} {names[i - 1]}.price")
+    measures = ", ".join(f"{n}.t as t{i + 1}" for i, n in enumerate(names))
+    return (f"select * from Stock match_recognize (measures {measures} "
+            f"after match skip to next row pattern ({' '.join(names)}) "
+            f"define {', '.join(defines)})")
+
 # Per-event filters CORE (pycer 0.1.6) can express: volume bands, ~1% of events each.
 CORE_BANDS = (("volume > 990", "?v{i} > 990"), ("volume < 10", "?v{i} < 10"),
               ("volume > 990", "?v{i} > 990"), ("volume < 10", "?v{i} < 10"),
@@ -86,6 +102,25 @@ def core_bands(length: int, window: int) -> tuple[str, str]:
          f"WITHIN {window + 1} EVENTS")
     return decl, q
 
+
+
+def esper_bands(length: int, window: int) -> str:
+    """The per-event-filter sequence as an EPL pattern: ``every`` on each step is Esper's
+    skip-till-any (every combination of events in order), the company joined with the
+    first event's; a match spans at most ``window`` time units (as CORE's WITHIN window+1
+    EVENTS: one event a unit), the kept ones then those inside one SPASEQ tumbling window.
+    ``timer:within`` (Esper's clock is the stream's, see the worker) ends each first
+    event's sub-pattern after the window, so that its state does not grow for ever; the
+    span itself is the filter on the last step, which does not hang on whether the timer
+    counts its end."""
+    names = [f"e{i + 1}" for i in range(length)]
+    band = [CORE_BANDS[i][0] for i in range(length)]
+    steps = [f"every {names[i]}=Stock(company = e1.company, {band[i]}"
+             + (f", t <= e1.t + {window}" if i == length - 1 else "") + ")"
+             for i in range(1, length)]
+    select = ", ".join(f"{n}.t as t{i + 1}" for i, n in enumerate(names))
+    return (f"select {select} from pattern [every e1=Stock({band[0]}) -> "
+            f"({' -> '.join(steps)}) where timer:within({window + 1} msec)]")
 
 SENSOR_PREFIXES = ("PREFIX om-owl: <http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#>\n"
                    "PREFIX weather: <http://knoesis.wright.edu/ssw/ont/weather.owl#>\n")
@@ -123,6 +158,27 @@ def sparql_sensors(threshold: float = 100.0) -> str:
     return (SENSOR_PREFIXES + SENSOR_SELECT + "WHERE {\n" + SENSOR_WHERE.format(
         threshold=threshold) + "}\n" + SENSOR_TAIL)
 
+
+
+TRIPLES_STREAM = w.TRIPLES
+
+
+def rspql_select_all(range_: int, step: int) -> str:
+    """rsp-rs's own benchmark query (its benches/streaming_throughput.rs): every triple of
+    the window, ``SELECT *`` over ``[RANGE 5000 STEP 1000]`` there."""
+    return ("REGISTER RSTREAM <http://example.org/bench/out> AS\nSELECT *\n"
+            f"FROM NAMED WINDOW <http://example.org/bench/w> ON <{TRIPLES_STREAM}> "
+            f"[RANGE {range_} STEP {step}]\n"
+            "WHERE {\n  WINDOW <http://example.org/bench/w> { ?s ?p ?o }\n}\n")
+
+
+def rsprs_select_all(range_: int, step: int) -> str:
+    """The same as rsp-rs's parser reads it: one clause a line, ON STREAM, a prefixed window
+    name (its WINDOW line becomes SPARQL's GRAPH, which needs the prefix)."""
+    return ("PREFIX ex: <http://example.org/bench/>\n"
+            "REGISTER RStream <http://example.org/bench/out> AS\nSELECT *\n"
+            f"FROM NAMED WINDOW ex:w ON STREAM <{TRIPLES_STREAM}> [RANGE {range_} STEP {step}]\n"
+            "WHERE {\nWINDOW ex:w { ?s ?p ?o }\n}\n")
 
 CITY_PREFIXES = f"""PREFIX ssn: <{w.SSN}>
 PREFIX sao: <{w.SAO}>

@@ -53,6 +53,14 @@ def _graphs(g: workloads.Generated) -> list[list[str]]:
 
 STOCK_COLS = [["t", "BIGINT"], ["company", "STRING"], ["sector", "STRING"], ["price", "BIGINT"],
               ["volume", "BIGINT"], ["txid", "BIGINT"], ["type", "STRING"]]
+# Esper's object-array event type for the same CSV columns
+ESPER_TYPES = {"BIGINT": "long", "STRING": "string", "DOUBLE": "double"}
+
+
+def _esper(g: workloads.Generated, epl: str, length: int) -> dict:
+    s = g.streams["stocks"]
+    return {"epl": epl, "csv": s.csv, "event_type": "Stock", "length": length,
+            "columns": [[c, ESPER_TYPES[t]] for c, t in STOCK_COLS]}
 
 
 def _csv_no_header(path: str) -> str:
@@ -67,9 +75,12 @@ def _csv_no_header(path: str) -> str:
 
 
 def zigzag_case(size: int, length: int = 3, window: int = WINDOW, comparison: str = "stock-vshape",
-                param: str = "", peers_: tuple[str, ...] = ("rsep", "reference", "flink")) -> Case:
+                param: str = "",
+                peers_: tuple[str, ...] = ("rsep", "reference", "flink", "esper")) -> Case:
     def build(g: workloads.Generated, peer: str) -> dict:
         s = g.streams["stocks"]
+        if peer == "esper":
+            return _esper(g, queries.esper_zigzag(length), length)
         if peer == "flink":
             return {"query": queries.flink_zigzag(length), "csv": _csv_no_header(s.csv),
                     "flink_columns": STOCK_COLS, "length": length, "events": s.events}
@@ -79,7 +90,8 @@ def zigzag_case(size: int, length: int = 3, window: int = WINDOW, comparison: st
     what = (f"SPASEQ Query 4 (V-shape) generalised to {length} GPMs, strict contiguity ',' over "
             f"the stream, WITHIN {window}; Flink: MATCH_RECOGNIZE PATTERN ({length} vars) without "
             "PARTITION BY, company equality and price comparisons in DEFINE, AFTER MATCH SKIP TO "
-            "NEXT ROW; same matches (event-time tuples), Flink's kept when inside one SPASEQ "
+            "NEXT ROW; Esper: EPL match_recognize, the same pattern, DEFINE and SKIP TO NEXT ROW; "
+            "same matches (event-time tuples), Flink's and Esper's kept when inside one SPASEQ "
             "tumbling window")
     return Case(comparison, "stock", size, {"companies": 2}, build, peers_, "cep", what,
                 param, length if param else "", window, {"reference": 20_000})
@@ -87,9 +99,11 @@ def zigzag_case(size: int, length: int = 3, window: int = WINDOW, comparison: st
 
 def bands_case(size: int, length: int = 3, window: int = WINDOW, strategy: str = "any",
                comparison: str = "stock-core", param: str = "",
-               peers_: tuple[str, ...] = ("rsep", "reference", "core")) -> Case:
+               peers_: tuple[str, ...] = ("rsep", "reference", "core", "esper")) -> Case:
     def build(g: workloads.Generated, peer: str) -> dict:
         s = g.streams["stocks"]
+        if peer == "esper":
+            return _esper(g, queries.esper_bands(length, window), length)
         if peer == "core":
             decl, q = queries.core_bands(length, window)
             return {"declare": decl, "query": q, "csv": s.csv,
@@ -101,17 +115,24 @@ def bands_case(size: int, length: int = 3, window: int = WINDOW, strategy: str =
     what = (f"SEQ of {length} GPMs with one per-event FILTER each (volume bands, ~1% of events), "
             f"joined on ?company, selection '{queries.STRATEGY[strategy]}' ({strategy}), WITHIN "
             f"{window}; CORE: the same sequence (skip-till-any, its only strategy), PARTITION BY "
-            "[company], WITHIN window+1 EVENTS (sliding); same matches, CORE's kept when inside "
-            "one SPASEQ tumbling window")
+            "[company], WITHIN window+1 EVENTS (sliding); Esper: an EPL pattern with every on each "
+            "step (skip-till-any), the company joined with the first event's, a span of at most "
+            "window units; same matches, CORE's and Esper's kept when inside one SPASEQ tumbling "
+            "window")
     return Case(comparison, "stock", size, {"companies": 10}, build, peers_, "cep", what,
                 param, (strategy if param == "strategy" else length) if param else "", window,
                 {"reference": 5_000})
 
 
 def sensors_case(size: int, range_: int = 1667, step: int = 500, comparison: str = "sensors-window",
-                 param: str = "", peers_: tuple[str, ...] = ("rsep", "naive", "rspjs")) -> Case:
+                 param: str = "",
+                 peers_: tuple[str, ...] = ("rsep", "naive", "rspjs", "rsprs")) -> Case:
     def build(g: workloads.Generated, peer: str) -> dict:
         s = g.streams["sensors"]
+        if peer == "rsprs":
+            # rsp-rs reads the same RSP-QL shape as RSP-JS (one clause a line, ON STREAM)
+            return {"query": queries.rspjs_sensors(range_, step), "trig": s.trig,
+                    "stream": s.iri, "range": range_, "step": step}
         if peer == "naive":
             return {"query": queries.sparql_sensors(), "trig": s.trig, "range": range_,
                     "step": step}
@@ -125,9 +146,28 @@ def sensors_case(size: int, range_: int = 1667, step: int = 500, comparison: str
             f"{range_} STEP {step}] (time units = events; {range_ * 6} triples a window), RSTREAM; "
             "same rows per window (numbers by value). RSP-JS's windows are [o, c) evaluated at the "
             "next event; it is fed times t + step - 1 so that its windows hold rsep's (c - range, "
-            "c]; windows evaluated by both are compared")
+            "c]; rsp-rs's are [o, c) on a grid from its first timestamp, which the harness anchors "
+            "so that they hold rsep's; windows evaluated by both are compared")
     return Case(comparison, "sensors", size, {}, build, peers_, "window", what, param,
                 range_ if param else "", None, {"rspjs": 4_000})
+
+
+def select_all_case(size: int, range_: int = 5000, step: int = 1000) -> Case:
+    """rsp-rs's own benchmark shape: SELECT * over [RANGE 5000 STEP 1000], one triple an
+    event (every window's triples come out as rows)."""
+    def build(g: workloads.Generated, peer: str) -> dict:
+        s = g.streams["triples"]
+        if peer == "rsprs":
+            return {"query": queries.rsprs_select_all(range_, step), "trig": s.trig,
+                    "stream": s.iri, "range": range_, "step": step}
+        return {"kind": "window", "query": queries.rspql_select_all(range_, step),
+                "streams": _streams(g)}
+
+    what = (f"rsp-rs's benchmark query: SELECT * (?s ?p ?o) over [RANGE {range_} STEP {step}], "
+            "RSTREAM, one triple an event (one time unit), each object new: every window's "
+            f"{range_} triples as rows; rsp-rs's windows anchored by the harness so that they "
+            "hold rsep's (c - range, c]; same rows per window, windows evaluated by both")
+    return Case("rsprs-select", "triples", size, {}, build, ("rsep", "rsprs"), "window", what)
 
 
 def citybench_case(size: int, range_: int = 50, step: int = 10) -> Case:
@@ -220,7 +260,7 @@ def coupons_case(size: int) -> Case:
                 "(rsep only: no peer runs CQELS here)")
 
 
-COMPARISONS = ("stock-vshape", "stock-core", "sensors-window", "citybench-join")
+COMPARISONS = ("stock-vshape", "stock-core", "sensors-window", "citybench-join", "rsprs-select")
 APPENDIX = ("smartgrid-q1", "credit-q2", "stock-q3", "traffic-q5", "vessels-q6")
 SWEEPS = ("sweep-window", "sweep-length", "sweep-strategy", "sweep-kb", "sweep-spark",
           "sweep-spark-window")
@@ -240,6 +280,8 @@ def cases(name: str, size: int | None) -> list[Case]:
         return [sensors_case(n)]
     if name == "citybench-join":
         return [citybench_case(n)]
+    if name == "rsprs-select":
+        return [select_all_case(n)]
     if name in APPENDIX:
         return [appendix_case(name, size or 20_000)]
     if name == "coupons-cqels":
@@ -389,7 +431,9 @@ def run_case(case: Case, out: Path, runs: int, engine: str, wanted: tuple[str, .
         if case.kind == "cep":
             res = agree.compare_matches(a, b, case.window)
         else:
-            keys = {w["window"] for w in b} if row["peer"] == "rspjs" else None
+            # RSP-JS and rsp-rs evaluate from their first window on and up to the stream's
+            # last event; rsep's first and last evaluations differ: compare theirs
+            keys = {w["window"] for w in b} if row["peer"] in ("rspjs", "rsprs") else None
             res = agree.compare_windows(a, b, keys)
         row["agreement"] = res.text()
         log(f"    {row['peer']} vs rsep: {res.text()}")

@@ -453,6 +453,28 @@ def sensors(directory: Path, size: int, seed: int, stations: int = 200) -> Gener
     return g
 
 
+
+# ------------------------------------------------------------------ triples (rsp-rs's own shape)
+
+TRIPLES = "http://example.org/stream1"
+
+
+def triples(directory: Path, size: int, seed: int, subjects: int = 100,
+            properties: int = 10) -> Generated:
+    """rsp-rs's benchmark stream (its benches/streaming_throughput.rs): one triple an event,
+    ``<sensor{i % 100}> <property{i % 10}> "value_{i}"``, each object new (rsp-rs keeps a
+    window as a set of quads, so a repeated triple would count once there). No randomness:
+    ``seed`` is kept for the generators' common signature."""
+    g = Generated("triples", size, seed, {"subjects": subjects, "properties": properties})
+    w = _writer(g, directory, "triples", TRIPLES, ["t", "s", "p", "o"])
+    for t in range(size):
+        s, p = f"{EXORG}sensor{t % subjects}", f"{EXORG}property{t % properties}"
+        w.event(t, [(s, p, f"value_{t}")], [t, f"sensor{t % subjects}",
+                                             f"property{t % properties}", f"value_{t}"])
+    w.close()
+    g.save(directory)
+    return g
+
 # ------------------------------------------------------------------ coupons (001 Example 1)
 
 def coupons(directory: Path, size: int, seed: int, shops: int = 200, users: int = 500,
@@ -483,6 +505,7 @@ def coupons(directory: Path, size: int, seed: int, shops: int = 200, users: int 
 GENERATORS: dict[str, Callable[..., Generated]] = {
     "stock": stock, "credit": credit, "smartgrid": smartgrid, "traffic": traffic,
     "vessels": vessels, "sensors": sensors, "coupons": coupons, "citybench": citybench,
+    "triples": triples,
 }
 
 

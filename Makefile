@@ -15,7 +15,15 @@ NATIVE := rsep/_native.json
 NATIVE_SRC := $(shell sed -n 's/^    "\(rsep\.[a-z_.]*\)",$$/\1/p' rsep/_native.py | tr . / | sed 's/$$/.py/') \
 	$(wildcard rsep/*/*.pxd)
 
-.PHONY: demo test lint bench clean system-deps citybench-q1 bytecode
+# The native core (native/, Rust on oxigraph's crates, PyO3): rsep._core, rebuilt when its
+# sources change. cargo comes with the machine (rustup); the crates from crates.io, pinned
+# by native/Cargo.lock.
+CORE := rsep/_core.abi3.so
+CORE_SRC := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
+CARGO := cargo
+CARGO_FLAGS := --locked --manifest-path native/Cargo.toml
+
+.PHONY: demo test lint bench clean system-deps citybench-q1 bytecode native-test
 
 # Editable, as a plain path entry (setuptools' compat mode): its default finder costs every
 # start ~25 ms of imports (pathlib and the rest) before rsep runs. Re-run when this recipe
@@ -37,7 +45,22 @@ bytecode: $(STAMP)
 $(NATIVE): $(STAMP) $(NATIVE_SRC)
 	$(BIN)/python -m rsep.native build
 
-demo: $(STAMP) $(NATIVE) bytecode
+# An extension module's name is its file's: cargo writes lib_core.so, Python imports
+# _core.abi3.so (abi3: one build for every CPython >= 3.11). Copied then renamed, never
+# overwritten in place: a running process keeps the old file.
+$(CORE): $(CORE_SRC)
+	@command -v $(CARGO) >/dev/null 2>&1 || { echo "need cargo (Rust, e.g. by rustup) to build rsep's native core"; exit 1; }
+	$(CARGO) build -q --release $(CARGO_FLAGS) --features python
+	cp native/target/release/lib_core.so $(CORE).tmp
+	mv $(CORE).tmp $(CORE)
+
+# The crate's own checks: formatting, clippy with warnings as errors, its unit tests.
+native-test:
+	$(CARGO) fmt --manifest-path native/Cargo.toml --check
+	$(CARGO) clippy -q $(CARGO_FLAGS) --all-targets --features python -- -D warnings
+	$(CARGO) test -q $(CARGO_FLAGS)
+
+demo: $(STAMP) $(NATIVE) $(CORE) bytecode
 	$(BIN)/rsep run examples/srbench-hot.rq \
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
@@ -66,7 +89,7 @@ system-deps:
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
 
-test: $(STAMP) $(NATIVE) bytecode system-deps
+test: $(STAMP) $(NATIVE) $(CORE) bytecode system-deps native-test
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
@@ -81,10 +104,10 @@ test: $(STAMP) $(NATIVE) bytecode system-deps
 	RSEP_PURE=1 RSEP_EXAMPLES=20 $(BIN)/python -m pytest tests/windows/test_maintained.py \
 	    tests/sparql/test_aggregates.py
 
-bench: $(STAMP) $(NATIVE) bytecode
+bench: $(STAMP) $(NATIVE) $(CORE) bytecode
 	$(BIN)/python benchmarks/window_throughput.py
 
 clean:
 	test ! -x $(BIN)/python || $(BIN)/python -m rsep.native clean
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info native/target $(CORE)
 	find rsep -name __pycache__ -type d -prune -exec rm -rf {} +

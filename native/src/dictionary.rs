@@ -1,0 +1,154 @@
+//! The term dictionary: one `u32` id per distinct RDF term of a run.
+
+use hashbrown::HashMap;
+use oxrdf::vocab::xsd;
+use oxrdf::{GraphName, Literal, NamedNodeRef, Term};
+use oxsdatatypes::{Decimal, Double, Float, Integer};
+use std::str::FromStr;
+
+/// An id of [`Terms`]. Ids are dense, in order of first sight, from 1.
+pub type TermId = u32;
+
+/// The id of the default graph in a quad's graph position; it names no term.
+pub const DEFAULT_GRAPH: TermId = 0;
+
+/// Terms and their ids, and each numeric literal's value decoded once when first seen.
+#[derive(Default)]
+pub struct Terms {
+    ids: HashMap<Term, TermId>,
+    // index 0 stands for the default graph and holds no term
+    terms: Vec<Option<Term>>,
+    numbers: Vec<Option<f64>>,
+}
+
+impl Terms {
+    pub fn new() -> Self {
+        Self {
+            ids: HashMap::new(),
+            terms: vec![None],
+            numbers: vec![None],
+        }
+    }
+
+    /// The id of `term`, given a new one when it was not seen before.
+    pub fn intern(&mut self, term: Term) -> TermId {
+        if let Some(&id) = self.ids.get(&term) {
+            return id;
+        }
+        let id = TermId::try_from(self.terms.len()).expect("more than 2^32 distinct terms");
+        self.numbers.push(match &term {
+            Term::Literal(l) => numeric_value(l),
+            _ => None,
+        });
+        self.ids.insert(term.clone(), id);
+        self.terms.push(Some(term));
+        id
+    }
+
+    /// The id of a quad's graph name: [`DEFAULT_GRAPH`] for the default graph.
+    pub fn intern_graph(&mut self, graph: GraphName) -> TermId {
+        match graph {
+            GraphName::DefaultGraph => DEFAULT_GRAPH,
+            GraphName::NamedNode(n) => self.intern(n.into()),
+            GraphName::BlankNode(b) => self.intern(b.into()),
+        }
+    }
+
+    /// The id of `term` if it was seen, without giving it one.
+    pub fn get(&self, term: &Term) -> Option<TermId> {
+        self.ids.get(term).copied()
+    }
+
+    /// The term of an id, `None` for the default graph's id or an id never given.
+    pub fn term(&self, id: TermId) -> Option<&Term> {
+        self.terms.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// The numeric value of a literal of an XSD numeric datatype whose lexical form is
+    /// valid; `None` for every other term.
+    pub fn number(&self, id: TermId) -> Option<f64> {
+        self.numbers.get(id as usize).copied().flatten()
+    }
+
+    /// How many terms have ids (the default graph's id not counted).
+    pub fn len(&self) -> usize {
+        self.terms.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// XSD's integer types derived from xsd:integer: their values are integers too.
+const INTEGER_TYPES: [NamedNodeRef<'static>; 13] = [
+    xsd::INTEGER,
+    xsd::LONG,
+    xsd::INT,
+    xsd::SHORT,
+    xsd::BYTE,
+    xsd::NON_NEGATIVE_INTEGER,
+    xsd::NON_POSITIVE_INTEGER,
+    xsd::NEGATIVE_INTEGER,
+    xsd::POSITIVE_INTEGER,
+    xsd::UNSIGNED_LONG,
+    xsd::UNSIGNED_INT,
+    xsd::UNSIGNED_SHORT,
+    xsd::UNSIGNED_BYTE,
+];
+
+fn numeric_value(l: &Literal) -> Option<f64> {
+    let dt = l.datatype();
+    let v = l.value();
+    if dt == xsd::DOUBLE {
+        Double::from_str(v).ok().map(f64::from)
+    } else if dt == xsd::FLOAT {
+        Float::from_str(v).ok().map(|f| f64::from(f32::from(f)))
+    } else if dt == xsd::DECIMAL {
+        Decimal::from_str(v)
+            .ok()
+            .map(|d| f64::from(Double::from(d)))
+    } else if INTEGER_TYPES.contains(&dt) {
+        Integer::from_str(v)
+            .ok()
+            .map(|i| f64::from(Double::from(i)))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::{BlankNode, NamedNode};
+
+    #[test]
+    fn ids_are_dense_and_stable() {
+        let mut t = Terms::new();
+        let a = t.intern(NamedNode::new_unchecked("http://e/a").into());
+        let b = t.intern(BlankNode::new_unchecked("b0").into());
+        assert_eq!((a, b), (1, 2));
+        assert_eq!(t.intern(NamedNode::new_unchecked("http://e/a").into()), 1);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.term(1).unwrap().to_string(), "<http://e/a>");
+        assert_eq!(t.term(DEFAULT_GRAPH), None);
+        assert_eq!(t.intern_graph(GraphName::DefaultGraph), DEFAULT_GRAPH);
+    }
+
+    #[test]
+    fn numbers_are_decoded_once_by_datatype() {
+        let mut t = Terms::new();
+        let mut num = |lex: &str, dt: NamedNodeRef<'_>| {
+            let id = t.intern(Literal::new_typed_literal(lex, dt).into());
+            t.number(id)
+        };
+        assert_eq!(num("42", xsd::INTEGER), Some(42.0));
+        assert_eq!(num("-1.50", xsd::DECIMAL), Some(-1.5));
+        assert_eq!(num("1e3", xsd::DOUBLE), Some(1000.0));
+        assert_eq!(num("INF", xsd::DOUBLE), Some(f64::INFINITY));
+        assert_eq!(num("0.1", xsd::FLOAT), Some(f64::from(0.1f32)));
+        assert_eq!(num("7", xsd::UNSIGNED_BYTE), Some(7.0));
+        assert_eq!(num("x", xsd::INTEGER), None); // not a valid lexical form
+        assert_eq!(num("42", xsd::STRING), None);
+    }
+}

@@ -1,0 +1,17 @@
+//! rsep's native core: RDF text read once into a term dictionary and batches of integer ids.
+//!
+//! The stream readers of rsep parse with oxigraph's own parsers (oxttl), the ones pyoxigraph
+//! wraps, so a quad read here is the quad pyoxigraph reads; but no Python object is made per
+//! term. Each distinct term gets one `u32` id in a [`Terms`] dictionary, numeric literals
+//! have their value decoded once, and a document becomes a [`QuadBatch`]: four ids a quad
+//! (subject, predicate, object, graph; graph 0 is the default graph) in document order, with
+//! every syntax error located (line, column) beside them while the parse goes on.
+
+pub mod dictionary;
+pub mod reader;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use dictionary::{TermId, Terms, DEFAULT_GRAPH};
+pub use reader::{parse, Format, QuadBatch, SyntaxError};

@@ -1,4 +1,4 @@
-"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] | architecture``."""
+"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] | csrbench [READING ...] | architecture``."""
 
 import sys
 

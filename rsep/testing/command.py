@@ -1,4 +1,5 @@
-"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] | architecture``."""
+"""``python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] | csrbench [READING ...]
+| architecture``."""
 
 from __future__ import annotations
 
@@ -21,9 +22,14 @@ def main(argv: list[str] | None = None) -> int:
         from rsep.testing.rsp4j import main as rsp4j  # loads the engine: only when asked
 
         return rsp4j(args[1:])
+    if args[:1] == ["csrbench"]:  # rsep against YASPER's and C-SPARQL 2.0's recorded answers
+        from rsep.testing.csrbench import main as csrbench  # loads the engine: only when asked
+
+        warnings.simplefilter("ignore")
+        return csrbench(args[1:])
     if not args or args[0] != "w3c":
         print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] "
-              "| architecture", file=sys.stderr)
+              "| csrbench [rspql|rsp4j ...] | architecture", file=sys.stderr)
         return 2
     warnings.simplefilter("ignore")
     dialects = [a for a in args[1:] if not a.startswith("-")] or list(DIALECTS)

@@ -10,7 +10,8 @@ from rsep.bench.report import stage_seconds
 from rsep.runtime.stages import REPORTED
 
 COLORS = {"rsep": "#1b7837", "reference": "#7fbf7b", "core": "#762a83", "flink": "#e08214",
-          "rspjs": "#2166ac", "naive": "#878787"}
+          "rspjs": "#2166ac", "naive": "#878787", "esper": "#b2182b",
+          "rsprs": "#35978f"}
 
 
 def _num(v: str | float | None) -> float | None:

@@ -462,15 +462,16 @@ TRIPLES = "http://example.org/stream1"
 def triples(directory: Path, size: int, seed: int, subjects: int = 100,
             properties: int = 10) -> Generated:
     """rsp-rs's benchmark stream (its benches/streaming_throughput.rs): one triple an event,
-    ``<sensor{i % 100}> <property{i % 10}> "value_{i}"``, each object new (rsp-rs keeps a
-    window as a set of quads, so a repeated triple would count once there). No randomness:
-    ``seed`` is kept for the generators' common signature."""
+    ``<sensor{i}> <property{j}> "value_{t}"`` of 100 subjects and 10 properties (drawn from
+    the seed: rsp-rs's cycle through them), each object new (rsp-rs keeps a window as a set
+    of quads, so a repeated triple would count once there)."""
     g = Generated("triples", size, seed, {"subjects": subjects, "properties": properties})
+    rng = random.Random(seed)
     w = _writer(g, directory, "triples", TRIPLES, ["t", "s", "p", "o"])
     for t in range(size):
-        s, p = f"{EXORG}sensor{t % subjects}", f"{EXORG}property{t % properties}"
-        w.event(t, [(s, p, f"value_{t}")], [t, f"sensor{t % subjects}",
-                                             f"property{t % properties}", f"value_{t}"])
+        i, j = rng.randrange(subjects), rng.randrange(properties)
+        w.event(t, [(f"{EXORG}sensor{i}", f"{EXORG}property{j}", f"value_{t}")],
+                [t, f"sensor{i}", f"property{j}", f"value_{t}"])
     w.close()
     g.save(directory)
     return g

@@ -203,8 +203,53 @@ def test_bench_runs_rsep_and_its_reference_and_reports_a_missing_peer(tmp_path, 
 def test_bench_cli_refuses_unknown_peers(tmp_path, capsys):
     from rsep.cli.main import main
 
-    assert main(["bench", "stock-core", "--peers", "rsep,esper", "--out", str(tmp_path)]) == 2
-    assert "unknown peer(s) esper" in capsys.readouterr().err
+    assert main(["bench", "stock-core", "--peers", "rsep,siddhi", "--out", str(tmp_path)]) == 2
+    assert "unknown peer(s) siddhi" in capsys.readouterr().err
+
+
+def test_esper_and_rsprs_texts_say_what_their_peers_run():
+    # skip-till-any: every on each step, the company joined with the first event's, the span
+    # a filter on the last step (the timer only bounds the state)
+    epl = queries.esper_bands(3, 100)
+    assert epl.startswith("select e1.t as t1, e2.t as t2, e3.t as t3 from pattern [every "
+                          "e1=Stock(volume > 990) -> (every e2=Stock(company = e1.company, "
+                          "volume < 10) -> every e3=Stock(company = e1.company, volume > 990, "
+                          "t <= e1.t + 100))")
+    assert epl.endswith("where timer:within(101 msec)]")
+    zz = queries.esper_zigzag(5)
+    assert "after match skip to next row pattern (A B C D E)" in zz
+    assert "E as E.company = A.company and E.price < D.price" in zz
+    # rsp-rs reads one clause a line: the window clause alone on its line, WINDOW first
+    lines = queries.rsprs_select_all(5000, 1000).splitlines()
+    assert ("FROM NAMED WINDOW ex:w ON STREAM <http://example.org/stream1> [RANGE 5000 STEP 1000]"
+            in lines)
+    assert "WINDOW ex:w { ?s ?p ?o }" in lines
+    parse_query(queries.rspql_select_all(5000, 1000))
+
+
+def test_esper_and_rsprs_specs_and_missing_installs(tmp_path, monkeypatch):
+    """What the Java and Rust workers are handed (the same CSV and TriG files as CORE, Flink
+    and RSP-JS), and a peer not built is a row that says how to build it, not a crash."""
+    monkeypatch.setenv("RSEP_BENCH_PEERS", str(tmp_path / "no-peers"))
+    g = w.generate("stock", tmp_path / "stock", 50, companies=2)
+    spec = runner.zigzag_case(50).build(g, "esper")
+    assert spec["csv"] == g.streams["stocks"].csv and spec["length"] == 3
+    assert spec["columns"][0] == ["t", "long"] and ["company", "string"] in spec["columns"]
+    s = w.generate("sensors", tmp_path / "sensors", 50)
+    spec = runner.sensors_case(50).build(s, "rsprs")
+    assert (spec["trig"], spec["stream"], spec["range"], spec["step"]) == (
+        s.streams["sensors"].trig, w.SRBENCH, 1667, 500)
+    assert "esper" in runner.cases("stock-core", 50)[0].peers
+    assert "rsprs" in runner.cases("sensors-window", 50)[0].peers
+    monkeypatch.chdir(tmp_path)
+    logs: list[str] = []
+    assert runner.main("rsprs-select", 2500, "local", "rsep,rsprs,esper", 1, "o",
+                       plots=False, log=logs.append) == 0
+    with open(tmp_path / "o" / "measurements.csv", encoding="utf-8", newline="") as f:
+        rows = {r["peer"]: r for r in csv.DictReader(f)}
+    assert rows["rsep"]["status"] == "ok" and rows["rsep"]["outputs"] == "3"  # windows 0, 1000, 2000
+    assert rows["rsprs"]["status"] == "not installed: run benchmarks/peers/setup_rsprs.sh"
+    assert "esper" not in rows  # not a peer of this comparison
 
 
 def test_events_read_back_in_time_order_across_streams(tmp_path):

@@ -80,7 +80,8 @@ class PolicyState:
         self.item_parts: dict[int, tuple[str, ...]] = {}  # (a tuple: one part, mostly)
         self.full = False  # True: evaluate everything at every instant (the reference)
         self.consumed_since = False  # items consumed since the last evaluation
-        # with no window: a SEQ of two triple patterns runs on its live candidates (seqindex)
+        # a SEQ of two triple patterns runs on its live candidates (seqindex), its window
+        # applied by the index as the reference applies it
         self.index = SeqIndex.of(root, policy, self.var)
 
     def note(self, oc: Occurrence, window: float) -> None:
@@ -93,10 +94,9 @@ class PolicyState:
             if part not in held:
                 self.item_parts[oc.item] = (*held, part)
         if window != float("inf"):
-            self.index = None  # the window bounds the reference's work already
             for part in parts or ("",):
                 heapq.heappush(self.expiry, (oc.ta, oc.item, part))
-        elif self.index is not None:
+        if self.index is not None:
             self.index.note(oc)
 
     def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
@@ -116,8 +116,9 @@ class PolicyState:
             for c in parts:
                 sub = ((self.var, c),)
                 if index is not None and index.indexed(c):
-                    got = index.evaluate(c, w.exprs)
-                    out.extend(project(root, got, w.exprs) if isinstance(root, Project) else got)
+                    got = index.evaluate(c, w.exprs, lo, strict)
+                    if got:
+                        out.extend(project(root, got, w.exprs) if isinstance(root, Project) else got)
                 elif isinstance(root, Project):
                     out.extend(project(root, evaluate(root.arg, w, self.policy, tau, sub), w.exprs))
                 else:

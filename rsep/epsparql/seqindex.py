@@ -1,10 +1,12 @@
-"""Chronological / recent ``{tp1} SEQ {tp2} FILTER (...)`` with no time bound, evaluated from
-an index of its live candidates (issue 25; the reasoning is in docs/semantics.md, "Indexed
+"""Chronological / recent ``{tp1} SEQ {tp2} FILTER (...)``, evaluated from an index of its
+live candidates (issues 25 and 51; the reasoning is in docs/semantics.md, "Indexed
 selection").
 
 With no window a query's occurrences stay visible until consumed, so the reference
 evaluation of a part costs the product of its unconsumed lefts and rights at every instant
-and grows with the stream. Per part (the value of the partition variable) this keeps:
+and grows with the stream; with one (a duration bound), the product of those in the window,
+re-evaluated at every instant the part changes. Per part (the value of the partition
+variable) this keeps:
 
 - the live left solutions (``a``), in time order;
 - the live right solutions grouped by mapping (``groups``: Eq. (10)/(11)'s rivals of a right
@@ -50,7 +52,7 @@ from rsep.algebra.epsparql import (
 )
 from rsep.algebra.events import Selection
 from rsep.algebra.expression import Arithmetic, Compare, Expression, Iri, Variable, signed_literal
-from rsep.epsparql.matcher import Occurrence, Solution, combine, match_one
+from rsep.epsparql.matcher import Occurrence, OnePattern, Solution, combine
 from rsep.epsparql.reference import ExprEvaluator
 from rsep.epsparql.rewrites import conjuncts
 from rsep.sparql.filters import Fallback, nt_value
@@ -178,7 +180,7 @@ class _Part:
 
 
 class SeqIndex:
-    """The live candidates of a chronological / recent query of :class:`Shape` (no window)."""
+    """The live candidates of a chronological / recent query of :class:`Shape`."""
 
     def __init__(self, shape: Shape, policy: Selection) -> None:
         self.shape = shape
@@ -189,6 +191,8 @@ class SeqIndex:
         self.by_item: dict[int, list[tuple[str, bool, Entry]]] = {}
         self.seq = 0
         self.tested = 0  # pairs tested (a measure of the work)
+        # each side's matcher compiled once: this runs for every occurrence
+        self.sides = ((False, OnePattern(shape.left)), (True, OnePattern(shape.right)))
 
     @staticmethod
     def of(root: Node, policy: Selection, var: str | None) -> SeqIndex | None:
@@ -212,8 +216,8 @@ class SeqIndex:
         if oc.item in self.by_item:
             return True
         if self.slow:
-            for tp in (self.shape.left, self.shape.right):
-                for s in match_one(tp, [oc]):
+            for _, side in self.sides:
+                for s in side.match([oc]):
                     if dict(s.mu)[self.shape.var] in self.slow:
                         return True
         return False
@@ -223,8 +227,8 @@ class SeqIndex:
     def note(self, oc: Occurrence) -> None:
         self.seq += 1
         sh = self.shape
-        for is_b, tp in ((False, sh.left), (True, sh.right)):
-            for s in match_one(tp, [oc]):
+        for is_b, side in self.sides:
+            for s in side.match([oc]):
                 key = dict(s.mu)[sh.var]
                 if key in self.slow:
                     continue
@@ -335,11 +339,31 @@ class SeqIndex:
                 if not held:
                     del self.by_item[item]
 
-    def evaluate(self, part: str, ex: ExprEvaluator) -> list[Solution]:
-        """What the reference evaluator gives for the part now (its order kept)."""
+    def _expire(self, p: _Part, lo: float, strict: bool) -> None:
+        """Left solutions that started before the window (``ta < lo``, or ``<=`` for a strict
+        bound) are invisible from now on, as the reference's store hides them; they leave
+        from the head (time order). Right ones need no test: a point right one out of the
+        window ends before every left one in it, so the dead are dropped with them."""
+        a, ah = p.a, p.ah
+        while ah < len(a) and (a[ah][2].ta <= lo if strict else a[ah][2].ta < lo):
+            if not self.chrono:  # a recent group paired with it pairs anew
+                p.pending |= p.partners.pop(a[ah][1], set())
+            ah += 1
+        if ah != p.ah:
+            p.ah = ah
+            if ah > 64 and 2 * ah > len(a):
+                del a[:ah]
+                p.ah = 0
+
+    def evaluate(self, part: str, ex: ExprEvaluator, lo: float = -INF,
+                 strict: bool = False) -> list[Solution]:
+        """What the reference evaluator gives for the part now (its order kept), the window
+        starting at ``lo`` (:func:`rsep.epsparql.reference.window`; -inf: no window)."""
         p = self.parts.get(part)
         if p is None:
             return []
+        if lo != -INF:
+            self._expire(p, lo, strict)
         self._drop_dead(p)
         if p.ah == len(p.a) or not p.groups:
             p.pending.clear()

@@ -24,6 +24,9 @@ FILTERS = [
     "?b > ?a + 10", "?b > ?a + 2", "?b >= ?a - 1", "?b < ?a - 2", "?b <= ?a",
     "?a > ?b + 1", "?a + 1 <= ?b", "?b - 3 > ?a", "?b > ?a + 1 && ?b < 9",
     "?b > ?a + 1 && getDURATION() > 2", "?b != ?a", "?b > ?a + 0.5", "?b > ?a",
+    # a duration bound: a window, which the index applies as the reference does (issue 51)
+    "getDURATION() <= 3", "getDURATION() < 4", "?b > ?a && getDURATION() <= 2",
+    "getDURATION() <= 0", "?b > ?a + 1 && getDURATION() < 6",
 ]
 # the same predicate on both sides (query (1)): one occurrence a left and a right candidate
 SAME = P + "SELECT ?k ?a ?b WHERE { {?k :a ?a} SEQ {?k :a ?b} FILTER (?b < ?a - 1) }"
@@ -83,17 +86,19 @@ def test_indexed_selection_equals_the_reference(spec, f, policy, intervals, prun
     assert rows(q, events, policy, "index", prune_each) == rows(q, events, policy, "reference")
 
 
+@pytest.mark.parametrize("f", ["?b > ?a + 10", "getDURATION() <= 10"])
 @pytest.mark.parametrize("policy", ["chronological", "recent"])
 @pytest.mark.parametrize("seed", range(3))
-def test_long_random_walks_equal_the_reference(policy, seed):
-    """The benchmark's stream (per-key random walks), long enough for candidates to pile up."""
+def test_long_random_walks_equal_the_reference(policy, seed, f):
+    """The benchmark's stream (per-key random walks), long enough for candidates to pile up;
+    with no window and with the bench's pattern (b)'s duration bound."""
     rnd = random.Random(seed)
     walk, events = [100, 100, 100], []
     for t in range(400):
         k = rnd.randrange(3)
         walk[k] += rnd.randint(-5, 5)
         events.append(ev(S, t, _triple(k, "ab"[rnd.randrange(2)], str(walk[k]))))
-    q = SEQ.format(f="?b > ?a + 10")
+    q = SEQ.format(f=f)
     got = rows(q, events, policy, "index")
     assert got == rows(q, events, policy, "reference") and got
     assert rows(q, events, policy, "index", prune_each=True) == got

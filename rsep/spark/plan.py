@@ -1,8 +1,10 @@
 """The Spark plan of a query: its partition key, with the reason, and how events are routed.
 
 The stateful stage is keyed by ``query#bucket``; an event goes to the buckets of its
-partition-key values (a hash of the values modulo the number of buckets), and each
-bucket runs the in-process engine over the events of all the key values it holds.
+partition-key values (a hash of the values modulo the number of buckets), whole, and each
+bucket runs the in-process engine over those events, its GPMs' solutions restricted to
+the bucket's own key values (``QueryPlan.owner``): an event carrying values of several
+buckets is read by each, and each answers for its own values only.
 A key's label may carry a salt (``query#bucket~salt``) chosen so that the keys are
 spread evenly over Spark's shuffle partitions (``key_labels``).
 A query is split only when the union of the buckets' outputs is provably the
@@ -158,6 +160,40 @@ class QueryPlan:
         if self.policy:
             q = apply_option(q, "--policy", self.policy, self.source)
         return q
+
+    def bucket(self, key: str) -> int:
+        """The bucket of one of this query's state-key labels."""
+        if self.keys:
+            return self.keys.index(key)
+        return int(key.rpartition("#")[2])
+
+    def owner(self, bucket: int) -> tuple[str, Callable[[object], bool]] | None:
+        """What a bucket's engine answers for: (the key variable, whether a value of it is the
+        bucket's); None when the query is not split. An event carrying values of several
+        buckets goes to each of them (Router), so each must ignore the others' values:
+        otherwise every bucket it reached would output the matches of all of them."""
+        if not self.partitioning.key or self.buckets <= 1:
+            return None
+        (var,) = self.partitioning.key  # (SPASEQ's key is one variable)
+        return var, _Owns(bucket, self.buckets)
+
+
+class _Owns:
+    """Whether a key value is bucket ``bucket``'s: the Router's rule (bucket_of of its text),
+    remembered per value (a run asks at every solution of every event)."""
+
+    def __init__(self, bucket: int, buckets: int) -> None:
+        self.bucket = bucket
+        self.buckets = buckets
+        self._seen: dict[object, bool] = {}
+
+    def __call__(self, value: object) -> bool:
+        got = self._seen.get(value)
+        if got is None:
+            if len(self._seen) > 100_000:  # the distinct values of a long stream: bounded
+                self._seen.clear()
+            got = self._seen[value] = bucket_of((str(value),), self.buckets) == self.bucket
+        return got
 
 
 class Router:

@@ -38,6 +38,7 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.spaseq import SpaseqQuery
 from rsep.algebra.window import WindowKind
 from rsep.runtime.common import relaxed_collector
 from rsep.runtime.engine import Engine, Limits, Output
@@ -79,11 +80,17 @@ class PipelineConfig:
                 for iri, nt in self.graphs.items()}
 
 
-def new_engine(cfg: PipelineConfig, qp: QueryPlan) -> Engine:
+def new_engine(cfg: PipelineConfig, qp: QueryPlan, key: str) -> Engine:
+    """The engine of one state key: its query, answering for the key's bucket only."""
     eng = Engine(time_unit_ms=cfg.time_unit_ms, limits=cfg.limits)
     for iri, triples in cfg.background().items():
         eng.add_graph(iri, triples)
-    eng.register(qp.parse(), name=qp.name, source=qp.source,
+    q = qp.parse()
+    owner = qp.owner(qp.bucket(key))
+    if owner is not None:
+        assert isinstance(q, SpaseqQuery)  # (partitioning gives only SPASEQ a key)
+        q.options["partition"] = owner
+    eng.register(q, name=qp.name, source=qp.source,
                  r2s=R2S(qp.r2s) if qp.r2s else None,
                  report=ReportPolicy.parse(qp.report) if qp.report else None)
     return eng
@@ -438,7 +445,7 @@ class _Batch:
 
     def _rebuild(self, version: int, gstart: int | None, gkind: str | None,
                  frontier: int | None) -> _Live:
-        eng = new_engine(self.cfg, self.qp)
+        eng = new_engine(self.cfg, self.qp, self.key)
         live = _Live(version, eng)
         if gstart is not None:
             _prebind(eng, TimeKind(gkind), gstart)

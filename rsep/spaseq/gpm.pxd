@@ -6,8 +6,8 @@ cimport cython
 cdef class GPMEvaluator:
     cdef dict __dict__  # rsep run --stage-times wraps its methods per instance
     cdef public list gpms
-    cdef public object store, canon, _preds
-    cdef public dict kb, _query, _kb_of, compiled, _pending, _canon, _events, _local, _holds
+    cdef public object store, canon, _preds, _pvar, _owns
+    cdef public dict kb, _query, _kb_of, compiled, _pending, _canon, _events, _local, _holds, _pat
     cdef public bint shared
     cdef public Py_ssize_t _n, evaluations, compiled_evaluations, filter_queries, fallbacks
 

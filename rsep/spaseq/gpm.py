@@ -11,7 +11,7 @@ VALUES block), cached per row for the instant.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyoxigraph as ox
 
@@ -26,11 +26,21 @@ _NONE: Omega = frozenset()
 class GPMEvaluator:
     """``compiled``: match simple GPMs in Python (rsep.sparql.matcher), pyoxigraph otherwise;
     ``shared``: evaluate a GPM's event-local part once per event for all runs (Sec. 7.2.1's
-    predicate pushing); off, every run evaluates the whole GPM against the event itself."""
+    predicate pushing); off, every run evaluates the whole GPM against the event itself.
+    ``partition``: ``(variable, owns)``, the query's partition key (rsep.spaseq.partition)
+    and which of its values this evaluator answers for: a solution binding it to a value
+    ``owns`` refuses is not one of this evaluator's, so no run starts, goes on or dies by
+    it (one engine per group of values, as Spark's buckets are)."""
 
     def __init__(self, gpms: Iterable[GPM], graphs: dict[str, list[ox.Triple]], *,
-                 compiled: bool = True, shared: bool = True) -> None:
+                 compiled: bool = True, shared: bool = True,
+                 partition: tuple[str, Callable[[object], bool]] | None = None) -> None:
         self.gpms = list(gpms)
+        self._pvar: str | None = partition[0] if partition is not None else None
+        self._owns: Callable[[object], bool] | None = \
+            partition[1] if partition is not None else None
+        # per compiled GPM, where its value tuples (rows) hold the partition key
+        self._pat: dict[str, int] = {}
         self.store = ox.Store()
         self.kb: dict[str, ox.NamedNode] = {}
         for g in self.gpms:
@@ -116,6 +126,8 @@ class GPMEvaluator:
         got = self._local.get(key) if self.shared else None
         if got is None:
             got = self._evaluate(gpm, stream)
+            if self._owns is not None and got:
+                got = self._own(got)
             if self.shared:
                 self._local[key] = got
         return got
@@ -171,7 +183,39 @@ class GPMEvaluator:
                 names = c.bound
                 got = [tuple(d.get(n) for n in names)
                        for d in map(dict, self.local(gpm, stream))]
+                return got  # (local() kept this evaluator's own values only)
+        if self._owns is not None and got:
+            got = self._own_rows(gpm.name, got)
         return got
+
+    def _own(self, sols: Omega) -> Omega:
+        """The solutions this evaluator answers for (``partition``). A solution binding no
+        value of the key (which rsep.spaseq.partition's key never allows) is kept: it may
+        join the runs of any value, and the Router sends its event to every bucket."""
+        pvar, owns = self._pvar, self._owns
+        assert owns is not None  # (asked only with a partition)
+        out = []
+        for mu in sols:
+            v = None
+            for k, x in mu:
+                if k == pvar:
+                    v = x
+                    break
+            if v is None or owns(v):
+                out.append(mu)
+        return frozenset(out) if len(out) != len(sols) else sols
+
+    def _own_rows(self, name: str, rows: list[tuple]) -> list[tuple]:
+        """:meth:`_own` of a compiled GPM's value tuples (its ``bound`` variables)."""
+        at = self._pat.get(name)
+        if at is None:
+            bound = self.compiled[name].bound
+            at = self._pat[name] = bound.index(self._pvar) if self._pvar in bound else -1
+        if at < 0:
+            return rows
+        owns = self._owns
+        assert owns is not None  # (asked only with a partition)
+        return [r for r in rows if r[at] is None or owns(r[at])]
 
     def holds(self, gpm: GPM, d: dict) -> bool:
         """The stateful FILTERs of a compiled GPM on one merged mapping."""

@@ -98,8 +98,11 @@ class SpaseqRuntime:
             engine.need_graph(iri, query.source)
         self.nfa: NFA = compile_query(query)
         self.options = engine_options(query)
+        # query.options["partition"]: (key variable, owns) when this runtime is one of several
+        # over a split streamset (rsep.spark.state), answering for the values owns takes only
         self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs,
-                                compiled=self.options.compiled_gpm)
+                                compiled=self.options.compiled_gpm,
+                                partition=query.options.get("partition"))
         self.machine: NFAEngine | ChainEngine | None = None
         self.kind: TimeKind | None = None
         self._pending: dict[int, list[Event]] = {}

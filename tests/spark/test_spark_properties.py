@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_spark_pipeline import assert_same, inprocess, on_spark
 
@@ -74,3 +74,120 @@ def test_spark_equals_inprocess_on_random_streams(spark, monkeypatch, case, whol
         assert whole_texts(pipe.config)
         assert rejected == []
         assert_same(got, ref)
+
+
+# ---------------------------------------------------------------- several key values an event
+
+# Every event holds readings of one to four keys (?k), as an SRBench event holds many
+# sensors', so one event goes to several buckets of a split query.
+KEYS = [":k0", ":k1", ":k2", ":k3", ":k4", ":k5"]
+_P = "PREFIX : <http://example.org/>\n"
+_GPM_A = "DEFINE GPM A ON S1 { ?k :v ?a }"
+_GPM_B = "DEFINE GPM B ON S1 { ?k :v ?b FILTER(?b > ?a) }"
+def _spaseq(sel: str, seq: str, *defs: str, part: str = "") -> str:
+    return (_P + f"SELECT {sel} WITHIN $W FROM STREAM S1 <http://example.org/s> {part}"
+            f"WHERE {{ SEQ ({seq}) {' '.join(defs)} }}")
+
+
+# name -> (query, engine), $W standing for a window's length: the SPASEQ shapes
+# rsep.spark.plan splits by ?k, on the chain engine and on the general NFA (skip-till-any, a
+# leading Kleene+, a negation, a GPM that pyoxigraph evaluates, ?k projected away); then
+# the families that run on one key.
+SHAPES = {
+    "chain-next": (_spaseq("?k ?a ?b", "A; B", _GPM_A, _GPM_B), "chain"),
+    "chain-join": (_spaseq("?k ?a ?c ?b", "A; B", "DEFINE GPM A ON S1 { ?k :v ?a . ?k :w ?c }",
+                           _GPM_B), "chain"),
+    "nfa-any": (_spaseq("?k ?a ?b", "A: B", _GPM_A, _GPM_B), "nfa"),
+    "nfa-kleene": (_spaseq("?k ?b", "A+; B", "DEFINE GPM A ON S1 { ?k :w ?a }",
+                           "DEFINE GPM B ON S1 { ?k :v ?b FILTER(?b > ?a) }",
+                           part="PARTITION BY (?k) "), "nfa"),
+    "nfa-negation": (_spaseq("?k ?a ?b", "A; N!; B", _GPM_A, "DEFINE GPM N ON S1 { ?k :w ?n }",
+                             _GPM_B), "nfa"),
+    "nfa-pyoxigraph": (_spaseq("?a ?b", "A; B", 'DEFINE GPM A ON S1 { ?k :v ?a '
+                               'FILTER(STRSTARTS(STR(?k), "http")) }', _GPM_B), "nfa"),
+    "rsp-window": (_P + "REGISTER RSTREAM :o1 AS SELECT ?k (COUNT(?x) AS ?n) FROM NAMED "
+                   "WINDOW :w ON :s [RANGE $W STEP 2] WHERE { WINDOW :w { ?k :v ?x } } "
+                   "GROUP BY ?k", None),
+    "rsepql-match": (_P + "REGISTER ISTREAM :o2 AS SELECT ?k ?a ?c FROM NAMED :s WIN "
+                     "[RANGE $W] AS :w1 EVENT ON :w1 { ?k :v ?a . } AS E_1 EVENT ON :w1 "
+                     "{ ?k :w ?c . } AS E_2 WHERE { MATCH CHRONOLOGICAL { E_1 SEQ E_2 } }",
+                     None),
+    "epsparql-seq": (_P + "SELECT ?k ?a ?b WHERE { { ?k :v ?a } SEQ { ?k :v ?b } "
+                     "FILTER (?b > ?a && getDURATION() < $W) }", None),
+}
+
+
+@st.composite
+def keyed_streams(draw):
+    """Events at increasing times (SPASEQ merges the events of one stream and instant, and
+    rsep.spark.plan routes each event on its own: docs/semantics.md's caveat), cut into
+    files; each event carries 1-4 keys, each with a :v reading and maybe a :w one."""
+    n = draw(st.integers(3, 18))
+    events = []
+    t = 0
+    for i in range(n):
+        t += draw(st.integers(1, 3))
+        keys = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True))
+        body = []
+        for k in keys:
+            body.append(f"{k} :v {draw(st.integers(0, 4))} .")
+            if draw(st.booleans()):
+                body.append(f"{k} :w {draw(st.integers(0, 3))} .")
+        events.append(f":g{i} prov:generatedAtTime {t} . :g{i} {{ {' '.join(body)} }}\n")
+    cuts = sorted(set(draw(st.lists(st.integers(1, n - 1), max_size=2))))
+    parts = [events[a:b] for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+    return parts, draw(st.integers(3, 12))
+
+
+@settings(max_examples=int(os.environ.get("RSEP_EXAMPLES", 4)), deadline=None, phases=[Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=keyed_streams(), partitions=st.integers(1, 8),
+       buckets=st.one_of(st.none(), st.integers(2, 8)), batch=st.booleans())
+def test_split_queries_over_events_of_several_keys(spark, case, partitions, buckets, batch):
+    """Every shape at once in one job (local[2], 1-8 shuffle partitions, 2-8 buckets or the
+    partitions' number): each query's outputs are the in-process ones as a multiset, in the
+    same order of evaluation times: no bucket answers for another's key values."""
+    parts, w = case
+    session = spark.newSession()
+    session.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    queries = [(text.replace("$W", str(w)), f"{name}.rq")
+               for name, (text, _) in SHAPES.items()]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "in"
+        d.mkdir()
+        for i, events in enumerate(parts):
+            f = d / f"part-{i:03d}.trig"
+            f.write_text(HEAD + "".join(events), encoding="utf-8")
+            os.utime(f, (1_000_000 + i, 1_000_000 + i))
+        whole = Path(tmp) / "all.trig"
+        whole.write_text(HEAD + "".join(e for p in parts for e in p), encoding="utf-8")
+        ref = inprocess(queries, [(S, str(whole))])
+        got, rejected, pipe = on_spark(session, Path(tmp), queries, [(S, str(d))], batch=batch,
+                                       files_per_batch=None if batch else 1, buckets=buckets)
+    assert rejected == []
+    split = buckets or partitions
+    assert [(qp.partitioning.key, qp.buckets) for qp in pipe.config.queries] == [
+        (("k",), split) if engine else ((), 1) for _, engine in SHAPES.values()]
+    assert_same(got, ref)
+
+
+def test_the_shapes_run_where_they_say():
+    """SHAPES' SPASEQ queries run on the engine they name (the chain engine takes plain
+    GPMs under ';', all compiled), nfa-pyoxigraph's A on pyoxigraph, and the others are
+    not split (rsep.spark.plan)."""
+    from rsep.lang import parse_query
+    from rsep.runtime.engine import Engine
+    from rsep.spark.plan import partitioning
+    from rsep.spaseq.runtime import SpaseqRuntime
+    from rsep.stream.time import TimeKind
+
+    for name, (text, engine) in SHAPES.items():
+        q = parse_query(text.replace("$W", "5"))
+        assert partitioning(q).key == (("k",) if engine else ()), name
+        if engine:
+            rt = Engine().register(q)
+            assert isinstance(rt, SpaseqRuntime)
+            rt.bind(TimeKind.ABSTRACT, None, 0)
+            assert type(rt.machine).__name__ == {"chain": "ChainEngine", "nfa": "NFAEngine"}[
+                engine], name
+            assert ("A" in rt.gpm.compiled) == (name != "nfa-pyoxigraph"), name

@@ -17,6 +17,12 @@ from websockets.sync.client import connect
 from rsep.testing.snippets import ROOT
 
 COUPON = ROOT / "examples" / "coupon"
+# the Content-Types a client sends (rsep serve refuses a state-changing body without one of
+# its route's, as a web page of another origin could send it)
+SPARQL = {"Content-Type": "application/sparql-query"}
+TRIG = {"Content-Type": "application/trig"}
+NQUADS = {"Content-Type": "application/n-quads"}
+NDJSON = {"Content-Type": "application/x-ndjson"}
 
 
 @contextmanager
@@ -28,8 +34,10 @@ def serve(*args: str) -> Iterator[httpx.Client]:
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert line.startswith("rsep serve: listening on http://"), line + proc.stderr.read()
+        before = []  # (warnings, e.g. that the compiled build is older than the source)
+        while not (line := proc.stderr.readline()).startswith("rsep serve: listening on http://"):
+            assert line, "rsep serve ended before listening:\n" + "".join(before)
+            before.append(line)
         url = line.split()[-1]
         with httpx.Client(base_url=url, timeout=30) as client:
             yield client

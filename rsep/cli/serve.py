@@ -5,24 +5,66 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
+import signal
 import socket
 import sys
+import threading
 from pathlib import Path
+from types import FrameType
 
 from rsep.runtime.engine import Limits
 from rsep.serve.app import build_app
-from rsep.serve.hub import HISTORY, Hub, Settings
+from rsep.serve.guard import MiB, Protection
+from rsep.serve.hub import HISTORY, MAX_PENDING, Hub, Settings
 from rsep.stream.files import TimeConfig
 from rsep.stream.source import DeadLetter
 from rsep.stream.time import parse_time_unit
 
 DEFAULT_EVAL_SECONDS = 10.0
+STOP_S = 1.0  # a signalled server is gone within this, whatever it was doing
+P = Protection()
 
 
 def _positive(text: str) -> int:
-    n = int(text)
+    n = _int(text)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _not_negative(text: str) -> int:
+    n = _int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not x > 0 or x == float("inf"):  # (not x > 0: NaN too)
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return x
+
+
+def _eval_seconds(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else _seconds(text)
+
+
+def _port(text: str) -> int:
+    n = _int(text)
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0 to 65535, got {n}")
     return n
 
 
@@ -33,25 +75,45 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="queries registered at start (named after their files)")
     s.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; any other needs --token)")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--port", type=_port, default=8000)
     s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every request")
     s.add_argument("--graph", action="append", default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")
     s.add_argument("--time-unit", help="length of one abstract time unit (e.g. 1m)")
     s.add_argument("--time-predicate", action="append", default=[], metavar="IRI")
     s.add_argument("--time-in-graph", action="store_true")
-    s.add_argument("--allowed-lateness", type=int, default=0, metavar="UNITS",
+    s.add_argument("--allowed-lateness", type=_not_negative, default=0, metavar="UNITS",
                    help="accept events this far behind their stream's latest time (reordered)")
     s.add_argument("--dead-letter", metavar="PATH", help="also write rejected records here")
-    s.add_argument("--max-window-triples", type=int, default=Limits.max_window_triples)
-    s.add_argument("--max-results", type=int, default=Limits.max_results)
-    s.add_argument("--max-eval-seconds", type=float, default=DEFAULT_EVAL_SECONDS,
+    s.add_argument("--max-window-triples", type=_positive, default=Limits.max_window_triples)
+    s.add_argument("--max-results", type=_positive, default=Limits.max_results)
+    s.add_argument("--max-eval-seconds", type=_eval_seconds, default=DEFAULT_EVAL_SECONDS,
                    help="per query: an evaluation still running this long fails its query "
                    f"(default {DEFAULT_EVAL_SECONDS:g}; 0 for none)")
     s.add_argument("--allow-dereference", action="store_true")
     s.add_argument("--history", type=_positive, default=HISTORY, metavar="N",
                    help="results kept per query for subscribers that connect late or resume "
                         f"with Last-Event-ID (default {HISTORY}); the server's memory grows with it")
+    s.add_argument("--max-pending-events", type=_positive, default=MAX_PENDING, metavar="N",
+                   help="events queued for one query before POST /events is refused with 429 "
+                        f"(default {MAX_PENDING}); a live source is held back instead")
+    s.add_argument("--max-query-bytes", type=_positive, default=P.max_query_bytes, metavar="N",
+                   help=f"largest query body (default {P.max_query_bytes // MiB} MiB; 413 past it)")
+    s.add_argument("--max-event-bytes", type=_positive, default=P.max_event_bytes, metavar="N",
+                   help=f"largest POST /events body (default {P.max_event_bytes // MiB} MiB)")
+    s.add_argument("--max-graph-bytes", type=_positive, default=P.max_graph_bytes, metavar="N",
+                   help=f"largest /graphs body (default {P.max_graph_bytes // MiB} MiB)")
+    s.add_argument("--header-timeout", type=_seconds, default=P.header_timeout, metavar="S",
+                   help="a request's headers must arrive within this (default "
+                        f"{P.header_timeout:g} s), or the connection is closed")
+    s.add_argument("--body-timeout", type=_seconds, default=P.body_timeout, metavar="S",
+                   help=f"a request's body must arrive within this (default {P.body_timeout:g} s; 408)")
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also serve requests for this host name (default: localhost and IP "
+                        "addresses only, against DNS rebinding; '*' for any)")
+    s.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="also serve requests from web pages of this origin (scheme://host:port; "
+                        "default: only the server's own pages; '*' for any)")
     s.add_argument("--log-level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug"])
 
@@ -79,7 +141,13 @@ def main(args: argparse.Namespace) -> int:
         time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None, time=tc,
         allowed_lateness=args.allowed_lateness,
         limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds or None),
-        allow_dereference=args.allow_dereference, history=args.history)
+        allow_dereference=args.allow_dereference, history=args.history,
+        max_pending=args.max_pending_events)
+    protection = Protection(
+        allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin),
+        max_query_bytes=args.max_query_bytes, max_event_bytes=args.max_event_bytes,
+        max_graph_bytes=args.max_graph_bytes, header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout)
     hub = Hub(settings, DeadLetter(args.dead_letter))
     for spec in args.graph:
         iri, sep, path = spec.partition("=")
@@ -98,9 +166,32 @@ def main(args: argparse.Namespace) -> int:
     sock.bind((args.host, args.port))
     sock.listen(2048)
     port = sock.getsockname()[1]
-    # open result streams would hold a graceful shutdown forever
-    config = uvicorn.Config(build_app(hub, args.token), log_level=args.log_level, lifespan="on",
-                            timeout_graceful_shutdown=2)
+    from rsep.serve.guard import GuardedH11
+
+    app = build_app(hub, args.token, protection)
+    http = type("Http", (GuardedH11,), {"header_timeout": args.header_timeout,
+                                        "body_timeout": args.body_timeout})
+
+    class Server(uvicorn.Server):
+        """Ends the result streams as soon as it is told to stop (an open stream held
+        uvicorn's graceful shutdown until it gave up and cancelled it, with tracebacks),
+        and is gone within STOP_S even when something holds it (a request still parsing
+        in a thread, a source that does not close)."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if not self.should_exit:
+                app.state.end_streams()
+                threading.Thread(target=_stop_anyway, daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_level=args.log_level, lifespan="on", http=http,
+                            timeout_graceful_shutdown=1, timeout_keep_alive=5)
     print(f"rsep serve: listening on http://{args.host}:{port}", file=sys.stderr, flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])
     return 0
+
+
+def _stop_anyway() -> None:
+    threading.Event().wait(STOP_S - 0.1)
+    print("rsep serve: stopped before its shutdown was done", file=sys.stderr, flush=True)
+    os._exit(128 + signal.SIGINT)

@@ -16,7 +16,9 @@ from collections.abc import Callable
 
 class Watchdog:
     """Calls ``on_overrun(what)`` once, from its own thread, when an evaluation begun with
-    :meth:`begin` has not ended (:meth:`end`) ``seconds`` later."""
+    :meth:`begin` has not ended (:meth:`end`) ``seconds`` later. :meth:`close` ends the
+    thread: a process that watches many engines in turn (``rsep serve``) would otherwise
+    keep one polling thread per engine it ever had."""
 
     def __init__(self, seconds: float, on_overrun: Callable[[str], None], *,
                  tick: float = 0.05) -> None:
@@ -26,20 +28,25 @@ class Watchdog:
         self._deadline: float | None = None
         self._what = ""
         self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def begin(self, what: str) -> None:
         self._what = what
         self._deadline = time.monotonic() + self.seconds
-        if self._thread is None:
+        if self._thread is None and not self._closed.is_set():
             self._thread = threading.Thread(target=self._watch, name="rsep-watchdog", daemon=True)
             self._thread.start()
 
     def end(self) -> None:
         self._deadline = None
 
+    def close(self) -> None:
+        """No more evaluations are watched; the thread ends within a tick."""
+        self._deadline = None
+        self._closed.set()
+
     def _watch(self) -> None:
-        while True:
-            time.sleep(self.tick)
+        while not self._closed.wait(self.tick):
             d = self._deadline
             if d is not None and time.monotonic() > d:
                 self.on_overrun(self._what)

@@ -9,14 +9,18 @@ import contextlib
 import functools
 import hmac
 import json
+import logging
 import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
 
+import pyoxigraph as ox
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
@@ -26,17 +30,42 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from rsep.algebra.output import EngineError
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
-from rsep.serve.hub import Hub, Item, QueryWorker, graph_results
+from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, read_body
+from rsep.serve.hub import Busy, Hub, Item, QueryWorker, graph_results
+from rsep.serve.ingest import FORMATS as EVENT_FORMATS
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
 from rsep.serve.push import FORMATS, TEXT_FORMATS, Renderer, result_format
 from rsep.spaseq.explain import to_dot
 
 KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed
+log = logging.getLogger("rsep.serve")
+
+# what each state-changing route takes: none of them a type a web page may POST without a
+# preflight (text/plain, forms), so no page of another origin can drive the server
+JSON = frozenset({"application/json"})
+QUERY_TYPES = JSON | {"application/sparql-query"}
+# (octet-stream: the body's format given by ?format=)
+EVENT_TYPES = frozenset(k for k in EVENT_FORMATS if "/" in k) | {"application/octet-stream"}
+RDF_TYPES = frozenset(f.media_type for f in (
+    ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES, ox.RdfFormat.N_QUADS, ox.RdfFormat.TRIG,
+    ox.RdfFormat.N3, ox.RdfFormat.RDF_XML))
+BODIES = {("/queries", "POST"): QUERY_TYPES, ("/events", "POST"): EVENT_TYPES,
+          ("/streams", "POST"): JSON, ("/clock", "POST"): JSON,
+          ("/graphs", "PUT"): RDF_TYPES, ("/graphs", "POST"): RDF_TYPES | {"application/sparql-update"}}
+
+# what a subscriber's queue receives besides the query's items
+SHUTDOWN = Item("shutdown", 0, {})  # the server is stopping: the stream ends now
+LAGGED = Item("lagged", 0, {})  # the subscriber fell too far behind: resume from its last id
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": clip(message)}, status_code=status, headers=headers)
+
+
+def _seq(v: str | None) -> int:
+    """A resumption id (0: from the start); Python's int() refuses 4,301 digits and more."""
+    return int(v) if v and v.isascii() and v.isdigit() and len(v) < 19 else 0
 
 
 def _describe(w: QueryWorker) -> dict[str, Any]:
@@ -73,8 +102,13 @@ class BearerAuth:
         return hmac.compare_digest(given, self.token)
 
 
-def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
-    """The ASGI application over ``hub``; with ``token``, every route needs it."""
+def build_app(hub: Hub, token: str | None = None,
+              protection: Protection | None = None) -> Starlette:
+    """The ASGI application over ``hub``; with ``token``, every route needs it.
+    ``app.state.end_streams()`` (from any thread) ends every open result stream, so that a
+    stopping server is not held by its subscribers."""
+    guard = protection or Protection()
+    streams: set[asyncio.Queue[Item]] = set()
 
     async def console(request: Request) -> Response:
         html = resources.files("rsep.serve").joinpath("console.html").read_text(encoding="utf-8")
@@ -90,7 +124,8 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         return JSONResponse([_describe(w) for w in hub.all()])
 
     async def register(request: Request) -> Response:
-        body = (await request.body()).decode("utf-8", errors="replace")
+        body = (await read_body(request, guard.max_query_bytes, guard.body_timeout,
+                                "the query")).decode("utf-8", errors="replace")
         opts = {k: request.query_params.get(k) or None for k in ("name", "dialect", "output", "format")}
         if request.headers.get("content-type", "").startswith("application/json"):
             try:
@@ -102,6 +137,9 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                 return _error(400, str(e))
             body = d["query"]
             opts = {k: d.get(k) or v for k, v in opts.items()}
+            if not all(v is None or isinstance(v, str) for v in opts.values()):
+                return _error(400, 'the JSON body\'s "name", "dialect", "output" and "format" '
+                                   "are strings")
         try:
             w = await run_in_threadpool(hub.register, body, name=opts["name"], dialect=opts["dialect"],
                                         output=opts["output"], fmt=opts["format"] or "jsonl")
@@ -143,21 +181,39 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         return Response(proc.stdout, media_type="image/svg+xml")
 
     def _since(request: Request) -> int:
-        v = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
-        return int(v) if v.isdigit() else 0
+        return _seq(request.headers.get("last-event-id") or request.query_params.get("since"))
 
     async def _items(w: QueryWorker, since: int) -> AsyncIterator[Item | None]:
-        """The query's items after ``since``, then live ones (None: nothing for a while)."""
+        """The query's items after ``since``, then live ones (None: nothing for a while);
+        ends with SHUTDOWN when the server stops, LAGGED (its ``seq`` the last item
+        yielded) when the subscriber has not taken ``history`` items: a client that reads
+        slower than the query writes would hold them all, the client can resume from there
+        while they are in the history (SSE's Last-Event-ID, the WebSocket's ?since=)."""
         loop = asyncio.get_running_loop()
         inbox: asyncio.Queue[Item] = asyncio.Queue()
+        cap = hub.settings.history
+        lagging = False
+
+        def offer(item: Item) -> None:
+            nonlocal lagging
+            if lagging:
+                return
+            if inbox.qsize() >= cap:
+                lagging = True
+                inbox.put_nowait(LAGGED)
+            else:
+                inbox.put_nowait(item)
 
         def deliver(item: Item) -> None:
-            loop.call_soon_threadsafe(inbox.put_nowait, item)
+            loop.call_soon_threadsafe(offer, item)
 
+        last = since
+        streams.add(inbox)
         backlog = w.channel.subscribe(deliver, since)
         try:
             for it in backlog:
                 yield it
+                last = it.seq
                 if it.kind == "end":
                     return
             while True:
@@ -166,11 +222,20 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                 except TimeoutError:
                     yield None
                     continue
-                yield it
-                if it.kind == "end":
+                if it is LAGGED:
+                    yield LAGGED._replace(seq=last)
                     return
+                yield it
+                if it.kind in ("end", "shutdown"):
+                    return
+                last = it.seq
         finally:
+            streams.discard(inbox)
             w.channel.unsubscribe(deliver)
+
+    def end_streams() -> None:
+        for q in list(streams):
+            q.put_nowait(SHUTDOWN)
 
     def _format(w: QueryWorker, fmt: str | None, accept: str | None,
                 offered: tuple[str, ...] = tuple(FORMATS)) -> str:
@@ -201,6 +266,12 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
             async for it in _items(w, _since(request)):
                 if it is None:
                     yield ": keep-alive\n\n"
+                elif it.kind == "shutdown":
+                    return
+                elif it.kind == "lagged":
+                    # a comment, no event: EventSource reconnects with the last id it had
+                    yield f": behind by {hub.settings.history} results: resume after id {it.seq}\n\n"
+                    return
                 elif it.kind != "result":
                     yield f"event: {it.kind}\nid: {it.seq}\ndata: {json.dumps(it.data, ensure_ascii=False)}\n\n"
                 else:
@@ -226,13 +297,19 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
             return
         renderer = Renderer(fmt)
         await websocket.accept()
-        since = websocket.query_params.get("since", "0")
         try:
-            async for it in _items(w, int(since) if since.isdigit() else 0):
+            async for it in _items(w, _seq(websocket.query_params.get("since"))):
                 if it is None:
                     continue
                 if it.kind == "end":
                     break
+                if it.kind == "shutdown":
+                    await websocket.close(code=1001, reason="the server is stopping")
+                    return
+                if it.kind == "lagged":
+                    await websocket.close(code=1013, reason=f"behind by {hub.settings.history} "
+                                          f"results: reconnect with ?since={it.seq}")
+                    return
                 if it.kind == "error":
                     await websocket.send_text(json.dumps(it.data, ensure_ascii=False))
                     continue
@@ -254,8 +331,18 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
                               request.query_params.get("format"))
         except ValueError as e:
             return _error(415, str(e))
-        body = await request.body()
-        accepted, rejected = await run_in_threadpool(hub.post_events, stream, body, fmt)
+        if busy := hub.busy():  # (before the body is read: the client may keep it)
+            return _error(429, f"query {busy.name} has {busy.pending} events still to take in "
+                               f"(--max-pending-events {hub.settings.max_pending}): send them "
+                               "again later", {"Retry-After": "1"})
+        body = await read_body(request, guard.max_event_bytes, guard.body_timeout, "the events")
+        try:
+            accepted, rejected = await run_in_threadpool(hub.post_events, stream, body, fmt)
+        except Busy as e:
+            return _error(429, str(e), {"Retry-After": "1"})
+        except MemoryError as e:  # pyoxigraph's parser: one record past its 16 MiB buffer
+            return _error(413, f"a record is larger than the parser takes ({e}); none of "
+                               "the body's events were taken in")
         return JSONResponse({"accepted": accepted, "rejected": rejected}, status_code=202)
 
     async def list_streams(request: Request) -> Response:
@@ -263,7 +350,8 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
 
     async def attach(request: Request) -> Response:
         try:
-            d = json.loads(await request.body() or b"{}")
+            d = json.loads(await read_body(request, CONTROL_BYTES, guard.body_timeout,
+                                           "the source") or b"{}")
             if not (isinstance(d, dict) and isinstance(d.get("iri"), str)
                     and isinstance(d.get("url"), str)):
                 raise ValueError('the body must be {"iri": STREAM, "url": "tcp://HOST:PORT" or '
@@ -290,7 +378,7 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
         if not iri:
             return _error(400, f"give the graph's IRI: {request.method} /graphs?iri=IRI "
                                "('default' for the default graph)")
-        body = await request.body()
+        body = await read_body(request, guard.max_graph_bytes, guard.body_timeout, "the graph")
         ctype = request.headers.get("content-type")
         try:
             if request.method == "POST" and (ctype or "").split(";")[0].strip() == \
@@ -307,7 +395,8 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
 
     async def clock(request: Request) -> Response:
         try:
-            d = json.loads(await request.body() or b"{}")
+            d = json.loads(await read_body(request, CONTROL_BYTES, guard.body_timeout,
+                                           "the clock") or b"{}")
             until = d.get("until") if isinstance(d, dict) else None
             if not isinstance(until, int) or isinstance(until, bool):
                 raise ValueError('the body must be {"until": TIME} with an integer time '
@@ -341,8 +430,30 @@ def build_app(hub: Hub, token: str | None = None) -> ASGIApp:
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        app.state.end_streams = lambda: loop.call_soon_threadsafe(end_streams)
         yield
+        end_streams()
         hub.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
-    return BearerAuth(app, token) if token else app
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, Refused)
+        return _error(exc.status, exc.message, exc.headers)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, exc.detail, dict(exc.headers or {}))
+
+    async def internal(request: Request, exc: Exception) -> Response:
+        # the traceback goes to the server's log (uvicorn logs it), never to the client
+        return _error(500, f"internal error ({type(exc).__name__}); the server's log has "
+                           "the details")
+
+    middleware = [Middleware(Guard, protection=guard, bodies=BODIES)]
+    if token:
+        middleware.append(Middleware(BearerAuth, token=token))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
+                    exception_handlers={Refused: refused, HTTPException: http_error,
+                                        Exception: internal})
+    app.state.end_streams = lambda: None
+    return app

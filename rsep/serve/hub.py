@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import queue
+import re
 import threading
 import time
 from collections import deque
@@ -44,8 +45,15 @@ from rsep.stream.time import TimeKind
 from rsep.stream.updates import GraphUpdate, check_update
 
 HISTORY = 1_000  # default: results kept per query for subscribers that connect late
+MAX_PENDING = 10_000  # default: events queued for one query before POST /events gets 429
+
+# a name is a path segment of /queries/NAME: one that needs no escaping, and neither . nor ..
+# (which clients resolve away); one with / could be registered and never reached again
+NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._~-]{1,128}")
 
 
+class Busy(Exception):
+    """A query's inbox is full: the events are refused whole (429), none taken in."""
 
 class Item(NamedTuple):
     """What a subscriber receives: ``result`` (``data`` the CLI's jsonl object of ``output``;
@@ -70,6 +78,7 @@ class Settings:
     limits: Limits = field(default_factory=lambda: Limits(max_eval_seconds=10.0))
     allow_dereference: bool = False
     history: int = HISTORY  # results kept per query for late subscribers (bounds memory)
+    max_pending: int = MAX_PENDING  # events queued per query (bounds memory; 429 past it)
 
 
 def kind_of(q: Query) -> str:
@@ -162,6 +171,8 @@ class QueryWorker:
         while True:
             op, arg, extra = self.inbox.get()
             if op == "stop":
+                if self.engine.watchdog is not None:
+                    self.engine.watchdog.close()  # else its thread outlives the query
                 self.channel.publish("end", {})
                 return
             if self.error is not None:
@@ -274,6 +285,11 @@ class Hub:
         s = self.settings
         with self.lock:
             n = name or getattr(q, "name", "") or self._fresh_name()
+            if not NAME.fullmatch(n):
+                if pub is not None:
+                    pub.out.close()
+                raise ValueError(f"query name {n[:200]!r} cannot be a URL path segment: use "
+                                 "1 to 128 letters, digits and . _ ~ - (not . or ..)")
             if n in self.workers:
                 if pub is not None:
                     pub.out.close()
@@ -372,8 +388,20 @@ class Hub:
 
     def post_events(self, stream: str, body: bytes, fmt: str) -> tuple[int, int]:
         """Take in a body of events for ``stream``: (events accepted, records rejected)."""
+        if busy := self.busy():
+            raise Busy(f"query {busy.name} has {busy.pending} events still to take in "
+                       f"(--max-pending-events {self.settings.max_pending}): none of these "
+                       "were taken; send them again later")
         origin = f"request-{next(self.requests)}"
         return self._take(stream, read_body(body, stream, fmt, origin, self.settings.time))
+
+    def busy(self) -> QueryWorker | None:
+        """A running query whose inbox is full, if any. Checked before a body is taken in,
+        so a query may hold one body's events more than the limit (the body limit bounds it)."""
+        for w in list(self.workers.values()):
+            if w.error is None and w.pending >= self.settings.max_pending:
+                return w
+        return None
 
     def _take(self, stream: str, items: Iterable[Event | Rejected]) -> tuple[int, int]:
         accepted = rejected_n = 0
@@ -427,6 +455,10 @@ class Hub:
     def _pump(self, src: Source, live: Iterable[Event | Rejected]) -> None:
         try:
             for it in live:
+                # a full inbox holds the source back (its socket fills, the sender waits)
+                # instead of refusing events it cannot send again
+                while self.busy() and not src.control.stop.is_set():
+                    time.sleep(0.01)
                 if src.control.stop.is_set():
                     break  # detached: what the source held back is dropped
                 a, r = self._take(src.iri, (it,))
@@ -437,14 +469,14 @@ class Hub:
             src.error = str(e)
             src.status = "failed"
 
-    def detach(self, iri: str) -> Source | None:
+    def detach(self, iri: str, wait: float = 5) -> Source | None:
         """Stop reading the source of ``iri`` (within a fraction of a second)."""
         with self.lock:
             src = self.sources.pop(iri, None)
         if src is not None:
             src.control.stop.set()
             if src.thread is not None:
-                src.thread.join(5)
+                src.thread.join(wait)
         return src
 
     def _reject(self, r: Rejected) -> None:
@@ -512,14 +544,20 @@ class Hub:
                 "uptime_s": round(time.time() - self.started, 3)}
 
     def dead_letters(self) -> list[dict[str, Any]]:
+        # a record is cut here (the --dead-letter file keeps it whole): 10,000 of 16 MiB
+        # would make one response of 160 GB
         return [{"stream": r.stream, "origin": r.origin, "line": r.line, "column": r.column,
-                 "reason": r.reason, "record": r.text, "message": r.message()}
+                 "reason": r.reason, "record": _cut(r.text), "message": _cut(r.message())}
                 for r in list(self.dead.items)]
 
     def close(self) -> None:
         for iri in list(self.sources):
-            self.detach(iri)
+            self.detach(iri, wait=0.2)  # a stopping server does not wait for its sources
         for name in list(self.workers):
             self.unregister(name)
         self.dead.close()
 
+
+
+def _cut(text: str, n: int = 4096) -> str:
+    return text if len(text) <= n else text[:n] + f"… ({len(text) - n} more characters)"

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
-from serve_server import COUPON, serve
+from serve_server import COUPON, SPARQL, TRIG, serve
 
 from rsep.testing.snippets import ROOT
 
@@ -47,9 +47,9 @@ def test_console_registers_a_query_and_shows_its_results_live(tmp_path: Path) ->
         page.fill("#q-text", "SELECT * WHERE {")
         page.click("button[type=submit]")
         expect(page.locator("#register-error")).to_contain_text("bad:1:16: syntax error")
-        client.post("/queries", params={"name": "warming"}, content=SPASEQ)
+        client.post("/queries", headers=SPARQL, params={"name": "warming"}, content=SPASEQ)
         for name in ("coupons", "locations"):
-            r = client.post("/events", params={"stream": f"http://{name}"},
+            r = client.post("/events", headers=TRIG, params={"stream": f"http://{name}"},
                             content=(COUPON / f"{name}.trig").read_bytes())
             assert r.json()["rejected"] == 0
         client.post("/clock", json={"until": 30})

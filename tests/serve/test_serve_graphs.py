@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from serve_server import readers, serve
+from serve_server import TRIG, readers, serve
 
 from rsep.cli.main import main
 from rsep.testing.snippets import EX, ROOT, short
@@ -41,7 +41,7 @@ def test_an_update_and_a_put_change_a_registered_querys_answer(tmp_path, capsys)
         [sse, ws] = readers(client, name)[name]
         for t, body in ((1, ":r1 :by :s1 ; :temp 20 ."), (3, ":r2 :by :s2 ; :temp 18 ."),
                         (6, ":r3 :by :s1 ; :temp 21 .")):
-            assert client.post("/events", params={"stream": READINGS},
+            assert client.post("/events", headers=TRIG, params={"stream": READINGS},
                                content=event(t, body)).json()["accepted"] == 1
         # a malformed update (no prefix :, so no triple): 400, located; nothing changes
         r = client.post("/graphs", params={"iri": ROOMS}, content="INSERT DATA { :a :b }",
@@ -53,7 +53,7 @@ def test_an_update_and_a_put_change_a_registered_querys_answer(tmp_path, capsys)
                         headers={"Content-Type": "application/sparql-update"})
         assert r.json() == {"graph": ROOMS, "triples": 2, "time": 6}
         for t, body in ((8, ":r4 :by :s2 ; :temp 19 ."), (11, ":r5 :by :s1 ; :temp 22 .")):
-            client.post("/events", params={"stream": READINGS}, content=event(t, body))
+            client.post("/events", headers=TRIG, params={"stream": READINGS}, content=event(t, body))
         client.post("/clock", json={"until": 15})
         # a new version of the graph at 15, read by the evaluation at 20
         r = client.put("/graphs", params={"iri": ROOMS}, headers={"Content-Type": "text/turtle"},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import paho.mqtt.client as paho
 import pytest
-from serve_server import readers, serve
+from serve_server import SPARQL, TRIG, readers, serve
 from websockets.sync.client import connect
 
 from rsep.cli.main import main
@@ -66,7 +66,8 @@ class Subscriber:
 
 
 @pytest.mark.parametrize("how", [{"headers": {"Content-Type": "application/x-jelly-rdf"}},
-                                 {"params": {"format": "jelly"}}])
+                                 {"params": {"format": "jelly"},
+                                  "headers": {"Content-Type": "application/octet-stream"}}])
 def test_jelly_posted_as_events_gives_the_files_results_and_a_bad_frame_is_dead_lettered(tmp_path, how):
     want = [{"query": "http://example.org/hot", **json.loads(x)}
             for x in _cli(SELECT_HOT, tmp_path / "ref.jsonl").decode().splitlines()]
@@ -77,7 +78,7 @@ def test_jelly_posted_as_events_gives_the_files_results_and_a_bad_frame_is_dead_
     head = b"".join(_varint(len(f)) + f for f in frames[:3])
     body = head + GARBAGE + b"".join(_varint(len(f)) + f for f in frames[3:])
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"}, content=SELECT_HOT.read_text()).status_code == 201
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"}, content=SELECT_HOT.read_text()).status_code == 201
         (sse, ws), = readers(client, "hot").values()
         r = client.post("/events", params={"stream": SR, **how.get("params", {})}, content=body,
                         headers=how.get("headers", {}))
@@ -97,7 +98,7 @@ def test_jelly_results_over_websocket_are_the_clis_frames_and_sse_refuses_them(t
     frames = delimited_frames(_cli(q, tmp_path / "hot.jelly", "--format", "jelly"))
     assert len(frames) == 8
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"}, content=HOT).status_code == 201
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"}, content=HOT).status_code == 201
         r = client.get("/queries/hot/results", params={"format": "jelly"})
         assert r.status_code == 406
         assert r.json()["error"].startswith("Jelly is binary and Server-Sent Events carry text")
@@ -117,7 +118,7 @@ def test_jelly_results_over_websocket_are_the_clis_frames_and_sse_refuses_them(t
             threading.Thread(target=read, args=(key, url, headers), daemon=True).start()
             assert ready.wait(10)
         time.sleep(0.2)
-        r = client.post("/events", params={"stream": SR}, content=SRBENCH.read_bytes())
+        r = client.post("/events", headers=TRIG, params={"stream": SR}, content=SRBENCH.read_bytes())
         assert r.status_code == 202
         assert client.post("/clock", json={"until": int(UNTIL)}).status_code == 200
         client.delete("/queries/hot")
@@ -148,7 +149,7 @@ def test_a_query_with_an_mqtt_output_publishes_each_item_as_one_message(broker, 
         r = client.post("/queries", json={"query": HOT, "name": "hot", "output": output, "format": fmt})
         assert r.status_code == 201, r.text
         assert r.json()["output"] == {"url": output, "format": fmt, "published": 0, "error": None}
-        assert client.post("/events", params={"stream": SR}, content=SRBENCH.read_bytes()).status_code == 202
+        assert client.post("/events", headers=TRIG, params={"stream": SR}, content=SRBENCH.read_bytes()).status_code == 202
         assert client.post("/clock", json={"until": int(UNTIL)}).status_code == 200
         assert sub.wait(len(want)) == want
         assert client.get("/queries/hot").json()["output"]["published"] == len(want)
@@ -156,18 +157,18 @@ def test_a_query_with_an_mqtt_output_publishes_each_item_as_one_message(broker, 
 
 def test_bad_outputs_are_refused_with_the_reason(broker):
     with serve() as client:
-        r = client.post("/queries", params={"output": f"mqtt://127.0.0.1:{broker}/t", "format": "rdfm-trig"},
+        r = client.post("/queries", headers=SPARQL, params={"output": f"mqtt://127.0.0.1:{broker}/t", "format": "rdfm-trig"},
                         content=SELECT_HOT.read_text())
         assert r.status_code == 400
         assert r.json()["error"].startswith("rdfm-trig needs a CONSTRUCT or DESCRIBE query")
-        r = client.post("/queries", params={"output": "http://example.org/"}, content=HOT)
+        r = client.post("/queries", headers=SPARQL, params={"output": "http://example.org/"}, content=HOT)
         assert (r.status_code, r.json()["error"]) == (
             400, "an output is an MQTT topic (mqtt://HOST:PORT/TOPIC), not 'http://example.org/'")
-        r = client.post("/queries", params={"output": f"mqtt://127.0.0.1:{broker}/t", "format": "csv"},
+        r = client.post("/queries", headers=SPARQL, params={"output": f"mqtt://127.0.0.1:{broker}/t", "format": "csv"},
                         content=HOT)
         assert (r.status_code, r.json()["error"]) == (
             400, "unknown output format 'csv': use jsonl, rdfm-trig, rdfm-nquads, jelly")
-        r = client.post("/queries", params={"output": "mqtt://127.0.0.1:1/t"}, content=HOT)  # no broker
+        r = client.post("/queries", headers=SPARQL, params={"output": "mqtt://127.0.0.1:1/t"}, content=HOT)  # no broker
         assert r.status_code == 502
         assert r.json()["error"].startswith("--output mqtt://127.0.0.1:1/t: cannot connect to the broker")
         assert client.get("/queries").json() == []
@@ -182,9 +183,9 @@ def test_a_posted_messages_named_graphs_are_kept():
              "FROM NAMED WINDOW ex:w ON ex:str [RANGE 2 STEP 1]\n"
              "WHERE { WINDOW ex:w { GRAPH ?g { ?s ex:value ?v } } }")
     with serve() as client:
-        assert client.post("/queries", params={"name": "g"}, content=query).status_code == 201
+        assert client.post("/queries", headers=SPARQL, params={"name": "g"}, content=query).status_code == 201
         (sse, _), = readers(client, "g").values()
-        r = client.post("/events", params={"stream": "http://example.org/str", "format": "rdfm"}, content=log)
+        r = client.post("/events", headers=TRIG, params={"stream": "http://example.org/str", "format": "rdfm"}, content=log)
         assert r.json() == {"accepted": 2, "rejected": 0}
         assert client.post("/clock", json={"until": 5}).status_code == 200
         client.delete("/queries/g")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_server import readers, serve
+from serve_server import NQUADS, SPARQL, TRIG, readers, serve
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -70,7 +70,8 @@ def _cli(query: Path, out: Path, *args: str, stream: Path = SRBENCH) -> str:
 
 
 def _post_and_close(client: httpx.Client, body: bytes, **kw) -> None:
-    r = client.post("/events", params={"stream": SR, **kw.pop("params", {})}, content=body, **kw)
+    r = client.post("/events", params={"stream": SR, **kw.pop("params", {})}, content=body,
+                    headers=kw.pop("headers", TRIG), **kw)
     assert r.status_code == 202, r.text
     assert r.json()["rejected"] == 0
     assert client.post("/clock", json={"until": int(UNTIL)}).status_code == 200
@@ -89,7 +90,7 @@ def test_construct_results_are_pushed_as_the_clis_rdf_messages(tmp_path):
         '"0"^^<http://www.w3.org/2001/XMLSchema#integer> .\n<urn:rsep:result:http://example.org/hot:0> {')
     jsonl = [json.loads(x) for x in _cli(q, tmp_path / "hot.jsonl").splitlines()]
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"}, content=HOT).status_code == 201
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"}, content=HOT).status_code == 201
         base = str(client.base_url).rstrip("/") + "/queries/hot"
         rs = {"sse-format": RawReader(f"{base}/results?format=rdfm-trig"),
               "sse-accept": RawReader(f"{base}/results",
@@ -114,7 +115,7 @@ def test_construct_results_are_pushed_as_the_clis_rdf_messages(tmp_path):
 
 def test_select_refuses_rdf_message_formats_with_406():
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"},
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"},
                            content=SELECT_HOT.read_text()).status_code == 201
         reason = ("query hot gives bindings, not triples: its results are pushed as jsonl "
                   "objects; rdfm-trig needs a CONSTRUCT or DESCRIBE query (or an EP-SPARQL "
@@ -135,8 +136,8 @@ def test_select_refuses_rdf_message_formats_with_406():
 
 @pytest.mark.parametrize(("fmt", "how"), [
     ("rdfm-trig", {"headers": {"Content-Type": "application/trig; version=1.2; messages=rdfm"}}),
-    ("rdfm-nquads", {"params": {"format": "rdfm-nquads"}}),
-    ("rdfm-trig", {"params": {"format": "rdfm"}}),
+    ("rdfm-nquads", {"params": {"format": "rdfm-nquads"}, "headers": NQUADS}),
+    ("rdfm-trig", {"params": {"format": "rdfm"}, "headers": TRIG}),
 ])
 def test_rdf_message_logs_posted_as_events_give_the_files_results(tmp_path, capsys, fmt, how):
     want = [json.loads(x) for x in _cli(SELECT_HOT, tmp_path / "ref.jsonl").splitlines()]
@@ -145,7 +146,7 @@ def test_rdf_message_logs_posted_as_events_give_the_files_results(tmp_path, caps
     assert main(["convert", str(SRBENCH), "--to", fmt, "--split", "resources", "-o", str(log),
                  "-q"]) == 0
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"},
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"},
                            content=SELECT_HOT.read_text()).status_code == 201
         (sse, ws), = readers(client, "hot").values()
         _post_and_close(client, log.read_bytes(), **how)
@@ -162,9 +163,9 @@ def test_a_malformed_message_is_dead_lettered_and_the_log_goes_on(tmp_path):
            "<urn:e3> { <urn:a> <urn:p> 3 . }\n# @message\n"
            "<urn:e4> prov:generatedAtTime 4 .\n<urn:e4> { <urn:a> <urn:p> 4 . }\n")
     with serve() as client:
-        assert client.post("/queries", params={"name": "all"}, content=(
+        assert client.post("/queries", headers=SPARQL, params={"name": "all"}, content=(
             "SELECT ?o WHERE { STREAM <urn:s> [RANGE 10] { ?s ?p ?o } }")).status_code == 201
-        r = client.post("/events", params={"stream": "urn:s", "format": "rdfm"}, content=log)
+        r = client.post("/events", headers=TRIG, params={"stream": "urn:s", "format": "rdfm"}, content=log)
         assert r.json() == {"accepted": 2, "rejected": 2}
         dead = client.get("/deadletters").json()
         assert [(d["origin"], d["line"], d["reason"]) for d in dead] == [

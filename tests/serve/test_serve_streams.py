@@ -11,7 +11,7 @@ import time
 
 import httpx
 from mqtt_broker import free_port, publish
-from serve_server import readers, serve
+from serve_server import SPARQL, readers, serve
 
 from rsep.cli.main import main
 from rsep.stream.writer import DELIMITER
@@ -49,7 +49,7 @@ def test_rdf_messages_over_mqtt_give_the_results_of_posting_them(broker, tmp_pat
     assert len(payloads) == 34
     url = f"mqtt://127.0.0.1:{broker}/weather?format=nquads"
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"}, content=HOT.read_text()).status_code == 201
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"}, content=HOT.read_text()).status_code == 201
         (sse, ws), = readers(client, "hot").values()
         r = client.post("/streams", json={"iri": SR, "url": url, "format": "rdfm"})
         assert r.status_code == 201
@@ -86,7 +86,7 @@ def test_a_tcp_source_of_timestamped_graphs_gives_the_files_results(tmp_path):
     threading.Thread(target=send, daemon=True).start()
     url = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
     with serve() as client:
-        assert client.post("/queries", params={"name": "hot"}, content=HOT.read_text()).status_code == 201
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"}, content=HOT.read_text()).status_code == 201
         (sse, ws), = readers(client, "hot").values()
         assert client.post("/streams", json={"iri": SR, "url": url}).status_code == 201
         src = _wait_events(client, 34)

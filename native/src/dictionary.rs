@@ -1,9 +1,10 @@
 //! The term dictionary: one `u32` id per distinct RDF term of a run.
 
-use hashbrown::HashMap;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use oxrdf::vocab::xsd;
 use oxrdf::{GraphName, Literal, NamedNodeRef, Term};
 use oxsdatatypes::{Decimal, Double, Float, Integer};
+use std::hash::BuildHasher;
 use std::str::FromStr;
 
 /// An id of [`Terms`]. Ids are dense, in order of first sight, from 1.
@@ -13,9 +14,14 @@ pub type TermId = u32;
 pub const DEFAULT_GRAPH: TermId = 0;
 
 /// Terms and their ids, and each numeric literal's value decoded once when first seen.
+///
+/// Each term is held once, in `terms`; the hash table holds only ids with their terms' hashes
+/// (most terms of a stream are new, so a map holding a second copy of each would double the
+/// allocations, and growing the table would read every term again to re-hash it).
 #[derive(Default)]
 pub struct Terms {
-    ids: HashMap<Term, TermId>,
+    table: HashTable<(u64, TermId)>,
+    hasher: DefaultHashBuilder,
     // index 0 stands for the default graph and holds no term
     terms: Vec<Option<Term>>,
     numbers: Vec<Option<f64>>,
@@ -24,7 +30,8 @@ pub struct Terms {
 impl Terms {
     pub fn new() -> Self {
         Self {
-            ids: HashMap::new(),
+            table: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
             terms: vec![None],
             numbers: vec![None],
         }
@@ -32,16 +39,25 @@ impl Terms {
 
     /// The id of `term`, given a new one when it was not seen before.
     pub fn intern(&mut self, term: Term) -> TermId {
-        if let Some(&id) = self.ids.get(&term) {
+        let hash = self.hasher.hash_one(&term);
+        let Self {
+            table,
+            terms,
+            numbers,
+            ..
+        } = self;
+        if let Some(&(_, id)) = table.find(hash, |&(h, id)| {
+            h == hash && terms[id as usize].as_ref() == Some(&term)
+        }) {
             return id;
         }
-        let id = TermId::try_from(self.terms.len()).expect("more than 2^32 distinct terms");
-        self.numbers.push(match &term {
+        let id = TermId::try_from(terms.len()).expect("more than 2^32 distinct terms");
+        numbers.push(match &term {
             Term::Literal(l) => numeric_value(l),
             _ => None,
         });
-        self.ids.insert(term.clone(), id);
-        self.terms.push(Some(term));
+        terms.push(Some(term));
+        table.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
     }
 
@@ -56,7 +72,12 @@ impl Terms {
 
     /// The id of `term` if it was seen, without giving it one.
     pub fn get(&self, term: &Term) -> Option<TermId> {
-        self.ids.get(term).copied()
+        let hash = self.hasher.hash_one(term);
+        self.table
+            .find(hash, |&(h, id)| {
+                h == hash && self.terms[id as usize].as_ref() == Some(term)
+            })
+            .map(|&(_, id)| id)
     }
 
     /// The term of an id, `None` for the default graph's id or an id never given.

@@ -18,6 +18,16 @@ def parse_query(text: str, dialect: str | None = None, *,
     SPASEQ queries (``--dialect spaseq``, or text with ``DEFINE GPM``) give a
     :class:`rsep.algebra.spaseq.SpaseqQuery` (its runtime: :mod:`rsep.runtime.dialects`).
     """
+    try:
+        return _parse_query(text, dialect, source)
+    except RecursionError:
+        # (the bounds, rsep.lang.bounds, keep a query within rsep run's recursion limit; a
+        # caller with Python's default one may still meet this: refused, not a traceback)
+        raise QueryError("the query is nested too deeply to be analysed here (rsep run "
+                         "takes it; or lower its nesting)", source=source) from None
+
+
+def _parse_query(text: str, dialect: str | None, source: str | None) -> Query:
     forced = get_dialect(dialect) if dialect is not None else None
     # the dialects with a grammar of their own are recognised in the text before the shared
     # parser runs

@@ -28,6 +28,7 @@ from lark.lexer import BasicLexer, ContextualLexer
 from lark.parsers import lalr_analysis
 
 from rsep.cache import cache_dir, write_atomically
+from rsep.lang.bounds import check_size, check_tree, prescan
 from rsep.lang.errors import QueryError
 
 READABLE = {
@@ -389,8 +390,10 @@ def parse_with(p: Lark, text: str, source: str | None = None,
 
     ``words`` names a dialect's own terminals for the "expected ..." part.
     """
+    check_size(text, source)
+    prescan(text, source)
     try:
-        return p.parse(text)
+        tree = p.parse(text)
     except UnexpectedToken as e:
         tok = e.token
         what = "end of query" if tok.type == "$END" else repr(str(tok))
@@ -406,6 +409,8 @@ def parse_with(p: Lark, text: str, source: str | None = None,
     except UnexpectedEOF as e:
         raise QueryError("syntax error: the query ends too early; " + _expected(e, p, words),
                          None, None, source) from None
+    check_tree(tree, text, source)
+    return tree
 
 
 def parse_tree(text: str, source: str | None = None) -> Tree[Any]:

@@ -51,6 +51,30 @@ _NAME_ABOVE_BRACE = re.compile(r"\n[ \t\r\n]*\{")  # a graph name on a line befo
 _LBRACE = re.compile(r"\{")
 _RBRACE = re.compile(r"\}")
 _EMPTY_RECORD = re.compile(r"\{(?:[ \t\r\n]|#[^\n]*\n)*\}\s*\Z")
+# A byte that is not UTF-8, as the surrogateescape decoding keeps it
+_INVALID = re.compile("[\udc80-\udcff]")
+MAX_RECORD = 64 << 20  # characters of one record at most (--max-record-bytes)
+
+
+def invalid_utf8(stream: str, origin: str, r: Record) -> Rejected | None:
+    """The rejection of a record that holds a byte that is not UTF-8: its line, column and
+    value. Read as U+FFFD, the record would have become an event whose text is not the
+    file's, with nothing said."""
+    m = _INVALID.search(r.text)
+    if m is None:
+        return None
+    before = r.text[:m.start()]
+    nl = before.count("\n")
+    col = m.start() - (before.rfind("\n") + 1) + 1 + (r.column - 1 if not nl else 0)
+    byte = ord(m.group()) - 0xDC00
+    return Rejected(stream, origin, r.line + nl, col,
+                    f"invalid UTF-8: byte 0x{byte:02X} (a record holding it is not read, "
+                    "not even in part)", _printable(r.text.strip()[:200]))
+
+
+def _printable(text: str) -> str:
+    """Text for a message or a dead-letter record: invalid bytes shown as U+FFFD."""
+    return _INVALID.sub("\ufffd", text)
 
 
 class StreamFile:
@@ -77,6 +101,7 @@ class StreamFile:
         batch_records: int = 512,
         chunk_size: int = 1 << 16,
         text: str | None = None,
+        max_record: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.text = text  # read this text instead of the file (a frame of a live source)
@@ -87,6 +112,8 @@ class StreamFile:
         self.max_pending = max_pending
         self.batch_records = batch_records
         self.chunk_size = chunk_size
+        # (pyoxigraph refuses a term over 16 MiB: a record may hold a few at most)
+        self.max_record = MAX_RECORD if max_record is None else max_record
         self._fast = True  # tests turn the one-call-per-chunk path off to compare
         self._prefixes: dict[str, str] = {}
         self._prefix_text = ""
@@ -127,7 +154,9 @@ class StreamFile:
             eof = False
             while True:
                 if not eof:
-                    data = f.read(size)
+                    # past 16 chunks with no record's end, the buffer doubles at each read:
+                    # a long record costs a few scans and copies of it, not one per chunk
+                    data = f.read(size if len(buf) <= 16 * size else len(buf))
                     if data:
                         # Cut chunks at line ends so one-line tokens are never split.
                         data += f.readline()
@@ -153,24 +182,35 @@ class StreamFile:
                 yield True
                 if eof:
                     return
-                if not records and len(buf) > 64 * size:
-                    # One record larger than 64 chunks: refuse instead of buffering forever.
-                    raise ValueError(f"{self.path}:{line}: a single record exceeds {64 * size} bytes")
+                if not records and len(buf) > self.max_record:
+                    # One record larger than the bound: rejected, and the file's reading
+                    # ends there (where the next record starts cannot be known without
+                    # holding this one), what came before taken and evaluated as usual.
+                    asm.out.append(Rejected(
+                        self.stream, str(self.path), line, 1,
+                        f"a record over {self.max_record:,} characters (--max-record-bytes); "
+                        "the rest of this stream file is not read", _printable(buf[:200])))
+                    yield True
+                    return
 
     def _open(self) -> IO[str]:
         if self.text is not None:
             return io.StringIO(self.text, newline="")
-        return open(self.path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
+        # an invalid byte is kept as a lone surrogate (U+DC80 + byte), never replaced: the
+        # record holding it is rejected with its place (invalid_utf8), not read altered
+        return open(self.path, encoding="utf-8", errors="surrogateescape", newline="")  # noqa: SIM115
 
     def _fast_trig(self, chunk: str, line: int, asm: Assembly, marked: bool = False) -> int | None:
         """Parse and assemble a chunk in one call: the line after it, or None (and nothing
         done) if it cannot be. ``marked``: its empty graph blocks hold the marker triple."""
+        if _INVALID.search(chunk):
+            return None  # the records decide which holds the invalid byte
         header = self._prefix_text
         parser = ox.parse(header + "\n" + chunk if header else chunk, format=ox.RdfFormat.TRIG,
                           base_iri=self._base)
         try:
             quads = list(parser)
-        except SyntaxError:
+        except (SyntaxError, MemoryError):  # (MemoryError: a term over pyoxigraph's buffer)
             return None
         braces = _braces(chunk, line)
         asm.quoted = _quoted(chunk)
@@ -266,10 +306,12 @@ class StreamFile:
     def _fast_nquads(self, chunk: str, line: int, newlines: int, asm: Assembly) -> bool:
         if "\r" in chunk and chunk.count("\r") != chunk.count("\r\n"):
             return False  # lone CR line ends: let the line reader count them
+        if _INVALID.search(chunk):
+            return False
         try:
             groups: list[Run] = [(g, list(grp) if g.__class__ is _DEFAULT else tuple(map(_TRIPLE, grp)))
                                  for g, grp in groupby(ox.parse(chunk, format=ox.RdfFormat.N_QUADS), _GRAPH)]
-        except SyntaxError:
+        except (SyntaxError, MemoryError):
             return False
         # Where each run starts if the chunk holds one quad a line, and, last, the line after it.
         lines = list(accumulate(map(len, map(_ITEMS, groups)), initial=line))
@@ -377,14 +419,23 @@ class StreamFile:
     def _parse_batch(self, batch: list[Record]) -> Iterator[tuple[Record | None, list[ox.Quad] | Rejected]]:
         header = "" if self.fmt == "nquads" else self._prefix_text
         body = "\n".join(r.text for r in batch)
-        try:
-            yield None, self._parse_text(header + "\n" + body if header else body)
-            return
-        except SyntaxError:
-            pass
+        if not _INVALID.search(body):
+            try:
+                yield None, self._parse_text(header + "\n" + body if header else body)
+                return
+            except (SyntaxError, MemoryError):
+                pass
         for r in batch:
+            bad = invalid_utf8(self.stream, str(self.path), r)
+            if bad is not None:
+                yield r, bad
+                continue
             try:
                 yield r, self._parse_text(header + "\n" + r.text if header else r.text)
+            except MemoryError as e:
+                yield r, Rejected(self.stream, str(self.path), r.line, r.column,
+                                  f"a term too large for the parser ({e}); record of "
+                                  f"{len(r.text):,} characters", r.text.strip()[:200])
             except SyntaxError as e:
                 el, ec = error_position(e)
                 hl = (self._prefix_lines + 1) if header else 0
@@ -394,10 +445,16 @@ class StreamFile:
                 yield r, Rejected(self.stream, str(self.path), line, col, clean_error(e), snippet)
 
     def _directive(self, r: Record) -> Rejected | None:
+        bad = invalid_utf8(self.stream, str(self.path), r)
+        if bad is not None:
+            return bad
         parser = ox.parse(self._prefix_text + "\n" + r.text, format=ox.RdfFormat.TRIG,
                           base_iri=self._base)
         try:
             list(parser)
+        except MemoryError as e:
+            return Rejected(self.stream, str(self.path), r.line, r.column,
+                            f"a term too large for the parser ({e})", r.text.strip()[:200])
         except SyntaxError as e:
             el, ec = error_position(e)
             return Rejected(self.stream, str(self.path), r.line, ec, clean_error(e), r.text.strip())

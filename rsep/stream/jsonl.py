@@ -9,6 +9,7 @@ and the reason; the other lines go on.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from rsep.stream.files import scope_blank_nodes
 from rsep.stream.time import TimeError, TimeKind, Timestamp, parse_datetime_ms
 
 SUFFIXES = (".jsonl", ".ndjson")
+_INVALID = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8 (surrogateescape)
 
 
 def _stamp(v: object) -> Timestamp:
@@ -42,6 +44,12 @@ def parse_lines(lines: Iterable[str], stream: str, origin: str,
         s = raw.strip()
         if not s or s.startswith("#"):
             continue
+        bad = _INVALID.search(raw)
+        if bad is not None:
+            yield Rejected(stream, origin, i, bad.start() + 1,
+                           f"invalid UTF-8: byte 0x{ord(bad.group()) - 0xDC00:02X}",
+                           _INVALID.sub("\ufffd", s[:200]))
+            continue
         try:
             d = json.loads(s)
             if not isinstance(d, dict):
@@ -64,8 +72,12 @@ def parse_lines(lines: Iterable[str], stream: str, origin: str,
             if not isinstance(body, str):
                 raise ValueError('"triples" must be N-Triples or Turtle text')
             triples = [q.triple for q in ox.parse(body, format=ox.RdfFormat.TURTLE)]
-        except (ValueError, SyntaxError, TimeError) as e:
-            yield Rejected(stream, origin, i, 0, str(e).splitlines()[0], s[:200])
+        except (ValueError, SyntaxError, TimeError, MemoryError) as e:
+            yield Rejected(stream, origin, i, 0, (str(e).splitlines() or [type(e).__name__])[0],
+                           s[:200])
+            continue
+        except RecursionError:  # JSON nested deeper than the decoder's recursion
+            yield Rejected(stream, origin, i, 0, "JSON nested too deeply", s[:200])
             continue
         n += 1
         if any(isinstance(t.subject, ox.BlankNode) or isinstance(t.object, ox.BlankNode)
@@ -83,5 +95,6 @@ class JsonlStreamFile:
         self.stream = stream
 
     def __iter__(self) -> Iterator[Event | Rejected]:
-        with open(self.path, encoding="utf-8", errors="replace") as f:
+        # (an invalid byte kept as a lone surrogate: its line is rejected, not read altered)
+        with open(self.path, encoding="utf-8", errors="surrogateescape") as f:
             yield from parse_lines(f, self.stream, str(self.path))

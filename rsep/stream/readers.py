@@ -41,7 +41,7 @@ def stream_kind(path: str, fmt: str = "auto") -> str:
 
 
 def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | None = None,
-                time_predicates: Iterable[str] = ()) -> Source:
+                time_predicates: Iterable[str] = (), max_record: int | None = None) -> Source:
     """The reader of one stream. ``time_predicates`` ``["arrival"]``: a message log's
     messages take their arrival times (for stream files, time always comes from the data)."""
     preds = list(time_predicates)
@@ -76,4 +76,4 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
         text = "trig" if path == STDIN else log_format(path)
         return MessageLog(path, iri, time=time, arrival=arrival,
                           fmt="jelly" if kind == "jelly" else ("trig" if text == "jelly" else text))
-    return StreamFile("/dev/stdin" if path == STDIN else path, iri, time=time)
+    return StreamFile("/dev/stdin" if path == STDIN else path, iri, time=time, max_record=max_record)

@@ -28,6 +28,14 @@ NDJSON = {"Content-Type": "application/x-ndjson"}
 @contextmanager
 def serve(*args: str) -> Iterator[httpx.Client]:
     """``rsep serve --port 0 ARGS`` in a process of its own; a client on its address."""
+    with serve_process(*args) as (client, _):
+        yield client
+
+
+@contextmanager
+def serve_process(*args: str) -> Iterator[tuple[httpx.Client, subprocess.Popen[str]]]:
+    """:func:`serve`, and the server's process (its stderr a pipe, read up to the line that
+    says where it listens)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", "import sys; from rsep.cli.main import main; "
                              "sys.exit(main())", "serve", "--port", "0", *args],
@@ -40,9 +48,10 @@ def serve(*args: str) -> Iterator[httpx.Client]:
             before.append(line)
         url = line.split()[-1]
         with httpx.Client(base_url=url, timeout=30) as client:
-            yield client
+            yield client, proc
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:

@@ -167,7 +167,7 @@ async def read_body(request: Request, limit: int, timeout: float, what: str) -> 
     """The request's body: 413 past ``limit`` bytes (before reading any when the
     Content-Length says so), 408 when it has not all come within ``timeout`` seconds."""
     size = request.headers.get("content-length", "")
-    too_large = Refused(413, f"{what} is larger than the limit of {limit} bytes "
+    too_large = Refused(413, f"{what} body is larger than the limit of {limit} bytes "
                              f"({_flag(what)})")
     if size.isdigit() and int(size) > limit:
         raise too_large
@@ -179,7 +179,7 @@ async def read_body(request: Request, limit: int, timeout: float, what: str) -> 
                 if len(buf) > limit:
                     raise too_large
     except TimeoutError:
-        raise Refused(408, f"{what} did not arrive within {timeout:g} s (--body-timeout)",
+        raise Refused(408, f"{what} body did not arrive within {timeout:g} s (--body-timeout)",
                       {"Connection": "close"}) from None
     except ClientDisconnect:
         raise Refused(400, "the client closed the connection before its body was sent") from None

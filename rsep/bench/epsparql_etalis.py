@@ -11,8 +11,11 @@ latter as released (its garbage collector runs on wall-clock alarms: a replayed 
 never pruned) and with its pattern garbage collection run on stream time (``etalis-gc``,
 for the patterns with a window). Under unrestricted, rsep's own policy runs; under
 chronological / recent, its ETALIS-compatible mode (``etalis-chronological`` /
-``etalis-recent``, docs/semantics.md "EP-SPARQL as ETALIS runs it"). Every run's complex
-events (values and interval) are compared with rsep's: they must be identical.
+``etalis-recent``, docs/semantics.md "EP-SPARQL as ETALIS runs it"). Every ETALIS run's
+complex events (values and interval) are compared with rsep's: they must be identical.
+Under chronological / recent, ``rsep-formal`` runs RSEP-QL's own policies too (000 Table 1,
+rsep's default reading): its complex events are compared with ETALIS's and, where they
+differ, marked as differing by definition (the two readings select differently).
 
 CPU per event is given three ways, start-up apart (imports and the query's or rules'
 compilation): ``cpu_us_per_event`` the whole, each engine's reading of its input and its
@@ -57,7 +60,8 @@ PATTERNS: dict[str, str] = {
 POLICIES = ("unrestricted", "chronological", "recent")
 RSEP_POLICY = {"unrestricted": "unrestricted", "chronological": "etalis-chronological",
                "recent": "etalis-recent"}
-ENGINES = ("rsep", "etalis", "etalis-gc")
+ENGINES = ("rsep", "rsep-formal", "etalis", "etalis-gc")
+RSEP_ENGINES = ("rsep", "rsep-formal")
 SIZES = (1_000, 10_000, 100_000)
 GEN_VERSION = "1"  # bump when the generator's output changes: old files are not reused
 
@@ -158,8 +162,9 @@ def has_window(pattern: str) -> bool:
 
 
 def spec(engine: str, pattern: str, policy: str, s: Stream, workdir: Path) -> dict:
-    if engine == "rsep":
-        return {"query": query(pattern), "policy": RSEP_POLICY[policy],
+    if engine in RSEP_ENGINES:
+        return {"query": query(pattern),
+                "policy": policy if engine == "rsep-formal" else RSEP_POLICY[policy],
                 "streams": [[STREAM, s.trig]], "matches": str(workdir / "matches.jsonl")}
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "rules.event").write_text(etalis_rules(pattern), encoding="utf-8")
@@ -192,6 +197,19 @@ def agreement(rsep: Path, peer: Path) -> str:
             f"{sum(only_b.values())} only in ETALIS ({'; '.join(ex)})")
 
 
+def by_definition(base: Path, results: dict, failed: dict) -> str:
+    """The formal policies' complex events against ETALIS's: not an agreement check (the
+    readings differ by definition, docs/semantics.md "EP-SPARQL as ETALIS runs it"), a count
+    of how far apart they are on this stream; empty when ETALIS was not run."""
+    peer = next((e for e in ("etalis", "etalis-gc") if e in results and e not in failed), None)
+    if peer is None:
+        return ""
+    got = agreement(base / "rsep-formal" / "matches.jsonl", base / peer / "matches.jsonl")
+    if got.startswith("identical"):
+        return f"{got}, as ETALIS"
+    return "by definition " + got.removeprefix("DIFFERENT: ").replace("only in ETALIS", f"only in {peer}")
+
+
 # ------------------------------------------------------------------ the runs
 
 
@@ -218,9 +236,11 @@ def cases(selection: str | None = None) -> list[tuple[str, str]]:
     return out
 
 
-def engines(pattern: str, only: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    # the collector prunes by the rule's window: a pattern without one has nothing to prune
-    every = ENGINES if has_window(pattern) else ("rsep", "etalis")
+def engines(pattern: str, policy: str, only: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    # the collector prunes by the rule's window: a pattern without one has nothing to prune;
+    # under unrestricted the formal reading is rsep's one reading
+    every = [e for e in ENGINES if (e != "etalis-gc" or has_window(pattern))
+             and (e != "rsep-formal" or policy != "unrestricted")]
     return tuple(e for e in every if only is None or e in only)
 
 
@@ -233,7 +253,7 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
     over: dict[str, int] = {}  # engine -> the size it timed out at
     for size in sizes:
         s = generate(out / "data", size)
-        results: dict[str, list[peers.RunResult]] = {e: [] for e in engines(pattern, only)}
+        results: dict[str, list[peers.RunResult]] = {e: [] for e in engines(pattern, policy, only)}
         failed: dict[str, str] = {}
         for e in results:
             if e in over:
@@ -244,7 +264,7 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
                     continue
                 wd = out / "runs" / "epsparql-etalis" / f"{pattern}-{policy}-{size}" / e
                 log(f"  ({pattern}) {policy} {size} {e} run {k + 1}")
-                r = peers.run(RSEP if e == "rsep" else ETALIS, spec(e, pattern, policy, s, wd), wd,
+                r = peers.run(RSEP if e in RSEP_ENGINES else ETALIS, spec(e, pattern, policy, s, wd), wd,
                               timeout, cpu_timeout=True)
                 if not r.ok:
                     log(f"    {r.error}")
@@ -259,7 +279,8 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
         for e, rs in results.items():
             row: dict[str, object] = {f: "" for f in FIELDS}
             row.update(pattern=pattern, policy=policy, engine=e, size=size, runs=len(rs),
-                       rsep_policy=RSEP_POLICY[policy], query=PATTERNS[pattern])
+                       rsep_policy=policy if e == "rsep-formal" else RSEP_POLICY[policy],
+                       query=PATTERNS[pattern])
             if e in failed:
                 row["status"] = failed[e]
                 rows.append(row)
@@ -270,7 +291,7 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
             # its ready-made facts before "ready"
             st = [r.stages or {} for r in rs]
             read = statistics.median(s.get("read_cpu_s", 0.0) for s in st)
-            if e == "rsep":
+            if e in RSEP_ENGINES:
                 cpu = statistics.median(s.get("cpu_s", r.cpu_s) for s, r in zip(st, rs, strict=True))
                 engine_cpu = statistics.median(s.get("cpu_s", r.cpu_s) - s.get("read_cpu_s", 0.0)
                                                for s, r in zip(st, rs, strict=True))
@@ -288,7 +309,11 @@ def run_case(pattern: str, policy: str, sizes: tuple[int, ...], runs: int, out: 
                        peak_rss_mb=round(max(r.peak_rss_mb for r in rs), 1))
             n = sum(complex_events(base / e / "matches.jsonl").values())
             row.update(outputs=n, results_per_cpu_s=round(n / cpu) if cpu > 0 else "")
-            if e != "rsep":
+            if e == "rsep-formal":
+                row["agreement"] = by_definition(base, results, failed)
+                if row["agreement"]:
+                    log(f"    ({pattern}) {policy} {size} {e} vs etalis: {row['agreement']}")
+            elif e != "rsep":
                 row["agreement"] = ("rsep not run" if "rsep" in failed or "rsep" not in results else
                                     agreement(base / "rsep" / "matches.jsonl", base / e / "matches.jsonl"))
                 log(f"    ({pattern}) {policy} {size} {e} vs rsep: {row['agreement']}")
@@ -334,7 +359,7 @@ def plot(rows: list[dict], path: Path) -> Path:
 
     pats = sorted({r["pattern"] for r in rows})
     fig, axes = plt.subplots(1, len(pats), figsize=(4.2 * len(pats), 3.8), squeeze=False)
-    colors = {"rsep": "#1b7837", "etalis": "#b2182b", "etalis-gc": "#2166ac"}
+    colors = {"rsep": "#1b7837", "rsep-formal": "#7fbc41", "etalis": "#b2182b", "etalis-gc": "#2166ac"}
     styles = {"unrestricted": "-", "chronological": "--", "recent": ":"}
     for ax, pat in zip(axes[0], pats, strict=True):
         for e in ENGINES:

@@ -2,13 +2,16 @@
 
     python tests/data/etalis/record.py [ETALIS_SRC]
     python tests/data/etalis/record.py bench [ETALIS_SRC]
+    python tests/data/etalis/record.py bench10k [ETALIS_SRC]
 
 ETALIS_SRC is ETALIS's src/ folder (a clone of github sspider/etalis, its etalis/src; default
 $RSEP_ETALIS_SRC); SWI-Prolog runs it (Debian's swi-prolog-nox, `swipl --traditional`).
 Neither is needed by the tests, which read recorded.json and bench-300.json.
 
 ``bench`` records instead ETALIS's complex events on `rsep bench epsparql-etalis`'s own
-300-event stream, for the cases tests/bench/test_bench_etalis.py runs rsep on (bench-300.json).
+300-event stream, for the cases tests/bench/test_bench_etalis.py runs rsep on (bench-300.json);
+``bench10k`` on its 10^4-event stream for pattern (b) under chronological and recent
+(bench-10000.json), where RSEP-QL's formal chronological policy and ETALIS part (issue 51).
 
 Each case is an EP-SPARQL SELECT query and a stream of items (start, end, triples). For
 each policy the query is translated into an ETALIS event rule as rsep's ETALIS mode reads
@@ -298,9 +301,9 @@ def source_label(src: Path) -> str:
 BENCH_CASES = "a-unrestricted,b,c-recent"
 
 
-def bench(src: Path) -> None:
-    """bench-300.json: ETALIS's complex events (values, from, to) per bench case, on the
-    bench's 300-event stream, run by `rsep bench epsparql-etalis` itself."""
+def bench(src: Path, size: int = 300, selection: str = BENCH_CASES) -> None:
+    """bench-SIZE.json: ETALIS's complex events (values, from, to) per bench case, on the
+    bench's stream of that size, run by `rsep bench epsparql-etalis` itself."""
     import os
     import tempfile
 
@@ -311,20 +314,20 @@ def bench(src: Path) -> None:
     swipl = subprocess.run(["swipl", "--version"], capture_output=True, text=True).stdout.strip()
     cases: dict[str, list] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        rc = cli(["bench", "epsparql-etalis", "--size", "300", "--runs", "1", "--cases", BENCH_CASES,
+        rc = cli(["bench", "epsparql-etalis", "--size", str(size), "--runs", "1", "--cases", selection,
                   "--peers", "etalis", "--out", tmp, "--no-plots", "--timeout", "300"])
         assert rc == 0, rc
-        for pattern, policy in ee.cases(BENCH_CASES):
-            path = Path(tmp) / "runs" / "epsparql-etalis" / f"{pattern}-{policy}-300" / "etalis"
+        for pattern, policy in ee.cases(selection):
+            path = Path(tmp) / "runs" / "epsparql-etalis" / f"{pattern}-{policy}-{size}" / "etalis"
             with open(path / "matches.jsonl", encoding="utf-8") as f:
                 cases[f"{pattern}-{policy}"] = [json.loads(line) for line in f if line.strip()]
     doc = {"etalis": {"source": source_label(src), "prolog": swipl,
                       "recorded_by": "tests/data/etalis/record.py bench"},
-           "size": 300, "cases": cases}
+           "size": size, "cases": cases}
     body = ",\n".join(f"  {json.dumps(k)}: [\n" + ",\n".join(f"   {json.dumps(e)}" for e in v) + "]"
                       for k, v in cases.items())
     head = json.dumps({k: doc[k] for k in ("etalis", "size")})[1:-1]
-    (HERE / "bench-300.json").write_text(f"{{{head},\n \"cases\": {{\n{body}}}}}\n", encoding="utf-8")
+    (HERE / f"bench-{size}.json").write_text(f"{{{head},\n \"cases\": {{\n{body}}}}}\n", encoding="utf-8")
 
 
 def main() -> None:
@@ -332,6 +335,9 @@ def main() -> None:
 
     if sys.argv[1:2] == ["bench"]:
         bench(etalis_source(sys.argv[2:]))
+        return
+    if sys.argv[1:2] == ["bench10k"]:
+        bench(etalis_source(sys.argv[2:]), 10_000, "b-chronological,b-recent")
         return
     src = etalis_source(sys.argv[1:])
     swipl = subprocess.run(["swipl", "--version"], capture_output=True, text=True).stdout.strip()

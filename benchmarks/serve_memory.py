@@ -119,7 +119,8 @@ def main() -> None:
         url = proc.stderr.readline().split()[-1]
         client = httpx.Client(base_url=url, timeout=600)
         for name, (dialect, text) in queries().items():
-            r = client.post("/queries", params={"name": name, "dialect": dialect}, content=text)
+            r = client.post("/queries", params={"name": name, "dialect": dialect}, content=text,
+                            headers={"Content-Type": "application/sparql-query"})
             assert r.status_code == 201, (name, r.text)
         received = {n: 0 for n in queries()}
 
@@ -141,7 +142,8 @@ def main() -> None:
         t0 = time.perf_counter()
         for i in range(0, len(lines), args.batch):
             body = "\n".join(lines[i:i + args.batch]).encode()
-            r = client.post("/events", params={"stream": S, "format": "jsonl"}, content=body)
+            r = client.post("/events", params={"stream": S}, content=body,
+                            headers={"Content-Type": "application/x-ndjson"})
             assert r.json()["rejected"] == 0, r.text
             done = min(i + args.batch, len(lines))
             while mark <= 10 and done * 10 >= mark * len(lines):

@@ -99,7 +99,8 @@ def bench_serve(path: Path, batch: int) -> dict:
             except httpx.TransportError:
                 time.sleep(0.005)
         startup = time.perf_counter() - t0
-        client.post("/queries", params={"name": "hot"}, content=QUERY).raise_for_status()
+        client.post("/queries", params={"name": "hot"}, content=QUERY,
+                    headers={"Content-Type": "application/sparql-query"}).raise_for_status()
         # the batches, as JSON lines, prepared before the clock starts
         events = [e for e in merge_streams([StreamFile(path, STREAM)], DeadLetter())]
         lines = [json.dumps({"graph": e.graph, "time": e.time,
@@ -127,8 +128,8 @@ def bench_serve(path: Path, batch: int) -> dict:
         t1 = time.perf_counter()
         for body in batches:
             sent.append(time.perf_counter())
-            client.post("/events", params={"stream": STREAM, "format": "jsonl"},
-                        content=body).raise_for_status()
+            client.post("/events", params={"stream": STREAM}, content=body,
+                        headers={"Content-Type": "application/x-ndjson"}).raise_for_status()
         sent.append(time.perf_counter())
         client.post("/clock", json={"until": events[-1].time})
         client.delete("/queries/hot")

@@ -146,9 +146,10 @@ def test_watchdog_and_query_threads_end_with_their_query():
         def cycle(i: int) -> None:
             assert client.post("/queries", params={"name": f"q{i}"}, content=QUERY,
                                headers=SPARQL).status_code == 201
-            # an evaluation: the query's watchdog thread starts
             assert client.post("/events", params={"stream": "http://s"}, content=event(i + 1),
                                headers=NDJSON).json() == {"accepted": 1, "rejected": 0}
+            # an evaluation: the query's watchdog thread starts
+            assert client.post("/clock", json={"until": i + 1}).status_code == 200
             assert client.delete(f"/queries/q{i}").status_code == 204
 
         for i in range(5):

@@ -266,6 +266,24 @@ WHERE {{
 """
 
 
+
+def esper_query2() -> str:
+    """Query 2 in EPL: SEQ (A, B+) under strict contiguity is ``match_recognize`` over the
+    unpartitioned stream. SPASEQ outputs every prefix of a run of B (a match per B event):
+    Esper's ALL MATCHES with AFTER MATCH SKIP TO CURRENT ROW gives exactly those (checked
+    against rsep's matches; its default keeps the greedy, longest match, and ALL MATCHES
+    with SKIP TO NEXT ROW the shortest of each start). B's GRAPH pattern (the holder's name
+    and address) is a lookup in an Esper table loaded with the KB before the stream. No
+    WITHIN in match_recognize: the harness keeps the matches inside one SPASEQ tumbling
+    window, as for Flink."""
+    return ("create table Holders (id string primary key, name string, address string);\n"
+            "insert into Holders select id, name, address from Holder;\n"
+            "@name('bench') select * from Card match_recognize (measures A.t as t1, "
+            "B.selectFrom(v => v.t) as bs, Holders[B.lastOf().id].name as name "
+            "all matches after match skip to current row pattern (A B+) "
+            "define B as B.card = A.card and B.amount >= A.amount * 10 "
+            "and Holders[B.id] is not null)")
+
 def spaseq_query3(window: int) -> str:
     """002 Query 3 (head and shoulders) as printed, WITHIN in stream units."""
     text = (Path(__file__).resolve().parents[2] / "tests" / "data" / "spaseq" / "query3.rq")

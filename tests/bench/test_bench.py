@@ -233,7 +233,7 @@ def test_esper_and_rsprs_specs_and_missing_installs(tmp_path, monkeypatch):
     monkeypatch.setenv("RSEP_BENCH_PEERS", str(tmp_path / "no-peers"))
     g = w.generate("stock", tmp_path / "stock", 50, companies=2)
     spec = runner.zigzag_case(50).build(g, "esper")
-    assert spec["csv"] == g.streams["stocks"].csv and spec["length"] == 3
+    assert spec["csv"] == g.streams["stocks"].csv and spec["times"] == ["t1", "t2", "t3"]
     assert spec["columns"][0] == ["t", "long"] and ["company", "string"] in spec["columns"]
     s = w.generate("sensors", tmp_path / "sensors", 50)
     spec = runner.sensors_case(50).build(s, "rsprs")
@@ -250,6 +250,8 @@ def test_esper_and_rsprs_specs_and_missing_installs(tmp_path, monkeypatch):
     assert rows["rsep"]["status"] == "ok" and rows["rsep"]["outputs"] == "3"  # windows 0, 1000, 2000
     assert rows["rsprs"]["status"] == "not installed: run benchmarks/peers/setup_rsprs.sh"
     assert "esper" not in rows  # not a peer of this comparison
+    assert "esper" in runner.cases("credit-q2", 50)[0].peers
+    assert "all matches after match skip to current row pattern (A B+)" in queries.esper_query2()
 
 
 def test_events_read_back_in_time_order_across_streams(tmp_path):

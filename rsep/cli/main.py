@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 
@@ -63,6 +67,8 @@ def main(argv: list[str] | None = None, *, started: Callable[[], None] = _nothin
     args.started = started
     module = ENGINES[args.engine] if args.command == "run" else SUBCOMMANDS[args.command]
     try:
+        if args.command == "run" and args.engine == "inprocess":
+            return interruptible(_module(module).main, args)
         code: int = _module(module).main(args)
         return code
     except QueryError as e:
@@ -75,6 +81,67 @@ def main(argv: list[str] | None = None, *, started: Callable[[], None] = _nothin
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+# rsep run's recursion limit: the query bounds (rsep.lang.bounds) let a query through whose
+# parse tree is ~1,000 levels deep, which rsep's analyses walk by recursion (Python's
+# default limit is 1,000); what the C stack takes is the query's depth, not this limit.
+RECURSION = 10_000
+GRACE = 0.7  # seconds the main thread has to take a SIGINT itself before it is forced
+
+
+def interruptible(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``rsep run``'s in-process main, stopped by SIGINT within :data:`GRACE` seconds even
+    inside a native call. Python runs a signal handler in the main thread between bytecodes
+    only: a Ctrl-C waited until pyoxigraph's evaluation returned (minutes for a runaway).
+    The C-level handler writes the signal to a wake-up socket at once; a thread reading it
+    gives the main thread GRACE seconds to take the KeyboardInterrupt (then the run closes
+    its outputs as usual: a live run's last message is published); if it has not, the
+    thread flushes what was output, says so and ends the process, status 130."""
+    if threading.current_thread() is not threading.main_thread():
+        return run(args)  # (signals go to the main thread: nothing to watch here)
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    taken = threading.Event()
+    done = threading.Event()
+
+    def on_sigint(signum: int, frame: object) -> None:
+        taken.set()
+        raise KeyboardInterrupt
+
+    def watch() -> None:
+        while True:
+            try:
+                data = r.recv(64)
+            except OSError:
+                return
+            if not data or done.is_set():
+                return
+            if signal.SIGINT in data and not taken.wait(GRACE) and not done.is_set():
+                for f in (*getattr(args, "flush", ()), sys.stdout):
+                    try:
+                        f.flush()
+                    except (OSError, ValueError):
+                        pass  # a closed or broken output: the process ends anyway
+                print("rsep: interrupted; the results output so far are kept",
+                      file=sys.stderr, flush=True)
+                os._exit(130)
+
+    old_handler = signal.signal(signal.SIGINT, on_sigint)
+    old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, RECURSION))
+    t = threading.Thread(target=watch, name="rsep-sigint", daemon=True)
+    t.start()
+    try:
+        return run(args)
+    finally:
+        done.set()
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGINT, old_handler)
+        sys.setrecursionlimit(old_limit)
+        w.close()
+        r.close()
 
 
 if __name__ == "__main__":

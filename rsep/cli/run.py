@@ -16,16 +16,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
+from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import Query
-from rsep.lang import DIALECTS, apply_option, dialect_of, parse_query
+from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
 from rsep.lang.dialect import OPTIONS
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, open_sink
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
-from rsep.stream.files import TimeConfig
+from rsep.stream.files import MAX_RECORD, TimeConfig
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import parse_datetime_ms, parse_time_unit
@@ -119,7 +120,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-results", type=int, default=None,
                    help=f"RSP queries: at most this many results of one evaluation (default "
                    f"{Limits.max_results:,})")
-    r.add_argument("--max-eval-seconds", type=float, default=None)
+    r.add_argument("--max-eval-seconds", type=float, default=None,
+                   help="stop the run when the work an event brings (window upkeep and every "
+                   "evaluation due before it) or the input's end takes longer than this")
+    r.add_argument("--max-query-bytes", type=int, default=bounds.DEFAULT.max_bytes,
+                   metavar="N", help="refuse a query text over N bytes (default "
+                   f"{bounds.DEFAULT.max_bytes:,})")
+    r.add_argument("--max-query-depth", type=int, default=bounds.DEFAULT.max_depth,
+                   metavar="N", help="refuse a query nesting '{', '(' or '[' deeper than N "
+                   f"(default {bounds.DEFAULT.max_depth})")
+    r.add_argument("--max-query-patterns", type=int, default=bounds.DEFAULT.max_patterns,
+                   metavar="N", help="refuse a query of more than N triple patterns, UNION "
+                   f"branches, BIND, FILTER and operators (default {bounds.DEFAULT.max_patterns:,})")
+    r.add_argument("--max-query-triples", type=int, default=bounds.DEFAULT.max_triples,
+                   metavar="N", help="refuse a group { } of more than N triple patterns "
+                   f"(default {bounds.DEFAULT.max_triples})")
+    r.add_argument("--max-record-bytes", type=_size_arg, default=MAX_RECORD, metavar="SIZE",
+                   help="a TriG / N-Quads record (one graph block) still unfinished after "
+                   "SIZE characters is rejected and its file read no further (default 64M)")
     r.add_argument("--allow-dereference", action="store_true",
                    help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress or rejection messages")
@@ -172,7 +190,7 @@ def _size_arg(text: str) -> int:
     digits = t[:-1] if scale > 1 else t
     if not digits.isdigit():
         raise argparse.ArgumentTypeError(
-            f"--max-bytes-per-batch must be a size such as 65536, 16M or 1G, got {text!r}")
+            f"must be a size such as 65536, 16M or 1G, got {text!r}")
     return int(digits) * scale
 
 
@@ -203,6 +221,8 @@ def check_options(args: argparse.Namespace) -> list[Query]:
                                                    if other != "--batch" else
                                                    "runs one batch job, with no micro-batches"))
     given = [o for o in OPTIONS if o.startswith("--") and _given(args, o)]
+    bounds.configure(bounds.QueryBounds(args.max_query_bytes, args.max_query_depth,
+                                        args.max_query_patterns, args.max_query_triples))
     out = []
     for qf in args.queries:
         q = parse_query(Path(qf).read_text(encoding="utf-8"), args.dialect, source=qf)
@@ -310,12 +330,14 @@ def main(args: argparse.Namespace) -> int:
             raise EngineError(str(e)) from e
         engine.background.add_changes(iri, changes)
     sink = open_sink(args.output, args.format, with_query=len(engine.queries) > 1)
+    args.flush = (sink.out,)  # what an interrupt flushes (rsep.cli.main.interruptible)
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(
-            what, args.max_eval_seconds, (sink.out,)))
+            engine.doing or what, args.max_eval_seconds, (sink.out,)))
     try:
         files = [open_stream(iri, path, fmt=args.stream_format, time=tc,
-                             time_predicates=args.time_predicate) for iri, path in args.stream]
+                             time_predicates=args.time_predicate, max_record=args.max_record_bytes)
+                 for iri, path in args.stream]
     except FileNotFoundError as e:
         raise EngineError(str(e)) from e
     events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
@@ -329,10 +351,16 @@ def main(args: argparse.Namespace) -> int:
         events = clock.iterate("parse", events)
         write = clock.timed("output", write)
     t0 = time.perf_counter()
+
+    def out(o: Output) -> None:
+        write(o)
+        progress.tick(engine.events, sink.count)
+
     try:
-        for o in engine.run(events, until=until(args.until)):
-            write(o)
-            progress.tick(engine.events, sink.count)
+        # each result written as its evaluation ends (not when the event that brought the
+        # evaluations in is taken): a stopped run keeps them, an event far ahead holds none
+        for _ in engine.run(events, until=until(args.until), write=out):
+            pass
     finally:
         sink.close()
         progress.done()

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from rsep.runtime.engine import Engine
 
 
+# the most a dereferenced graph may be (its whole body is held to parse it)
+MAX_FETCH = 64 << 20
+
+
 class Background:
     """The graphs of one engine (``engine.graphs``: each as it stands at the engine's
     time) and the changes of the time-varying ones not yet applied. Applied changes are
@@ -69,17 +73,32 @@ class Background:
                 f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
                 "graph IRIs are not dereferenced unless --allow-dereference is given",
                 source=source)
+        # Only the web: a query's FROM <file:///etc/...> (or ftp:, data:) would read what the
+        # user never gave (urllib opens them all; its redirects go to http(s) and ftp only)
+        scheme = g.partition(":")[0].lower()
+        if scheme not in ("http", "https"):
+            raise QueryError(f"<{g}> is not an http(s) IRI: --allow-dereference fetches graphs "
+                             "from the web only (give a local file with --graph)", source=source)
         import urllib.request  # start-up: http.client, email and ssl for --allow-dereference only
 
         req = urllib.request.Request(g, headers={"Accept": "text/turtle, application/n-triples;q=0.9"})
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
-                body = resp.read()
+                if resp.geturl().partition(":")[0].lower() not in ("http", "https"):
+                    raise QueryError(f"<{g}> redirects to {resp.geturl()}, not an http(s) IRI",
+                                     source=source)
+                body = resp.read(MAX_FETCH + 1)
                 ctype = resp.headers.get_content_type()
         except OSError as e:
             raise QueryError(f"<{g}> could not be fetched: {e}", source=source) from None
+        if len(body) > MAX_FETCH:
+            raise QueryError(f"<{g}> is over {MAX_FETCH:,} bytes; fetch it yourself and give "
+                             "it with --graph", source=source)
         fmt = ox.RdfFormat.from_media_type(ctype) or ox.RdfFormat.TURTLE
-        self.engine.graphs[g] = [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
+        try:
+            self.engine.graphs[g] = [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
+        except (SyntaxError, MemoryError) as e:
+            raise QueryError(f"<{g}> as fetched does not parse: {e}", source=source) from None
 
     def add_changes(self, iri: str, changes: Iterable[GraphUpdate]) -> None:
         """Changes of graph ``iri`` (timestamped, in time order: rsep.stream.updates); the

@@ -62,6 +62,10 @@ class Engine:
         self.events = 0
         self._out: deque[Output] = deque()
         self._deferring: set[int] = set()  # ids of the runtimes that announce deadlines
+        # run() watches each event's whole work, not one evaluation (_evaluate then leaves
+        # the watchdog alone): a runaway may be many evaluations, or none (window upkeep)
+        self._watched = False
+        self.doing: str | None = None  # the evaluation running under it, to name an overrun
 
     # ------------------------------------------------------------ set-up
 
@@ -224,6 +228,12 @@ class Engine:
         wd = self.watchdog
         if wd is None:
             return rt.evaluate(t)
+        if self._watched:  # (the limit's clock runs from the event; an overrun names this)
+            self.doing = f"query {rt.name}: evaluation at {format_time(t, self.kind)}"
+            try:
+                return rt.evaluate(t)
+            finally:
+                self.doing = None
         wd.begin(f"query {rt.name}: evaluation at {format_time(t, self.kind)}")
         try:
             return rt.evaluate(t)
@@ -279,9 +289,18 @@ class Engine:
         while self._out:
             yield self._out.popleft()
 
-    def run(self, events: Iterable[Event], until: int | None = None) -> Iterator[Output]:
-        """Push every event, yielding outputs as soon as they are produced."""
+    def run(self, events: Iterable[Event], until: int | None = None, *,
+            write: Callable[[Output], None] | None = None) -> Iterator[Output]:
+        """Push every event, yielding outputs as soon as they are produced. With ``write``,
+        each output is handed to it the moment its evaluation ends and nothing is yielded:
+        the evaluations an event far ahead brings out (one a window close, up to it) are
+        never all held, and what a run that is stopped had produced is out."""
+        if write is not None:
+            self._out = cast("deque[Output]", _Through(write))  # (the calls it takes)
         with relaxed_collector():
+            if self.watchdog is not None:
+                yield from self._run_watched(events, until)
+                return
             out = self._out
             for e in events:
                 # outputs leave before the event's own window work, so their latency is the
@@ -294,3 +313,55 @@ class Engine:
                     yield out.popleft()
             self.close(until)
             yield from self.drain()
+
+    def _run_watched(self, events: Iterable[Event], until: int | None) -> Iterator[Output]:
+        """run() under --max-eval-seconds: the limit holds for all the work an event brings
+        (its window upkeep and every evaluation due before it), and for the end's."""
+        wd = self.watchdog
+        assert wd is not None
+        out = self._out
+        self._watched = True
+        try:
+            for e in events:
+                wd.begin(f"the work due at {format_time(e.end, e.kind)} (an event's arrival)")
+                try:
+                    self._reach(e)
+                    self._take(e)
+                finally:
+                    wd.end()
+                while out:
+                    yield out.popleft()
+            wd.begin("the evaluations at the end of the input")
+            try:
+                self.close(until)
+            finally:
+                wd.end()
+            yield from self.drain()
+        finally:
+            self._watched = False
+
+
+class _Through:
+    """The engine's queue of outputs, as :meth:`Engine.run` with ``write`` has it: each
+    output put in goes out at once, and it is always empty."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, write: Callable[[Output], None]) -> None:
+        self.write = write
+
+    def append(self, o: Output) -> None:
+        self.write(o)
+
+    def extend(self, outs: Iterable[Output]) -> None:
+        for o in outs:
+            self.write(o)
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+    def popleft(self) -> Output:
+        raise IndexError("nothing is held")

@@ -297,6 +297,12 @@ class QueryRuntime(Ticks):
         if not self._due(tau, self._versions is None or versions[:-1] != self._versions[:-1]):
             return []
         if self.report.non_empty and all(bw.op.empty for bw in self.windows):
+            if not self._delta_r2s:
+                # This content is seen (its answer is nothing, never output): without the
+                # versions kept, _quiet never finds the empty windows unchanged and the
+                # ticks step through every empty close up to the next event, however far
+                # (an event at 10^29 ran forever). No cache: the next content is run anew.
+                self._versions, self._cache = versions, None
             return []
         if self._delta_r2s:
             self.evaluations += 1

@@ -40,7 +40,35 @@ _GRAPH_CHANGED = {"description": "the graph's size after the change, and the eng
                           "time": {"type": ["integer", "null"]}}}}}}
 
 
+# what every route may answer before it runs (rsep.serve.guard), and what a route with a body
+# may answer about it
+_GUARD = {"403": _json("Error", "the request's Origin is not the server's own nor given "
+                                "with --allow-origin"),
+          "421": _json("Error", "the request's Host is a name other than localhost, not "
+                                "given with --allow-host")}
+_BODY = {"408": _json("Error", "the body did not arrive within --body-timeout"),
+         "413": _json("Error", "the body is larger than the route's limit (--max-*-bytes)"),
+         "415": _json("Error", "the Content-Type is not one of the route's")}
+_BUSY = {"429": {**_json("Error", "a query has --max-pending-events events still to take "
+                                  "in: none of the body was taken in, send it again later"),
+                 "headers": {"Retry-After": {"schema": {"type": "integer"}}}}}
+
+
 def schema() -> dict[str, Any]:
+    doc = _schema()
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            if method == "parameters":  # (the path's, not an operation)
+                continue
+            op["responses"].update(_GUARD)
+            if method in ("post", "put") and "requestBody" in op:
+                op["responses"].update(_BODY)
+            if (path, method) == ("/events", "post"):
+                op["responses"].update(_BUSY)
+    return doc
+
+
+def _schema() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "rsep serve", "version": __version__,

@@ -90,9 +90,9 @@ def test_no_page_of_another_origin_can_drive_the_server():
         assert r.status_code == 201
         ws_url = str(client.base_url).replace("http", "ws", 1) + "/queries/x/ws"
         with pytest.raises(InvalidStatus) as e:
-            connect(ws_url, origin="http://evil.example")  # type: ignore[arg-type]
+            connect(ws_url, origin="http://evil.example")
         assert e.value.response.status_code == 403
-        with connect(ws_url, origin=own["Origin"]) as ws:  # type: ignore[arg-type]
+        with connect(ws_url, origin=own["Origin"]) as ws:
             client.delete("/queries/x")
             assert list(ws) == []
     with serve("--allow-origin", "http://app.example", "--allow-host", "rsep.example") as client:

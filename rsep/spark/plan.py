@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from rsep.algebra.query import Query
-from rsep.algebra.spaseq import SpaseqQuery
+from rsep.algebra.spaseq import AtomKind, SpaseqQuery, Strategy
 from rsep.lang import apply_option, dialect_of, parse_query
 from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.spaseq.gpm import GPMEvaluator
@@ -52,7 +52,36 @@ def _unsplit_windows(q: Query) -> Partitioning:
 def _spaseq_key(q: Query) -> Partitioning:
     assert isinstance(q, SpaseqQuery)  # (the family's algebra)
     var, why = partition_key(q)
-    return Partitioning((var,) if var else SINGLE, why)
+    if var is None:
+        return Partitioning(SINGLE, why)
+    coupled = _coupled(q, var)
+    if coupled is not None:
+        return Partitioning(SINGLE, f"an event may carry several values of ?{var} (an SRBench "
+                            "event holds many sensors' readings), and a match's mappings hold "
+                            f"all the values of its events: {coupled}, so the bucket of one "
+                            "value would answer otherwise")
+    return Partitioning((var,), why + "; each bucket answers for its own values only")
+
+
+def _coupled(q: SpaseqQuery, var: str) -> str | None:
+    """Why the values of ``var`` one match holds are judged together (then a bucket that
+    sees only its own values answers otherwise), or None. Skip-till-any (Def. 10) takes
+    every later event whose mappings join the match's, so restricting both to one value
+    changes nothing; conjunction and disjunction pair and unite mappings alike."""
+    if Strategy.NEXT in q.seq.ops:
+        return ("skip-till-next (';') takes the next event that joins any of them (Def. 11): "
+                "an event of one value decides the next event of another")
+    for a in q.seq.atoms:
+        if a.kind is AtomKind.NEGATION:
+            return f"{a.render()} kills the match if an event joins any of them (Appendix B)"
+        if a.kind is AtomKind.OPTIONAL:
+            return f"{a.render()} is taken if an event joins any of them (Appendix B)"
+        if a.kind is AtomKind.KLEENE:
+            return f"the iterations of {a.render()} are taken for all of them at once (Def. 13)"
+    if var not in q.variables:
+        return (f"?{var} is not selected, and a match's rows of several values that agree on "
+                "the selected variables are one output (pi_V, Def. 16)")
+    return None
 
 
 def _unsplit_operators(q: Query) -> Partitioning:

@@ -3,7 +3,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 status=0
-for peer in core flink rspjs etalis; do
+for peer in core flink rspjs etalis esper rsprs; do
   echo "== $peer"
   bash "$here/setup_$peer.sh" || { echo "setup_$peer.sh failed" >&2; status=1; }
 done

@@ -166,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
     sock.bind((args.host, args.port))
     sock.listen(2048)
     port = sock.getsockname()[1]
-    from rsep.serve.guard import GuardedH11
+    from rsep.serve.protocol import GuardedH11
 
     app = build_app(hub, args.token, protection)
     http = type("Http", (GuardedH11,), {"header_timeout": args.header_timeout,

@@ -156,11 +156,11 @@ def test_watchdog_and_query_threads_end_with_their_query():
             cycle(i)
         time.sleep(0.5)
         before = status(proc.pid, "Threads")
-        for i in range(5, 65):
+        for i in range(5, 35):
             cycle(i)
         time.sleep(0.5)
         after = status(proc.pid, "Threads")
-        assert after <= before + 2, (before, after)  # was 60 more: one per query
+        assert after <= before + 2, (before, after)  # was 30 more: one per query
 
 
 def test_a_full_inbox_refuses_events_with_429_and_loses_none():

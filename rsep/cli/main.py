@@ -13,7 +13,6 @@ import argparse
 import importlib
 import os
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -94,14 +93,14 @@ def interruptible(run: Callable[[argparse.Namespace], int], args: argparse.Names
     """``rsep run``'s in-process main, stopped by SIGINT within :data:`GRACE` seconds even
     inside a native call. Python runs a signal handler in the main thread between bytecodes
     only: a Ctrl-C waited until pyoxigraph's evaluation returned (minutes for a runaway).
-    The C-level handler writes the signal to a wake-up socket at once; a thread reading it
+    The C-level handler writes the signal to a wake-up pipe at once; a thread reading it
     gives the main thread GRACE seconds to take the KeyboardInterrupt (then the run closes
     its outputs as usual: a live run's last message is published); if it has not, the
     thread flushes what was output, says so and ends the process, status 130."""
     if threading.current_thread() is not threading.main_thread():
         return run(args)  # (signals go to the main thread: nothing to watch here)
-    r, w = socket.socketpair()
-    w.setblocking(False)
+    r, w = os.pipe()  # (a pipe, not a socket pair: start-up imports no socket module)
+    os.set_blocking(w, False)
     taken = threading.Event()
     done = threading.Event()
 
@@ -112,10 +111,11 @@ def interruptible(run: Callable[[argparse.Namespace], int], args: argparse.Names
     def watch() -> None:
         while True:
             try:
-                data = r.recv(64)
+                data = os.read(r, 64)
             except OSError:
                 return
             if not data or done.is_set():
+                os.close(r)
                 return
             if signal.SIGINT in data and not taken.wait(GRACE) and not done.is_set():
                 for f in (*getattr(args, "flush", ()), sys.stdout):
@@ -128,7 +128,7 @@ def interruptible(run: Callable[[argparse.Namespace], int], args: argparse.Names
                 os._exit(130)
 
     old_handler = signal.signal(signal.SIGINT, on_sigint)
-    old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, RECURSION))
     t = threading.Thread(target=watch, name="rsep-sigint", daemon=True)
@@ -140,8 +140,7 @@ def interruptible(run: Callable[[argparse.Namespace], int], args: argparse.Names
         signal.set_wakeup_fd(old_fd)
         signal.signal(signal.SIGINT, old_handler)
         sys.setrecursionlimit(old_limit)
-        w.close()
-        r.close()
+        os.close(w)  # the watching thread reads the end of the pipe and ends
 
 
 if __name__ == "__main__":

@@ -147,7 +147,15 @@ class WindowOperator:
             version = self.version
             track_triples, track_items = self.track_triples, self.track_items
             changes = self._changes
-            if self._pending:
+            pending = self._pending
+            if pending and not self._unordered and pending[0].start >= ceil and (
+                    floor is None or pending[0].end >= floor):
+                # Starts and ends in order, and the first neither enters nor has expired:
+                # no later one can. Skipped, not scanned: events sharing a timestamp ahead
+                # of the window (STEP < RANGE) were rescanned at every arrival, quadratic
+                # (10^4 of them: 55 s)
+                pending = None
+            if pending:
                 keep: deque[Event] = deque()
                 live, evict, entries = self._live, self._evict, self._entries
                 live_triples = self._live_triples

@@ -7,6 +7,7 @@ it at once."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -295,3 +296,25 @@ def test_sigint_stops_the_server_within_a_second_with_streams_open():
         ws.join(5)
         assert not sse.is_alive() and not ws.is_alive()
         assert not [k for k, _ in sse.items if k != "result"]  # ended, not "end" (unregistered)
+
+
+def test_a_subscriber_that_falls_history_items_behind_is_let_go_with_its_last_id():
+    # its queue was unbounded: a client reading slower than the query writes held every result
+    with serve("--history", "5") as client:
+        assert client.post("/queries", json={"query": QUERY, "name": "x"}).status_code == 201
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a slow reader: it reads nothing
+        s.connect((client.base_url.host, client.base_url.port))
+        s.sendall(b"GET /queries/x/results HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.3)
+        for b in range(20):  # 400 results of 20 kB: more than the sockets' buffers hold
+            body = "".join(json.dumps({"graph": f"http://g{t}", "time": t, "triples": (
+                f'<http://a> <http://p> "{"x" * 20000}{t}" .')}) + "\n"
+                for t in range(b * 20 + 1, b * 20 + 21))
+            assert client.post("/events", params={"stream": "http://s"}, content=body,
+                               headers=NDJSON).status_code == 202
+        client.post("/clock", json={"until": 1000})
+        out = response(s).decode()
+        ids = [int(x) for x in re.findall(r"^id: (\d+)$", out, re.M)]
+        assert ids == list(range(1, len(ids) + 1)) and 0 < len(ids) < 400
+        assert out.endswith(f": behind by 5 results: resume after id {ids[-1]}\n\n\r\n0\r\n\r\n")

@@ -30,7 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from rsep.algebra.output import EngineError
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
-from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, read_body
+from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, nesting, read_body
 from rsep.serve.hub import Busy, Hub, Item, QueryWorker, graph_results
 from rsep.serve.ingest import FORMATS as EVENT_FORMATS
 from rsep.serve.ingest import body_format
@@ -39,6 +39,7 @@ from rsep.serve.push import FORMATS, TEXT_FORMATS, Renderer, result_format
 from rsep.spaseq.explain import to_dot
 
 KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed
+MAX_NESTING = 200  # brackets in a SPARQL Update
 log = logging.getLogger("rsep.serve")
 
 # what each state-changing route takes: none of them a type a web page may POST without a
@@ -133,7 +134,7 @@ def build_app(hub: Hub, token: str | None = None,
                 if not isinstance(d, dict) or not isinstance(d.get("query"), str):
                     raise ValueError('a JSON body must be {"query": TEXT, "name"?, "dialect"?, '
                                      '"output"?, "format"?}')
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:  # (json: nesting thousands deep)
                 return _error(400, str(e))
             body = d["query"]
             opts = {k: d.get(k) or v for k, v in opts.items()}
@@ -145,6 +146,8 @@ def build_app(hub: Hub, token: str | None = None,
                                         output=opts["output"], fmt=opts["format"] or "jsonl")
         except (QueryError, EngineError, ValueError) as e:
             return _error(400, str(e))
+        except RecursionError:  # the parser's, on brackets nested thousands deep
+            return _error(400, "the query nests too deeply to be parsed")
         except OSError as e:  # the output's broker
             return _error(502, str(e))
         return JSONResponse(_describe(w), status_code=201)
@@ -360,7 +363,7 @@ def build_app(hub: Hub, token: str | None = None,
                                           d.get("format") or "events")
         except ConnectionError as e:
             return _error(502, str(e))
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # (json: nesting thousands deep)
             return _error(400, str(e))
         return JSONResponse(src.describe(), status_code=201)
 
@@ -383,14 +386,20 @@ def build_app(hub: Hub, token: str | None = None,
         try:
             if request.method == "POST" and (ctype or "").split(";")[0].strip() == \
                     "application/sparql-update":
-                n, at = await run_in_threadpool(hub.update_graph, iri,
-                                                body.decode("utf-8", "replace"))
+                text = body.decode("utf-8", "replace")
+                # an update nested 20,000 deep killed the process in its parser (issue 52's
+                # fuzz): no update needs more than this
+                if nesting(text) > MAX_NESTING:
+                    return _error(400, f"the update nests brackets more than {MAX_NESTING} deep")
+                n, at = await run_in_threadpool(hub.update_graph, iri, text)
             else:
                 n, at = await run_in_threadpool(
                     functools.partial(hub.put_graph, merge=request.method == "POST"),
                     iri, body, ctype)
         except ValueError as e:
             return _error(400, str(e))
+        except RecursionError:  # an update's parser, on brackets nested thousands deep
+            return _error(400, "the update nests too deeply to be parsed")
         return JSONResponse({"graph": iri, "triples": n, "time": at})
 
     async def clock(request: Request) -> Response:
@@ -402,7 +411,7 @@ def build_app(hub: Hub, token: str | None = None,
                 raise ValueError('the body must be {"until": TIME} with an integer time '
                                  "(timeline units: epoch ms for dateTime streams)")
             await run_in_threadpool(hub.advance, until)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # (json: nesting thousands deep)
             return _error(400, str(e))
         return JSONResponse(hub.health())
 

@@ -187,4 +187,16 @@ async def read_body(request: Request, limit: int, timeout: float, what: str) -> 
 
 def _flag(what: str) -> str:
     return {"the query": "--max-query-bytes", "the events": "--max-event-bytes",
-            "the graph": "--max-graph-bytes"}.get(what, f"at most {CONTROL_BYTES} bytes")
+            "the graph": "--max-graph-bytes"}.get(what, "a JSON object of the clock or a source")
+
+
+def nesting(text: str) -> int:
+    """The deepest nesting of brackets in ``text`` (those in literals counted too)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+    return deepest

@@ -72,8 +72,16 @@ _KEYWORDS = frozenset({
     "STREAM", "EVENT"})
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_size(text: str, source: str | None) -> None:
-    """Refuse a text over the size bound before anything reads it."""
+    """Refuse a text over the size bound, or one that is not Unicode (a lone surrogate,
+    which pyoxigraph cannot take: it failed with an AttributeError), before anything reads it."""
+    if (m := _SURROGATE.search(text)) is not None:
+        line, col = position(text, m.start())
+        raise QueryError(f"the query holds U+{ord(m.group()):04X}, a lone surrogate, not a "
+                         "character", line, col, source)
     limit = _bounds.max_bytes
     if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
         raise QueryError(f"the query is {len(text.encode('utf-8', 'surrogatepass')):,} bytes, "

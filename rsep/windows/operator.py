@@ -147,7 +147,7 @@ class WindowOperator:
             version = self.version
             track_triples, track_items = self.track_triples, self.track_items
             changes = self._changes
-            pending = self._pending
+            pending: deque[Event] | None = self._pending
             if pending and not self._unordered and pending[0].start >= ceil and (
                     floor is None or pending[0].end >= floor):
                 # Starts and ends in order, and the first neither enters nor has expired:

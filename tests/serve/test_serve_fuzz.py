@@ -141,7 +141,8 @@ def test_fuzzed_request_bodies_get_no_5xx_and_leave_the_server_healthy():
                 failures.append(f"{what}: no answer in 20 s")
                 continue
             codes[r.status_code] = codes.get(r.status_code, 0) + 1
-            if r.status_code >= 500 and not (r.status_code == 502 and path == "/streams"):
+            # 502: the source or MQTT output the client named cannot be reached (documented)
+            if r.status_code >= 500 and not (r.status_code == 502 and path in ("/streams", "/queries")):
                 failures.append(f"{what}: {r.status_code} {r.text[:300]}")
             if b"Traceback" in r.content:
                 failures.append(f"{what}: a traceback in the body")

@@ -140,7 +140,9 @@ class Cluster:
     def alive_workers(self) -> int:
         try:
             return sum(1 for w in self.state()["workers"] if w["state"] == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):
+            # not up yet: no listener, or (seen under load, while the master starts) an answer
+            # on its UI port that is not its JSON yet
             return 0
 
     def wait_workers(self, n: int, timeout: float = 90) -> None:

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
@@ -358,9 +359,9 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         # each result written as its evaluation ends (not when the event that brought the
-        # evaluations in is taken): a stopped run keeps them, an event far ahead holds none
-        for _ in engine.run(events, until=until(args.until), write=out):
-            pass
+        # evaluations in is taken): a stopped run keeps them, an event far ahead holds none.
+        # With write= the run yields nothing; the empty deque only drives it to its end.
+        deque(engine.run(events, until=until(args.until), write=out), maxlen=0)
     finally:
         sink.close()
         progress.done()

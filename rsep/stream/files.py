@@ -421,10 +421,12 @@ class StreamFile:
         body = "\n".join(r.text for r in batch)
         if not _INVALID.search(body):
             try:
-                yield None, self._parse_text(header + "\n" + body if header else body)
-                return
+                quads = self._parse_text(header + "\n" + body if header else body)
             except (SyntaxError, MemoryError):
-                pass
+                quads = None  # a bad record in the batch: each is parsed on its own below
+            if quads is not None:
+                yield None, quads
+                return
         for r in batch:
             bad = invalid_utf8(self.stream, str(self.path), r)
             if bad is not None:

@@ -51,6 +51,21 @@ def streams(draw):
     return parts, "PREFIX : <http://example.org/>\n" + query
 
 
+def write_parts(tmp: Path, parts: list[list[str]]) -> tuple[Path, Path]:
+    """The stream cut into files under ``tmp/in`` (for Spark) and whole in ``tmp/all.trig``
+    (for the in-process run). The files' names sort in stream order (a batch's order) and
+    their modification times follow it too (a micro-batch a file takes them so)."""
+    d = tmp / "in"
+    d.mkdir()
+    for i, events in enumerate(parts):
+        f = d / f"part-{i:03d}.trig"
+        f.write_text(HEAD + "".join(events), encoding="utf-8")
+        os.utime(f, (1_000_000 + i, 1_000_000 + i))
+    whole = tmp / "all.trig"
+    whole.write_text(HEAD + "".join(e for p in parts for e in p), encoding="utf-8")
+    return d, whole
+
+
 @settings(max_examples=int(os.environ.get("RSEP_EXAMPLES", 6)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=streams(), whole=st.booleans(), batch=st.booleans())
@@ -58,18 +73,9 @@ def test_spark_equals_inprocess_on_random_streams(spark, monkeypatch, case, whol
     parts, text = case
     monkeypatch.setattr(parse, "WHOLE_TEXTS", whole)
     with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp) / "in"
-        d.mkdir()
-        for i, events in enumerate(parts):
-            # names sort in stream order (a batch's order); a micro-batch a file takes them
-            # in modification-time order
-            f = d / f"part-{i:03d}.trig"
-            f.write_text(HEAD + "".join(events), encoding="utf-8")
-            os.utime(f, (1_000_000 + i, 1_000_000 + i))
-        (Path(tmp) / "all.trig").write_text(HEAD + "".join(e for p in parts for e in p),
-                                            encoding="utf-8")
+        d, one_file = write_parts(Path(tmp), parts)
         q = (text, "q.rq")
-        ref = inprocess([q], [(S, str(Path(tmp) / "all.trig"))])
+        ref = inprocess([q], [(S, str(one_file))])
         got, rejected, pipe = on_spark(spark, Path(tmp), [q], [(S, str(d))], batch=batch,
                                        files_per_batch=None if batch else 1)
         assert whole_texts(pipe.config)
@@ -161,14 +167,7 @@ def test_split_queries_over_events_of_several_keys(spark, case, partitions, buck
     queries = [(text.replace("$W", str(w)), f"{name}.rq")
                for name, (text, _, _) in SHAPES.items()]
     with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp) / "in"
-        d.mkdir()
-        for i, events in enumerate(parts):
-            f = d / f"part-{i:03d}.trig"
-            f.write_text(HEAD + "".join(events), encoding="utf-8")
-            os.utime(f, (1_000_000 + i, 1_000_000 + i))
-        whole = Path(tmp) / "all.trig"
-        whole.write_text(HEAD + "".join(e for p in parts for e in p), encoding="utf-8")
+        d, whole = write_parts(Path(tmp), parts)
         ref = inprocess(queries, [(S, str(whole))])
         got, rejected, pipe = on_spark(session, Path(tmp), queries, [(S, str(d))], batch=batch,
                                        files_per_batch=None if batch else 1, buckets=buckets)

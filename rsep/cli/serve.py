@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
 import signal
@@ -163,7 +164,16 @@ def main(args: argparse.Namespace) -> int:
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        sock.close()
+        if e.errno != errno.EADDRINUSE:
+            raise
+        print(f"rsep serve: port {args.port} on {args.host} is in use (another rsep serve?): "
+              "stop that server, or give another --port (--port 0 takes a free one)",
+              file=sys.stderr)
+        return 1
     sock.listen(2048)
     port = sock.getsockname()[1]
     from rsep.serve.protocol import GuardedH11

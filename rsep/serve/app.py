@@ -31,7 +31,7 @@ from rsep.algebra.output import EngineError
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
 from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, nesting, read_body
-from rsep.serve.hub import Busy, Hub, Item, QueryWorker, graph_results
+from rsep.serve.hub import Busy, DuplicateName, Hub, Item, QueryWorker, graph_results
 from rsep.serve.ingest import FORMATS as EVENT_FORMATS
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
@@ -144,6 +144,8 @@ def build_app(hub: Hub, token: str | None = None,
         try:
             w = await run_in_threadpool(hub.register, body, name=opts["name"], dialect=opts["dialect"],
                                         output=opts["output"], fmt=opts["format"] or "jsonl")
+        except DuplicateName as e:
+            return _error(409, str(e))
         except (QueryError, EngineError, ValueError) as e:
             return _error(400, str(e))
         except RecursionError:  # the parser's, on brackets nested thousands deep
@@ -340,13 +342,19 @@ def build_app(hub: Hub, token: str | None = None,
                                "again later", {"Retry-After": "1"})
         body = await read_body(request, guard.max_event_bytes, guard.body_timeout, "the events")
         try:
-            accepted, rejected = await run_in_threadpool(hub.post_events, stream, body, fmt)
+            posted = await run_in_threadpool(hub.post_events, stream, body, fmt)
         except Busy as e:
             return _error(429, str(e), {"Retry-After": "1"})
         except MemoryError as e:  # pyoxigraph's parser: one record past its 16 MiB buffer
             return _error(413, f"a record is larger than the parser takes ({e}); none of "
                                "the body's events were taken in")
-        return JSONResponse({"accepted": accepted, "rejected": rejected}, status_code=202)
+        if posted.rejected and not posted.accepted and posted.rejected >= posted.records:
+            # nothing of the body was taken: a client reading only the status must not
+            # believe its events are in (the reasons are in the dead letter)
+            return _error(422, f"all {posted.records} record(s) of the body were rejected "
+                               "(their reasons: GET /deadletters); none was taken in")
+        return JSONResponse({"accepted": posted.accepted, "rejected": posted.rejected},
+                            status_code=202)
 
     async def list_streams(request: Request) -> Response:
         return JSONResponse([src.describe() for src in hub.sources.values()])

@@ -55,6 +55,20 @@ NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._~-]{1,128}")
 class Busy(Exception):
     """A query's inbox is full: the events are refused whole (429), none taken in."""
 
+
+class DuplicateName(QueryError):
+    """A query of that name is registered already (409: the request conflicts with the
+    server's state, and the same body under another name would be taken)."""
+
+
+class Posted(NamedTuple):
+    """What became of a body of events: ``records`` read from it, ``accepted`` events
+    handed to the queries, ``rejected`` records sent to the dead letter."""
+
+    accepted: int
+    rejected: int
+    records: int
+
 class Item(NamedTuple):
     """What a subscriber receives: ``result`` (``data`` the CLI's jsonl object of ``output``;
     ``last``: the last output of its evaluation, so that an RDF Message of the evaluation
@@ -293,7 +307,7 @@ class Hub:
             if n in self.workers:
                 if pub is not None:
                     pub.out.close()
-                raise QueryError(f"a query named {n!r} is already registered", source=source)
+                raise DuplicateName(f"a query named {n!r} is already registered", source=source)
             engine = Engine(time_unit_ms=s.time_unit_ms, limits=s.limits,
                             allow_dereference=s.allow_dereference)
             engine.graphs = dict(self.graphs)
@@ -386,14 +400,23 @@ class Hub:
 
     # ------------------------------------------------------------ events
 
-    def post_events(self, stream: str, body: bytes, fmt: str) -> tuple[int, int]:
-        """Take in a body of events for ``stream``: (events accepted, records rejected)."""
+    def post_events(self, stream: str, body: bytes, fmt: str) -> Posted:
+        """Take in a body of events for ``stream``."""
         if busy := self.busy():
             raise Busy(f"query {busy.name} has {busy.pending} events still to take in "
                        f"(--max-pending-events {self.settings.max_pending}): none of these "
                        "were taken; send them again later")
         origin = f"request-{next(self.requests)}"
-        return self._take(stream, read_body(body, stream, fmt, origin, self.settings.time))
+        records = [0]
+
+        def counted(items: Iterable[Event | Rejected]) -> Iterable[Event | Rejected]:
+            for it in items:
+                records[0] += 1
+                yield it
+
+        accepted, rejected_n = self._take(stream, counted(
+            read_body(body, stream, fmt, origin, self.settings.time)))
+        return Posted(accepted, rejected_n, records[0])
 
     def busy(self) -> QueryWorker | None:
         """A running query whose inbox is full, if any. Checked before a body is taken in,

@@ -162,6 +162,8 @@ def _schema() -> dict[str, Any]:
                                                 "format": _OUTPUT_FORMAT}}}}},
                          "responses": {"201": _json("Query", "registered"),
                                        "400": _ERROR,
+                                       "409": _json("Error", "a query of that name is "
+                                                             "registered already"),
                                        "502": _json("Error", "the output's broker cannot be "
                                                              "reached")}}},
             "/queries/{name}": {
@@ -227,7 +229,9 @@ def _schema() -> dict[str, Any]:
                                                      "the dead letter", "content": {
                     "application/json": {"schema": {"type": "object", "properties": {
                         "accepted": {"type": "integer"}, "rejected": {"type": "integer"}}}}}},
-                    "400": _ERROR, "415": _ERROR}}},
+                    "400": _ERROR, "415": _ERROR,
+                    "422": _json("Error", "every record of the body was rejected (see "
+                                          "GET /deadletters): none was taken in")}}},
             "/streams": {
                 "get": {"summary": "the live sources attached",
                         "responses": {"200": {"description": "sources", "content": {

@@ -6,7 +6,7 @@ directive, a default-graph statement, or one named-graph block) with a small tok
 that knows where strings, IRIs and comments are, so that one malformed record is
 rejected with its line and column while the others go on (pyoxigraph parses them).
 ``Framer`` groups records arriving over a connection into frames of whole events.
-``split_messages`` cuts an RDF Message Log at its ``@message`` delimiter comments.
+``Delimiters`` finds the message delimiters of an RDF Message Log, in either syntax.
 """
 
 from __future__ import annotations
@@ -329,63 +329,261 @@ def _quad_graph(line: str) -> str | None:
 
 # ------------------------------------------------------------------ RDF Messages
 
-# W3C RSP CG, RDF Messages (spec/messages.bs): in N-Triples, N-Quads, Turtle and TriG
+# W3C RSP CG, RDF Messages (spec/messages.bs at 09500e5, docs/semantics.md "RDF Message
+# Logs"). The current text: a log announces itself with a "-messages" version label
+# (VERSION "1.2-messages", or @version "1.2-messages" .) and separates its messages with the
+# MESSAGE (Turtle / TriG also: @message .) statement. The December 2025 draft, still read:
 # "the delimiter is a comment in the document that matches /^\s*@message/" (the regex
-# applies to the comment's text, after its "#").
+# applies to the comment's text, after its "#"). pyoxigraph knows neither delimiter (and
+# refuses the version label in N-Quads), so both are found here and never reach it.
 MESSAGE_DELIMITER = re.compile(r"#[ \t\f\v]*@message")
-_LINE_DELIMITER = re.compile(r"^[ \t\f\v]*#[ \t\f\v]*@message[^\n]*", re.M)
+VERSION_LABEL = "1.2-messages"
+CURRENT, DRAFT = "current", "draft"
 # Where a delimiter is, in the text pyoxigraph parses: a statement that ends the message
 # parsed before it (the markers locate the message boundaries in one parse of many messages).
 MESSAGE_MARK_IRI = "urn:rsep:message-delimiter"
 MESSAGE_MARK = f"<{MESSAGE_MARK_IRI}> <{MESSAGE_MARK_IRI}> <{MESSAGE_MARK_IRI}> ."
+# Any text that may hold a delimiter or a version label of either syntax.
+CANDIDATE = re.compile(r"(?i)message|version")
+# The tokens of a log: those of TOKEN, and the keywords MESSAGE / VERSION (case-insensitive,
+# as Turtle's other SPARQL-style keywords) and @message / @version, where they are words of
+# their own: not a prefixed name's part (ex:MESSAGE, message:x, ex:a.message), nor a
+# literal's language tag ("x"@message).
+_MSG_TOKEN = re.compile(
+    r"(?=[\"'<#{}.@MmVv])"
+    r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    r"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    r'|(?P<str>"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')"
+    r'|(?P<open3>"""|\'\'\')'
+    r"|<[^>\s]*>"
+    r"|(?P<comment>#[^\n]*)"
+    r"|(?P<brace>[{}])"
+    r"|(?P<dot>\.(?=[\s#]|\Z))"
+    r"|(?<![\w:\-\"'>@])(?<!\w\.)(?P<kw>@?(?i:message|version))(?![\w:\-])",
+    re.S,
+)
+# Lines the quick scan takes without the tokenizer: a delimiter or a version label alone
+# on its line (a comment after it allowed), a draft delimiter comment, a comment line.
+_LINE = re.compile(
+    r"[ \t]*(?:(?P<msg>(?i:MESSAGE)|@message[ \t]*\.)"
+    r"|(?P<ver>(?i:VERSION)[ \t]+\"(?P<label>[^\"\\\n]*)\"|@version[ \t]+\"(?P<label2>[^\"\\\n]*)\"[ \t]*\.))"
+    r"[ \t]*(?:#[^\n]*)?$"
+    r"|[ \t\f\v]*(?P<draft>#[ \t\f\v]*@message)[^\n]*$"
+    r"|[ \t]*#[^\n]*$",
+    re.M,
+)
+
+
+@dataclass(slots=True)
+class Scan:
+    """What :meth:`Delimiters.scan` found in a text: the delimiters as (start, end) offsets,
+    the version labels' spans (blanked before parsing), the framing errors as (offset,
+    reason) (each rejects the message it stands in), the offset up to which the text was
+    searched, and whether a delimiter or label at its end waits for more text."""
+
+    cuts: list[tuple[int, int]]
+    labels: list[tuple[int, int]]
+    errors: list[tuple[int, str]]
+    searched: int
+    pending: bool = False
+
+
+class Delimiters:
+    """Finds the message delimiters of a log, text after text, keeping the syntax it is in:
+    ``syntax`` None until a version label (``CURRENT``) or a ``# @message`` comment
+    (``DRAFT``) says it; given as ``CURRENT`` when the transport announces the messages
+    (an MQTT payload, a ``version=...-messages`` media type). A log that mixes the two, a
+    ``MESSAGE`` without a "-messages" label, a delimiter inside a graph block and an
+    ``@message`` without its dot are errors, located."""
+
+    def __init__(self, syntax: str | None = None) -> None:
+        self.syntax = syntax
+        self.plain_label: str | None = None  # a version label without "-messages"
+
+    def scan(self, text: str, final: bool) -> Scan:
+        if not CANDIDATE.search(text):
+            return Scan([], [], [], len(text))
+        if '"""' not in text and "'''" not in text and "{" not in text:  # (depth: tokens)
+            syntax, plain = self.syntax, self.plain_label
+            quick = self._quick(text)
+            if quick is not None:
+                return quick
+            self.syntax, self.plain_label = syntax, plain  # the tokens decide afresh
+        return self._tokens(text, final)
+
+    def _quick(self, text: str) -> Scan | None:
+        """Every candidate on a line of its own, in a comment line or inside an IRI of a
+        line without quotes before it: a regex decides; else None, and the tokenizer does."""
+        out = Scan([], [], [], len(text))
+        pos = 0
+        for c in CANDIDATE.finditer(text):
+            i = c.start()
+            if i < pos:
+                continue
+            ls = text.rfind("\n", 0, i) + 1
+            le = text.find("\n", i)
+            le = len(text) if le < 0 else le
+            m = _LINE.match(text, ls, le)
+            if m is None:
+                head = text[ls:i]
+                if '"' in head or "'" in head or head.rfind("<") <= head.rfind(">"):
+                    return None  # a word, a string, a comment after a statement: tokens decide
+                continue
+            pos = le
+            if m.group("msg"):
+                s = m.start("msg")
+                self._delimiter(out, s, m.end("msg"), text[s] == "@", 0)
+            elif m.group("ver"):
+                self._label(out, m.start("ver"), m.end("ver"), m.group("label") or m.group("label2") or "")
+            elif m.group("draft"):
+                self._draft(out, m.start("draft"), le)
+        return out
+
+    def _tokens(self, text: str, final: bool) -> Scan:
+        out = Scan([], [], [], len(text))
+        depth = 0
+        it = _MSG_TOKEN.finditer(text)
+
+        def following(after: int) -> re.Match[str] | None:
+            # the next token, None unless only white space stands before it
+            for n in it:
+                if n.group("comment") is not None:
+                    after = n.end()
+                    continue
+                return n if not text[after:n.start()].strip() else None
+            return None
+
+        def waiting(at: int, after: int) -> bool:
+            # a keyword at the end of a text that goes on: its statement may not be whole yet
+            if final or text[after:].strip():
+                return False
+            out.pending, out.searched = True, at
+            return True
+
+        for m in it:
+            if m.group("open3") is not None:
+                if not final:
+                    out.searched = m.start()
+                    return out
+                continue
+            brace = m.group("brace")
+            if brace == "{":
+                depth += 1
+            elif brace == "}":
+                depth = max(depth - 1, 0)
+            elif m.group("comment") is not None:
+                if MESSAGE_DELIMITER.match(m.group()):
+                    if depth:
+                        out.errors.append((m.start(), "a message delimiter inside a graph block"))
+                    else:
+                        self._draft(out, m.start(), m.end())
+            elif (kw := m.group("kw")) is not None:
+                word = kw.lower()
+                start, end = m.start(), m.end()
+                if word.endswith("message"):
+                    if word[0] == "@":
+                        n = following(end)
+                        if n is None and waiting(start, end):
+                            return out
+                        if n is None or n.group("dot") is None:
+                            out.errors.append((start, "@message is not followed by '.' (the "
+                                                      "directive is \"@message .\")"))
+                            continue
+                        end = n.end()
+                    elif waiting(start, end):
+                        return out
+                    self._delimiter(out, start, end, word[0] == "@", depth)
+                    continue
+                n = following(end)
+                if n is None and waiting(start, end):
+                    return out
+                if n is None or n.group("str") is None:
+                    out.errors.append((start, f"{kw} is not followed by a version label string"))
+                    continue
+                end = n.end()
+                if word[0] == "@":
+                    d = following(end)
+                    if d is None and waiting(start, end):
+                        return out
+                    if d is None or d.group("dot") is None:
+                        out.errors.append((start, "@version is not followed by its label and '.'"))
+                        continue
+                    end = d.end()
+                if depth:
+                    out.errors.append((start, "a version label inside a graph block"))
+                    continue
+                self._label(out, start, end, n.group()[1:-1])
+        return out
+
+    def _delimiter(self, out: Scan, start: int, end: int, at: bool, depth: int) -> None:
+        name = "@message ." if at else "MESSAGE"
+        if depth:
+            out.errors.append((start, f"{name} inside a graph block (a message delimiter "
+                                      "stands between statements and blocks only)"))
+        elif self.syntax == DRAFT:
+            out.errors.append((start, f"{name} in a log delimited by '# @message' comments (the "
+                                      "December 2025 draft): a log is in one syntax or the other"))
+        elif self.syntax != CURRENT:
+            label = (f"its version label is {self.plain_label!r}" if self.plain_label
+                     else "it has no version label")
+            out.errors.append((start, f"{name} in a log not in RDF Messages mode ({label}; "
+                                      f"VERSION \"{VERSION_LABEL}\" announces one)"))
+        else:
+            out.cuts.append((start, end))
+
+    def _label(self, out: Scan, start: int, end: int, label: str) -> None:
+        if label.endswith("-messages"):
+            if self.syntax == DRAFT:
+                out.errors.append((start, f"version label {label!r} in a log delimited by "
+                                          "'# @message' comments (the December 2025 draft): a "
+                                          "log is in one syntax or the other"))
+                return
+            self.syntax = CURRENT
+        else:
+            self.plain_label = label
+        out.labels.append((start, end))
+
+    def _draft(self, out: Scan, start: int, end: int) -> None:
+        if self.syntax == CURRENT:
+            out.errors.append((start, "a '# @message' comment (the December 2025 draft's "
+                                      "delimiter) in a log with a \"-messages\" version label: "
+                                      "a log is in one syntax or the other"))
+            return
+        self.syntax = DRAFT
+        out.cuts.append((start, end))
 
 
 def find_delimiters(text: str, final: bool) -> tuple[list[tuple[int, int]], int]:
-    """The ``@message`` delimiter comments of ``text`` as (start, end) offsets (from the
-    "#" to the end of its line), and the offset up to which the text was searched: all of
-    it, unless a long string is still open at the end of a non-final text.
-
-    Where every candidate starts its line and no long string (the only token that spans
-    lines) is in the text, a regex finds them; otherwise the tokenizer tells comments from
-    strings and IRIs.
-    """
-    if "@message" not in text:
-        return [], len(text)
-    if '"""' not in text and "'''" not in text:
-        found = []
-        find = text.find
-        i = find("@message")
-        while i >= 0:
-            start = text.rfind("\n", 0, i) + 1
-            m = _LINE_DELIMITER.match(text, start)
-            if m is None:
-                if MESSAGE_DELIMITER.search(text, start, i + 8):
-                    break  # a delimiter after a statement on its line: the tokenizer decides
-            else:
-                found.append((find("#", start), m.end()))
-                i = m.end()
-            i = find("@message", i + 1)
-        else:
-            return found, len(text)
-    out: list[tuple[int, int]] = []
-    for m in TOKEN.finditer(text):
-        if m.group("open3") is not None:
-            if not final:
-                return out, m.start()
-            continue
-        tok = m.group(0)
-        if tok.startswith("#") and MESSAGE_DELIMITER.match(tok):
-            out.append((m.start(), m.end()))
-    return out, len(text)
+    """The delimiters of ``text`` read from its start, as (start, end) offsets, and the
+    offset up to which it was searched (see :class:`Delimiters`)."""
+    scan = Delimiters().scan(text, final)
+    return scan.cuts, scan.searched
 
 
-def mark_delimiters(text: str, delimiters: list[tuple[int, int]]) -> str:
-    """``text`` with each delimiter comment replaced by the marker statement (lines stay)."""
+def is_message_log(text: str) -> bool:
+    """Whether a text (a log's head) is an RDF Message Log: a "-messages" version label, or
+    a delimiter of either syntax (a misplaced one included: the log's reader locates it)."""
+    d = Delimiters()
+    scan = d.scan(text, final=True)
+    return bool(scan.cuts) or d.syntax is not None or any(
+        r.startswith(("MESSAGE", "@message")) for _, r in scan.errors)
+
+
+def mark_delimiters(text: str, delimiters: list[tuple[int, int]],
+                    labels: list[tuple[int, int]] | None = None) -> str:
+    """``text`` with each delimiter replaced by the marker statement and each version label
+    by spaces (lines and columns stay)."""
+    spans = sorted([(s, e, True) for s, e in delimiters] + [(s, e, False) for s, e in labels or ()])
     parts = []
     pos = 0
-    for s, e in delimiters:
+    for s, e, cut in spans:
         parts.append(text[pos:s])
-        parts.append(MESSAGE_MARK)
+        part = text[s:e]
+        parts.append(MESSAGE_MARK + "\n" * part.count("\n") if cut else _NOT_NL.sub(" ", part))
         pos = e
     parts.append(text[pos:])
     return "".join(parts)
+
+
+_NOT_NL = re.compile(r"[^\n]")

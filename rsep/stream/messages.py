@@ -1,13 +1,21 @@
 """RDF Message Logs read as streams: one RDF Message, one event (docs/semantics.md).
 
 An RDF Message Log (W3C RSP CG, *RDF Messages*, spec/messages.bs) is N-Triples, N-Quads,
-Turtle or TriG in which a comment matching ``/^\\s*@message/`` closes the current message
-(rsep.stream.framing finds them), or Jelly, whose frames are messages (rsep.stream.jelly).
+Turtle or TriG that opens with a "-messages" version label and separates its messages with
+``MESSAGE`` (or ``@message .``), or, as the December 2025 draft wrote it, with comments
+matching ``/^\\s*@message/`` (rsep.stream.framing finds both); or Jelly, whose frames are
+messages (rsep.stream.jelly). docs/semantics.md "RDF Message Logs" says every reading.
 
 Reading (the spec leaves the edges open; these are rsep's choices):
 
-- The text before the first delimiter and after the last one is a message when it holds
+- Current syntax: a delimiter before any triple opens with an empty message, two
+  delimiters in a row hold an empty one, and a last delimiter opens none. Draft syntax:
+  the text before the first delimiter and after the last one is a message when it holds
   a triple; between two delimiters, a message always (an empty one if nothing is there).
+- A framing error (a delimiter inside a graph block, ``@message`` without its dot, a
+  ``MESSAGE`` in a log without a "-messages" label, the two syntaxes mixed), a byte that
+  is not UTF-8, a term too large for pyoxigraph and a message over the size bound reject
+  the message they stand in, located, and the log goes on.
 - Directives apply from where they stand to the end of the log, as for a plain Turtle /
   TriG parser reading the log as one document: those before the first delimiter to every
   message; a repeated ``PREFIX`` rebinds its prefix for the messages after it.
@@ -33,6 +41,8 @@ and column while the others go on.
 
 from __future__ import annotations
 
+import io
+import re
 import sys
 import time as _time
 from collections.abc import Iterable, Iterator
@@ -44,18 +54,27 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from rsep.stream.assembly import SKIP, scope_blank_nodes
+from rsep.stream.assembly import SKIP
 from rsep.stream.event import Event, Rejected
 from rsep.stream.framing import (
+    CANDIDATE,
+    CURRENT,
     MESSAGE_MARK_IRI,
+    Delimiters,
+    Scan,
     clean_error,
     error_position,
-    find_delimiters,
+    is_message_log,
     mark_delimiters,
 )
 from rsep.stream.time import XSD, TimeConfig, TimeError, TimeKind, timestamp_from_literal
 
 FORMATS = ("trig", "nquads", "jelly")
+# Characters of one message at most (--max-record-bytes raises it): pyoxigraph refuses a
+# term over 16 MiB, and a message is meant to be small (spec/messages.bs, RDF Messages).
+MAX_MESSAGE = 16 << 20
+# A byte that is not UTF-8, as the surrogateescape decoding keeps it (never replaced)
+_INVALID = re.compile("[\udc80-\udcff]")
 ARRIVAL = "arrival"  # --time-predicate arrival: a message's time is when it was read
 _MARK = ox.NamedNode(MESSAGE_MARK_IRI)
 _DG = ox.DefaultGraph
@@ -79,11 +98,11 @@ def log_format(path: str | Path) -> str:
 
 
 def sniff(path: str | Path, size: int = 1 << 20) -> bool:
-    """Whether a text file is an RDF Message Log: an ``@message`` delimiter in its first MiB."""
+    """Whether a text file is an RDF Message Log: a "-messages" version label or a delimiter
+    (of either syntax) in its first MiB."""
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         head = f.read(size)
-    found, _ = find_delimiters(head, final=True)
-    return bool(found)
+    return is_message_log(head)
 
 
 @dataclass(slots=True)
@@ -102,7 +121,8 @@ class MessageLog:
 
     def __init__(self, path: str | Path, stream: str, *, time: TimeConfig | None = None,
                  fmt: str | None = None, arrival: bool = False, chunk_size: int = 1 << 20,
-                 source: Iterable[str] | Iterable[bytes] | None = None, delimited: bool = True) -> None:
+                 source: Iterable[str] | Iterable[bytes] | None = None, delimited: bool = True,
+                 syntax: str | None = None, max_message: int | None = None) -> None:
         self.path = Path(path)
         self.stdin = str(path) == "-"
         self.origin = "<stdin>" if self.stdin else str(path)
@@ -117,6 +137,10 @@ class MessageLog:
             raise ValueError(f"unknown message log format {self.fmt!r} (expected one of {', '.join(FORMATS)})")
         self.arrival = arrival
         self.chunk_size = chunk_size
+        # CURRENT: the messages announced out of band (each MQTT payload one message, a
+        # version=...-messages media type); None: as the log's text says
+        self.syntax = syntax
+        self.max_message = MAX_MESSAGE if max_message is None else max_message
 
     # ------------------------------------------------------------ messages
 
@@ -138,7 +162,7 @@ class MessageLog:
                     at = f" (byte {pos})" if self.delimited else ""  # else one frame per piece
                     yield Rejected(self.stream, self.origin, n, 0, f"frame {n}{at}: {frame}")
                 else:
-                    yield Message(n, n, frame)
+                    yield Message(n, n, _scoped(frame, n))
         except JellyError as e:
             yield Rejected(self.stream, self.origin, n + 1, 0, f"frame {n + 1}: {e}")
 
@@ -159,44 +183,74 @@ class MessageLog:
             yield from self.source  # type: ignore[misc]  # (text: the format is not Jelly)
             return
         if self.stdin:
-            yield from sys.stdin
+            # (line by line: a message is read when its delimiter arrives)
+            buffer = getattr(sys.stdin, "buffer", None)  # (None: a test's StringIO)
+            yield from sys.stdin if buffer is None else io.TextIOWrapper(
+                buffer, encoding="utf-8", errors="surrogateescape", newline="")
             return
-        with open(self.path, encoding="utf-8", errors="replace", newline="") as f:
+        # an invalid byte is kept as a lone surrogate (U+DC80 + byte), never replaced: the
+        # message holding it is rejected with its place, not read altered
+        with open(self.path, encoding="utf-8", errors="surrogateescape", newline="") as f:
             while data := f.read(self.chunk_size):
                 yield data + f.readline()  # whole lines: one-line tokens are never cut
 
     def _text(self) -> Iterator[Message | Rejected]:
         reader = _TextLog(self)
+        scanner = reader.scanner
+        bound = self.max_message
         buf = ""
         pieces = self._pieces()
         eof = False
-        held_back = False  # a delimiter whose line is not whole yet: look again
+        rescan = False  # a delimiter whose statement may not be whole yet: look again
+        skipping = False  # in a message over the bound, looking for its end
         while not eof:
             data = next(pieces, None)
             if data is None:
                 eof = True
             else:
                 buf += data
-                if not held_back and "@message" not in buf[-len(data) - 8:]:
+                if not rescan and not CANDIDATE.search(buf, max(len(buf) - len(data) - 8, 0)):
                     # no delimiter came in (a piece may cut one: the overlap): read on
-                    if len(buf) > 256 * self.chunk_size:
-                        raise ValueError(f"{self.origin}:{reader.line}: a single message exceeds "
-                                         f"{256 * self.chunk_size} characters")
+                    if len(buf) > bound:
+                        if not skipping:
+                            yield reader.oversize(buf)
+                            skipping = True
+                        buf = reader.skip(buf, len(buf) - 16)
                     continue
-            delims, _ = find_delimiters(buf, eof)
-            held_back = not eof and bool(delims) and delims[-1][1] == len(buf)
-            if held_back:
-                delims.pop()  # its line may not have arrived whole yet
+            state = (scanner.syntax, scanner.plain_label)
+            scan = scanner.scan(buf, eof)
+            cuts = scan.cuts
+            rescan = scan.pending or (not eof and bool(cuts) and cuts[-1][1] == len(buf))
+            if rescan and cuts and cuts[-1][1] == len(buf):
+                cuts.pop()  # its line may not have arrived whole yet
+            if skipping:
+                if not cuts:
+                    scanner.syntax, scanner.plain_label = state
+                    if not eof:
+                        buf = reader.skip(buf, len(buf) - 16)
+                        continue
+                    reader.skip(buf, len(buf))
+                    break
+                buf = reader.skip(buf, cuts[0][1])  # the bound message ends at its delimiter
+                skipping = False
+                scanner.syntax, scanner.plain_label = state
+                scan = scanner.scan(buf, eof)
+                cuts = scan.cuts
+                if not eof and cuts and cuts[-1][1] == len(buf):
+                    cuts.pop()
             if not eof:
-                if not delims:
-                    if len(buf) > 256 * self.chunk_size:
-                        raise ValueError(f"{self.origin}:{reader.line}: a single message exceeds "
-                                         f"{256 * self.chunk_size} characters")
+                if not cuts:
+                    scanner.syntax, scanner.plain_label = state  # the same text is scanned again
+                    if len(buf) > bound:
+                        yield reader.oversize(buf)
+                        skipping = True
+                        buf = reader.skip(buf, len(buf) - 16)
                     continue
-                cut = delims[-1][1]  # up to the end of the last delimiter comment
+                cut = cuts[-1][1]  # up to the end of the last delimiter
             else:
                 cut = len(buf)
-            yield from reader.chunk(buf[:cut], delims, eof)
+            yield from reader.chunk(buf[:cut], Scan(cuts, [x for x in scan.labels if x[0] < cut],
+                                                    [x for x in scan.errors if x[0] < cut], cut), eof)
             buf = buf[cut:]
 
     # ------------------------------------------------------------ events
@@ -295,8 +349,6 @@ class MessageLog:
                                and q.subject.value in names)]
         else:
             triples = list(map(_TRIPLE, quads))
-        if _blank(quads):
-            triples = scope_blank_nodes(triples, f"m{m.number}")
         name = named[0] if named else about or self._name(m)
         return self._event(m, name, start, end, triples)
 
@@ -317,16 +369,30 @@ class MessageLog:
                 triples.append(q.triple)
             else:
                 kept.setdefault(g.value, []).append(q.triple)
-        if _blank(quads):  # scoped to the message: one suffix for all its graphs
-            triples = scope_blank_nodes(triples, f"m{m.number}")
-            kept = {g: scope_blank_nodes(ts, f"m{m.number}") for g, ts in kept.items()}
         e = self._event(m, about or self._name(m), start, end, triples)
         e.graphs = tuple((g, tuple(ts)) for g, ts in kept.items())
         return e
 
 
 def _blank(quads: list[ox.Quad]) -> bool:
-    return _BN in set(map(type, map(_SUBJECT, quads))) or _BN in set(map(type, map(_OBJECT, quads)))
+    return (_BN in set(map(type, map(_SUBJECT, quads))) or _BN in set(map(type, map(_OBJECT, quads)))
+            or _BN in set(map(type, map(_GRAPH, quads))))
+
+
+def _scoped(quads: list[ox.Quad], number: int) -> list[ox.Quad]:
+    """A message's quads with blank nodes of its own: a label is scoped to its message
+    (spec/messages.bs), and one parse of many messages (or one Jelly stream) gives the same
+    label in two messages the same node. One suffix for all the message's graphs."""
+    if not _blank(quads):
+        return quads
+    suffix = f"_m{number}"
+
+    def fix(t):
+        return ox.BlankNode(t.value + suffix) if t.__class__ is _BN else t
+
+    return [ox.Quad(fix(q.subject), q.predicate, fix(q.object), fix(q.graph_name))
+            if q.subject.__class__ is _BN or q.object.__class__ is _BN or q.graph_name.__class__ is _BN
+            else q for q in quads]
 
 
 def _stamp(obj: object) -> tuple[int, TimeKind]:
@@ -345,7 +411,9 @@ class _TextLog:
     def __init__(self, log: MessageLog) -> None:
         self.log = log
         self.format = ox.RdfFormat.N_QUADS if log.fmt == "nquads" else ox.RdfFormat.TRIG
+        self.scanner = Delimiters(log.syntax)
         self.line = 1  # the line the next chunk starts on
+        self.offset = 0  # the byte offset it starts at
         self.number = 0
         self.started = False  # a delimiter has been read
         self.header = ""  # the directives in force, as text
@@ -353,7 +421,35 @@ class _TextLog:
         self.prefixes: dict[str, str] = {}
         self.base: str | None = None
 
-    def chunk(self, text: str, delims: list[tuple[int, int]], final: bool) -> Iterator[Message | Rejected]:
+    def _at(self, text: str, i: int) -> tuple[int, int]:
+        """The line and column of offset ``i`` of a chunk."""
+        return self.line + text.count("\n", 0, i), i - (text.rfind("\n", 0, i) + 1) + 1
+
+    def _bytes(self, text: str) -> int:
+        return len(text.encode("utf-8", "surrogateescape"))
+
+    def oversize(self, buf: str) -> Rejected:
+        """A message over the bound, not held: rejected at its start, skipped to its end."""
+        self.number += 1
+        m = SKIP.match(buf)
+        line, col = self._at(buf, m.end() if m else 0)
+        log = self.log
+        return Rejected(log.stream, log.origin, line, col,
+                        f"message {self.number}: over {log.max_message:,} characters "
+                        "(--max-record-bytes); skipped to its delimiter",
+                        _INVALID.sub("\ufffd", buf[:200].strip()))
+
+    def skip(self, buf: str, upto: int) -> str:
+        """``buf`` without its first ``upto`` characters (of a message over the bound), the
+        lines and bytes counted."""
+        upto = max(upto, 0)
+        self.line += buf.count("\n", 0, upto)
+        self.offset += self._bytes(buf[:upto])
+        self.started = True
+        return buf[upto:]
+
+    def chunk(self, text: str, scan: Scan, final: bool) -> Iterator[Message | Rejected]:
+        delims = scan.cuts
         # Message i's text runs from the end of delimiter i-1 to the start of delimiter i.
         bounds = [0] + [e for _, e in delims]
         ends = [s for s, _ in delims] + ([len(text)] if final else [])
@@ -365,28 +461,56 @@ class _TextLog:
             line += text.count("\n", pos, s)
             pos = s
             lines.append(line)
-        groups = self._parse_all(text, delims)
+        clean = mark_delimiters(text, [], scan.labels) if scan.labels else text
+        bad: dict[int, Rejected] = {}  # piece -> its rejection: framing, bytes, size
+        log = self.log
+        for off, reason in scan.errors:
+            i = next((k for k, (s, e) in enumerate(pieces) if s <= off < e), None)
+            if i is not None and i not in bad:
+                bad[i] = Rejected(log.stream, log.origin, *self._at(text, off), reason,
+                                  text[off:off + 200].split("\n", 1)[0])
+        if _INVALID.search(text):
+            for i, (s, e) in enumerate(pieces):
+                m = _INVALID.search(text, s, e)
+                if m is not None and i not in bad:
+                    where = self.offset + self._bytes(text[:m.start()])
+                    bad[i] = Rejected(log.stream, log.origin, *self._at(text, m.start()),
+                                      f"invalid UTF-8: byte 0x{ord(m.group()) - 0xDC00:02X} at byte "
+                                      f"offset {where} (a message holding it is not read, not even "
+                                      "in part)", _INVALID.sub("\ufffd", text[s:e].strip()[:200]))
+        for i, (s, e) in enumerate(pieces):
+            if e - s > log.max_message and i not in bad:
+                m = SKIP.match(text, s, e)
+                bad[i] = Rejected(log.stream, log.origin, *self._at(text, m.end() if m else s),
+                                  f"over {log.max_message:,} characters (--max-record-bytes)",
+                                  text[s:s + 200].strip())
+        groups = None if bad else self._parse_all(clean, delims)
         if groups is None:
-            out = self._one_by_one(text, pieces, lines)
+            out = self._one_by_one(clean, pieces, lines, bad)
         else:
             out = list(zip(pieces, lines, groups[:len(pieces)], strict=True))
+        current = self.scanner.syntax == CURRENT
         for i, ((s, e), line, quads) in enumerate(out):
-            edge = (i == 0 and not self.started) or (final and i == len(out) - 1)
+            first = i == 0 and not self.started
+            last = final and i == len(out) - 1
             if isinstance(quads, Rejected):
                 self.number += 1
                 quads.reason = f"message {self.number}: {quads.reason}"
                 yield quads
                 continue
-            if edge and not quads:
-                continue  # no triple before the first delimiter / after the last: no message
+            if not quads and (last or (first and not current)):
+                # current syntax: a last delimiter opens no message; the draft: no triple
+                # before the first delimiter / after the last, no message
+                continue
             self.number += 1
             # located at its first statement, past blank lines, comments and directives
-            m = SKIP.match(text, s, e)
+            m = SKIP.match(clean, s, e)
             lead = m.end() if m else s
-            yield Message(self.number, line + text.count("\n", s, lead), quads)
+            yield Message(self.number, line + text.count("\n", s, lead), _scoped(quads, self.number))
         if delims:
             self.started = True
         self.line += text.count("\n")
+        self.offset += len(text) if text.isascii() else self._bytes(text)
 
     def _parse(self, text: str) -> tuple[list[ox.Quad], ox.QuadParser]:
         body = self.header + "\n" + text if self.header else text
@@ -397,7 +521,7 @@ class _TextLog:
         """Every message of a chunk from one parse (None: it does not parse)."""
         try:
             quads, parser = self._parse(mark_delimiters(text, delims) if delims else text)
-        except SyntaxError:
+        except (SyntaxError, MemoryError):  # (MemoryError: a term over pyoxigraph's buffer)
             return None
         # the markers' positions, found by comparisons mapped over the quads
         marks = list(compress(range(len(quads)), map(eq, repeat(_MARK), map(_SUBJECT, quads))))
@@ -413,14 +537,23 @@ class _TextLog:
         self._directives(parser)
         return groups
 
-    def _one_by_one(self, text: str, pieces: list[tuple[int, int]],
-                    lines: list[int]) -> list[tuple[tuple[int, int], int, list[ox.Quad] | Rejected]]:
+    def _one_by_one(self, text: str, pieces: list[tuple[int, int]], lines: list[int],
+                    bad: dict[int, Rejected]) -> list[tuple[tuple[int, int], int, list[ox.Quad] | Rejected]]:
         out: list[tuple[tuple[int, int], int, list[ox.Quad] | Rejected]] = []
         log = self.log
-        for (s, e), line in zip(pieces, lines, strict=True):
+        for i, ((s, e), line) in enumerate(zip(pieces, lines, strict=True)):
+            if i in bad:
+                out.append(((s, e), line, bad[i]))
+                continue
             piece = text[s:e]
             try:
                 quads, parser = self._parse(piece)
+            except MemoryError as err:
+                m = SKIP.match(text, s, e)
+                out.append(((s, e), line, Rejected(log.stream, log.origin, *self._at(text, m.end() if m else s),
+                                                   f"a term too large for the parser ({err}); message "
+                                                   f"of {e - s:,} characters", piece.strip()[:200])))
+                continue
             except SyntaxError as err:
                 el, ec = error_position(err)
                 hl = self.header_lines + 1 if self.header else 0

@@ -148,6 +148,13 @@ class Keyed:
 _MAX_STEPS = 62  # a plan's leaves are bits of one mask
 
 
+def _bit(k: object) -> int:
+    """``1 << k`` as a Python int: compiled, ``1 << len(...)`` is C's shift of an ``int``,
+    which wraps from the 32nd leaf on (the mask itself is 64 bits wide)."""
+    one: object = 1
+    return cast(int, one) << cast(int, k)
+
+
 class _Step:
     """One node of a compiled plan (:meth:`Delta._compile`): its operator, its operands'
     positions in the plan, the leaves under it (a bit mask) and what its operator reads."""
@@ -298,7 +305,7 @@ class Delta:
             st = _Step(kind, n)
             if kind == _ONE:
                 st.one = self._one[k]
-                st.mask = 1 << len(masks)
+                st.mask = _bit(len(masks))
                 masks[k] = (st.mask, cast(BGP, n).patterns[0][1])
             else:
                 kids = [walk(x) for x in n.kids]

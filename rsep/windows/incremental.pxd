@@ -15,7 +15,7 @@ cdef class LocalWindow:
     cdef public object _canon, _compiled
     cpdef change(self, object changes)
     @cython.locals(matching=list, rows=list, terms=set, hit=list, by_pred=dict, any_pred=list,
-                   matched=bint, bi=Py_ssize_t, bit=Py_ssize_t, tracked=tuple, pos=Py_ssize_t)
+                   matched=bint, bi=Py_ssize_t, tracked=tuple, pos=Py_ssize_t)
     cpdef tuple _entry(self, object triples, bint keep_rows=*)
     cpdef _enter(self, Py_ssize_t seq, object triples)
     cpdef _leave(self, Py_ssize_t seq)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import pyoxigraph as ox
 from lark import Token, Tree
@@ -320,6 +321,14 @@ def _key(x: object) -> str:
     return str(x)
 
 
+def _bit(k: object) -> int:
+    """``1 << k`` as a Python int. Written inline in a compiled module with a C-typed
+    ``k``, the shift is C's on an ``int``: a block of 32 or more patterns wrapped its
+    bits round and matched nothing (and 64 overflowed)."""
+    one: object = 1
+    return cast(int, one) << cast(int, k)
+
+
 class LocalWindow:
     """A window's store graph under the event-local plan (see the module's text)."""
 
@@ -334,9 +343,9 @@ class LocalWindow:
         for bi, b in enumerate(self.blocks):
             for k, p in enumerate(b.patterns):
                 self._by_pred.setdefault(p.consts[1], []).append(
-                    (bi, 1 << k, p.consts[0], p.consts[2], p.tracked))
+                    (bi, _bit(k), p.consts[0], p.consts[2], p.tracked))
         self._any_pred = self._by_pred.pop(None, [])
-        self._full_mask = [(1 << len(b.patterns)) - 1 for b in self.blocks]
+        self._full_mask = [_bit(len(b.patterns)) - 1 for b in self.blocks]
         self.live: dict[int, _Entry] = {}
         self._entered: list[int] = []  # since the last sync
         self._counts: dict[object, int] = {}

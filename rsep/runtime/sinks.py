@@ -52,7 +52,8 @@ def csv_value(term: str | None) -> str:
 def open_sink(path: str | None, fmt: str, *, with_query: bool = False,
               stdout: IO[str] | None = None) -> FormatSink:
     """Where ``rsep run`` writes results: standard output (``path`` None), a file, or
-    ``mqtt://HOST:PORT/TOPIC`` (each result item one MQTT message). Closing the sink closes
+    ``mqtt://HOST:PORT/TOPIC`` (each result item one MQTT message), or
+    ``kafka://HOST:PORT/TOPIC`` (one Kafka record each). Closing the sink closes
     what it opened."""
     if path is None:
         return FormatSink(stdout or sys.stdout, fmt, with_query=with_query)
@@ -63,6 +64,10 @@ def open_sink(path: str | None, fmt: str, *, with_query: bool = False,
         from rsep.runtime.mqtt_output import MqttOutput
 
         return FormatSink(MqttOutput(path, fmt), fmt, with_query=with_query, owned=True)
+    if path.startswith("kafka://"):
+        from rsep.runtime.kafka_output import KafkaOutput
+
+        return FormatSink(KafkaOutput(path, fmt), fmt, with_query=with_query, owned=True)
     return FormatSink(open(path, "w", encoding="utf-8"), fmt, with_query=with_query, owned=True)
 
 

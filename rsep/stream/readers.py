@@ -6,19 +6,25 @@
 first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
 Standard input (``-``) cannot be looked at twice: it is a stream file unless the format is
 given (``rdfm`` or ``jelly``); so are the live sources ``tcp://`` and ``mqtt://``
-(rsep.stream.live), which read ``rdfm`` and ``jelly`` as well.
+(rsep.stream.live) and ``kafka://`` (rsep.stream.kafka), which read ``rdfm`` and ``jelly``
+as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import SUFFIXES, JsonlStreamFile
 from rsep.stream.messages import ARRIVAL, MessageLog, log_format, sniff
 from rsep.stream.protocol import Source
 from rsep.stream.time import TimeConfig
+
+if TYPE_CHECKING:
+    from rsep.stream.kafka import KafkaStream
+    from rsep.stream.live import LiveStream
 
 STREAM_FORMATS = ("auto", "events", "rdfm", "jelly")
 STDIN = "-"
@@ -46,16 +52,22 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
     messages take their arrival times (for stream files, time always comes from the data)."""
     preds = list(time_predicates)
     arrival = preds == [ARRIVAL]
-    if path.startswith(("tcp://", "mqtt://")):
+    if path.startswith(("tcp://", "mqtt://", "kafka://")):
         if fmt == "jelly":
             if "format=" in path.partition("?")[2] and "format=jelly" not in path:
                 raise ValueError(f"--stream-format jelly, but {path} gives another format")
             path += ("&" if "?" in path else "?") + "format=jelly"
         # imported here, as the RML reader below: a run of files needs no sockets or
         # threads, CSV or time zones (start-up, docs/benchmarks.md)
-        from rsep.stream.live import LiveStream
+        live: LiveStream | KafkaStream
+        if path.startswith("kafka://"):
+            from rsep.stream.kafka import KafkaStream
 
-        live = LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+            live = KafkaStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+        else:
+            from rsep.stream.live import LiveStream
+
+            live = LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
         if arrival and not live.messages:
             raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs "
                              "(give --stream-format rdfm or jelly)")

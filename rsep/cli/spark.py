@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from rsep.cli.run import EXIT_OK, EXIT_REJECTED, check_options, limits, time_config, until
 from rsep.runtime.engine import EngineError
 from rsep.runtime.sinks import open_sink
+from rsep.spark.kafka import KafkaSink, check_url, packages_conf, run_live, uses_kafka
 from rsep.spark.package import (
     ALIAS,
     EXECUTOR_PYTHON,
@@ -31,6 +32,7 @@ from rsep.spark.package import (
 )
 from rsep.spark.pipeline import BATCH_BYTES, SparkPipeline, collect_outputs, run_files, write_batch
 from rsep.spark.session import get_session, shipped_session
+from rsep.stream.kafka import is_kafka
 from rsep.stream.readers import RML_SUFFIXES
 from rsep.stream.time import parse_time_unit
 
@@ -167,7 +169,17 @@ def run(args: argparse.Namespace) -> int:
     check_options(args)  # before Spark starts: a refused option costs no session
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
+    kafka = uses_kafka(args.stream, args.output)
     for _, path in args.stream:
+        if is_kafka(path):  # a topic, read by Spark's Kafka source (rsep.spark.kafka)
+            try:
+                check_url(path, stream_format=args.stream_format)
+            except ValueError as e:
+                raise EngineError(str(e)) from None
+            if args.batch:
+                raise EngineError("--batch replays files; a Kafka topic is read by a "
+                                  "streaming job (give ?idle=SECONDS to end it)")
+            continue
         if path == "-" or path.startswith(("tcp://", "mqtt://")):
             # A Spark job replays files (its live sources are rsep.spark.mqtt / socket's API).
             raise EngineError(f"--engine spark reads stream files and directories (TriG, N-Quads, "
@@ -199,6 +211,11 @@ def run(args: argparse.Namespace) -> int:
     existing = SparkSession.getActiveSession()
     archive = None
     conf = dict(args.spark_conf)
+    if kafka:
+        if args.output and is_kafka(args.output) and args.format != "jsonl":
+            raise EngineError(f"--output {args.output} on Spark writes one jsonl object per "
+                              f"record (--format jsonl, not {args.format})")
+        conf = packages_conf(conf)  # Spark's Kafka connector is not in the wheel
     if args.ship:
         if existing is not None:
             raise EngineError("--ship needs a Spark session of its own: this process "
@@ -259,8 +276,10 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
     if missing:
         raise EngineError("the queries read stream(s) with no --stream given: "
                           + ", ".join(f"<{m}>" for m in sorted(missing)))
-    sink = open_sink(args.output, args.format, with_query=len(pipe.config.queries) > 1,
-                     stdout=stdout)
+    ksink = KafkaSink(args.output, state_dir=checkpoint) \
+        if args.output and is_kafka(args.output) else None
+    sink = None if ksink else open_sink(args.output, args.format,
+                                        with_query=len(pipe.config.queries) > 1, stdout=stdout)
     dead = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None
     rejected = 0
     seen: set[int] = set()
@@ -273,9 +292,13 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
         if batch_id in seen:  # a replayed batch: already written
             return
         seen.add(batch_id)
-        for o in collect_outputs(df):
-            sink.write(o)
-        sink.flush()
+        if ksink is not None:
+            ksink(df, batch_id)
+        else:
+            assert sink is not None
+            for o in collect_outputs(df):
+                sink.write(o)
+            sink.flush()
         for r in df.filter("rtype = 'r'").select("json").collect():
             rejected += 1
             if dead:
@@ -285,20 +308,28 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
                 loc = f"{d['file']}:{d['line']}" + (f":{d['column']}" if d["column"] else "")
                 print(f"rejected: {loc}: {d['reason']}", file=sys.stderr)
         if tty:
-            print(f"\r\x1b[Kbatch {batch_id}: {sink.count} results, "
+            n = ksink.written if ksink is not None else sink.count if sink is not None else 0
+            print(f"\r\x1b[Kbatch {batch_id}: {n} results, "
                   f"{time.monotonic() - t0:.1f} s", end="", file=sys.stderr, flush=True)
 
     ticker = _StageProgress(spark, sys.stderr) if tty and args.batch else None
     try:
-        run_files(pipe, on_batch, checkpoint=checkpoint, batch=args.batch,
-                  follow=args.follow, trigger_seconds=args.trigger,
-                  max_files_per_trigger=args.max_files_per_batch,
-                  max_bytes_per_trigger=BATCH_BYTES if args.max_bytes_per_batch is None
-                  else args.max_bytes_per_batch)
+        if any(is_kafka(path) for _, path in args.stream):
+            run_live(pipe, on_batch, checkpoint=checkpoint, stream_format=args.stream_format,
+                     trigger_seconds=args.trigger, max_files_per_trigger=args.max_files_per_batch,
+                     max_bytes_per_trigger=BATCH_BYTES if args.max_bytes_per_batch is None
+                     else args.max_bytes_per_batch)
+        else:
+            run_files(pipe, on_batch, checkpoint=checkpoint, batch=args.batch,
+                      follow=args.follow, trigger_seconds=args.trigger,
+                      max_files_per_trigger=args.max_files_per_batch,
+                      max_bytes_per_trigger=BATCH_BYTES if args.max_bytes_per_batch is None
+                      else args.max_bytes_per_batch)
     finally:
         if ticker is not None:
             ticker.stop()
-        sink.close()
+        if sink is not None:
+            sink.close()
         if tty:
             print(file=sys.stderr)
         if dead:

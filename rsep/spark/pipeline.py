@@ -102,6 +102,8 @@ class SparkPipeline:
         least one file) per micro-batch."""
         dfs = []
         for iri, path in self.streams:
+            if path.startswith("kafka://"):
+                continue  # a topic, not files: rsep.spark.kafka's source
             p = Path(path)
             # Jelly is binary: its bytes travel base64-encoded in the text column
             # (rsep.spark.parse decodes a ``.jelly`` origin's text).

@@ -23,7 +23,7 @@ CORE_SRC := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 CARGO := cargo
 CARGO_FLAGS := --locked --manifest-path native/Cargo.toml
 
-.PHONY: demo test lint bench clean system-deps citybench-q1 bytecode native-test
+.PHONY: demo test lint bench clean system-deps kafka-deps citybench-q1 bytecode native-test
 
 # Editable, as a plain path entry (setuptools' compat mode): its default finder costs every
 # start ~25 ms of imports (pathlib and the rest) before rsep runs. Re-run when this recipe
@@ -89,7 +89,26 @@ system-deps:
 	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium graphviz >/dev/null; }
 
-test: $(STAMP) $(NATIVE) $(CORE) bytecode system-deps native-test
+# The Kafka tests' broker: one KRaft node from the org.apache.kafka jars, which mvn copies
+# from Maven Central (tests/kafka/pom.xml pins the version) into the ignored .kafka/broker/;
+# and Spark's Kafka connector (rsep.spark.kafka.CONNECTOR), resolved once into Spark's Ivy
+# cache, so that no test downloads it. Nothing of either is committed.
+KAFKA_JARS := .kafka/broker/.copied
+$(KAFKA_JARS): tests/kafka/pom.xml
+	@command -v mvn >/dev/null 2>&1 || { \
+	    SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    echo "installing maven (Debian) to fetch the Kafka broker for the tests"; \
+	    $$SUDO apt-get update -q >/dev/null 2>&1 || true; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q maven >/dev/null; }
+	rm -rf .kafka/broker
+	mvn -q -B -f tests/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(CURDIR)/.kafka/broker
+	touch $@
+
+kafka-deps: $(STAMP) $(KAFKA_JARS)
+	$(BIN)/python -m rsep.spark.kafka
+
+test: $(STAMP) $(NATIVE) $(CORE) bytecode system-deps kafka-deps native-test
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy

@@ -1,0 +1,157 @@
+"""Kafka in and out, against a real single-node KRaft broker (tests/kafka_broker.py): events
+produced into a topic -> ``rsep run`` -> results on a topic, in process and on Spark (Spark's
+own Kafka source and sink), the same rows; a malformed record in the dead letter at its
+partition and offset; a broker killed mid-stream is a located error, never a clean end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from kafka_broker import Broker, consume, produce
+
+from rsep.cli.main import main
+
+S = "http://ex.org/s"
+QUERY = """PREFIX : <http://ex.org/>
+REGISTER RSTREAM <http://ex.org/out> AS
+SELECT ?s (MAX(?v) AS ?max) (COUNT(?v) AS ?n)
+FROM NAMED WINDOW <http://ex.org/w> ON <http://ex.org/s> [RANGE 10 STEP 10]
+WHERE { WINDOW <http://ex.org/w> { ?s :temp ?v } }
+GROUP BY ?s
+ORDER BY ?s
+"""
+BAD = "<http://ex.org/bad> { this is not trig"
+INT = "^^<http://www.w3.org/2001/XMLSchema#integer>"
+
+
+def record(i: int) -> str:
+    """Event i, at time 2i: sensor s(i mod 2) reads 20 + i."""
+    return ("@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+            "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+            f'<http://ex.org/e/{i}> prov:generatedAtTime "{2 * i}"^^xsd:integer .\n'
+            f"<http://ex.org/e/{i}> {{ <http://ex.org/s{i % 2}> <http://ex.org/temp> {20 + i} . }}\n")
+
+
+def row(t: int, s: int, mx: int, n: int) -> dict:
+    return {"time": t, "bindings": {"s": f"<http://ex.org/s{s}>", "max": f'"{mx}"{INT}',
+                                    "n": f'"{n}"{INT}'}}
+
+
+# events 0..11 (times 0..22) through windows (-10, 0], (0, 10], (10, 20]
+EXPECTED = [row(0, 0, 20, 1), row(10, 0, 24, 2), row(10, 1, 25, 3), row(20, 0, 30, 3),
+            row(20, 1, 29, 2)]
+# the malformed record is the 7th of the topic: offset 6
+RECORDS = [record(i) for i in range(6)] + [BAD] + [record(i) for i in range(6, 12)]
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    """One broker for the module's tests (~4 s to start): its bootstrap servers."""
+    b = Broker(tmp_path_factory.mktemp("kafka"))
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def query(tmp_path):
+    q = tmp_path / "max.rq"
+    q.write_text(QUERY)
+    return str(q)
+
+
+def topic(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def test_round_trip_in_process(kafka, query, tmp_path):
+    src, out = topic("events"), topic("results")
+    produce(kafka.servers, src, RECORDS)
+    dead = tmp_path / "dead.jsonl"
+    rc = main(["run", query, "-q", "--stream", f"{S}=kafka://{kafka.servers}/{src}?idle=1",
+               "-o", f"kafka://{kafka.servers}/{out}", "--dead-letter", str(dead)])
+    assert rc == 3  # a record rejected
+    assert [json.loads(v) for v in consume(kafka.servers, out, n=len(EXPECTED) + 1, idle=2)] \
+        == EXPECTED
+    [d] = [json.loads(x) for x in dead.read_text().splitlines()]
+    assert d["file"] == f"kafka://{kafka.servers}/{src}#0-000000000006"
+    assert "not a valid RDF subject" in d["reason"] and d["stream"] == S
+
+
+def test_round_trip_on_spark_equals_in_process(kafka, query, tmp_path):
+    """``rsep run --engine spark``: Spark's Kafka source and sink (its own JVM, with the
+    connector from spark.jars.packages), the in-process rows; the rejected record on the
+    dead-letter topic; a rerun from the same checkpoint writes nothing twice."""
+    src, out = topic("events"), topic("results")
+    produce(kafka.servers, src, RECORDS)
+    cmd = [sys.executable, "-m", "rsep.cli.main", "run", query, "--engine", "spark",
+           "--master", "local[1]", "--stream", f"{S}=kafka://{kafka.servers}/{src}?idle=1",
+           "-o", f"kafka://{kafka.servers}/{out}", "--checkpoint", str(tmp_path / "ck")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert p.returncode == 3, p.stderr[-3000:]
+    assert f"kafka://{kafka.servers}/{src}#0-000000000006:1:23: this is not a valid RDF subject" \
+        in p.stderr
+    got = consume(kafka.servers, out, n=len(EXPECTED) + 1, idle=2, headers=True)
+    assert [json.loads(v) for v, _ in got] == EXPECTED
+    assert [(h["rsep-batch"], h["rsep-seq"]) for _, h in got] == \
+        [(got[0][1]["rsep-batch"], str(i)) for i in range(len(EXPECTED))]
+    [(d, _)] = consume(kafka.servers, out + "-dead-letter", idle=1, headers=True)
+    assert json.loads(d)["file"] == f"kafka://{kafka.servers}/{src}#0-000000000006"
+
+
+def test_broker_killed_mid_stream_is_a_located_error(tmp_path, query):
+    """The broker dies while ``rsep run`` reads a topic with ?idle: the run fails (exit 1)
+    naming the topic and the last offset it read, after the results of what it read."""
+    b = Broker(tmp_path / "broker")
+    try:
+        src = topic("events")
+        produce(b.servers, src, [record(i) for i in range(6)])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rsep.cli.main", "run", query, "-q", "--stream",
+             f"{S}=kafka://{b.servers}/{src}?idle=30&timeout=2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"})
+        first = proc.stdout.readline()  # the window closed at 10 by event 5 (time 10)...
+        assert json.loads(first) == row(0, 0, 20, 1)
+        time.sleep(0.5)
+        b.kill()
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - t0 < 20  # timeout=2, not idle=30: no wait for the idle end
+        assert proc.returncode == 1, err
+        assert f"kafka://{b.servers}/{src}: after 6 record(s), the last at partition 0 " \
+               "offset 5; the broker has been unreachable for 2 s" in err
+        assert "Traceback" not in err
+    finally:
+        b.kill()
+
+
+def test_urls_and_formats_refused_before_any_connection(query):
+    """Nothing listens on port 9: every one of these fails on its words, not a timeout."""
+    for stream, why in [("kafka://127.0.0.1:9", "without a topic"),
+                        ("kafka://127.0.0.1:x/t", "bad port"),
+                        ("kafka://127.0.0.1:9/a/b", "topic names are"),
+                        ("kafka://127.0.0.1:9/t?window=3", "unknown option(s) window"),
+                        ("kafka://127.0.0.1:9/t?idle=-1", "idle must be")]:
+        with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):
+            from rsep.stream.kafka import KafkaStream
+
+            KafkaStream(stream, S)
+    from rsep.runtime.kafka_output import KafkaOutput
+
+    with pytest.raises(ValueError, match="one item per record"):
+        KafkaOutput("kafka://127.0.0.1:9/t", "table")
+
+
+def test_unreachable_broker_at_the_start(query, capsys):
+    t0 = time.monotonic()
+    rc = main(["run", query, "--stream", f"{S}=kafka://127.0.0.1:9/t?idle=1&timeout=1"])
+    assert rc == 1
+    assert "kafka://127.0.0.1:9/t: cannot reach the broker in 1 s" in capsys.readouterr().err
+    assert time.monotonic() - t0 < 10

@@ -16,7 +16,10 @@ from rsep.lars.core import LarsError
 from rsep.spark.plan import partitioning
 from rsep.stream.time import parse_time_unit
 
-EXIT_AGREE, EXIT_DISAGREE, EXIT_FAILED = 0, 1, 2
+# rsep's one table of exit codes (README, "Exit status"): a query or input error is 1 from
+# every command (the same syntax error gives the same code from run, explain and compare),
+# an operation the query cannot take is 2 (as bad usage), a disagreement 4
+EXIT_AGREE, EXIT_ERROR, EXIT_REFUSED, EXIT_DISAGREE = 0, 1, 2, 4
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,9 +78,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """``rsep explain`` and ``rsep compare``. Exit 0 (agree / explained), 1 (disagree), 2 (error) for compare."""
+    """``rsep explain`` and ``rsep compare``. Exit 0 (explained / agree everywhere), 1 (the
+    query or an input cannot be used), 2 (the query is outside what the command takes:
+    --lars or compare for a dialect or fragment without them, an aggregate with no
+    agreement notion), 4 (compare: some interval disagrees)."""
     try:
         return run(args)
-    except Exception as e:  # noqa: BLE001 - every failure is reported, with status 2
+    except LarsError as e:
         print(f"rsep {args.command}: {e}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_REFUSED
+    except Exception as e:  # noqa: BLE001 - every failure is reported, on one line
+        print(f"rsep {args.command}: {e}", file=sys.stderr)
+        return EXIT_ERROR

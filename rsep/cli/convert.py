@@ -72,6 +72,9 @@ def main(args: argparse.Namespace) -> int:
             out.close()
     if not args.quiet:
         print(f"rsep: {writer.count} message(s) written to {args.output}", file=sys.stderr)
+    if dead.count:  # (with --quiet too, as rsep run: exit status 3 alone says too little)
+        print(f"rsep: {dead.count} input record(s) rejected"
+              + (f" (written to {args.dead_letter})" if args.dead_letter else ""), file=sys.stderr)
     return 3 if dead.count else 0
 
 

@@ -33,13 +33,37 @@ def explain(q: Query, *, lars: bool = False, fmt: str = "text",
     return EXPLAIN[d.family](q, lars, fmt, time_unit_ms)
 
 
+# the units a unit is chosen from when the query's durations have units and no --time-unit
+# is given: the largest that divides every duration (so each is a whole number of them)
+_UNITS = ((86_400_000, "1d"), (3_600_000, "1h"), (60_000, "1m"), (1000, "1s"), (1, "1ms"))
+
+
+def implied_unit(q: ContinuousQuery) -> tuple[int, str] | None:
+    """The time unit an explanation reads integer timestamps in when the query's window
+    durations have units (``[RANGE 30m]``) and none was given: the largest of a day, hour,
+    minute, second and millisecond that divides them all; None when no duration has a unit.
+    (A run still needs --time-unit: there the stream's timestamps, not the query, say
+    what a unit is.)"""
+    ms = [d.amount for w in q.dataset.windows for d in (w.spec.range, w.spec.step, w.spec.offset)
+          if d is not None and d.in_ms]
+    if not ms:
+        return None
+    return next((u, name) for u, name in _UNITS if all(m % u == 0 for m in ms))
+
+
 def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
     # an RSP query's explanation: its model (V, P, D, S), and its LARS program with --lars.
     assert isinstance(q, ContinuousQuery)  # (the family's algebra)
+    note = ""
+    if time_unit_ms is None and (implied := implied_unit(q)) is not None:
+        time_unit_ms = implied[0]
+        note = (f"time unit: {implied[1]}, from the query's durations (an integer timestamp "
+                "counts these; --time-unit gives another)\n")
     if fmt == "dot":
         return lars_explain.explain_dot(q, lars, time_unit_ms)
     kind, why = path(q)  # rsep.windows.maintained: which evaluation path, and why
-    return lars_explain.explain_text(q, lars, time_unit_ms) + f"\nevaluation: {kind}: {why}\n"
+    return (lars_explain.explain_text(q, lars, time_unit_ms) + note
+            + f"\nevaluation: {kind}: {why}\n")
 
 
 def _spaseq(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:

@@ -2,9 +2,11 @@
 ``main``; only the one named is imported (``rsep run`` needs neither Spark nor the
 benchmarks).
 
-Exit status: 0 success; 1 error (one line on stderr says why); 2 bad usage;
-3 the run completed but input records were rejected (see the messages on
-stderr and the dead-letter file).
+Exit status, one table for every command (README, "Exit status"): 0 success; 1 error
+(one line on stderr says why: a query's error, located, from every command alike); 2 bad
+usage (or a query outside what the command takes); 3 the run completed but input records
+were rejected (see the messages on stderr and the dead-letter file); 4 ``compare``: the
+engines disagree; 130 interrupted.
 """
 
 from __future__ import annotations

@@ -141,7 +141,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "SIZE characters is rejected and its file read no further (default 64M)")
     r.add_argument("--allow-dereference", action="store_true",
                    help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
-    r.add_argument("--quiet", "-q", action="store_true", help="no progress or rejection messages")
+    r.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress nor a message per rejected record (the one line that "
+                   "counts them stays)")
     r.add_argument("--stage-times", action="store_true",
                    help="print on stderr where the run's time went: parse, match, state, "
                    "output, engine (costs a few per cent)")
@@ -370,9 +372,9 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         print(table(clock.report(time.perf_counter() - t0), engine.events), file=sys.stderr)
     if dead.count:
-        if not args.quiet:
-            print(f"rsep: {dead.count} input record(s) rejected"
-                  + (f" (written to {args.dead_letter})" if args.dead_letter else ""),
-                  file=sys.stderr)
+        # (even with --quiet: exit status 3 alone does not say what was rejected)
+        print(f"rsep: {dead.count} input record(s) rejected"
+              + (f" (written to {args.dead_letter})" if args.dead_letter else ""),
+              file=sys.stderr)
         return EXIT_REJECTED
     return EXIT_OK

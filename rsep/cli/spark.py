@@ -335,9 +335,9 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
         if dead:
             dead.close()
     if rejected:
-        if not args.quiet:
-            print(f"rsep: {rejected} input record(s) rejected"
-                  + (f" (written to {args.dead_letter})" if args.dead_letter else ""),
-                  file=sys.stderr)
+        # (even with --quiet: exit status 3 alone does not say what was rejected)
+        print(f"rsep: {rejected} input record(s) rejected"
+              + (f" (written to {args.dead_letter})" if args.dead_letter else ""),
+              file=sys.stderr)
         return EXIT_REJECTED
     return EXIT_OK

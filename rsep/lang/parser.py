@@ -24,7 +24,7 @@ from typing import Any
 import lark
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.lexer import BasicLexer, ContextualLexer
+from lark.lexer import BasicLexer, ContextualLexer, PatternStr, Token
 from lark.parsers import lalr_analysis
 
 from rsep.cache import cache_dir, write_atomically
@@ -365,16 +365,43 @@ def parser() -> Lark:
     return sparql_lalr(grammar_beside(__file__, "rsep_ext.lark"), "rsp_unit")
 
 
+def _acceptable(e: UnexpectedInput) -> set[str]:
+    """The terminals the parser takes where the error is: the interactive parser's
+    ``accepts`` (each tried through the reductions it leads to; the state's own table
+    also lists lookaheads whose reductions fail further up), else what the error lists."""
+    ip = getattr(e, "interactive_parser", None)
+    if ip is not None:
+        try:
+            return set(ip.accepts())
+        except Exception:  # noqa: BLE001 - a parser state it cannot copy: the plain list
+            pass
+    return set(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
+
+
+def _word(name: str, p: Lark, words: dict[str, str] | None) -> str:
+    w = _readable(name, words)
+    term = p.get_terminal(name) if name in _terminal_names(p) else None
+    if term is not None and isinstance(term.pattern, PatternStr) and (
+            not w or name not in READABLE and not (words and name in words)):
+        # a literal terminal is shown as the text to type (ASTERIX is '*', __ANON_7 BY)
+        v = term.pattern.value
+        return v.upper() if v.isalpha() else f"'{v}'"
+    if not w and term is not None:
+        pat = term.pattern.value
+        w = pat.strip("/").removesuffix("/i") if len(pat) < 24 else ""
+        w = w.upper() if w.isalpha() else (f"'{w}'" if w else "")
+    return w
+
+
+@functools.cache
+def _terminal_names(p: Lark) -> frozenset[str]:
+    return frozenset(t.name for t in p.terminals)
+
+
 def _expected(e: UnexpectedInput, p: Lark, extra: dict[str, str] | None = None) -> str:
-    names: set[str] = set(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
     words: list[str] = []
-    for n in sorted(names):
-        term = p.get_terminal(n) if n in {t.name for t in p.terminals} else None
-        w = _readable(n, extra)
-        if not w and term is not None:
-            pat = term.pattern.value
-            w = pat.strip("/").removesuffix("/i") if len(pat) < 24 else ""
-            w = w.upper() if w.isalpha() else (f"'{w}'" if w else "")
+    for n in sorted(_acceptable(e)):
+        w = _word(n, p, extra)
         if w and w not in words:
             words.append(w)
     if not words:
@@ -384,11 +411,25 @@ def _expected(e: UnexpectedInput, p: Lark, extra: dict[str, str] | None = None) 
     return "expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
 
 
+_CLOSING = {"{": "}", "(": ")", "[": "]"}
+
+
+def _open_bracket(e: UnexpectedInput) -> Any:
+    """The innermost bracket still open where the parse failed: a '{', '(' or '[' token
+    shifted and not yet reduced into the group it opens (the parser's value stack holds
+    it), or None."""
+    ip = getattr(e, "interactive_parser", None)
+    stack = getattr(getattr(ip, "parser_state", None), "value_stack", None) or []
+    return next((v for v in reversed(stack) if isinstance(v, Token) and str(v) in _CLOSING),
+                None)
+
+
 def parse_with(p: Lark, text: str, source: str | None = None,
                words: dict[str, str] | None = None) -> Tree[Any]:
     """Parse with any of rsep's grammars; errors become located QueryErrors in words.
 
-    ``words`` names a dialect's own terminals for the "expected ..." part.
+    ``words`` names a dialect's own terminals for the "expected ..." part. A query that ends
+    with a bracket open is reported at that bracket's opening.
     """
     check_size(text, source)
     prescan(text, source)
@@ -396,8 +437,18 @@ def parse_with(p: Lark, text: str, source: str | None = None,
         tree = p.parse(text)
     except UnexpectedToken as e:
         tok = e.token
+        opened = _open_bracket(e)
+        if tok.type == "$END" and opened is not None:
+            raise QueryError(f"syntax error: unclosed '{opened}': the query ends (line "
+                             f"{text.count(chr(10), 0, len(text.rstrip())) + 1}) before its "
+                             f"'{_CLOSING[str(opened)]}'", opened.line, opened.column,
+                             source) from None
         what = "end of query" if tok.type == "$END" else repr(str(tok))
         exp = _expected(e, p, words)
+        if opened is not None and str(tok) in _CLOSING.values() \
+                and str(tok) != _CLOSING[str(opened)]:
+            exp += (f" (the '{opened}' at {opened.line}:{opened.column} is still open)"
+                    if exp else "")
         raise QueryError(f"syntax error: unexpected {what}" + (f"; {exp}" if exp else ""),
                          e.line if e.line != -1 else None, e.column if e.column != -1 else None,
                          source) from None

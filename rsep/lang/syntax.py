@@ -225,6 +225,7 @@ class Syntax(Terms):
         s.relative_iris = [t.start_pos for t in tree.scan_values(lambda v: isinstance(v, Token))
                            if t.type == "IRIREF" and t.start_pos < based_at
                            and not is_absolute(t[1:-1])]
+        s._check_prefixes(tree)
         body = tree.children[1]
         s.form = next(FORMS[c.data] for c in body.children if isinstance(c, Tree) and c.data in FORMS)
         for node in tree.iter_subtrees_topdown():
@@ -240,6 +241,19 @@ class Syntax(Terms):
                 raise s.error(f"SELECT {bare}: SPARQL needs the parentheses, ({agg} AS {var})",
                               node)
         return s
+
+    def _check_prefixes(self, tree: Tree) -> None:
+        """Every prefixed name's prefix declared: found here, the error names the prefix at
+        its first use (pyoxigraph's check, later, says only "Prefix not found", after it)."""
+        stack: list[Tree | Token] = [tree]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Token):
+                if n.type in ("PNAME_LN", "PNAME_NS") and n.partition(":")[0] not in self.prefixes:
+                    raise self.error(f"undeclared prefix '{n.partition(':')[0]}:' (no PREFIX "
+                                     "declares it)", n)
+            elif n.data != "prefix_decl":
+                stack.extend(reversed(n.children))
 
     def nodes(self, *names: str) -> list[Tree]:
         return [f.node for f in self.features if f.name in names]

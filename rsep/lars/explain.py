@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 
+from lark import Token, Tree
+
 from rsep.algebra.query import ContinuousQuery
+from rsep.lang.parser import parse_tree
+from rsep.lang.syntax import end_of, start_of
 from rsep.lars.aggregates import NoAgreementNotion, aggregate_pattern, find_aggregate
 from rsep.lars.core import LarsError, Program, show_term
 from rsep.lars.rsp import (
@@ -91,9 +95,49 @@ def _aggregate(cq_: ContinuousQuery) -> tuple[ContinuousQuery, list[str]]:
                    f"  push-pull agreement (001 Sec. 6), per group: {notion[agg.func]}"]
 
 
+def as_written(cq_: ContinuousQuery) -> list[str]:
+    """A SELECT query's projection (V), GROUP BY, HAVING and aggregates as its text has
+    them (001's V of an aggregate query's pattern is that pattern's, not the query's:
+    ``SELECT *``); nothing for the other forms."""
+    if cq_.form != "SELECT":
+        return []
+    text = cq_.sparql
+    tree = parse_tree(text)
+    sel = next((c for c in tree.children[1].children
+                if isinstance(c, Tree) and c.data == "select_query"), None)
+    if sel is None:
+        return []
+
+    def src(n: Tree | Token) -> str:
+        return " ".join(text[start_of(n):end_of(n)].split())
+
+    clause = sel.children[0]
+    words = [str(c).upper() for c in clause.children
+             if isinstance(c, Token) and str(c).upper() in ("DISTINCT", "REDUCED")]
+    items = [src(c) for c in clause.children if isinstance(c, Tree)]
+    lines = ["V: " + " ".join(words + (items or ["*"]))]
+    aggregates = [src(a) for a in clause.iter_subtrees_topdown() if a.data == "aggregate"]
+    for m in sel.children:
+        if not (isinstance(m, Tree) and m.data == "solution_modifier"):
+            continue
+        for g in m.children:
+            if isinstance(g, Tree) and g.data == "group_clause":
+                lines.append("GROUP BY " + " ".join(src(c) for c in g.children
+                                                     if isinstance(c, Tree)))
+            elif isinstance(g, Tree) and g.data == "having_clause":
+                lines.append("HAVING " + " ".join(src(c) for c in g.children
+                                                  if isinstance(c, Tree)))
+                aggregates += [src(a) for a in g.iter_subtrees_topdown()
+                               if a.data == "aggregate"]
+    if aggregates:
+        lines.append("aggregates: " + ", ".join(dict.fromkeys(aggregates)))
+    return lines
+
+
 def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None = None) -> str:
     head = [f"query: {cq_.name or '(unnamed)'}  dialect: {cq_.dialect}  form: {cq_.form}",
             f"report: {cq_.report}  r2s: {cq_.r2s.value}"]
+    written = as_written(cq_)
     try:
         cq_, agg_lines = _aggregate(cq_)
         q = from_query(cq_)
@@ -104,9 +148,10 @@ def explain_text(cq_: ContinuousQuery, with_lars: bool, time_unit_ms: int | None
         windows = [f"  <{w.stream}> {w.spec.text} -> "
                    + ("merged into the default graph" if w.in_default else f"window <{w.iri}>")
                    for w in cq_.dataset.windows]
-        return "\n".join(head + ["windows:", *windows, f"001's model (V, P, D, S): not shown: {e}"]) + "\n"
+        return "\n".join(head + written + ["windows:", *windows,
+                                          f"001's model (V, P, D, S): not shown: {e}"]) + "\n"
     lines = [*head,
-             "V: " + (" ".join(f"?{v}" for v in q.V) if q.V else "*"),
+             *(written or ["V: " + (" ".join(f"?{v}" for v in q.V) if q.V else "*")]),
              "D: default graph " + (", ".join(f"<{g}>" for g in q.default_graphs) or "(supplied)")
              + ("; named " + ", ".join(f"<{g}>" for g in q.named_graphs) if q.named_graphs else ""),
              "S:"]

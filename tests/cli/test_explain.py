@@ -78,9 +78,12 @@ def test_explain_a_query_outside_001s_model_still_explains_how_it_runs(capsys):
     q = str(ROOT / "examples" / "srbench-hot.rq")
     assert main(["explain", q]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:5] == [
+    assert lines[:8] == [
         "query: http://example.org/hot  dialect: rspql  form: SELECT",
         "report: window-close  r2s: RSTREAM",
+        "V: ?sensor (MAX(?value) AS ?max) (COUNT(?obs) AS ?readings)",
+        "GROUP BY ?sensor",
+        "aggregates: MAX(?value), COUNT(?obs)",
         "windows:",
         "  <http://example.org/srbench> [RANGE 5000 STEP 5000] -> window <http://example.org/w>",
         "001's model (V, P, D, S): not shown: a stream graph pattern that is not a basic graph "

@@ -157,11 +157,11 @@ def test_cli_compare_aggregates(capsys, tmp_path):
 
     code, out, _ = cli("(COUNT(*) AS ?n)", "jsonl")
     got = [json.loads(x) for x in out.splitlines()]
-    assert code == 1 and [(g["interval"], g["agree"]) for g in got] == [([0, 10], True), ([10, 20], False)]
+    assert code == 4 and [(g["interval"], g["agree"]) for g in got] == [([0, 10], True), ([10, 20], False)]
     assert got[1]["push"] == [{"n": 3}] and got[1]["pull"] == [{"n": 2}]
     assert [p["time"] for p in got[1]["pushed"]] == [11, 16, 18]
     code, out, _ = cli("(COUNT(*) AS ?n)")
-    assert code == 1 and "sum of the pushed counts" in out and 'pushed again: (c="c1", s="a") at 11, 18' in out
+    assert code == 4 and "sum of the pushed counts" in out and 'pushed again: (c="c1", s="a") at 11, 18' in out
     code, out, _ = cli("(MAX(?c) AS ?m)")
     assert code == 0 and out.endswith("agree everywhere (period 10, up to 20)\n")
     code, out, err = cli("(AVG(?c) AS ?m)")

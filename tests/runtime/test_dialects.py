@@ -121,15 +121,16 @@ def test_mixed_dialects_are_rejected_with_both_constructs_named():
 @pytest.mark.parametrize("dialect, text, line, col, words", [
     ("rspql", "REGISTER RSTREAM <q> AS\nSELECT * FROM NAMED WINDOW <w> ON <s> [RANGE]\nWHERE { WINDOW <w> { ?s ?p ?o } }",
      2, 45, "unexpected ']'"),
-    ("csparql", "REGISTER QUERY q AS\nSELECT * FROM STREAM <s> [RANGE 5 STEP 1]\nWHERE { ?s ?p ?o", 3, 15,
-     "unexpected end of query"),
+    # a query that ends inside a group: located at the group's '{' (issue 53)
+    ("csparql", "REGISTER QUERY q AS\nSELECT * FROM STREAM <s> [RANGE 5 STEP 1]\nWHERE { ?s ?p ?o", 3, 7,
+     "unclosed '{': the query ends (line 3) before its '}'"),
     ("cqels", "SELECT ?s\nWHERE { STREAM <s> [RANGE 5s] { ?s ?p ?o . ?o } }", 2, 47, "unexpected '}'"),
 ])
 def test_syntax_errors_are_located(dialect, text, line, col, words):
     with pytest.raises(QueryError) as e:
         parse_query(text, dialect)
     assert (e.value.line, e.value.column) == (line, col)
-    assert words in e.value.message and "expected" in e.value.message
+    assert words in e.value.message
 
 
 def test_examples_in_docs_parse():

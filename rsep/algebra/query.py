@@ -11,6 +11,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 
 if TYPE_CHECKING:
     from rsep.algebra.epsparql import EpSparqlQuery
+    from rsep.algebra.pattern import Query as PatternQuery
     from rsep.algebra.spaseq import SpaseqQuery
 
 # A parsed query of any dialect: the window algebra below, or a query with an automaton of
@@ -28,6 +29,12 @@ class ContinuousQuery:
     WINDOW w P became GRAPH w P (Eq. 3: P over the snapshot of w), CQELS stream
     patterns became GRAPH over a window of their own, and the dataset clauses
     moved into ``dataset``.
+
+    ``pattern`` is the same expression as a tree (rsep.algebra.pattern), read once from the
+    parse; ``rsep.algebra.pattern.to_sparql(pattern)`` has the answers of ``sparql``
+    (tests/algebra/test_pattern.py). Until the evaluators read the tree, both are kept.
+    None with ``pattern_refused``: what the tree could not hold, and where (None without:
+    a query made from text alone, as some tests make them).
     """
 
     name: str
@@ -53,3 +60,5 @@ class ContinuousQuery:
     unknown_aggregates: tuple[str, ...] = ()
     # each call: (kind "function" | "aggregate", IRI, line, column), in text order
     unknown_at: tuple[tuple[str, str, int, int], ...] = ()
+    pattern: PatternQuery | None = None
+    pattern_refused: str | None = None

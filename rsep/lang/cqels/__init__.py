@@ -15,6 +15,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import NamedWindow
 from rsep.lang.common import plain_dataset, remove_register, service_position
+from rsep.lang.pattern import with_pattern
 from rsep.lang.syntax import Syntax, end_of, start_of
 
 
@@ -23,6 +24,7 @@ def build(syn: Syntax) -> ContinuousQuery:
     ds = StreamingDataset()
     plain_dataset(syn, ds, set())
     by_key: dict[tuple[str, str], str] = {}
+    streams: dict[int, str] = {}  # each stream pattern's window, by the node's id
     for node in syn.nodes("stream_graph_pattern"):
         target = node.children[1]
         if syn.is_var(target):
@@ -35,9 +37,11 @@ def build(syn: Syntax) -> ContinuousQuery:
         if w is None:
             w = by_key[key] = f"urn:rsep:cqels:window:{len(by_key) + 1}"
             ds.windows.append(NamedWindow(w, s, spec))
+        streams[id(node)] = w
         syn.replace_span(start_of(node), end_of(spec_node), f"GRAPH <{w}>")
-    return ContinuousQuery(
+    q = ContinuousQuery(
         name="", dialect="cqels", form=syn.form, dataset=ds, sparql=syn.rewritten(),
         r2s=R2S.ISTREAM, report=ReportPolicy(on_arrival=True), text=syn.text,
         service_at=service_position(syn),
     )
+    return with_pattern(q, syn, streams)

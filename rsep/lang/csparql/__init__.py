@@ -25,6 +25,7 @@ from rsep.lang.common import (
     rewrite_timestamp_calls,
     service_position,
 )
+from rsep.lang.pattern import with_pattern
 from rsep.lang.syntax import Syntax
 
 
@@ -62,8 +63,9 @@ def build(syn: Syntax) -> ContinuousQuery:
         report = ReportPolicy(window_close=True, non_empty=True)
     else:
         report = ReportPolicy(on_arrival=True, non_empty=True)
-    return ContinuousQuery(
+    q = ContinuousQuery(
         name=register_name(syn, reg), dialect="csparql", form=syn.form, dataset=ds,
         sparql=syn.rewritten(), r2s=R2S.RSTREAM, report=report, text=syn.text,
         uses_timestamp=uses_ts, service_at=service_position(syn),
     )
+    return with_pattern(q, syn)

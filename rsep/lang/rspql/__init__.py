@@ -19,6 +19,7 @@ from rsep.lang.common import (
     rewrite_timestamp_calls,
     service_position,
 )
+from rsep.lang.pattern import match_slots, with_pattern
 from rsep.lang.rspql import events
 from rsep.lang.syntax import Syntax
 
@@ -68,9 +69,10 @@ def build(syn: Syntax) -> ContinuousQuery:
                   for w in ds.windows)
     # A query with MATCH is evaluated on every arrival, as EP-SPARQL and CQELS are.
     report = ReportPolicy(window_close=True) if stepped and not matches else ReportPolicy(on_arrival=True)
-    return ContinuousQuery(
+    q = ContinuousQuery(
         name=register_name(syn, reg), dialect="rspql", form=syn.form, dataset=ds,
         sparql=syn.rewritten(), r2s=r2s, report=report, text=syn.text, uses_timestamp=uses_ts,
         service_at=service_position(syn), matches=matches, match_projection=direct,
         empty_without_match=empty,
     )
+    return with_pattern(q, syn, slots=match_slots(syn, matches))

@@ -1,0 +1,517 @@
+"""SPARQL 1.1's graph patterns (Sec. 18.2) as plain frozen data, with RSP-QL's and
+RSEP-QL's two additions, and :func:`to_sparql`, which writes any tree back as SPARQL 1.1
+text for pyoxigraph.
+
+A query's WHERE clause is translated as Sec. 18.2.2.6 translates a group: FILTERs gathered
+to the group's end (:class:`Filter`), OPTIONAL as :class:`LeftJoin` (its group's own FILTER
+its condition), BIND as :class:`Extend`, triples blocks that only FILTERs separate in one
+:class:`BGP`, and a join with the empty group left out. :func:`to_sparql` writes every
+operator inside braces of its own, so that pyoxigraph's translation of the text is the
+tree again: the text is not the query as written, but it has the same answers
+(tests/algebra/test_pattern.py holds every query of the house and the W3C suite to that).
+
+The additions: :class:`WindowGraph` (RSP-QL's ``WINDOW w { P }``, a CQELS stream
+pattern: P over the window's contents, written ``GRAPH w { P }`` as rsep's evaluators
+hold each window as a named graph) and :class:`MatchSlot` (where an RSEP-QL MATCH's
+solutions enter: written as the empty VALUES block the runtime fills in).
+
+Terms and expressions are rsep.algebra.expression's nodes, kept as written (a prefixed
+name stays one; :class:`Prologue` carries the declarations that read them). What SPARQL
+has but rsep does not evaluate is held in the tree and refused, located, when it is
+written (:class:`Service`: :class:`PatternRefused`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rsep.algebra.expression import Exists, Expression, Iri, Literal, PrefixedName, Variable
+
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+
+
+class PatternRefused(ValueError):
+    """What the tree holds but cannot be given to pyoxigraph, where it stands."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        at = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(message + at)
+        self.reason = message
+        self.line = line
+        self.column = column
+
+
+# ---------------------------------------------------------------- terms
+
+
+@dataclass(frozen=True, slots=True)
+class BlankNode:
+    """``_:label`` in a pattern (a variable no solution shows) or a template (a new blank
+    node per solution); ``[]``, collections and ``[ p o ]`` get labels of their own."""
+
+    label: str
+
+    def to_sparql(self) -> str:
+        return "_:" + self.label
+
+
+Term = Variable | Iri | PrefixedName | Literal | BlankNode
+
+
+# ---------------------------------------------------------------- property paths (Sec. 9)
+
+
+@dataclass(frozen=True, slots=True)
+class Inverse:
+    """``^path``."""
+
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Sequence:
+    """``path1 / path2 / ...``."""
+
+    parts: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """``path1 | path2 | ...``."""
+
+    parts: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """``path?``, ``path*`` or ``path+`` (``mod``)."""
+
+    path: Path
+    mod: str
+
+
+@dataclass(frozen=True, slots=True)
+class NegatedSet:
+    """``!(iri | ^iri ...)``: ``forward`` the IRIs, ``inverse`` the ``^`` ones."""
+
+    forward: tuple[Iri | PrefixedName, ...]
+    inverse: tuple[Iri | PrefixedName, ...]
+
+
+Path = Iri | PrefixedName | Inverse | Sequence | Alternative | Repeat | NegatedSet
+
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    """A triple pattern, or a path pattern when its predicate is a :data:`Path` that is
+    not one IRI."""
+
+    subject: Term
+    predicate: Term | Path
+    object: Term
+
+
+# ---------------------------------------------------------------- graph patterns
+
+
+class Pattern:
+    """A graph pattern; its operands in :meth:`kids`."""
+
+    __slots__ = ()
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class BGP(Pattern):
+    """A basic graph pattern (path patterns included); ``()`` is the empty group, the one
+    empty solution."""
+
+    triples: tuple[Triple, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Join(Pattern):
+    left: Pattern
+    right: Pattern
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, slots=True)
+class LeftJoin(Pattern):
+    """``left OPTIONAL { right FILTER(condition) }``."""
+
+    left: Pattern
+    right: Pattern
+    condition: Expression | None = None
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, slots=True)
+class Union(Pattern):
+    left: Pattern
+    right: Pattern
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, slots=True)
+class Minus(Pattern):
+    left: Pattern
+    right: Pattern
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter(Pattern):
+    """A group's FILTERs, in the order written (their conjunction filters ``arg``)."""
+
+    conditions: tuple[Expression, ...]
+    arg: Pattern
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.arg,)
+
+
+@dataclass(frozen=True, slots=True)
+class Extend(Pattern):
+    """``BIND(expr AS ?var)`` after ``arg``."""
+
+    arg: Pattern
+    var: Variable
+    expr: Expression
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.arg,)
+
+
+@dataclass(frozen=True, slots=True)
+class Graph(Pattern):
+    """``GRAPH name { arg }``."""
+
+    name: Variable | Iri | PrefixedName
+    arg: Pattern
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.arg,)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowGraph(Pattern):
+    """``arg`` over a window's contents (RSP-QL's ``WINDOW w { arg }``, 000 Eq. 3, or a
+    CQELS ``STREAM s [window] { arg }``): ``window`` the window's absolute IRI, or a
+    variable ranging over the query's windows."""
+
+    window: Variable | Iri
+    arg: Pattern
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.arg,)
+
+
+@dataclass(frozen=True, slots=True)
+class Service(Pattern):
+    """``SERVICE [SILENT] target { arg }``: parsed, refused when written (rsep reaches no
+    endpoint); ``at`` (line, column) of the keyword."""
+
+    target: Variable | Iri | PrefixedName
+    arg: Pattern
+    silent: bool = False
+    at: tuple[int, int] | None = None
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.arg,)
+
+
+@dataclass(frozen=True, slots=True)
+class Values(Pattern):
+    """``VALUES (names) { rows }`` (None: UNDEF)."""
+
+    names: tuple[str, ...]
+    rows: tuple[tuple[Iri | PrefixedName | Literal | None, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSlot(Pattern):
+    """Where the solutions of the query's ``index``-th MATCH enter (RSEP-QL, 000 Sec. 3.3):
+    its event pattern's variables (and ?_from ?_to when the query reads them). Written as
+    the empty VALUES block rsep.algebra.events.MatchPattern.slot names, which the runtime
+    fills with the MATCH's solutions at each evaluation."""
+
+    index: int
+    variables: tuple[str, ...]
+
+    @property
+    def slot(self) -> str:
+        names = " ".join("?" + v for v in self.variables)
+        return f"VALUES ({names}) {{ }} # rsep-match-{self.index}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class SubSelect(Pattern):
+    """``{ SELECT ... }`` inside a group."""
+
+    pattern: Pattern
+    modifiers: Modifiers
+    values: Values | None = None
+
+    def kids(self) -> tuple[Pattern, ...]:
+        return (self.pattern,)
+
+
+# ---------------------------------------------------------------- solution modifiers
+
+
+@dataclass(frozen=True, slots=True)
+class Projected:
+    """A SELECT item: ``?var``, or ``(expr AS ?var)``."""
+
+    var: str
+    expr: Expression | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """A GROUP BY condition: an expression (a variable, a call, or ``(expr [AS ?var])``)."""
+
+    expr: Expression
+    var: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderKey:
+    expr: Expression
+    descending: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Modifiers:
+    """SELECT's projection (None: ``*``) and the solution modifiers (Sec. 15)."""
+
+    projection: tuple[Projected, ...] | None = None
+    distinct: bool = False
+    reduced: bool = False
+    group_by: tuple[GroupKey, ...] = ()
+    having: tuple[Expression, ...] = ()
+    order_by: tuple[OrderKey, ...] = ()
+    limit: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prologue:
+    """The BASE (None: none given, nor needed) and the prefixes, absolute."""
+
+    base: str | None = None
+    prefixes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A query's algebraic expression: its form (SELECT, CONSTRUCT, ASK, DESCRIBE), its
+    WHERE pattern (None: a DESCRIBE without one), the modifiers, CONSTRUCT's template,
+    DESCRIBE's resources (None: ``*``) and a trailing VALUES. The dataset is not here: the
+    dialects read it into rsep.algebra.dataset.StreamingDataset."""
+
+    form: str
+    pattern: Pattern | None
+    modifiers: Modifiers = Modifiers()
+    prologue: Prologue = Prologue()
+    template: tuple[Triple, ...] = ()
+    describe: tuple[Variable | Iri | PrefixedName, ...] | None = None
+    values: Values | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExistsPattern(Exists):
+    """``[NOT] EXISTS { group }`` with its group as a tree (``pattern`` the group's text as
+    :func:`to_sparql` writes it, for the readers of rsep.algebra.expression.Exists)."""
+
+    group: Pattern | None = None
+
+    def to_sparql(self) -> str:
+        head = "NOT EXISTS" if self.negated else "EXISTS"
+        return f"{head} {self.pattern if self.group is None else group(self.group)}"
+
+
+def exists(group_pattern: Pattern, negated: bool = False,
+           names: frozenset[str] | None = None) -> ExistsPattern:
+    """An EXISTS over a tree, with the variables it mentions (by default those its patterns
+    bind)."""
+    if names is None:
+        names = frozenset(v.name for v in _variables(group_pattern))
+    return ExistsPattern(group(group_pattern), negated, names, group_pattern)
+
+
+def nodes(p: Pattern) -> Iterator[Pattern]:
+    """The patterns of ``p``, parents first, left to right (sub-queries' included, those of
+    EXISTS not)."""
+    yield p
+    for k in p.kids():
+        yield from nodes(k)
+
+
+def _variables(p: Pattern) -> Iterator[Variable]:
+    for n in nodes(p):
+        if isinstance(n, BGP):
+            for t in n.triples:
+                for x in (t.subject, t.predicate, t.object):
+                    if isinstance(x, Variable):
+                        yield x
+        elif isinstance(n, Values):
+            yield from (Variable(v) for v in n.names)
+        elif isinstance(n, MatchSlot):
+            yield from (Variable(v) for v in n.variables)
+        elif isinstance(n, Extend):
+            yield n.var
+        elif isinstance(n, (Graph, WindowGraph, Service)):
+            x = n.name if isinstance(n, Graph) else n.window if isinstance(n, WindowGraph) \
+                else n.target
+            if isinstance(x, Variable):
+                yield x
+
+
+# ---------------------------------------------------------------- writing
+
+
+def to_sparql(tree: Query | Pattern) -> str:
+    """SPARQL 1.1 text with the same answers as ``tree`` (a :class:`Pattern` is written as
+    a group); :class:`PatternRefused` for what pyoxigraph is not to be given."""
+    if isinstance(tree, Pattern):
+        return group(tree)
+    head = ""
+    if tree.prologue.base is not None:
+        head += f"BASE {Iri(tree.prologue.base).to_sparql()}\n"
+    for prefix, iri in tree.prologue.prefixes:
+        head += f"PREFIX {prefix}: {Iri(iri).to_sparql()}\n"
+    m = tree.modifiers
+    if tree.form == "SELECT":
+        head += _select_head(m)
+    elif tree.form == "CONSTRUCT":
+        head += "CONSTRUCT { " + _triples(tree.template) + "}\n"
+    elif tree.form == "ASK":
+        head += "ASK\n"
+    elif tree.form == "DESCRIBE":
+        targets = "*" if tree.describe is None else " ".join(t.to_sparql() for t in tree.describe)
+        head += f"DESCRIBE {targets}\n"
+    else:
+        raise ValueError(f"unknown query form {tree.form}")
+    body = "" if tree.pattern is None else "WHERE " + group(tree.pattern) + "\n"
+    tail = "" if tree.values is None else _values(tree.values) + "\n"
+    return head + body + _modifiers(m) + tail
+
+
+def _select_head(m: Modifiers) -> str:
+    out = "SELECT " + ("DISTINCT " if m.distinct else "REDUCED " if m.reduced else "")
+    if m.projection is None:
+        return out + "*\n"
+    return out + " ".join("?" + p.var if p.expr is None else f"({p.expr.to_sparql()} AS ?{p.var})"
+                          for p in m.projection) + "\n"
+
+
+def _modifiers(m: Modifiers) -> str:
+    out = ""
+    if m.group_by:
+        out += "GROUP BY " + " ".join(
+            k.expr.to_sparql() if k.var is None and isinstance(k.expr, Variable)
+            else f"({k.expr.to_sparql()}{'' if k.var is None else ' AS ?' + k.var})"
+            for k in m.group_by) + "\n"
+    if m.having:
+        out += "HAVING " + " ".join(f"({h.to_sparql()})" for h in m.having) + "\n"
+    if m.order_by:
+        out += "ORDER BY " + " ".join(f"{'DESC' if k.descending else 'ASC'}({k.expr.to_sparql()})"
+                                      for k in m.order_by) + "\n"
+    if m.limit is not None:
+        out += f"LIMIT {m.limit}\n"
+    if m.offset is not None:
+        out += f"OFFSET {m.offset}\n"
+    return out
+
+
+def group(p: Pattern) -> str:
+    """``p`` as a group graph pattern ``{ ... }``."""
+    inner = " ".join(_elements(p))
+    return "{ " + inner + " }" if inner else "{ }"
+
+
+def _elements(p: Pattern) -> list[str]:
+    """Group elements whose translation (Sec. 18.2.2.6) is ``p``: every operand a group of
+    its own, so that no FILTER of one reaches another."""
+    if isinstance(p, BGP):
+        return [_triples(p.triples)] if p.triples else []
+    if isinstance(p, Join):
+        return [group(p.left), group(p.right)]
+    if isinstance(p, LeftJoin):
+        cond = "" if p.condition is None else f" FILTER({p.condition.to_sparql()})"
+        return [group(p.left), "OPTIONAL { " + group(p.right) + cond + " }"]
+    if isinstance(p, Union):
+        return [group(p.left) + " UNION " + group(p.right)]
+    if isinstance(p, Minus):
+        return [group(p.left), "MINUS " + group(p.right)]
+    if isinstance(p, Filter):
+        return [group(p.arg)] + [f"FILTER({c.to_sparql()})" for c in p.conditions]
+    if isinstance(p, Extend):
+        return [group(p.arg), f"BIND({p.expr.to_sparql()} AS ?{p.var.name})"]
+    if isinstance(p, Graph):
+        return [f"GRAPH {p.name.to_sparql()} {group(p.arg)}"]
+    if isinstance(p, WindowGraph):
+        return [f"GRAPH {p.window.to_sparql()} {group(p.arg)}"]
+    if isinstance(p, Values):
+        return [_values(p)]
+    if isinstance(p, MatchSlot):
+        return [p.slot]
+    if isinstance(p, SubSelect):
+        tail = "" if p.values is None else " " + _values(p.values)
+        return ["{ " + _select_head(p.modifiers) + "WHERE " + group(p.pattern) + "\n"
+                + _modifiers(p.modifiers) + tail + " }"]
+    if isinstance(p, Service):
+        line, col = p.at or (None, None)
+        raise PatternRefused("SERVICE: rsep queries no remote endpoint", line, col)
+    raise TypeError(f"not a graph pattern: {p!r}")
+
+
+def _values(v: Values) -> str:
+    rows = " ".join("(" + " ".join("UNDEF" if x is None else x.to_sparql() for x in r) + ")"
+                    for r in v.rows)
+    return f"VALUES ({' '.join('?' + n for n in v.names)}) {{ {rows} }}"
+
+
+def _triples(ts: tuple[Triple, ...]) -> str:
+    return "".join(f"{_term(t.subject)} {_predicate(t.predicate)} {_term(t.object)} . " for t in ts)
+
+
+def _term(t: Term) -> str:
+    return t.to_sparql()
+
+
+def _predicate(p: Term | Path) -> str:
+    if isinstance(p, (Variable, Iri, PrefixedName, Literal, BlankNode)):
+        return p.to_sparql()
+    return "(" + path_text(p) + ")"
+
+
+def path_text(p: Path) -> str:
+    """A property path, every operation in parentheses."""
+    if isinstance(p, (Iri, PrefixedName)):
+        return p.to_sparql()
+    if isinstance(p, Inverse):
+        return f"^({path_text(p.path)})"
+    if isinstance(p, Sequence):
+        return "(" + " / ".join(path_text(x) for x in p.parts) + ")"
+    if isinstance(p, Alternative):
+        return "(" + " | ".join(path_text(x) for x in p.parts) + ")"
+    if isinstance(p, Repeat):
+        return f"({path_text(p.path)}){p.mod}"
+    if isinstance(p, NegatedSet):
+        items = [i.to_sparql() for i in p.forward] + ["^" + i.to_sparql() for i in p.inverse]
+        return "!(" + " | ".join(items) + ")"
+    raise TypeError(f"not a path: {p!r}")

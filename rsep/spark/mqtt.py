@@ -11,7 +11,10 @@ e.g. mosquitto's ``max_queued_messages``) and delivered at reconnection.
 
 Delivery: at-least-once from broker to spool (a crash between the spool write
 and the PUBACK makes the broker redeliver: one duplicate row), exactly-once from
-spool to Spark. QoS 0 subscriptions are at-most-once. Retained messages are not
+spool to Spark. A broker restart or a lost connection is waited out for
+``reconnectTimeout`` seconds on the same session, whose resends (flagged dup) of what
+the spool already holds are acknowledged, not spooled again; a broker back without the
+session, or not back in time, fails the query (the next trigger raises). QoS 0 subscriptions are at-most-once. Retained messages are not
 read (they predate the subscription).
 
 Sink: :class:`MqttSink`, a ``foreachBatch`` writer publishing each output row as
@@ -53,7 +56,9 @@ class MqttDataSource(DataSource):
     keeps the session while the query is down: 86400 with a spoolDir, else 0, so runs
     without one leave no session queueing behind), ``connectTimeout`` (10),
     ``maxRecordsPerBatch``, ``recordsPerPartition`` (2000), ``startingOffsets``
-    (earliest|latest in the spool), ``fsync`` (true), ``username``, ``password``,
+    (earliest|latest in the spool), ``fsync`` (true), ``reconnectTimeout`` (30: seconds
+    the source waits for a lost broker, reconnecting on its session, before the query
+    fails; a broker back without the session fails it at once), ``username``, ``password``,
     ``format`` (trig|nquads|jsonl; default: detected per message). Each message must hold
     complete events (an event's time triple with its graph, prefixes included)."""
 
@@ -87,8 +92,15 @@ class MqttStreamReader(SpooledStreamReader):
             except (ValueError, AttributeError) as e:
                 raise ValueError(f"option streams must be a JSON object topic -> IRI: {e}") from None
         self.stream = options.get("stream")
+        self.reconnect = float(options.get("reconnecttimeout", "30"))
+        if not self.reconnect > 0:
+            raise ValueError(f"reconnectTimeout must be a positive number of seconds, not "
+                             f"{options['reconnecttimeout']!r}")
+        # Without a spoolDir nothing survives the query, but the session must survive a
+        # broker outage the source waits out, or what the broker queued meanwhile is lost.
         self.session_expiry = int(options.get("sessionexpiry", "86400")
-                                  if options.get("spooldir") else options.get("sessionexpiry", "0"))
+                                  if options.get("spooldir")
+                                  else options.get("sessionexpiry", str(int(self.reconnect) + 10)))
         self.timeout = float(options.get("connecttimeout", "10"))
         super().__init__(options)
         # Only picklable state here: Spark ships planning readers to its workers.
@@ -107,7 +119,14 @@ class MqttStreamReader(SpooledStreamReader):
                                   protocol=paho.MQTTv5, manual_ack=True)
         if options.get("username"):
             self.client.username_pw_set(options["username"], options.get("password"))
+        self._connects = 0
+        self._seen: set[int] = set()  # packet ids spooled on this connection (QoS > 0)
+        self._resent: set[int] = set()  # and on the one before, for the broker's resends
+        self._down: float | None = None  # monotonic time the broker was lost
+        # (paho sleeps these as floats; its annotation says int)
+        self.client.reconnect_delay_set(min_delay=0.1, max_delay=1.0)  # type: ignore[arg-type]
         self.client.on_connect = self._on_connect
+        self.client.on_disconnect = self._on_disconnect
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
         props = Properties(PacketTypes.CONNECT)
@@ -132,10 +151,32 @@ class MqttStreamReader(SpooledStreamReader):
 
     def _on_connect(self, client, userdata, flags, reason, properties) -> None:
         if reason.is_failure:
-            self._refused = f"broker refused the connection: {reason}"
-            self._ready.set()
+            if not self._ready.is_set():
+                self._refused = f"broker refused the connection: {reason}"
+                self._ready.set()
             return
+        self._connects += 1
+        if self._connects > 1 and not flags.session_present:
+            # A broker restarted without persistence (or past sessionExpiry): what it had
+            # queued for us is gone, and a run that went on would have lost it silently.
+            self.failure = SpoolError(
+                "the broker came back without this source's session (restarted without "
+                "persistence, or down longer than sessionExpiry): the messages published "
+                "while the source was disconnected are lost")
+            return
+        if self._connects > 1:
+            # The session resumed: the broker sends again, flagged dup, what it saw no
+            # PUBACK for. Those spooled already are acknowledged again, not spooled twice
+            # (acks pending for the old connection are void: their resends take them).
+            with self._plock:
+                self._resent = self._seen | {mid for mid, _ in self._pending}
+                self._seen, self._pending = set(), []
+        self._down = None
         client.subscribe([(t, SubscribeOptions(qos=self.qos, retainHandling=2)) for t in self.topics])
+
+    def _on_disconnect(self, client, userdata, flags, reason, properties) -> None:
+        if self._down is None:
+            self._down = time.monotonic()
 
     def _on_subscribe(self, client, userdata, mid, reasons, properties) -> None:
         bad = [f"{t}: {r}" for t, r in zip(self.topics, reasons, strict=False) if r.is_failure]
@@ -144,6 +185,11 @@ class MqttStreamReader(SpooledStreamReader):
         self._ready.set()
 
     def _on_message(self, client, userdata, msg) -> None:
+        if msg.qos > 0 and msg.dup and msg.mid in self._resent:
+            with self._plock:
+                self._resent.discard(msg.mid)
+                self._pending.append((msg.mid, msg.qos))  # spooled on the old connection
+            return
         try:
             self.spool.append(msg.topic, msg.payload, now_us())
         except BaseException as e:  # never acknowledged: the broker keeps it
@@ -152,6 +198,7 @@ class MqttStreamReader(SpooledStreamReader):
         if msg.qos > 0:
             with self._plock:
                 self._pending.append((msg.mid, msg.qos))
+                self._seen.add(msg.mid)
 
     def _sync(self) -> int:
         # Take the mids first: each was appended before it was listed, so this sync covers it.
@@ -165,6 +212,12 @@ class MqttStreamReader(SpooledStreamReader):
 
     def _sync_loop(self) -> None:
         while not self._stop_sync.wait(0.02):
+            down = self._down
+            if down is not None and time.monotonic() - down >= self.reconnect \
+                    and self.failure is None:
+                self.failure = SpoolError(
+                    f"the broker has been unreachable for {self.reconnect:g} s "
+                    "(reconnectTimeout): the stream did not end, it was cut")
             try:
                 if self._pending:
                     self._sync()

@@ -121,6 +121,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-results", type=int, default=None,
                    help=f"RSP queries: at most this many results of one evaluation (default "
                    f"{Limits.max_results:,})")
+    r.add_argument("--max-matches", type=_at_least_one, default=None, metavar="N",
+                   help=f"SPASEQ queries: at most N matches at one instant (default "
+                   f"{Limits.max_matches:,}); more stop the run with an error")
+    r.add_argument("--max-derived", type=_at_least_one, default=None, metavar="N",
+                   help="EP-SPARQL CONSTRUCT rules: at most N triples derived at one instant "
+                   "(default 1,000,000); more stop the run with an error, none derived over N")
     r.add_argument("--max-eval-seconds", type=float, default=None,
                    help="stop the run when the work an event brings (window upkeep and every "
                    "evaluation due before it) or the input's end takes longer than this")
@@ -186,6 +192,12 @@ def add_engine_options(r: argparse.ArgumentParser) -> None:
                    "(default 64M: a micro-batch's events are in memory at once)")
 
 
+def _at_least_one(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def _size_arg(text: str) -> int:
     """A size in bytes: an integer with an optional K, M or G suffix (powers of 1024)."""
     t = text.strip().upper().removesuffix("B")
@@ -241,7 +253,9 @@ def limits(args: argparse.Namespace) -> Limits:
     d = Limits()
     return Limits(d.max_window_triples if args.max_window_triples is None else args.max_window_triples,
                   d.max_results if args.max_results is None else args.max_results,
-                  args.max_eval_seconds)
+                  args.max_eval_seconds,
+                  d.max_matches if getattr(args, "max_matches", None) is None else args.max_matches,
+                  getattr(args, "max_derived", None))
 
 
 def time_config(args: argparse.Namespace) -> TimeConfig:

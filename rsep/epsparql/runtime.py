@@ -74,7 +74,8 @@ class RuleLoopError(EngineError):
 
 
 _TIMELESS = -INF  # the t_omega of a solution from the background alone
-# a context's CONSTRUCT rules may derive at one instant (more: RuleLoopError)
+# what a context's CONSTRUCT rules may do at one instant: rounds, and triples derived
+# (RuleLoopError before the first triple over the cap is added)
 MAX_ROUNDS = 1000
 MAX_DERIVED = 1_000_000
 
@@ -241,7 +242,15 @@ class EpContext:
         """The CONSTRUCT rules' rounds at tau, until they derive nothing new."""
         rules = self._rules
         seen: dict[int, set[tuple]] = {id(rt): set() for rt in rules}
+        # The cap counts this instant's derivations and is checked before each one, so a
+        # round that would derive millions stops at the cap, not after the round (which
+        # overshot to 2.4 x 10^6 triples and 2 GB: issue 52).
+        cap = self.engine.limits.max_derived or MAX_DERIVED
+        derived = 0
         for rnd in itertools.count():
+            if rnd > MAX_ROUNDS:
+                self._loop(tau, f"do not terminate at time {{}}: still deriving new triples "
+                           f"after {rnd} rounds ({derived} derived triples)")
             fresh = 0
             for rt in rules:
                 for s in rt.solutions(tau):
@@ -249,18 +258,22 @@ class EpContext:
                         continue
                     seen[id(rt)].add(s.key)
                     trs = rt.instantiate(s)
+                    if derived + len(trs) > cap:
+                        self._loop(tau, f"derive more than {cap:,} triples at time {{}} "
+                                   f"(round {rnd + 1}); stopped at the cap, before the first "
+                                   "over it (--max-derived)")
                     for tr in trs:
+                        derived += 1
                         self._derived += 1
                         fresh += bool(self._add(*tr, ta=int(s.ta), tw=int(s.tw), item=-self._derived))
                     rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
             if not fresh:
                 break
-            if rnd >= MAX_ROUNDS or self._derived > MAX_DERIVED:
-                names = ", ".join(rt.name for rt in rules)
-                raise RuleLoopError(
-                    f"the CONSTRUCT rules ({names}) do not terminate at time "
-                    f"{format_time(tau, self.world.exprs.kind)}: still deriving new triples after "
-                    f"{rnd + 1} rounds ({self._derived} derived triples)")
+
+    def _loop(self, tau: int, what: str) -> None:
+        names = ", ".join(rt.name for rt in self._rules)
+        raise RuleLoopError(f"the CONSTRUCT rules ({names}) "
+                            + what.format(format_time(tau, self.world.exprs.kind)))
 
 
 class EpSparqlRuntime:

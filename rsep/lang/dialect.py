@@ -53,6 +53,9 @@ OPTIONS: dict[str, Option] = {
     "--max-window-triples": Option("--max-window-triples", "{title} queries keep no windows"),
     "--max-results": Option("--max-results", "it bounds the results of one window "
                             "evaluation; " + _ONCE),
+    "--max-matches": Option("--max-matches", "it bounds the matches of one SPASEQ instant"),
+    "--max-derived": Option("--max-derived", "it bounds the triples EP-SPARQL's CONSTRUCT "
+                            "rules derive at one instant"),
     "--lars": Option("--lars", "", "--lars: 001's translation covers RSP queries "
                      "({takers_list}), not {title}; explain without --lars prints {shows}"),
     # every dialect reads background graphs, so every dialect takes their changes
@@ -127,10 +130,11 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
             builder="rsep.lang.csparql:build"),
     Dialect("cqels", "CQELS", RSP, _RSP_OPTIONS, "its RSP model", builder="rsep.lang.cqels:build"),
     # SPASEQ's DEFINE GPM (002)
-    Dialect("spaseq", "SPASEQ", SPASEQ, frozenset({"--graph-updates"}), "its automaton",
+    Dialect("spaseq", "SPASEQ", SPASEQ, frozenset({"--graph-updates", "--max-matches"}),
+            "its automaton",
             marker=re.compile(r"\bDEFINE\s+GPM\b", re.I), parser="rsep.lang.spaseq:parse_spaseq"),
     # EP-SPARQL's operators between groups or its time functions (003 Sec. 4.1)
-    Dialect("epsparql", "EP-SPARQL", EPSPARQL, frozenset({"--policy", "--graph-updates"}),
+    Dialect("epsparql", "EP-SPARQL", EPSPARQL, frozenset({"--policy", "--graph-updates", "--max-derived"}),
             "its operators",
             marker=re.compile(r"}\s*(OPTIONALSEQ|EQUALSOPTIONAL|EQUALS|SEQ)\s*{|"
                               r"\bget(DURATION|STARTTIME|ENDTIME)\s*\(", re.I),

@@ -32,6 +32,12 @@ class Limits:
     max_window_triples: int = 10_000_000
     max_results: int = 1_000_000
     max_eval_seconds: float | None = None
+    # SPASEQ: matches output at one instant (a match group's paths are enumerated one by
+    # one, so a sequence over n events can stand for 2^n of them)
+    max_matches: int = 1_000_000
+    # EP-SPARQL: triples the CONSTRUCT rules derive at one instant (None:
+    # rsep.epsparql.runtime.MAX_DERIVED)
+    max_derived: int | None = None
 
 
 def outputs(name: str, tau: int, kind: TimeKind | None, form: str,

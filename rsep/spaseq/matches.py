@@ -20,6 +20,10 @@ class SpaseqCutWarning(RuntimeWarning):
     """Live partial matches were dropped at the engine's bound: some matches are missing."""
 
 
+class MatchLimitError(RuntimeError):
+    """More matches at one instant than the bound (``NFAOptions.max_instant``)."""
+
+
 def warn_cut(max_runs: int, t: int) -> None:
     warnings.warn(SpaseqCutWarning(
         f"SPASEQ: more than {max_runs} partial matches alive at {t}; the oldest are dropped "
@@ -41,8 +45,12 @@ class Enumerator:
         """Enumerate the matches a run reaching x_f stands for (one group), up to the limit;
         the rest are counted (a sum over the history DAG), not enumerated."""
         limit = self.options.max_matches
+        bound = self.options.max_instant
         n = 0
         for path in r.paths():
+            if bound is not None and len(matches) >= bound:
+                # checked as the paths are enumerated: a group of 2^n matches never is
+                raise MatchLimitError(bound)
             if limit is not None and n >= limit:
                 cut = count_paths(r) - n
                 if not self.stats.matches_cut:

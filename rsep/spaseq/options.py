@@ -40,6 +40,9 @@ class NFAOptions:
     chain: bool = True
     max_runs: int = 1_000_000
     max_matches: int | None = None
+    # matches of one instant, over every group (the engine's Limits.max_matches, set by
+    # the runtime): beyond it the run stops with an error, as RSP results do at --max-results
+    max_instant: int | None = None
 
     SWITCHES = ("stream_index", "partition_index", "window_pushing", "predicate_pushing",
                 "lazy_conjunction", "compiled_gpm", "shared_runs", "chain")

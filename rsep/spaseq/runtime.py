@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pyoxigraph as ox
 
@@ -23,6 +23,7 @@ from rsep.sparql.rows import rows_block
 from rsep.spaseq.automaton import NFA, compile_query
 from rsep.spaseq.chain import ChainEngine, chain_eligible
 from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.matches import MatchLimitError
 from rsep.spaseq.nfa import NFAEngine, NFALimitError
 from rsep.spaseq.options import NFAOptions
 from rsep.spaseq.runs import Stats
@@ -98,6 +99,7 @@ class SpaseqRuntime:
             engine.need_graph(iri, query.source)
         self.nfa: NFA = compile_query(query)
         self.options = engine_options(query)
+        self.options.max_instant = engine.limits.max_matches
         # query.options["partition"]: (key variable, owns) when this runtime is one of several
         # over a split streamset (rsep.spark.state), answering for the values owns takes only
         self.gpm = GPMEvaluator(query.gpms.values(), engine.graphs,
@@ -176,8 +178,12 @@ class SpaseqRuntime:
             matches = self.machine.process(tau, sevs)
         except NFALimitError as e:
             raise EngineError(f"query {self.name}: {e}") from None
+        except MatchLimitError:
+            self._too_many(tau)
         if not matches:
             return []
+        if len(matches) > (self.options.max_instant or len(matches)):
+            self._too_many(tau)  # (the chain engine's: one match per run, runs are bounded)
         if len(matches) > 1:
             # one order whatever the engine or its options: by the events matched
             matches.sort(key=_STEPS)
@@ -188,6 +194,11 @@ class SpaseqRuntime:
         if self._exprs:
             outs = self._extend(outs)
         return outs
+
+    def _too_many(self, tau: int) -> NoReturn:
+        raise EngineError(f"query {self.name}: more than {self.options.max_instant:,} matches "
+                          f"at {format_time(tau, self.kind)} (--max-matches); stopped at the "
+                          "bound, before enumerating the rest")
 
     def _extend(self, outs: list[MatchOutput]) -> list[MatchOutput]:
         """SELECT (expr AS ?v): the instant's rows in one VALUES block, the expressions bound

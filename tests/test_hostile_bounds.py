@@ -1,0 +1,108 @@
+"""Hostile input and faults (issue 52, finding 7): what one input or one query can make rsep
+hold is bounded as documented, and stops with a located message at the bound, driving the
+real ``rsep run``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from rsep.testing.snippets import ROOT
+
+HEAD = "@prefix : <http://e/> .\n@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+
+
+def rsep_run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rsep.cli.main", "run", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def lines(err: str) -> list[str]:
+    """stderr without the warnings a stale compiled build gives (tests may run pure)."""
+    return [x for x in err.splitlines() if "UserWarning" not in x and not x.startswith("  ")]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# ------------------------------------------------------------------ EP-SPARQL's rule cap
+
+
+def _instants(tmp_path: Path, n: int, *times: int) -> Path:
+    return write(tmp_path, "s.trig", HEAD + "".join(
+        f":g{t} prov:generatedAtTime {t} .\n:g{t} {{ "
+        + " ".join(f":s{t}_{i} :p {i} ." for i in range(n)) + " }\n" for t in times))
+
+
+def test_the_rule_cap_holds_exactly_at_one_instant(tmp_path):
+    # before: the cap was looked at after each round, so one round of a cross product
+    # derived 2.4 x 10^6 triples (2 GB) past a cap of 10^6; and there was no flag
+    cross = write(tmp_path, "rule.rq", "PREFIX : <http://e/>\n"
+                  "CONSTRUCT { ?a :r ?b } WHERE { ?a :p ?x . ?b :p ?y }\n")
+    s = _instants(tmp_path, 100, 1)  # one instant: 100 x 100 = 10,000 triples, one round
+    p = rsep_run(str(cross), "--dialect", "epsparql", "--stream", f"http://s={s}",
+                 "--max-derived", "9999")
+    assert p.returncode == 1
+    assert lines(p.stderr) == ["rsep: the CONSTRUCT rules (rule) derive more than 9,999 "
+                               "triples at time 1 (round 1); stopped at the cap, before the "
+                               "first over it (--max-derived)"]
+    assert p.stdout == ""
+    p = rsep_run(str(cross), "--dialect", "epsparql", "--stream", f"http://s={s}",
+                 "--max-derived", "10000")
+    assert p.returncode == 0, p.stderr[-500:]
+    assert len(p.stdout.splitlines()) == 10_000
+
+
+def test_the_rule_cap_counts_one_instant_not_the_whole_run(tmp_path):
+    # before: the count ran over the whole run, so a long stream's rules, a few triples
+    # at each instant, met the cap of one instant
+    copy = write(tmp_path, "rule.rq", "PREFIX : <http://e/>\n"
+                 "CONSTRUCT { ?a :r ?x } WHERE { ?a :p ?x }\n")
+    s = _instants(tmp_path, 100, 1, 2, 3)
+    p = rsep_run(str(copy), "--dialect", "epsparql", "--stream", f"http://s={s}",
+                 "--max-derived", "150")
+    assert p.returncode == 0, p.stderr[-500:]
+    assert [json.loads(x)["time"] for x in p.stdout.splitlines()] == [1] * 100 + [2] * 100 + [3] * 100
+
+
+def test_the_max_derived_default_is_documented(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "rsep.cli.main", "run", "--help"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    text = " ".join(p.stdout.split())
+    assert "--max-derived N EP-SPARQL CONSTRUCT rules: at most N triples derived at one " \
+           "instant (default 1,000,000)" in text
+    assert "--max-matches N SPASEQ queries: at most N matches at one instant (default " \
+           "1,000,000)" in text
+
+
+# ------------------------------------------------------------------ SPASEQ's output
+
+
+SPASEQ = """PREFIX : <http://e/>
+SELECT ?a ?b ?c FROM STREAM S <http://s> WHERE { SEQ (A: B: C)
+DEFINE GPM A ON S { ?x :p ?a } DEFINE GPM B ON S { ?y :p ?b } DEFINE GPM C ON S { ?z :p ?c } }
+"""
+
+
+def test_spaseq_matches_of_one_instant_are_bounded(tmp_path):
+    # skip-till-any over n events matching every GPM: C(t - 1, 2) matches complete at t, so
+    # the output of one instant grows without bound (before: no bound, no flag)
+    s = write(tmp_path, "s.trig", HEAD + "".join(
+        f":g{t} prov:generatedAtTime {t} .\n:g{t} {{ :a :p {t} . }}\n" for t in range(1, 48)))
+    q = write(tmp_path, "q.rq", SPASEQ)
+    p = rsep_run(str(q), "--stream", f"http://s={s}", "--max-matches", "1034")
+    assert p.returncode == 1
+    # C(46, 2) = 1,035 matches complete at 47; the instants before gave C(t - 1, 2) each
+    assert lines(p.stderr) == ["rsep: query q: more than 1,034 matches at 47 "
+                               "(--max-matches); stopped at the bound, before enumerating "
+                               "the rest"]
+    got = [json.loads(x)["time"] for x in p.stdout.splitlines()]
+    assert len(got) == sum(k * (k - 1) // 2 for k in range(46)) and got[-1] == 46
+    p = rsep_run(str(q), "--stream", f"http://s={s}", "--max-matches", "1035")
+    assert p.returncode == 0, p.stderr[-500:]
+    assert len(p.stdout.splitlines()) == sum(k * (k - 1) // 2 for k in range(47))

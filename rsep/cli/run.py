@@ -23,7 +23,7 @@ from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
 from rsep.lang.dialect import OPTIONS
 from rsep.runtime.engine import Engine, EngineError, Limits
-from rsep.runtime.sinks import FORMATS, open_sink
+from rsep.runtime.sinks import FORMATS, open_sink, read_prefixes
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
@@ -90,7 +90,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "time with the streams (docs/semantics.md)")
     r.add_argument("--dialect", choices=sorted(DIALECTS), help="query language (default: detected)")
     r.add_argument("--until", help="keep evaluating time-driven policies up to this time")
-    r.add_argument("--format", choices=FORMATS, default="jsonl")
+    r.add_argument("--format", choices=FORMATS, default="jsonl",
+                   help="table: aligned columns, IRIs as prefixed names by the queries' "
+                   "PREFIXes (and --prefixes), an event query's matches with their from / to "
+                   "/ start")
+    r.add_argument("--prefixes", metavar="FILE", help="with --format table: more prefixes "
+                   "to write IRIs with, as Turtle (@prefix p: <iri> .) or SPARQL (PREFIX p: "
+                   "<iri>) declarations; they win over the queries' own")
     r.add_argument("--output", "-o", help="write results here instead of standard output; "
                    "mqtt://HOST:PORT/TOPIC publishes each result item (a jsonl object, or one "
                    "RDF Message per evaluation with --format rdfm-*|jelly) with QoS 1")
@@ -249,6 +255,21 @@ def check_options(args: argparse.Namespace) -> list[Query]:
     return out
 
 
+def table_prefixes(args: argparse.Namespace) -> dict[str, str]:
+    """The prefixes ``--format table`` writes IRIs with: every query's PREFIXes, then the
+    ``--prefixes`` file's (which win)."""
+    out: dict[str, str] = {}
+    for qf in args.queries:
+        for p, iri in read_prefixes(Path(qf).read_text(encoding="utf-8")).items():
+            out.setdefault(p, iri)
+    if getattr(args, "prefixes", None):
+        try:
+            out.update(read_prefixes(Path(args.prefixes).read_text(encoding="utf-8")))
+        except OSError as e:
+            raise EngineError(f"--prefixes: {e}") from e
+    return out
+
+
 def limits(args: argparse.Namespace) -> Limits:
     d = Limits()
     return Limits(d.max_window_triples if args.max_window_triples is None else args.max_window_triples,
@@ -346,7 +367,8 @@ def main(args: argparse.Namespace) -> int:
         except FileNotFoundError as e:
             raise EngineError(str(e)) from e
         engine.background.add_changes(iri, changes)
-    sink = open_sink(args.output, args.format, with_query=len(engine.queries) > 1)
+    sink = open_sink(args.output, args.format, with_query=len(engine.queries) > 1,
+                     prefixes=table_prefixes(args))
     args.flush = (sink.out,)  # what an interrupt flushes (rsep.cli.main.interruptible)
     if args.max_eval_seconds is not None:
         engine.watchdog = Watchdog(args.max_eval_seconds, lambda what: _overrun(

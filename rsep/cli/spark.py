@@ -17,7 +17,15 @@ from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rsep.cli.run import EXIT_OK, EXIT_REJECTED, check_options, limits, time_config, until
+from rsep.cli.run import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    check_options,
+    limits,
+    table_prefixes,
+    time_config,
+    until,
+)
 from rsep.runtime.engine import EngineError
 from rsep.runtime.sinks import open_sink
 from rsep.spark.kafka import KafkaSink, check_url, packages_conf, run_live, uses_kafka
@@ -279,7 +287,8 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
     ksink = KafkaSink(args.output, state_dir=checkpoint) \
         if args.output and is_kafka(args.output) else None
     sink = None if ksink else open_sink(args.output, args.format,
-                                        with_query=len(pipe.config.queries) > 1, stdout=stdout)
+                                        with_query=len(pipe.config.queries) > 1, stdout=stdout,
+                                        prefixes=table_prefixes(args))
     dead = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None
     rejected = 0
     seen: set[int] = set()

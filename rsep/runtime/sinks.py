@@ -7,12 +7,16 @@ import re
 import sys
 from typing import IO
 
+from rsep.algebra.events import FROM_VAR, TO_VAR
 from rsep.runtime.engine import Output
 from rsep.stream.writer import FORMATS as MESSAGE_FORMATS
 from rsep.stream.writer import MessageWriter
 
 # rdfm-*: RDF Message Logs (W3C RSP CG), one message per evaluation (rsep.stream.writer)
 FORMATS = ("jsonl", "csv", "tsv", "table", "trig", *MESSAGE_FORMATS)
+
+# the interval columns of an event query's table, as its jsonl objects name them
+_SPAN = ("from", "to", "start")
 
 _LIT = re.compile(r'^"(.*)"(?:@[A-Za-z0-9\-]+|\^\^<[^>]*>)?$', re.S)
 
@@ -49,14 +53,63 @@ def csv_value(term: str | None) -> str:
     return term
 
 
+# a SPARQL / Turtle prefix declaration: PREFIX p: <iri> or @prefix p: <iri> .
+_PREFIX_DECL = re.compile(r"(?:^|\s)(?:@prefix|PREFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>\s]*)>",
+                          re.IGNORECASE)
+# a local name a prefixed name can carry as it is (SPARQL's PN_LOCAL, without escapes: an
+# IRI whose rest needs one is shown whole)
+_LOCAL = re.compile(r"(?:[A-Za-z0-9_](?:[\w.-]*[\w-])?)?")
+
+
+def read_prefixes(text: str) -> dict[str, str]:
+    """The prefix declarations of a query or a Turtle / SPARQL prologue, in text order (a
+    prefix declared twice keeps its last IRI, as in SPARQL); comments are skipped."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.lstrip().startswith("#"):
+            for m in _PREFIX_DECL.finditer(line):
+                out[m.group(1) or ""] = m.group(2)
+    return out
+
+
+class Prefixes:
+    """IRIs written as prefixed names (``<http://e.org/a>`` as ``:a``), for people: the longest
+    namespace that leaves a plain local name wins; an IRI no namespace fits stays whole."""
+
+    def __init__(self, declared: dict[str, str]) -> None:
+        by_iri: dict[str, str] = {}
+        for p, iri in declared.items():
+            by_iri.setdefault(iri, p)  # (one IRI under two prefixes: the first declared)
+        self.namespaces = sorted(by_iri.items(), key=lambda kv: -len(kv[0]))
+
+    def __bool__(self) -> bool:
+        return bool(self.namespaces)
+
+    def iri(self, iri: str) -> str | None:
+        for ns, p in self.namespaces:
+            if iri.startswith(ns) and _LOCAL.fullmatch(iri[len(ns):]):
+                return f"{p}:{iri[len(ns):]}"
+        return None
+
+    def term(self, text: str) -> str:
+        """A displayed term (:func:`display`) with its IRI, or its literal's datatype, prefixed."""
+        if text.startswith("<") and text.endswith(">"):
+            return self.iri(text[1:-1]) or text
+        if text.startswith('"') and text.endswith(">") and '"^^<' in text:
+            lex, _, dt = text.rpartition("^^<")
+            short = self.iri(dt[:-1])
+            return f"{lex}^^{short}" if short else text
+        return text
+
+
 def open_sink(path: str | None, fmt: str, *, with_query: bool = False,
-              stdout: IO[str] | None = None) -> FormatSink:
+              stdout: IO[str] | None = None, prefixes: dict[str, str] | None = None) -> FormatSink:
     """Where ``rsep run`` writes results: standard output (``path`` None), a file, or
     ``mqtt://HOST:PORT/TOPIC`` (each result item one MQTT message), or
     ``kafka://HOST:PORT/TOPIC`` (one Kafka record each). Closing the sink closes
     what it opened."""
     if path is None:
-        return FormatSink(stdout or sys.stdout, fmt, with_query=with_query)
+        return FormatSink(stdout or sys.stdout, fmt, with_query=with_query, prefixes=prefixes)
     if fmt not in FORMATS:  # before a file is created or a broker connected
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
     if path.startswith("mqtt://"):
@@ -68,15 +121,17 @@ def open_sink(path: str | None, fmt: str, *, with_query: bool = False,
         from rsep.runtime.kafka_output import KafkaOutput
 
         return FormatSink(KafkaOutput(path, fmt), fmt, with_query=with_query, owned=True)
-    return FormatSink(open(path, "w", encoding="utf-8"), fmt, with_query=with_query, owned=True)
+    return FormatSink(open(path, "w", encoding="utf-8"), fmt, with_query=with_query, owned=True,
+                      prefixes=prefixes)
 
 
 class FormatSink:
     """Results (``Output``) written in one of :data:`FORMATS` to a text output: a
-    :class:`~rsep.stream.protocol.Sink` of ``Output``. ``owned``: ``close`` closes ``out``."""
+    :class:`~rsep.stream.protocol.Sink` of ``Output``. ``owned``: ``close`` closes ``out``.
+    ``prefixes`` (prefix -> namespace IRI): the table shows IRIs as prefixed names."""
 
     def __init__(self, out: IO[str], fmt: str, *, with_query: bool = False,
-                 owned: bool = False) -> None:
+                 owned: bool = False, prefixes: dict[str, str] | None = None) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
         self.out = out
@@ -84,6 +139,7 @@ class FormatSink:
         self.fmt = fmt
         self.with_query = with_query
         self.count = 0
+        self.prefixes = Prefixes(prefixes or {})
         self._header: tuple | None = None
         self._writer = None
         if fmt == "csv":
@@ -211,9 +267,17 @@ class FormatSink:
         if not self._rows:
             return
         first = self._rows[0]
-        cols = self._columns(first)
-        rows = [[("-" if o.op == "delete" else "") + display(v) for v in self._values(o, cols)]
-                for o in self._rows]
+        cols = tuple(c for c in self._columns(first) if c not in (FROM_VAR, TO_VAR))
+        # an event query's matches: the interval each one spans (from its first event to the
+        # one completing it), so that two matches of the same bindings are told apart
+        spans = [{k: d[k] for k in _SPAN if k in d} for d in (o.to_json() for o in self._rows)]
+        timed = tuple(k for k in _SPAN if any(k in sp for sp in spans))
+        short = self.prefixes.term if self.prefixes else str
+        rows = [[str(sp.get(k, "")) for k in timed]
+                + [("-" if o.op == "delete" else "") + short(display(v))
+                   for v in self._values(o, cols)]
+                for o, sp in zip(self._rows, spans, strict=True)]
+        cols = timed + cols
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
         title = f"{first.query} @ {first.time_text}" if self.with_query else f"@ {first.time_text}"
         self.out.write(f"-- {title} ({len(rows)} row{'s' if len(rows) != 1 else ''})\n")

@@ -135,11 +135,17 @@ def consume(servers: str, topic: str, n: int | None = None, idle: float = 3.0,
 
     c = Consumer({"bootstrap.servers": servers, "group.id": f"t-{uuid.uuid4().hex}",
                   "enable.auto.commit": False, "log_level": 0})
-    md = c.list_topics(topic, timeout=10).topics[topic]
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(md.partitions)])
     out: list = []
     last = time.monotonic()
     try:
+        while True:  # the topic may not be there yet (its producer creates it)
+            md = c.list_topics(topic, timeout=10).topics[topic]
+            if md.error is None and md.partitions:
+                break
+            if time.monotonic() - last >= idle:
+                return out
+            time.sleep(0.2)
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(md.partitions)])
         while (n is None or len(out) < n) and time.monotonic() - last < idle:
             m = c.poll(0.2)
             if m is None or m.error():

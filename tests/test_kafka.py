@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -155,3 +156,30 @@ def test_unreachable_broker_at_the_start(query, capsys):
     assert rc == 1
     assert "kafka://127.0.0.1:9/t: cannot reach the broker in 1 s" in capsys.readouterr().err
     assert time.monotonic() - t0 < 10
+
+
+def test_spark_restarted_from_its_checkpoint_writes_each_result_once(kafka, query, tmp_path):
+    """A job stopped (Ctrl-C) after its first results, and started again from its checkpoint
+    after more events came: the topic holds every result once, as one uninterrupted run's."""
+    src, out = topic("events"), topic("results")
+    produce(kafka.servers, src, [record(i) for i in range(6)])
+    ck = str(tmp_path / "ck")
+
+    def cmd(options: str) -> list[str]:
+        return [sys.executable, "-m", "rsep.cli.main", "run", query, "-q", "--engine", "spark",
+                "--master", "local[1]", "--stream", f"{S}=kafka://{kafka.servers}/{src}{options}",
+                "-o", f"kafka://{kafka.servers}/{out}", "--checkpoint", ck]
+
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    first = subprocess.Popen(cmd(""), stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        before = consume(kafka.servers, out, n=1, idle=120)
+        assert before, first.stderr.read() if first.poll() is not None else "no result in 120 s"
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    produce(kafka.servers, src, [record(i) for i in range(6, 12)])
+    p = subprocess.run(cmd("?idle=1"), capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = [json.loads(v) for v in consume(kafka.servers, out, n=len(EXPECTED) + 1, idle=2)]
+    assert got == EXPECTED

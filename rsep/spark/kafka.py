@@ -13,29 +13,32 @@ instead of skipping them).
 
 Sink: :class:`KafkaSink`, a ``foreachBatch`` writer through Spark's ``kafka`` batch sink:
 a micro-batch's results, in output order, each as the CLI's jsonl object, to the topic, and
-its rejected records to ``TOPIC-dead-letter``; every record has the headers ``rsep-batch``
-and ``rsep-seq``. Spark's Kafka sink is at-least-once; with the checkpoint directory as
-``state_dir`` the last batch written whole is recorded, so that a batch Spark replays after a
-restart is not written again; a failure between the write and that record re-sends the batch
-with the same headers, for consumers to drop (batch, seq) pairs already seen.
+its rejected records to ``TOPIC-dead-letter``. Spark's Kafka sink alone is at-least-once (a
+batch replayed after a failure is written again); rsep's headers on every record
+(``rsep-run``, ``rsep-batch``, ``rsep-seq``, ``rsep-of``) let the sink, restarted from the
+checkpoint, find in the topic what the batch it replays already wrote, and write only what
+is missing: each result once, for an output topic of one partition (several partitions
+keep no order between records, and the sink then finds its place in the last record of
+each).
 """
 
 from __future__ import annotations
 
-import json
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
 from rsep.spark.pipeline import SparkPipeline, ordered
+from rsep.spark.spool import SpoolError
 from rsep.stream.kafka import KafkaUrl, is_kafka, kafka_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 # The connector at the newest Spark release Maven Central serves; Spark's data source API is
@@ -150,61 +153,115 @@ def run_live(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *,
 
 class KafkaSink:
     """``foreachBatch`` writer of a SparkPipeline's outputs (columns ``rtype``, ``json``)
-    to ``url``'s topic through Spark's Kafka sink (see the module's text)."""
+    to ``url``'s topic through Spark's Kafka sink (see the module's text).
+
+    Each record carries the headers ``rsep-run`` (an id kept in ``state_dir``, the query's
+    checkpoint directory, so that it survives restarts and a fresh checkpoint starts a new
+    run), ``rsep-batch``, ``rsep-seq`` and ``rsep-of`` (the batch's record count). At its
+    first batch the sink reads the last record of this run in the topic: a batch Spark
+    replays after a restart is skipped if the topic holds it whole, and only its missing
+    tail is written if a failure cut it short, so that each result is in the topic once."""
 
     def __init__(self, url: str, *, state_dir: str | Path | None = None) -> None:
         u = kafka_url(url, allowed=("timeout",))
         self.url = u.base
         self.servers, self.topic = u.servers, u.topic
         self.dead_letter = u.topic + DEAD_LETTER
-        self.timeout_ms = str(int(float(u.options.get("timeout", "10")) * 1000))
-        self.state = Path(state_dir) / "kafka-sink.json" if state_dir is not None else None
+        self.timeout = float(u.options.get("timeout", "10"))
+        self.run = uuid.uuid4().hex
+        if state_dir is not None:
+            f = Path(state_dir) / "kafka-sink-run"
+            if f.exists():
+                self.run = f.read_text().strip()
+            else:
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(self.run)
+        self.tails: dict[str, tuple[int, int, int] | None] = {}
         self.written = 0
 
-    def _done(self) -> int:
-        if self.state is None or not self.state.exists():
-            return -1
-        return int(json.loads(self.state.read_text())["batch"])
+    def _tail(self, topic: str) -> tuple[int, int, int] | None:
+        """(batch, seq, of) of the last record this run wrote to ``topic``, if any."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.servers, "group.id": f"rsep-{uuid.uuid4().hex}",
+                      "enable.auto.commit": False, "log_level": 0})
+        try:
+            md = c.list_topics(topic, timeout=self.timeout).topics.get(topic)
+            if md is None or md.error is not None or not md.partitions:
+                return None
+            best = None
+            for p in sorted(md.partitions):
+                lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout)
+                if hi <= lo:
+                    continue
+                c.assign([TopicPartition(topic, p, hi - 1)])
+                deadline = time.monotonic() + self.timeout
+                while (m := c.poll(0.2)) is None or m.error() is not None:
+                    if time.monotonic() > deadline:
+                        raise SpoolError(f"{self.url}: cannot read the topic's last record "
+                                         f"(partition {p}) in {self.timeout:g} s")
+                h = {str(k): v.decode() if isinstance(v, bytes) else str(v)
+                     for k, v in _headers(m)}
+                if h.get("rsep-run") != self.run:
+                    continue
+                t = (int(h["rsep-batch"]), int(h["rsep-seq"]), int(h["rsep-of"]))
+                best = t if best is None or t > best else best
+            return best
+        except KafkaException as e:
+            raise SpoolError(f"{self.url}: {e.args[0].str()}") from None
+        finally:
+            c.close()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        if batch_id <= self._done():
-            return
         results = ordered(batch.filter("rtype = 'o'")).select("json")
         self.written += self._write(results, batch_id, self.topic)
         self._write(batch.filter("rtype = 'r'").select("json"), batch_id, self.dead_letter)
-        if self.state is not None:
-            self.state.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"batch": batch_id}))
-            tmp.replace(self.state)
 
     def _write(self, df: DataFrame, batch_id: int, topic: str) -> int:
+        if topic not in self.tails:
+            self.tails[topic] = self._tail(topic)
+        tail = self.tails[topic]
+        skip = 0
+        if tail is not None:
+            if batch_id < tail[0] or (batch_id == tail[0] and tail[1] + 1 >= tail[2]):
+                return 0  # written whole before the restart
+            if batch_id == tail[0]:
+                skip = tail[1] + 1  # cut short: its tail only
         # one partition: the records go out in output order (and monotonically_increasing_id
         # numbers them 0, 1, ... in it)
         df = df.coalesce(1).withColumn("seq", F.monotonically_increasing_id()).persist()
         try:
             n = df.count()
-            if n == 0:
+            if n <= skip:
                 return 0
-            headers = F.array(
-                F.struct(F.lit("rsep-batch").alias("key"),
-                         F.lit(str(batch_id)).cast("binary").alias("value")),
-                F.struct(F.lit("rsep-seq").alias("key"),
-                         F.col("seq").cast("string").cast("binary").alias("value")))
-            (df.select(F.col("json").alias("value"), headers.alias("headers"))
+
+            def header(key: str, value) -> Column:
+                return F.struct(F.lit(key).alias("key"), value.cast("string").cast("binary")
+                                .alias("value"))
+
+            headers = F.array(header("rsep-run", F.lit(self.run)),
+                              header("rsep-batch", F.lit(batch_id)),
+                              header("rsep-seq", F.col("seq")), header("rsep-of", F.lit(n)))
+            timeout_ms = str(int(self.timeout * 1000))
+            (df.filter(F.col("seq") >= skip)
+             .select(F.col("json").alias("value"), headers.alias("headers"))
              .write.format("kafka")
              .option("kafka.bootstrap.servers", self.servers)
              .option("topic", topic)
              .option("includeHeaders", "true")
              .option("kafka.acks", "all")
              .option("kafka.enable.idempotence", "true")
-             .option("kafka.delivery.timeout.ms", self.timeout_ms)
+             .option("kafka.delivery.timeout.ms", timeout_ms)
              # (the producer wants delivery.timeout.ms >= linger.ms + request.timeout.ms)
-             .option("kafka.request.timeout.ms", str(int(self.timeout_ms) // 2))
+             .option("kafka.request.timeout.ms", str(int(timeout_ms) // 2))
              .save())
-            return n
+            return n - skip
         finally:
             df.unpersist()
+
+
+def _headers(msg) -> list[tuple[str, bytes | str]]:
+    return list(msg.headers() or [])
 
 
 def connector_cached() -> bool:

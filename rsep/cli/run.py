@@ -75,7 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--stream", action="append", type=_stream_arg, default=[], metavar="IRI=PATH",
                    help="a stream file (TriG, N-Quads, JSON lines, an RDF Message Log, Jelly, or an "
                    "RML mapping *.rml.ttl of CSV / JSON-lines rows); '-' for standard input, "
-                   "tcp://HOST:PORT or mqtt://HOST:PORT/TOPIC for a live source; repeat for "
+                   "tcp://HOST:PORT, mqtt://HOST:PORT/TOPIC or kafka://HOST:PORT/TOPIC for a live "
+                   "source; repeat for "
                    "several streams")
     r.add_argument("--stream-format", choices=STREAM_FORMATS, default="auto",
                    help="how to read the --stream inputs: timestamped graphs (events), RDF Message "
@@ -99,7 +100,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "<iri>) declarations; they win over the queries' own")
     r.add_argument("--output", "-o", help="write results here instead of standard output; "
                    "mqtt://HOST:PORT/TOPIC publishes each result item (a jsonl object, or one "
-                   "RDF Message per evaluation with --format rdfm-*|jelly) with QoS 1")
+                   "RDF Message per evaluation with --format rdfm-*|jelly) with QoS 1; "
+                   "kafka://HOST:PORT/TOPIC produces each as one Kafka record")
     r.add_argument("--r2s", choices=[x.value for x in R2S], type=str.upper,
                    help="override the query's relation-to-stream operator")
     r.add_argument("--report", help="override the report policy, e.g. window-close,non-empty, "

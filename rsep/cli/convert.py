@@ -17,7 +17,7 @@ from rsep.stream.event import Rejected
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, merge_streams
 from rsep.stream.time import TimeConfig
-from rsep.stream.writer import FORMATS, MessageWriter
+from rsep.stream.writer import DRAFT_FORMATS, FORMATS, MessageWriter
 
 _IRI = "urn:rsep:convert"
 
@@ -25,7 +25,9 @@ _IRI = "urn:rsep:convert"
 def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("convert", help="write a stream as an RDF Message Log (TriG, N-Quads, Jelly)")
     c.add_argument("input", metavar="STREAM_FILE", help="the stream ('-': standard input)")
-    c.add_argument("--to", choices=FORMATS, required=True, help="the log's format")
+    c.add_argument("--to", choices=FORMATS + DRAFT_FORMATS, required=True,
+                   help="the log's format (rdfm-*: the current RDF Messages syntax; rdfm-draft-*: the "
+                   "December 2025 draft's, with # @message comments)")
     c.add_argument("--output", "-o", required=True, help="the log to write ('-': standard output)")
     c.add_argument("--split", choices=("events", "resources"), default="events",
                    help="one message per event (its named graph and time: read back as the same "

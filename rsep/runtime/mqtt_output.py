@@ -3,7 +3,7 @@ message, QoS 1.
 
 An item is what :class:`~rsep.runtime.sinks.FormatSink` ends with :meth:`MqttOutput.end_item`:
 a jsonl object (the line without its newline), or, for the RDF Message formats, one
-evaluation's message (rdfm-trig / rdfm-nquads: the message's text without its ``# @message``
+evaluation's message (rdfm-trig / rdfm-nquads: the message's text without the log's version label and its ``MESSAGE``
 delimiter, since a broker message already delimits it; jelly: the message's
 ``RdfStreamFrame``, not length-delimited, as Jelly is carried over MQTT and Kafka). A Jelly
 stream's frames share lookup tables, so its consumer reads the topic from the first frame.
@@ -23,8 +23,8 @@ from typing import BinaryIO
 import paho.mqtt.client as paho
 
 from rsep.stream.live import mqtt_url
-from rsep.stream.writer import DELIMITER
 from rsep.stream.writer import FORMATS as MESSAGE_FORMATS
+from rsep.stream.writer import payload
 
 ITEM_FORMATS = ("jsonl", *MESSAGE_FORMATS)
 
@@ -100,7 +100,7 @@ class MqttOutput(io.StringIO):
             text = self.getvalue()
             self.seek(0)
             self.truncate()
-            text = text.removesuffix(DELIMITER if self.fmt != "jsonl" else "\n")
+            text = payload(text) if self.fmt != "jsonl" else text.removesuffix("\n")
             payloads = [text.encode("utf-8")]
         for p in payloads:
             info = self._client.publish(self.topic, p, qos=1)

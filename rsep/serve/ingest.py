@@ -13,15 +13,17 @@ from dataclasses import dataclass, field
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
+from rsep.stream.framing import CURRENT
 from rsep.stream.jsonl import parse_lines
 from rsep.stream.messages import MessageLog
 from rsep.stream.time import TimeKind, format_time
 
 # media type (or ?format=) -> the reader's format; rdfm-*: RDF Message Logs (W3C RSP CG),
-# announced by the media type's parameter ``messages=rdfm``
+# announced by the media type's version parameter (``version=1.2-messages``, the current
+# text, spec/messages.bs "Version labels") or ``messages=rdfm`` (the December 2025 draft)
 FORMATS = {
-    "application/trig": "trig", "trig": "trig",
-    "application/n-quads": "nquads", "nquads": "nquads",
+    "application/trig": "trig", "trig": "trig", "text/turtle": "trig",
+    "application/n-quads": "nquads", "nquads": "nquads", "application/n-triples": "nquads",
     "application/x-ndjson": "jsonl", "application/jsonl": "jsonl", "jsonl": "jsonl",
     "rdfm": "rdfm-trig", "rdfm-trig": "rdfm-trig", "rdfm-nquads": "rdfm-nquads",
     # Jelly (its registered media type): every frame an RDF Message
@@ -31,19 +33,25 @@ FORMATS = {
 
 def body_format(content_type: str | None, fmt: str | None) -> str:
     """The reader for a request: ``?format=`` first, then the Content-Type (with
-    ``messages=rdfm``, the RDF Message Log in that syntax)."""
+    ``version=...-messages`` or ``messages=rdfm``, the RDF Message Log in that syntax; the
+    version parameter puts the reader in messages mode, as the log's own label would)."""
     media, *params = (content_type or "").lower().split(";")
     key = (fmt or media.strip() or "application/trig").lower()
     if key not in FORMATS:
         raise ValueError(f"unknown event format {key!r}: use application/trig, "
                          "application/n-quads or application/x-ndjson, with "
-                         "'; messages=rdfm' for an RDF Message Log, or application/x-jelly-rdf "
+                         "'; version=1.2-messages' for an RDF Message Log, or application/x-jelly-rdf "
                          "(or ?format=trig|nquads|jsonl|rdfm|rdfm-trig|rdfm-nquads|jelly)")
     out = FORMATS[key]
-    if not fmt and "messages=rdfm" in (p.replace(" ", "") for p in params):
+    params = [p.replace(" ", "") for p in params]
+    version = next((p[8:].strip('"') for p in params if p.startswith("version=")), "")
+    if fmt:
+        return out
+    if version.endswith("-messages") or "messages=rdfm" in params:
+        name = f"version={version}" if version.endswith("-messages") else "messages=rdfm"
         if out in ("jsonl", "jelly"):
-            raise ValueError(f"messages=rdfm names a text RDF Message Log (TriG or N-Quads), not {out}")
-        out = "rdfm-" + out
+            raise ValueError(f"{name} names a text RDF Message Log (TriG or N-Quads), not {out}")
+        out = "rdfm-" + out + (";announced" if version.endswith("-messages") else "")
     return out
 
 
@@ -58,12 +66,15 @@ def read_body(body: bytes, stream: str, fmt: str, origin: str,
         # a delimited stream of frames, or (Jelly's other file form) one frame
         return list(MessageLog(origin, stream, time=time, fmt="jelly", source=[body],
                                delimited=len(body) < 3 or delimited_jelly_hint(body[:3])))
+    if fmt.startswith("rdfm-"):
+        # each message one event; the body is the whole log (its directives, its numbering);
+        # a byte that is not UTF-8 rejects its message, located (never read as U+FFFD)
+        syntax, _, announced = fmt[5:].partition(";")
+        return list(MessageLog(origin, stream, time=time, fmt=syntax, source=[
+            body.decode("utf-8", errors="surrogateescape")], syntax=CURRENT if announced else None))
     text = body.decode("utf-8", errors="replace")
     if fmt == "jsonl":
         return list(parse_lines(text.splitlines(), stream, origin))
-    if fmt.startswith("rdfm-"):
-        # each message one event; the body is the whole log (its directives, its numbering)
-        return list(MessageLog(origin, stream, time=time, fmt=fmt[5:], source=[text]))
     return list(StreamFile(origin, stream, time=time, fmt=fmt, text=text))
 
 

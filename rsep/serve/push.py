@@ -1,7 +1,8 @@
 """The pushed form of a query's results (SSE, WebSocket, MQTT): the CLI's jsonl objects,
 one per result, or RDF Messages (W3C RSP CG), one per evaluation, written by the FormatSink that
 ``rsep run --format rdfm-trig|rdfm-nquads|jelly`` writes with (so a pushed message is the
-one ``rsep run`` writes to its log, without the ``# @message`` delimiter line; Jelly: the
+one ``rsep run`` writes to its log, without the log's version label and ``MESSAGE``
+delimiter, the media type's version parameter announcing them; Jelly: the
 message's ``RdfStreamFrame``, not length-delimited, as over MQTT)."""
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import BinaryIO
 from rsep.runtime.mqtt_output import delimited_frames
 from rsep.runtime.sinks import FormatSink
 from rsep.serve.hub import Item
-from rsep.stream.writer import DELIMITER
+from rsep.stream.writer import payload
 
-# ?format= -> the media type announcing it (RDF Messages: the spec's messages=rdfm)
+# ?format= -> the media type announcing it (RDF Messages: the version parameter,
+# spec/messages.bs "Version labels")
 FORMATS = {
     "jsonl": "application/json",
-    "rdfm-trig": "application/trig; messages=rdfm",
-    "rdfm-nquads": "application/n-quads; messages=rdfm",
+    "rdfm-trig": "application/trig; version=1.2-messages",
+    "rdfm-nquads": "application/n-quads; version=1.2-messages",
     "jelly": "application/x-jelly-rdf",
 }
 _ACCEPT = {"application/trig": "rdfm-trig", "application/n-quads": "rdfm-nquads",
@@ -65,7 +67,7 @@ class _Messages(io.StringIO):
             self._bytes.seek(0)
             self._bytes.truncate()
             return
-        self.done.append(self.getvalue().removesuffix(DELIMITER))
+        self.done.append(payload(self.getvalue()))
         self.seek(0)
         self.truncate()
 

@@ -18,7 +18,7 @@ from mqtt_broker import publish
 from rsep.cli.main import main
 from rsep.runtime.mqtt_output import delimited_frames
 from rsep.stream.messages import MessageLog
-from rsep.stream.writer import DELIMITER
+from rsep.stream.writer import DELIMITER, HEADER, split_log
 from rsep.testing.snippets import ROOT, SRBENCH_HOT_CONSTRUCT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
@@ -72,9 +72,8 @@ def test_one_rdf_message_per_evaluation(broker, tmp_path, fmt):  # noqa: F811
     q.write_text(HOT)
     out = tmp_path / "hot.log"
     assert _run(str(q), "--format", fmt, "-o", str(out)) == 0
-    messages = out.read_text().split(DELIMITER)
-    assert messages[-1] == ""
-    messages = messages[:-1]
+    assert out.read_text().startswith(HEADER) and out.read_text().endswith(DELIMITER)
+    messages = split_log(out.read_text())
     assert len(messages) >= 3
     sub = Subscriber(broker, "results/hot")
     assert _run(str(q), "--format", fmt, "-o", f"mqtt://127.0.0.1:{broker}/results/hot") == 0
@@ -82,7 +81,7 @@ def test_one_rdf_message_per_evaluation(broker, tmp_path, fmt):  # noqa: F811
     assert got == messages
     # each payload is one message: read back as a log, the same events as the file's
     log = tmp_path / ("back.nq" if fmt == "rdfm-nquads" else "back.trig")
-    log.write_text("".join(p + DELIMITER for p in got))
+    log.write_text(HEADER + "".join(p + DELIMITER for p in got))
     fmt_ = "nquads" if fmt == "rdfm-nquads" else "trig"
     assert [(e.graph, e.start, e.triples) for e in MessageLog(log, "urn:r", fmt=fmt_)] == \
         [(e.graph, e.start, e.triples) for e in MessageLog(out, "urn:r", fmt=fmt_)]
@@ -117,10 +116,10 @@ def test_ctrl_c_ends_a_live_run_with_every_result_published(broker, tmp_path):  
     q.write_text(HOT)
     ref = tmp_path / "ref.trig"
     assert _run(str(q), "--format", "rdfm-trig", "-o", str(ref)) == 0
-    want = ref.read_text().split(DELIMITER)[:-1]
+    want = split_log(ref.read_text())
     log = tmp_path / "weather.nq"
     assert main(["convert", str(SRBENCH), "--to", "rdfm-nquads", "-o", str(log), "-q"]) == 0
-    payloads = [m.rstrip("\n") for m in log.read_text().split(DELIMITER) if m.strip()]
+    payloads = [m.rstrip("\n") for m in split_log(log.read_text()) if m.strip()]
     sub = Subscriber(broker, "results/live")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(

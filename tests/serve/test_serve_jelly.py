@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 
 from rsep.cli.main import main
 from rsep.runtime.mqtt_output import delimited_frames
-from rsep.stream.writer import DELIMITER
+from rsep.stream.writer import split_log
 from rsep.testing.snippets import ROOT, SRBENCH_HOT_CONSTRUCT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
@@ -140,7 +140,7 @@ def test_a_query_with_an_mqtt_output_publishes_each_item_as_one_message(broker, 
         want = [json.dumps({"query": "http://example.org/hot", **json.loads(x)}, ensure_ascii=False).encode()
                 for x in cli.decode().splitlines()]
     else:
-        want = [m.encode() for m in cli.decode().split(DELIMITER)[:-1]]
+        want = [m.encode() for m in split_log(cli.decode())]
     assert len(want) == (125 if fmt == "jsonl" else 8)
     topic = f"results/{fmt}"
     sub = Subscriber(broker, topic)

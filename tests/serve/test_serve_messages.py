@@ -17,7 +17,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from rsep.cli.main import main
-from rsep.stream.writer import DELIMITER
+from rsep.stream.writer import split_log
 from rsep.testing.snippets import ROOT, SRBENCH_HOT_CONSTRUCT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
@@ -81,7 +81,7 @@ def test_construct_results_are_pushed_as_the_clis_rdf_messages(tmp_path):
     q = tmp_path / "hot.rq"
     q.write_text(HOT)
     # a WebSocket message is the message's text; SSE data cannot end with a line break
-    messages = {fmt: _cli(q, tmp_path / f"hot.{fmt}", "--format", fmt).split(DELIMITER)[:-1]
+    messages = {fmt: split_log(_cli(q, tmp_path / f"hot.{fmt}", "--format", fmt))
                 for fmt in ("rdfm-trig", "rdfm-nquads")}
     sse = {fmt: [m.rstrip("\n") for m in ms] for fmt, ms in messages.items()}
     assert len(messages["rdfm-trig"]) == 8

@@ -14,7 +14,7 @@ from mqtt_broker import free_port, publish
 from serve_server import SPARQL, readers, serve
 
 from rsep.cli.main import main
-from rsep.stream.writer import DELIMITER
+from rsep.stream.writer import split_log
 from rsep.testing.snippets import ROOT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
@@ -45,7 +45,7 @@ def test_rdf_messages_over_mqtt_give_the_results_of_posting_them(broker, tmp_pat
     want = _want(tmp_path)
     log = tmp_path / "weather.nq"
     assert main(["convert", str(SRBENCH), "--to", "rdfm-nquads", "-o", str(log), "-q"]) == 0
-    payloads = [m for m in log.read_text().split(DELIMITER) if m.strip()]
+    payloads = [m for m in split_log(log.read_text()) if m.strip()]
     assert len(payloads) == 34
     url = f"mqtt://127.0.0.1:{broker}/weather?format=nquads"
     with serve() as client:

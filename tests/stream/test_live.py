@@ -15,6 +15,7 @@ from mqtt_broker import publish
 from rsep.cli.main import main
 from rsep.stream.live import LiveStream, mqtt_url, tcp_url
 from rsep.stream.messages import MessageLog
+from rsep.stream.writer import split_log
 from rsep.testing.snippets import ROOT
 
 SRBENCH = ROOT.parent / "shared" / "data" / "srbench-weather" / "weather-stream.trig"
@@ -92,7 +93,7 @@ def test_rdf_messages_over_mqtt_one_broker_message_each(broker, tmp_path):  # no
     _, ref = _run(["--stream", f"{SR}={SRBENCH}"], tmp_path / "ref.jsonl")
     log = tmp_path / "weather.nq"
     assert main(["convert", str(SRBENCH), "--to", "rdfm-nquads", "-o", str(log), "-q"]) == 0
-    payloads = [m.rstrip("\n") for m in log.read_text().split("# @message\n") if m.strip()]
+    payloads = [m.rstrip("\n") for m in split_log(log.read_text()) if m.strip()]
     assert len(payloads) == 34 == sum(1 for _ in MessageLog(log, SR).messages())
     url = f"mqtt://127.0.0.1:{broker}/weather?format=nquads&idle=4"
     result: dict = {}

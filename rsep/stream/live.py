@@ -8,19 +8,28 @@ Message. Jelly (``?format=jelly``, or ``--stream-format jelly``) is read as RDF
 Messages too: over TCP a delimited stream of frames, over MQTT one frame per broker message
 (as Jelly travels over MQTT and Kafka). A TCP source connects to the server and reads until it closes the
 connection; an MQTT source subscribes and reads until Ctrl-C, or, with ``?idle=SECONDS``,
-until no message came for that long. ``?format=trig|nquads|jsonl|jelly`` gives the
-syntax (default TriG). The URL parsers are shared with the Spark sources.
+until no message came for that long while connected. A lost broker is reconnected to on
+the same persistent session for ``?reconnect=SECONDS`` (default 30), then is an error,
+never an end of stream (:func:`mqtt_payloads`). ``?format=trig|nquads|jsonl|jelly`` gives the
+syntax (default TriG). Bytes that are not UTF-8 are rejected with their byte offset
+(in the connection, or in the MQTT message), as the file reader rejects them, never read
+as U+FFFD. The URL parsers are shared with the Spark sources.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
 import queue
+import re
 import socket
 import threading
 import time as _time
-from collections.abc import Iterator
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from rsep.stream.event import Event, Rejected
@@ -33,6 +42,7 @@ from rsep.stream.time import TimeConfig
 SCHEMES = ("tcp://", "mqtt://")
 SYNTAXES = ("trig", "nquads", "jsonl", "jelly")
 POLL_S = 0.2  # how often a controlled source looks at its stop flag
+RECONNECT_S = 30.0  # how long an MQTT source waits for its broker to come back (?reconnect)
 
 
 @dataclass
@@ -79,9 +89,18 @@ def _options(url: str) -> tuple[str, dict[str, str]]:
     """The URL without its ``?key=value`` options (rsep's, not the broker's), and the options."""
     base, sep, query = url.partition("?")
     opts = {k: v[-1] for k, v in parse_qs(query).items()} if sep else {}
-    unknown = set(opts) - {"format", "idle"}
+    unknown = set(opts) - {"format", "idle", "reconnect"}
     if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))} in {url!r} (format, idle)")
+        raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))} in {url!r} "
+                         "(format, idle, reconnect)")
+    for k in ("idle", "reconnect"):
+        if k in opts:
+            try:
+                ok = float(opts[k]) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(f"{k} must be a positive number of seconds in {url!r}")
     if opts.get("format", "trig") not in SYNTAXES:
         raise ValueError(f"format must be {', '.join(SYNTAXES)} in {url!r}")
     return base, opts
@@ -107,59 +126,152 @@ def tcp_bytes(host: str, port: int, timeout: float = 10.0,
 
 
 def tcp_text(host: str, port: int, timeout: float = 10.0,
-             control: Control | None = None) -> Iterator[str]:
-    """The text a TCP server sends, as it arrives, until it closes the connection."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+             control: Control | None = None,
+             invalid: Callable[[int, int], None] | None = None) -> Iterator[str]:
+    """The text a TCP server sends, as it arrives, until it closes the connection. A byte
+    that is not UTF-8 is kept as a lone surrogate (surrogateescape), as the file reader
+    keeps it, so the record holding it is rejected, never read as U+FFFD; ``invalid`` gets
+    each such byte's offset in the connection and its value."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+    offset = 0  # bytes of the connection decoded into the texts yielded so far
+
+    def seen(text: str) -> str:
+        nonlocal offset
+        if invalid is not None:
+            for m in _INVALID.finditer(text):
+                invalid(offset + _nbytes(text[:m.start()]), ord(m.group()) - 0xDC00)
+        offset += _nbytes(text)
+        return text
+
     for data in tcp_bytes(host, port, timeout, control):
         if text := decoder.decode(data):
-            yield text
+            yield seen(text)
     if tail := decoder.decode(b"", final=True):
-        yield tail
+        yield seen(tail)
+
+
+_INVALID = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, surrogateescaped
+
+
+def _nbytes(text: str) -> int:
+    # (surrogateescape gives each invalid byte back: the length of the bytes decoded)
+    return len(text.encode("utf-8", "surrogateescape"))
 
 
 def mqtt_payloads(host: str, port: int, topic: str, idle: float | None = None,
-                  timeout: float = 10.0, control: Control | None = None) -> Iterator[bytes]:
+                  timeout: float = 10.0, control: Control | None = None,
+                  reconnect: float = 30.0) -> Iterator[bytes]:
     """The payloads of the messages published on ``topic`` from now on, in arrival order,
-    until ``idle`` seconds pass without one (never, without ``idle``)."""
-    import paho.mqtt.client as paho  # start-up: a run that reads no MQTT loads no client
+    until ``idle`` seconds pass without one while connected (never, without ``idle``).
 
-    q: queue.Queue[bytes] = queue.Queue()
+    A broker lost mid-stream is reconnected to, on the same persistent session (MQTT 5,
+    a client id of the run's own, the session kept ``reconnect`` + 10 seconds), so
+    the QoS 1 messages published meanwhile are delivered then. The broker not back within
+    ``reconnect`` seconds, or back without the session (restarted without persistence: what
+    it had queued is gone), is a ConnectionError, never an end of stream; an outage does
+    not count as idle time."""
+    import paho.mqtt.client as paho  # start-up: a run that reads no MQTT loads no client
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    where = f"mqtt://{host}:{port}/{topic}"
+    q: queue.Queue[bytes | None] = queue.Queue()  # None: the connection changed
     ready = threading.Event()
     failed: list[str] = []
-    client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+    lost: list[str] = []  # why the broker is gone for good (the session, or the time)
+    # down: the monotonic time the broker was lost (None: connected)
+    state: dict[str, Any] = {"down": None, "connects": 0}
+    client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5,
+                         client_id=f"rsep-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    # (paho sleeps these as floats; its annotation says int)
+    client.reconnect_delay_set(min_delay=0.1, max_delay=1.0)  # type: ignore[arg-type]
 
     def on_connect(c, userdata, flags, reason, properties) -> None:
         if reason.is_failure:
-            failed.append(str(reason))
-            ready.set()
-        else:
-            c.subscribe(topic, qos=1)
+            if not ready.is_set():
+                failed.append(str(reason))
+                ready.set()
+            return
+        state["connects"] += 1
+        if state["connects"] > 1:
+            # the broker resends (flagged dup) what it saw no PUBACK for: taken once
+            resent.clear()
+            resent.update(seen)
+            seen.clear()
+        if state["connects"] > 1 and not flags.session_present:
+            lost.append(f"{where}: the broker came back without this client's session (it "
+                        "restarted without persistence?): the messages published while the "
+                        "source was disconnected are lost")
+            q.put(None)
+            return
+        # (on a resumed session the subscription is still there: subscribing again is
+        # harmless and makes the source's QoS 1 explicit)
+        c.subscribe(topic, qos=1)
+        state["down"] = None
+        q.put(None)
+
+    def on_disconnect(c, userdata, flags, reason, properties) -> None:
+        if state["down"] is None:
+            state["down"] = _time.monotonic()
+        q.put(None)
 
     def on_subscribe(c, userdata, mid, reasons, properties) -> None:
         ready.set()
 
     client.on_connect = on_connect
+    client.on_disconnect = on_disconnect
     client.on_subscribe = on_subscribe
-    client.on_message = lambda c, userdata, msg: q.put(msg.payload)
-    client.connect(host, port)
+    seen: set[int] = set()  # QoS 1 packet ids received on this connection
+    resent: set[int] = set()  # and on the one before
+
+    def on_message(c, userdata, msg) -> None:
+        if msg.qos and msg.dup and msg.mid in resent:
+            resent.discard(msg.mid)
+            return
+        if msg.qos:
+            seen.add(msg.mid)
+        q.put(msg.payload)
+
+    client.on_message = on_message
+    props = Properties(PacketTypes.CONNECT)
+    # the broker keeps the session (and queues its QoS 1 messages) while we reconnect
+    props.SessionExpiryInterval = max(1, int(reconnect) + 10)
+    # (a client id of this run alone: no earlier session to resume; and mosquitto 2.0
+    # persists across its restart only a session that did not start clean)
+    client.connect(host, port, clean_start=False, properties=props)
     client.loop_start()
     try:
         if not ready.wait(timeout) or failed:
-            raise ConnectionError(f"mqtt://{host}:{port}/{topic}: "
+            raise ConnectionError(f"{where}: "
                                   + (f"refused: {failed[0]}" if failed else "no subscription after "
                                      f"{timeout} s"))
         if control is not None:
             control.ready.set()
         last = _time.monotonic()
         while control is None or not control.stop.is_set():
-            wait = idle
-            if control is not None:  # wake up to look at the stop flag
-                wait = POLL_S if idle is None else max(0.0, min(POLL_S, last + idle - _time.monotonic()))
+            now = _time.monotonic()
+            down = state["down"]
+            if lost:
+                raise ConnectionError(lost[0])
+            if down is not None and now - down >= reconnect:
+                raise ConnectionError(f"{where}: the broker has been unreachable for "
+                                      f"{reconnect:g} s (?reconnect=SECONDS): the stream "
+                                      "did not end, it was cut")
+            waits = [POLL_S] if control is not None else []
+            if down is not None:
+                waits.append(down + reconnect - now)
+            elif idle is not None:
+                waits.append(last + idle - now)
+            wait = max(0.0, min(waits)) if waits else None
             try:
                 payload = q.get(timeout=wait)
             except queue.Empty:
-                if idle is not None and _time.monotonic() - last >= idle:
+                if state["down"] is None and idle is not None \
+                        and _time.monotonic() - last >= idle:
                     return
+                continue
+            if payload is None:  # connected again (or lost): idle time starts over
+                last = _time.monotonic()
                 continue
             last = _time.monotonic()
             yield payload
@@ -179,6 +291,8 @@ class LiveStream:
         self.stream = stream
         self.syntax = opts.get("format", "trig")
         self.idle = float(opts["idle"]) if "idle" in opts else None
+        self.reconnect = float(opts.get("reconnect", RECONNECT_S))
+        self._invalid: deque[int] = deque()  # TCP: offsets of invalid bytes not yet framed
         if self.syntax == "jelly":
             messages = True  # Jelly's frames are RDF Messages
         self.messages = messages
@@ -192,17 +306,21 @@ class LiveStream:
             mqtt_url(self.url)  # errors now, not when the run reaches the source
 
     def _texts(self) -> Iterator[str]:
-        """Text as it arrives: a TCP connection's pieces, or one MQTT message each."""
+        """Text as it arrives: a TCP connection's pieces, or one MQTT message each (invalid
+        UTF-8 kept as lone surrogates, for the readers to reject, as a file's)."""
         if self.url.startswith("tcp://"):
-            yield from tcp_text(*tcp_url(self.url), control=self.control)
+            yield from tcp_text(*tcp_url(self.url), control=self.control,
+                                invalid=lambda at, _byte: self._invalid.append(at))
         else:
-            for payload in mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control):
-                yield payload.decode("utf-8", errors="replace")
+            for payload in mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control,
+                                         reconnect=self.reconnect):
+                yield payload.decode("utf-8", errors="surrogateescape")
 
     def _bytes(self) -> Iterator[bytes]:
         if self.url.startswith("tcp://"):
             return tcp_bytes(*tcp_url(self.url), control=self.control)
-        return mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control)
+        return mqtt_payloads(*mqtt_url(self.url), idle=self.idle, control=self.control,
+                             reconnect=self.reconnect)
 
     def __iter__(self) -> Iterator[Event | Rejected]:
         if self.syntax == "jelly":
@@ -225,28 +343,67 @@ class LiveStream:
         if self.url.startswith("mqtt://"):
             for text in texts:
                 n += 1
-                yield from self._frame(text, n)
+                yield from self._frame(text, n, None)
             return
         framer = Framer(self.syntax)
         for text in texts:
             for frame in framer.feed(text):
                 n += 1
-                yield from self._frame(frame, n)
+                yield from self._frame(frame, n, framer.header)
         for frame in framer.finish():
             n += 1
-            yield from self._frame(frame, n)
+            yield from self._frame(frame, n, framer.header)
 
-    def _frame(self, text: str, n: int) -> Iterator[Event | Rejected]:
+    def _frame(self, text: str, n: int, header: str | None) -> Iterator[Event | Rejected]:
+        """The events of one frame; ``header``: the TCP framer's directives now (None: an
+        MQTT message, read as it came)."""
         origin = f"{self.url}#{n:06d}"
+        items: Iterator[Event | Rejected]
         if self.syntax == "jsonl":
-            yield from parse_lines(text.splitlines(), self.stream, origin)
-            return
-        for it in StreamFile("frame", self.stream, time=self.time, fmt=self.syntax, text=text):
+            items = parse_lines(text.splitlines(), self.stream, origin)
+        else:
+            items = iter(StreamFile("frame", self.stream, time=self.time, fmt=self.syntax,
+                                    text=text))
+        offsets: list[int] = []
+        skip = 0
+        if header is not None and _INVALID.search(text):
+            # The frame's own text follows the directives carried into it (a prefix of
+            # the framer's header now); its invalid bytes are the next ones of the connection.
+            while header and not text.startswith(header):
+                header = header[:header.rstrip("\n").rfind("\n") + 1]
+            skip = len(header)
+            offsets = [self._invalid.popleft() for _ in _INVALID.finditer(text, skip)
+                       if self._invalid]
+        for it in items:
             if isinstance(it, Event):
                 it.origin = origin + it.origin[len("frame"):]
-            else:
-                it.origin = origin
+                yield it
+                continue
+            it.origin = origin
+            if it.reason.startswith("invalid UTF-8: byte "):
+                at = _char_index(text, it.line, it.column)
+                if at is not None and header is None:
+                    where = f"at byte {_nbytes(text[:at]):,} of the message"
+                elif at is not None and at >= skip and len(offsets) > (
+                        k := len(_INVALID.findall(text, skip, at))):
+                    where = f"at byte {offsets[k]:,} of the connection"
+                else:
+                    where = ""
+                if where:
+                    head, _, rest = it.reason.partition(" (")
+                    it.reason = f"{head} {where}" + (f" ({rest}" if rest else "")
             yield it
+
+
+def _char_index(text: str, line: int, column: int) -> int | None:
+    """Where (line, column) of a rejection points in ``text``, if at an invalid byte."""
+    at = 0
+    for _ in range(line - 1):
+        at = text.find("\n", at) + 1
+        if at == 0:
+            return None
+    at += column - 1
+    return at if 0 <= at < len(text) and _INVALID.match(text, at) else None
 
 
 def is_live(path: str) -> bool:

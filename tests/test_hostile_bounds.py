@@ -106,3 +106,33 @@ def test_spaseq_matches_of_one_instant_are_bounded(tmp_path):
     p = rsep_run(str(q), "--stream", f"http://s={s}", "--max-matches", "1035")
     assert p.returncode == 0, p.stderr[-500:]
     assert len(p.stdout.splitlines()) == sum(k * (k - 1) // 2 for k in range(47))
+
+
+# ------------------------------------------------------------------ nesting in a record
+
+
+RSP = """PREFIX : <http://e/>
+SELECT (COUNT(*) AS ?n) FROM NAMED WINDOW :w ON <http://s> [RANGE 1 STEP 1]
+WHERE { WINDOW :w { ?s ?p ?o } }
+"""
+
+
+def test_a_collection_nested_a_million_deep_is_a_dead_letter_not_gigabytes(tmp_path):
+    # before: 2 x 10^6 triples of one event: 106 s and 4.57 GB peak here (1.34 GB in the
+    # finding), then the query's results over --max-results ended the run
+    n = 10**6
+    s = write(tmp_path, "s.trig", HEAD + ":g1 prov:generatedAtTime 1 .\n:g1 { :a :p 1 . }\n"
+              ":g2 prov:generatedAtTime 2 .\n:g2 { :a :p " + "( " * n + ") " * n + ". }\n"
+              # 256 levels are read; parentheses in strings, IRIs and comments do not nest
+              ":g3 prov:generatedAtTime 3 .\n:g3 { :a :p " + "(" * 256 + ")" * 256 + " . "
+              ':a :q "' + "(" * 1000 + '" . :a :r <http://e/' + "(" * 300 + "> . # " + "(" * 300
+              + "\n}\n")
+    q = write(tmp_path, "q.rq", RSP)
+    p = rsep_run(str(q), "--stream", f"http://s={s}", timeout=30)
+    assert p.returncode == 3, p.stderr[-500:]
+    assert lines(p.stderr)[0] == (f"rejected: {s}:6:{13 + 2 * 256}: collections, blank "
+                                  "nodes or quoted triples nested deeper than 256 levels here "
+                                  "(a record holding them is not read)")
+    n3 = 1 + 2 * 255 + 2  # :p, rdf:first and rdf:rest for each level but the () inside; :q, :r
+    assert [json.loads(x)["bindings"]["n"] for x in p.stdout.splitlines()] == [
+        f'"{k}"^^<http://www.w3.org/2001/XMLSchema#integer>' for k in (1, 0, n3)]

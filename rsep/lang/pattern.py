@@ -495,6 +495,10 @@ def with_pattern(q: ContinuousQuery, syn: Syntax, streams: Mapping[int, str] | N
         q.pattern = read_query(syn, streams, slots)
     except PatternRefused as e:
         q.pattern_refused = str(e)
+    except RecursionError:
+        # (EXISTS writes its group's text as it is read: a chain of many hundred operators
+        # there recurses deeper than the text's checks, rsep.lang.bounds, allow for)
+        q.pattern_refused = "a pattern nested too deeply for the pattern tree's reader"
     return q
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from rsep.runtime.engine import Limits
+from rsep.runtime.watermark import WatermarkPolicy
 from rsep.serve.app import build_app
 from rsep.serve.guard import MiB, Protection
 from rsep.serve.hub import HISTORY, MAX_PENDING, Hub, Settings
@@ -62,6 +63,13 @@ def _eval_seconds(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0.0") else _seconds(text)
 
 
+def _watermark(text: str) -> WatermarkPolicy:
+    try:
+        return WatermarkPolicy.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _port(text: str) -> int:
     n = _int(text)
     if not 0 <= n <= 65535:
@@ -85,6 +93,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--time-in-graph", action="store_true")
     s.add_argument("--allowed-lateness", type=_not_negative, default=0, metavar="UNITS",
                    help="accept events this far behind their stream's latest time (reordered)")
+    s.add_argument("--watermark", type=_watermark, default=WatermarkPolicy(), metavar="POLICY",
+                   help="when engine time moves without a later event: events (default: only "
+                   "events and POST /clock move it, as in a replay); idle:SECONDS (after "
+                   "SECONDS without an event, to the last event's time plus "
+                   "--allowed-lateness); processing (with the wall clock, mapped to event "
+                   "time from the first event: one --time-unit per unit, a millisecond for "
+                   "dateTime timestamps); see docs/serve.md")
     s.add_argument("--dead-letter", metavar="PATH", help="also write rejected records here")
     s.add_argument("--max-window-triples", type=_positive, default=Limits.max_window_triples)
     s.add_argument("--max-results", type=_positive, default=Limits.max_results)
@@ -143,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
         allowed_lateness=args.allowed_lateness,
         limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds or None),
         allow_dereference=args.allow_dereference, history=args.history,
-        max_pending=args.max_pending_events)
+        max_pending=args.max_pending_events, watermark=args.watermark)
     protection = Protection(
         allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin),
         max_query_bytes=args.max_query_bytes, max_event_bytes=args.max_event_bytes,

@@ -32,6 +32,7 @@ from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError, parse_query
 from rsep.runtime.engine import Engine, Limits
 from rsep.runtime.watchdog import Watchdog
+from rsep.runtime.watermark import WatermarkPolicy
 from rsep.runtime.windowed import QueryRuntime
 from rsep.serve.ingest import StreamOrder, read_body, rejected
 from rsep.serve.publish import MqttPublisher
@@ -50,6 +51,11 @@ MAX_PENDING = 10_000  # default: events queued for one query before POST /events
 # a name is a path segment of /queries/NAME: one that needs no escaping, and neither . nor ..
 # (which clients resolve away); one with / could be registered and never reached again
 NAME = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._~-]{1,128}")
+
+
+# how often the watermark policy's thread looks at the wall clock (seconds): an answer due
+# comes at most this much after the policy says
+WATERMARK_TICK = 0.05
 
 
 class Busy(Exception):
@@ -93,6 +99,9 @@ class Settings:
     allow_dereference: bool = False
     history: int = HISTORY  # results kept per query for late subscribers (bounds memory)
     max_pending: int = MAX_PENDING  # events queued per query (bounds memory; 429 past it)
+    # when engine time moves without events (rsep.runtime.watermark; default: only events
+    # and POST /clock move it, as in a replay)
+    watermark: WatermarkPolicy = field(default_factory=WatermarkPolicy)
 
 
 def kind_of(q: Query) -> str:
@@ -280,6 +289,16 @@ class Hub:
         self.requests = itertools.count(1)
         self.changes = itertools.count(1)  # of the background graphs
         self.started = time.time()
+        # what the watermark policy reads (under the lock): the latest event time taken in,
+        # when the last event came, the first's (time, arrival), and the arrival the idle
+        # policy last moved the time for (once per quiet spell)
+        self.latest: int | None = None
+        self.last_arrival: float | None = None
+        self.first: tuple[int, float] | None = None
+        self._moved_for: float | None = None
+        self._stop = threading.Event()
+        if settings.watermark.moves:
+            threading.Thread(target=self._watermark, name="rsep-watermark", daemon=True).start()
 
     # ------------------------------------------------------------ queries
 
@@ -439,6 +458,8 @@ class Hub:
                 if why is not None:
                     self._reject(why)
                     rejected_n += 1
+                else:
+                    self._arrived(it)
                 for e in released:
                     if self._forward(e):
                         accepted += 1
@@ -533,6 +554,37 @@ class Hub:
                                             e.kind, 0, e.origin, e.graphs), t))
         return True
 
+    def _arrived(self, e: Event) -> None:
+        """An event taken in (held or forwarded): what the watermark policy reads."""
+        wall = time.monotonic()
+        self.latest = e.time if self.latest is None else max(self.latest, e.time)
+        self.last_arrival = wall
+        if self.first is None:
+            self.first = (e.time, wall)
+
+    def _watermark(self) -> None:
+        """The watermark policy's thread: every WATERMARK_TICK seconds, engine time moves to
+        where the policy says (as POST /clock moves it), when that is ahead of it."""
+        policy = self.settings.watermark
+        while not self._stop.wait(WATERMARK_TICK):
+            with self.lock:
+                due = policy.due(latest=self.latest, last_arrival=self.last_arrival,
+                                 first=self.first, wall=time.monotonic(),
+                                 lateness=self.settings.allowed_lateness, kind=self.kind,
+                                 time_unit_ms=self.settings.time_unit_ms)
+                if due is None or (self.floor is not None and due <= self.floor):
+                    continue
+                if policy.kind == "idle":
+                    if self._moved_for == self.last_arrival:
+                        continue
+                    self._moved_for = self.last_arrival
+                elif self.now is not None and due < self.now:
+                    continue
+            try:
+                self.advance(due, timeout=10)
+            except ValueError:
+                pass  # an event came meanwhile, past ``due``: nothing to move
+
     def advance(self, until: int, timeout: float | None = None) -> None:
         """Engine time moves to ``until``: held events up to it are released, and every
         query carries out its evaluations due up to it (as ``rsep run --until`` does at
@@ -574,6 +626,7 @@ class Hub:
                 for r in list(self.dead.items)]
 
     def close(self) -> None:
+        self._stop.set()
         for iri in list(self.sources):
             self.detach(iri, wait=0.2)  # a stopping server does not wait for its sources
         for name in list(self.workers):

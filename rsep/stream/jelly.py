@@ -74,6 +74,11 @@ class _OxAdapter(Adapter):
         return ox.Triple(*terms)
 
 
+_STATEMENTS = ("triple", "quad", "graph_start", "graph_end")
+_ROWS = {jelly.PHYSICAL_STREAM_TYPE_TRIPLES: ("triple",),
+         jelly.PHYSICAL_STREAM_TYPE_QUADS: ("quad",),
+         jelly.PHYSICAL_STREAM_TYPE_GRAPHS: ("triple", "graph_start", "graph_end")}
+
 MAX_FRAME = 1 << 26  # a longer length prefix is not taken for a frame: the stream is broken
 
 
@@ -83,6 +88,7 @@ class FrameDecoder:
 
     def __init__(self) -> None:
         self._decoder: Decoder | None = None
+        self._physical = 0
 
     @property
     def started(self) -> bool:
@@ -102,10 +108,32 @@ class FrameDecoder:
                 self._decoder = Decoder(adapter=_OxAdapter(options_from_frame(frame, delimited=True)))
             except Exception as e:
                 raise JellyError(f"no stream options in the first frame: {e}") from e
+        self._check(frame)
         try:
             return [q for q in self._decoder.iter_rows(frame) if isinstance(q, ox.Quad)]
+        except TypeError as e:
+            # pyoxigraph's terms refused where RDF 1.2 has no place for them
+            raise JellyError("frame does not decode: a term pyoxigraph cannot hold in its place "
+                             "(a quoted triple as a subject, or generalized RDF: a literal subject "
+                             f"or graph, a blank node or literal predicate): {str(e).splitlines()[0]}") from e
         except Exception as e:
-            raise JellyError(f"frame does not decode: {e}") from e
+            raise JellyError(f"frame does not decode: {str(e).splitlines()[0] if str(e) else e!r}") from e
+
+    def _check(self, frame: Any) -> None:
+        """The rows a stream's physical type forbids (Jelly's spec; pyjelly reads them as if
+        they were allowed, Jelly's conformance cases reject them)."""
+        for row in frame.rows:
+            kind = row.WhichOneof("row")
+            if kind == "options":
+                self._physical = row.options.physical_type
+                continue
+            allowed = _ROWS.get(self._physical)
+            if allowed is not None and kind in _STATEMENTS and kind not in allowed:
+                raise JellyError(f"frame does not decode: a {kind} row in a "
+                                 f"{jelly.PhysicalStreamType.Name(self._physical)} stream")
+            if kind == "graph_start" and row.graph_start.WhichOneof("graph") is None:
+                raise JellyError("frame does not decode: a graph_start row without its graph "
+                                 "(a graph is never repeated from an earlier row)")
 
 
 class Delimited:

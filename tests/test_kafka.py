@@ -183,3 +183,42 @@ def test_spark_restarted_from_its_checkpoint_writes_each_result_once(kafka, quer
     assert p.returncode == 0, p.stderr[-3000:]
     got = [json.loads(v) for v in consume(kafka.servers, out, n=len(EXPECTED) + 1, idle=2)]
     assert got == EXPECTED
+
+
+def message(i: int) -> str:
+    """Event i as one RDF Message (its default graph timed by its subject)."""
+    return ("@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+            "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+            f'<http://ex.org/m/{i}> prov:generatedAtTime "{2 * i}"^^xsd:integer .\n'
+            f"<http://ex.org/s{i % 2}> <http://ex.org/temp> {20 + i} .\n")
+
+
+def jsonl(i: int) -> str:
+    return json.dumps({"graph": f"http://ex.org/e/{i}", "time": 2 * i,
+                       "triples": f"<http://ex.org/s{i % 2}> <http://ex.org/temp> {20 + i} ."})
+
+
+@pytest.mark.parametrize("shape", ["rdfm", "jsonl"])
+def test_one_rdf_message_or_json_line_per_record(kafka, query, tmp_path, capsys, shape):
+    src = topic(shape)
+    produce(kafka.servers, src, [message(i) if shape == "rdfm" else jsonl(i) for i in range(12)])
+    url = f"kafka://{kafka.servers}/{src}?idle=1" + ("&format=jsonl" if shape == "jsonl" else "")
+    args = ["--stream-format", "rdfm"] if shape == "rdfm" else []
+    assert main(["run", query, "-q", "--stream", f"{S}={url}", *args]) == 0
+    assert [json.loads(x) for x in capsys.readouterr().out.splitlines()] == EXPECTED
+
+
+def test_a_consumer_group_goes_on_where_it_stopped(kafka, query, capsys):
+    """?group=NAME commits offsets: a second run of the group reads only the newer records
+    (and without a group every run reads the topic from its start)."""
+    src = topic("events")
+    produce(kafka.servers, src, [record(i) for i in range(6)])
+    url = f"kafka://{kafka.servers}/{src}?idle=1&group=g-{src}"
+    assert main(["run", query, "-q", "--stream", f"{S}={url}"]) == 0
+    first = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert first == EXPECTED[:3]  # the end of input (idle) closed the window at 10
+    produce(kafka.servers, src, [record(i) for i in range(6, 12)])
+    assert main(["run", query, "-q", "--stream", f"{S}={url}"]) == 0
+    # events 6..11 alone (times 12..22): nothing of 0..5 again
+    second = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert second == [row(20, 0, 30, 3), row(20, 1, 29, 2)]

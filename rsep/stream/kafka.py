@@ -145,7 +145,10 @@ class KafkaRecords:
         consumer = Consumer(conf)
         try:
             partitions = self._partitions(consumer, KafkaException)
+            ready = group is None
             if group is not None:
+                # idle counts from when the group's partitions have positions (joined, and
+                # its committed offsets fetched): a slow join is not an empty topic
                 consumer.subscribe([self.url.topic])
             else:
                 start = OFFSET_BEGINNING if conf["auto.offset.reset"] == "earliest" else OFFSET_END
@@ -172,6 +175,15 @@ class KafkaRecords:
                             raise ConnectionError(f"{self._where()}; the broker has been "
                                                   f"unreachable for {self.timeout:g} s")
                         continue
+                    if not ready:
+                        parts = consumer.assignment()
+                        if parts and self._committed(consumer, parts, KafkaException):
+                            ready, last = True, now
+                        elif now - last >= self.timeout:
+                            raise ConnectionError(f"{self.url.base}: the consumer group "
+                                                  f"{group!r} was assigned no partition in "
+                                                  f"{self.timeout:g} s")
+                        continue
                     if self.idle is not None and now - last >= self.idle:
                         return
                     continue
@@ -186,6 +198,7 @@ class KafkaRecords:
                     continue
                 down_since = None
                 errors.clear()
+                ready = True
                 last = now
                 p, o = msg.partition(), msg.offset()
                 assert p is not None and o is not None  # (a record's, not an event's)
@@ -213,6 +226,15 @@ class KafkaRecords:
             if self.control is not None and self.control.stop.is_set():
                 return []
             _time.sleep(POLL_S)
+
+    def _committed(self, consumer, parts, KafkaException) -> bool:
+        """Whether the group's coordinator answers for its offsets (a new broker creates
+        its offsets topic at the first group's join, which takes seconds)."""
+        try:
+            consumer.committed(parts, timeout=POLL_S * 5)
+            return True
+        except KafkaException:
+            return False
 
     def _reachable(self, consumer, KafkaException) -> bool:
         try:

@@ -28,6 +28,7 @@ from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import MAX_RECORD, TimeConfig
+from rsep.stream.messages import MAX_MESSAGE
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
 from rsep.stream.time import parse_datetime_ms, parse_time_unit
@@ -150,9 +151,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-query-triples", type=int, default=bounds.DEFAULT.max_triples,
                    metavar="N", help="refuse a group { } of more than N triple patterns "
                    f"(default {bounds.DEFAULT.max_triples})")
-    r.add_argument("--max-record-bytes", type=_size_arg, default=MAX_RECORD, metavar="SIZE",
+    r.add_argument("--max-record-bytes", type=_size_arg, default=None, metavar="SIZE",
                    help="a TriG / N-Quads record (one graph block) still unfinished after "
-                   "SIZE characters is rejected and its file read no further (default 64M)")
+                   f"SIZE characters is rejected and its file read no further (default "
+                   f"{MAX_RECORD >> 20}M); an RDF Message over SIZE is rejected and the log read "
+                   f"on from its delimiter (default {MAX_MESSAGE >> 20}M)")
     r.add_argument("--allow-dereference", action="store_true",
                    help="fetch FROM / FROM NAMED graphs that were not supplied with --graph")
     r.add_argument("--quiet", "-q", action="store_true",

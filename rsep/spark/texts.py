@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile, TimeConfig
-from rsep.stream.framing import find_delimiters
+from rsep.stream.framing import is_message_log
 from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
 from rsep.stream.jsonl import parse_lines
 from rsep.stream.messages import MessageLog, log_format
@@ -31,7 +31,7 @@ def detect_format(origin: str, text: str, given: str | None = None) -> str:
         return "jsonl"
     if not low.endswith((".nq", ".nquads", ".trig", ".ttl")) and text.lstrip().startswith("{"):
         return "jsonl"
-    if find_delimiters(text[:1 << 20], final=True)[0]:
+    if is_message_log(text[:1 << 20]):
         return "rdfm"
     return "nquads" if low.endswith((".nq", ".nquads")) else "trig"
 

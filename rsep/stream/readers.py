@@ -86,6 +86,6 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
         return JsonlStreamFile(path, iri)
     if kind in ("rdfm", "jelly"):
         text = "trig" if path == STDIN else log_format(path)
-        return MessageLog(path, iri, time=time, arrival=arrival,
+        return MessageLog(path, iri, time=time, arrival=arrival, max_message=max_record,
                           fmt="jelly" if kind == "jelly" else ("trig" if text == "jelly" else text))
     return StreamFile("/dev/stdin" if path == STDIN else path, iri, time=time, max_record=max_record)

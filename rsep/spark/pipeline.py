@@ -19,6 +19,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.runtime.engine import Engine, Limits, Output
 from rsep.spark.parse import END_OF_INPUT, events_from_records
 from rsep.spark.plan import QueryPlan, key_labels, partitioning
+from rsep.spark.staging import Staging, origin_column
 from rsep.spark.state import OUTPUT_SCHEMA, EngineProcessor, PipelineConfig, output_of
 from rsep.stream.files import TimeConfig
 
@@ -95,11 +96,13 @@ class SparkPipeline:
 
     def file_records(self, *, streaming: bool = True, max_files_per_trigger: int | None = None,
                      control: str | None = None,
-                     max_bytes_per_trigger: int | None = None) -> DataFrame:
+                     max_bytes_per_trigger: int | None = None,
+                     staged: Staging | None = None) -> DataFrame:
         """Raw records of the stream files: one row per file (``wholetext``; a ``.jelly``
         file's bytes in base64). Streaming, each stream's source takes at most
         ``max_files_per_trigger`` files or else ``max_bytes_per_trigger`` bytes of them (at
-        least one file) per micro-batch."""
+        least one file) per micro-batch; a directory in ``staged`` is read from its staging
+        directory, which its caller fills a micro-batch at a time (rsep.spark.staging)."""
         dfs = []
         for iri, path in self.streams:
             if path.startswith("kafka://"):
@@ -112,14 +115,18 @@ class SparkPipeline:
             reader = reader.format("binaryFile").schema(
                 "path string, modificationTime timestamp, length long, content binary") if jelly \
                 else reader.format("text").option("wholetext", "true")
-            if max_files_per_trigger and streaming:
+            stage = staged.dirs.get(iri) if staged is not None and streaming else None
+            if stage is not None:
+                pass  # (its micro-batches are staged whole: Spark takes all it sees)
+            elif max_files_per_trigger and streaming:
                 reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
             elif max_bytes_per_trigger and streaming:  # (Spark refuses both at once)
                 reader = reader.option("maxBytesPerTrigger", max_bytes_per_trigger)
             where = _file_glob(p) if p.is_file() and streaming else str(p.resolve())
-            df = reader.load(where)
+            df = reader.load(str(stage.staged) if stage is not None else where)
             dfs.append(df.select(F.lit(iri).alias("stream"),
-                                 F.col("_metadata.file_path").alias("origin"),
+                                 (F.col("_metadata.file_path") if stage is None
+                                  else origin_column(self.spark, stage)).alias("origin"),
                                  F.base64("content").alias("text") if jelly else F.col("value").alias("text"),
                                  F.col("_metadata.file_modification_time").alias("arrival")))
         if control is not None:
@@ -246,6 +253,9 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *
     cap = None if max_files_per_trigger else (max_bytes_per_trigger or None)
     early = not follow and not max_files_per_trigger and (cap is None or all(
         (n := stream_bytes(path)) is not None and n <= cap for _, path in pipe.streams))
+    # directories go to Spark in name order, never by modification time (rsep.spark.staging)
+    staging = Staging(pipe.streams, ck / "staged")
+    staging.stage(*((None, None) if early else (max_files_per_trigger, cap)))
     if early and not (control / "end").exists():
         # Every file is already there and the first micro-batch takes them all: the end
         # marker can ride in it, saving a micro-batch (~0.5-1 s of planning, tasks and
@@ -254,13 +264,20 @@ def run_files(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *
         (control / "end").write_text("end of input\n", encoding="utf-8")
     q = pipe.start(pipe.file_records(control=str(control),
                                      max_files_per_trigger=max_files_per_trigger,
-                                     max_bytes_per_trigger=cap),
+                                     max_bytes_per_trigger=cap, staged=staging),
                    on_batch, checkpoint=str(ck / "checkpoint"), trigger=trigger)
     try:
-        if follow:
+        if follow and not staging.dirs:
             q.awaitTermination()
             return
+        while follow:  # new files, in name order, a micro-batch at a time
+            q.processAllAvailable()
+            while not staging.stage(max_files_per_trigger, cap):
+                if q.awaitTermination(max(1, int(trigger_seconds or 1))):
+                    return
         q.processAllAvailable()
+        while staging.stage(max_files_per_trigger, cap):
+            q.processAllAvailable()
         if not (control / "end").exists():
             (control / "end").write_text("end of input\n", encoding="utf-8")
         q.processAllAvailable()

@@ -77,8 +77,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a stream file (TriG, N-Quads, JSON lines, an RDF Message Log, Jelly, or an "
                    "RML mapping *.rml.ttl of CSV / JSON-lines rows); '-' for standard input, "
                    "tcp://HOST:PORT, mqtt://HOST:PORT/TOPIC or kafka://HOST:PORT/TOPIC for a live "
-                   "source; repeat for "
-                   "several streams")
+                   "source (MQTT: ?idle=SECONDS ends it after so long connected without a "
+                   "message; ?reconnect=SECONDS, default 30, is how long a lost broker is waited "
+                   "for before the run fails; bytes not UTF-8 are rejected with their offset); "
+                   "repeat for several streams")
     r.add_argument("--stream-format", choices=STREAM_FORMATS, default="auto",
                    help="how to read the --stream inputs: timestamped graphs (events), RDF Message "
                    "Logs (rdfm: TriG/Turtle/N-Quads with @message delimiters; jelly); default auto: "
@@ -196,7 +198,8 @@ def add_engine_options(r: argparse.ArgumentParser) -> None:
                    "the last one ends)")
     r.add_argument("--max-files-per-batch", type=int, metavar="N",
                    help="with --engine spark: at most N new files of each stream per "
-                   "micro-batch")
+                   "micro-batch (a directory's files go in name order, never by modification "
+                   "time)")
     r.add_argument("--max-bytes-per-batch", type=_size_arg, metavar="SIZE",
                    help="with --engine spark, streaming: at most SIZE bytes of each stream's "
                    "new files per micro-batch (at least one file), e.g. 16M or 1G; 0: no cap "

@@ -271,7 +271,7 @@ def test_the_documented_example(capsys):
         # the triples of one evaluation in the order their solutions arrived
         ("2026-01-01T00:10:00Z", "<http://example.org/Observation1>"),
         ("2026-01-01T00:10:00Z", "<http://example.org/Observation2>")]
-    assert "observations.trig:8: message 1 has no time" in err
+    assert "observations.trig:9: message 1 has no time" in err
 
 
 def test_a_delimiter_inside_a_graph_block_rejects_its_message_and_the_log_goes_on(tmp_path):

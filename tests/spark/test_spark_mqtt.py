@@ -241,9 +241,13 @@ def test_mqtt_sink_publishes_jsonl_objects_once_per_batch(spark, broker, tmp_pat
     assert json.loads((Path(tmp_path) / "mqtt-sink.json").read_text()) == {"batch": 0}
 
 
-def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_path):
+@pytest.mark.parametrize("payloads", ["frames", "rdf-messages"])
+def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_path, payloads):
     """End to end: SRBench events published over MQTT, the Spark pipeline, results published
-    to an MQTT topic; equal to the in-process engine's results on the same events."""
+    to an MQTT topic; equal to the in-process engine's results on the same events. The
+    events as stream-file frames, or as the RDF Message Log ``rsep convert --to rdfm-trig``
+    writes in the current syntax, one message per broker message (each announced by the
+    version label, MESSAGE after it: a one-message log, as Spark detects it per record)."""
     from test_spark_pipeline import by_time
 
     from rsep.runtime.engine import Engine
@@ -256,8 +260,17 @@ def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_pat
     stream_file = ROOT.parent / "shared/data/srbench-weather/weather-stream.trig"
     sr = "http://example.org/srbench"
     query = ROOT / "examples" / "srbench-hot.rq"
-    framer = Framer("trig")
-    events = framer.feed(stream_file.read_text()) + framer.finish()
+    if payloads == "frames":
+        framer = Framer("trig")
+        events = framer.feed(stream_file.read_text()) + framer.finish()
+    else:
+        from rsep.cli.main import main
+        from rsep.stream.writer import DELIMITER, HEADER, split_log
+
+        log = tmp_path / "weather.trig"
+        assert main(["convert", str(stream_file), "--to", "rdfm-trig", "-o", str(log), "-q"]) == 0
+        assert log.read_text().startswith(HEADER)
+        events = [HEADER + m + DELIMITER for m in split_log(log.read_text())]
     assert len(events) == 34  # one self-contained message per event
 
     eng = Engine()
@@ -266,16 +279,17 @@ def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_pat
     assert ref
 
     pipe = SparkPipeline(spark, [query], streams=[(sr, str(stream_file))])
-    topics = ["rsep/e2e/in", "rsep/e2e/end"]
-    open_session(broker, "rsep-e2e", topics)
-    publish(broker, "rsep/e2e/in", events)
-    publish(broker, "rsep/e2e/end", [""])
+    top = f"rsep/e2e-{payloads}"
+    topics = [f"{top}/in", f"{top}/end"]
+    open_session(broker, f"rsep-e2e-{payloads}", topics)
+    publish(broker, f"{top}/in", events)
+    publish(broker, f"{top}/end", [""])
     records = mqtt_records(spark, {
         "host": "127.0.0.1", "port": str(broker), "topic": ",".join(topics),
-        "streams": json.dumps({"rsep/e2e/in": sr, "rsep/e2e/end": END_OF_INPUT}),
-        "clientId": "rsep-e2e", "spoolDir": str(tmp_path / "spool")})
-    sub = Subscriber(broker, "rsep/e2e/out/#")
-    sink = MqttSink(f"mqtt://127.0.0.1:{broker}/rsep/e2e/out", state_dir=tmp_path / "sink")
+        "streams": json.dumps({f"{top}/in": sr, f"{top}/end": END_OF_INPUT}),
+        "clientId": f"rsep-e2e-{payloads}", "spoolDir": str(tmp_path / "spool")})
+    sub = Subscriber(broker, f"{top}/out/#")
+    sink = MqttSink(f"mqtt://127.0.0.1:{broker}/{top}/out", state_dir=tmp_path / "sink")
     # A slow trigger gathers the burst into few micro-batches: each costs seconds here.
     q = pipe.start(records, sink, checkpoint=str(tmp_path / "ck"),
                    trigger={"processingTime": "2 seconds"})

@@ -22,7 +22,7 @@ _FORMAT = {"name": "format", "in": "query", "description": "jsonl (default), or 
            "over WebSocket only (binary messages; 406 on SSE)",
            "schema": {"enum": ["jsonl", "rdfm-trig", "rdfm-nquads", "jelly"]}}
 _ACCEPT = {"name": "Accept", "in": "header", "description": "without ?format: application/trig "
-           "or application/n-quads (messages=rdfm), or application/x-jelly-rdf, ask for RDF "
+           "or application/n-quads (version=1.2-messages), or application/x-jelly-rdf, ask for RDF "
            "Messages", "schema": {"type": "string"}}
 _OUTPUT = {"type": "string", "description": "mqtt://HOST:PORT/TOPIC: each result item "
            "published as one MQTT message (QoS 1), as rsep run --output does"}
@@ -209,8 +209,9 @@ def _schema() -> dict[str, Any]:
                             "400": _ERROR, "404": _ERROR, "503": _ERROR}}},
             "/events": {"post": {
                 "summary": "events for a stream, as TriG, N-Quads or JSON lines, or an RDF "
-                           "Message Log (TriG or N-Quads with @message delimiters: "
-                           "'; messages=rdfm' or ?format=rdfm|rdfm-trig|rdfm-nquads), or "
+                           "Message Log (TriG or N-Quads with MESSAGE delimiters: "
+                           "'; version=1.2-messages', the December 2025 draft's '# @message' "
+                           "form '; messages=rdfm', or ?format=rdfm|rdfm-trig|rdfm-nquads), or "
                            "Jelly (application/x-jelly-rdf or ?format=jelly: a delimited "
                            "stream of frames, or one frame; each frame one RDF Message)",
                 "parameters": [{"name": "stream", "in": "query", "required": True,
@@ -221,6 +222,8 @@ def _schema() -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {
                     "application/trig": _TEXT, "application/n-quads": _TEXT,
                     "application/x-ndjson": _TEXT,
+                    "application/trig; version=1.2-messages": _TEXT,
+                    "application/n-quads; version=1.2-messages": _TEXT,
                     "application/trig; messages=rdfm": _TEXT,
                     "application/n-quads; messages=rdfm": _TEXT,
                     "application/x-jelly-rdf": {"schema": {"type": "string",

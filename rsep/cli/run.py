@@ -83,7 +83,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "repeat for several streams")
     r.add_argument("--stream-format", choices=STREAM_FORMATS, default="auto",
                    help="how to read the --stream inputs: timestamped graphs (events), RDF Message "
-                   "Logs (rdfm: TriG/Turtle/N-Quads with @message delimiters; jelly); default auto: "
+                   "Logs (rdfm: TriG/Turtle/N-Quads with a -messages version label and MESSAGE "
+                   "delimiters, or the December 2025 draft's # @message; jelly); default auto: "
                    "by name and content")
     r.add_argument("--graph", action="append", type=_graph_arg, default=[], metavar="IRI=PATH",
                    help="a background graph; 'default=PATH' for the default graph")

@@ -16,7 +16,8 @@ A ``.jelly`` origin's text is the file's bytes in base64 (Jelly: frames are RDF 
 Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl`` | ``rdfm`` | ``jelly``); when it
 is missing or null the format comes from the origin's suffix (``.nq``/``.nquads``,
 ``.jsonl``/``.ndjson``, else TriG), a text whose first non-blank character is ``{`` is
-read as JSON lines, and a TriG / N-Quads text with an ``@message`` delimiter as an RDF
+read as JSON lines, and a TriG / N-Quads text with a "-messages" version label or a message
+delimiter as an RDF
 Message Log (``rdfm``: one message, one event; rsep.stream.messages).
 
 Each text is parsed on its own (its own prefixes, its own blank-node scope); an

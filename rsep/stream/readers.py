@@ -2,8 +2,8 @@
 
 ``auto`` (the default) picks by name, then content: ``.jsonl``/``.ndjson`` JSON lines,
 ``*.rml.ttl`` an RML mapping of CSV / JSON-lines rows (rsep.stream.mapping),
-``.jelly`` Jelly (an RDF Message Log), a text file with an ``@message`` delimiter in its
-first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
+``.jelly`` Jelly (an RDF Message Log), a text file with a "-messages" version label or a
+message delimiter in its first MiB an RDF Message Log, else a TriG / N-Quads stream file of timestamped graphs.
 Standard input (``-``) cannot be looked at twice: it is a stream file unless the format is
 given (``rdfm`` or ``jelly``); so are the live sources ``tcp://`` and ``mqtt://``
 (rsep.stream.live) and ``kafka://`` (rsep.stream.kafka), which read ``rdfm`` and ``jelly``

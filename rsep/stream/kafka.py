@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, unquote
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
+from rsep.stream.framing import CURRENT
 from rsep.stream.jsonl import parse_lines
 from rsep.stream.messages import MessageLog
 from rsep.stream.time import TimeConfig
@@ -270,11 +271,12 @@ class KafkaStream:
                                   source=(v for _, _, v in self.records))
             return
         if self.messages:
-            # each record is one RDF Message
-            texts = (v.decode("utf-8", errors="replace") + "\n# @message\n"
+            # each record is one RDF Message, as each MQTT message is (rsep.stream.live): the
+            # transport delimits them and announces the messages mode
+            texts = (v.decode("utf-8", errors="replace") + "\nMESSAGE\n"
                      for _, _, v in self.records)
             yield from MessageLog(self.url, self.stream, time=self.time, fmt=self.syntax,
-                                  arrival=self.arrival, source=texts)
+                                  arrival=self.arrival, source=texts, syntax=CURRENT)
             return
         for p, o, value in self.records:
             yield from self._record(value.decode("utf-8", errors="replace"),

@@ -57,7 +57,6 @@ import pyoxigraph as ox
 from rsep.stream.assembly import SKIP
 from rsep.stream.event import Event, Rejected
 from rsep.stream.framing import (
-    CANDIDATE,
     CURRENT,
     MESSAGE_MARK_IRI,
     Delimiters,
@@ -66,6 +65,7 @@ from rsep.stream.framing import (
     error_position,
     is_message_log,
     mark_delimiters,
+    might_delimit,
 )
 from rsep.stream.time import XSD, TimeConfig, TimeError, TimeKind, timestamp_from_literal
 
@@ -209,7 +209,7 @@ class MessageLog:
                 eof = True
             else:
                 buf += data
-                if not rescan and not CANDIDATE.search(buf, max(len(buf) - len(data) - 8, 0)):
+                if not rescan and not might_delimit(buf, max(len(buf) - len(data) - 8, 0)):
                     # no delimiter came in (a piece may cut one: the overlap): read on
                     if len(buf) > bound:
                         if not skipping:

@@ -75,6 +75,9 @@ class MqttDataSource(DataSource):
 
 class MqttStreamReader(SpooledStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
+        # Spark hands options over case-insensitively; a caller's plain dict ("spoolDir")
+        # must not lose an option silently either
+        options = {str(k).lower(): v for k, v in options.items()}
         self.host = options.get("host", "localhost")
         self.port = int(options.get("port", "1883"))
         self.topics = [t.strip() for t in options.get("topic", "").split(",") if t.strip()]

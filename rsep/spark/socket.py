@@ -61,6 +61,9 @@ class SocketDataSource(DataSource):
 
 class SocketStreamReader(SpooledStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
+        # Spark hands options over case-insensitively; a caller's plain dict ("spoolDir")
+        # must not lose an option silently either
+        options = {str(k).lower(): v for k, v in options.items()}
         self.host = options.get("host", "localhost")
         if "port" not in options:
             raise ValueError("rsep-socket needs option port")

@@ -245,7 +245,7 @@ class SpooledStreamReader(DataSourceStreamReader):
     spool: Spool
 
     def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
+        self.options = options = {str(k).lower(): v for k, v in options.items()}
         self.format = options.get("format") or None
         if self.format not in (None, "trig", "nquads", "jsonl"):
             raise ValueError(f"format must be trig, nquads or jsonl, not {self.format!r}")

@@ -215,6 +215,8 @@ def test_mqtt_reader_errors_are_clear(broker, tmp_path):
     r = MqttStreamReader({"host": "127.0.0.1", "port": str(broker), "topic": "x",
                           "spoolDir": str(tmp_path / "sp")})
     try:
+        # options are case-insensitive outside Spark too: "spoolDir" is not dropped
+        assert r.options["spooldir"] == str(tmp_path / "sp")
         with pytest.raises(SpoolError, match="needs the same spoolDir"):
             r.latestOffset({"spool": "another", "seq": 0}, ReadAllAvailable())
     finally:

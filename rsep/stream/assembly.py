@@ -16,7 +16,15 @@ from typing import cast
 import pyoxigraph as ox
 
 from rsep.stream.event import Event, Rejected
-from rsep.stream.time import PROV, XSD, TimeConfig, TimeError, TimeKind, timestamp_from_literal
+from rsep.stream.time import (
+    MAX_DIGITS,
+    PROV,
+    XSD,
+    TimeConfig,
+    TimeError,
+    TimeKind,
+    timestamp_from_literal,
+)
 
 _GRAPH = attrgetter("graph_name")
 _TRIPLE = attrgetter("triple")
@@ -172,7 +180,8 @@ class Assembly:
             return False
         lexicals = list(map(_VALUE, objects))
         digits = "".join(lexicals)
-        if not (all(lexicals) and digits.isascii() and digits.isdigit()):
+        if not (all(lexicals) and digits.isascii() and digits.isdigit()) \
+                or max(map(len, lexicals)) > MAX_DIGITS:  # (the general path refuses it, located)
             return False
         # Only new graphs: none repeats, none has a time or content waiting.
         names = list(map(_VALUE, nodes))
@@ -239,6 +248,7 @@ class Assembly:
                         obj = q.object
                         lexical = obj.value if obj.__class__ is _LITERAL else ""
                         if (role == "point" and lexical.isascii() and lexical.isdigit()
+                                and len(lexical) <= MAX_DIGITS
                                 and cast(ox.Literal, obj).datatype.value == _XSD_INTEGER):
                             o.point = (int(lexical), _ABSTRACT)
                         else:

@@ -67,8 +67,19 @@ class Timestamp:
     kind: TimeKind
 
 
+# Longer numbers are refused with a message of their own: Python's int() stops at 4300
+# digits with a ValueError, and no clock needs more than 19.
+MAX_DIGITS = 1000
+
+
+def _digits_bound(text: str, what: str) -> None:
+    if len(text) > MAX_DIGITS:
+        raise TimeError(f"{what} of {len(text)} characters: at most {MAX_DIGITS} are read")
+
+
 def timestamp_from_literal(lexical: str, datatype: str | None) -> Timestamp:
     """Read a stream timestamp literal (xsd:integer or xsd:dateTime)."""
+    _digits_bound(lexical, "a timestamp")
     if datatype in XSD_DATETIME_TYPES:
         return Timestamp(parse_datetime_ms(lexical), TimeKind.DATETIME)
     if datatype is None or datatype in XSD_INTEGER_TYPES or datatype == XSD + "string":
@@ -137,6 +148,7 @@ def parse_duration(text: str) -> Duration:
     if t.startswith('"'):
         # "PT5S"^^xsd:duration
         t = t[1 : t.index('"', 1)]
+    _digits_bound(t, "a duration")
     if re.fullmatch(r"\d+", t):
         return Duration(int(t), False, text.strip())
     m = _SHORT.match(t)

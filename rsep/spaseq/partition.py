@@ -54,5 +54,9 @@ def partition_key(q: SpaseqQuery) -> tuple[str | None, str]:
     if not common:
         return None, "no variable is bound by every GPM (negated ones included)"
     chosen = next((v for v in q.partition_by if v in common), common[0])
+    # (what the split means, said of runs and events: a run holds the values of ?k its
+    # mappings bind, several when an event carried several, and an event may carry several)
     return chosen, (f"every GPM binds ?{chosen} and no strategy of the sequence is strict "
-                    "contiguity: runs of one value never see events of another")
+                    f"contiguity: an event is matched only against the runs holding one of its "
+                    f"values of ?{chosen}, so an event of values a run does not hold can "
+                    "neither extend nor break it")

@@ -182,7 +182,11 @@ def test_partition_keys_and_reasons():
     from rsep.lang import parse_query
 
     p = partitioning(parse_query(PARTITIONED))
-    assert p.key == ("c",) and "runs of one value never see events of another" in p.reason
+    assert p.key == ("c",) and p.reason == (
+        "every GPM binds ?c and no strategy of the sequence is strict contiguity: an event is "
+        "matched only against the runs holding one of its values of ?c, so an event of values "
+        "a run does not hold can neither extend nor break it; each bucket answers for its own "
+        "values only")
     # skip-till-next: a match of several companies takes the next event of any of them
     p = partitioning(parse_query(PARTITIONED.replace("SEQ (A: B)", "SEQ (A; B)")))
     assert p.key == () and "an event of one value decides the next event of another" in p.reason
@@ -257,8 +261,9 @@ def test_explain_shows_the_spark_partition_key(tmp_path, capsys):
     assert main(["explain", str(q)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         "on Spark: partition key: ?c (every GPM binds ?c and no strategy of the sequence is "
-        "strict contiguity: runs of one value never see events of another; each bucket "
-        "answers for its own values only)")
+        "strict contiguity: an event is matched only against the runs holding one of its "
+        "values of ?c, so an event of values a run does not hold can neither extend nor "
+        "break it; each bucket answers for its own values only)")
 
 
 def test_cli_batch_replay_with_parquet_and_jsonl_sinks(spark, tmp_path, capsys):

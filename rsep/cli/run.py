@@ -21,9 +21,10 @@ from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
-from rsep.lang.dialect import OPTIONS
+from rsep.lang.dialect import OPTIONS, SPASEQ
+from rsep.lang.errors import QueryError
 from rsep.runtime.engine import Engine, EngineError, Limits
-from rsep.runtime.sinks import FORMATS, open_sink, read_prefixes
+from rsep.runtime.sinks import FORMATS, Prefixes, display, open_sink, read_prefixes
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
@@ -48,6 +49,8 @@ ENGINE_ONLY: dict[str, tuple[str, str | None]] = {
                         "once, when it is planned, so they cannot change while it runs"),
     "--stage-times": ("inprocess", "--stage-times times the in-process engine; a Spark job's "
                       "stages are in Spark's own metrics (see docs/benchmarks.md, Spark pipeline)"),
+    "--trace": ("inprocess", "--trace follows the runs of the in-process engine; run without "
+                "--engine spark to trace a key"),
 }
 
 
@@ -56,6 +59,15 @@ def _pair(text: str, what: str) -> tuple[str, str]:
     if not sep or not iri or not path:
         raise argparse.ArgumentTypeError(f"{what} must be IRI=PATH, got {text!r}")
     return iri.strip("<>"), path
+
+
+def _trace_arg(text: str) -> tuple[str, str]:
+    var, sep, value = text.partition("=")
+    var = var.strip().lstrip("?$")
+    if not sep or not var or not value.strip():
+        raise argparse.ArgumentTypeError(
+            f"--trace must be ?VAR=VALUE (e.g. ?sensor=<http://example.org/s1>), got {text!r}")
+    return var, value.strip()
 
 
 def _stream_arg(text: str) -> tuple[str, str]:
@@ -167,6 +179,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--stage-times", action="store_true",
                    help="print on stderr where the run's time went: parse, match, state, "
                    "output, engine (costs a few per cent)")
+    r.add_argument("--trace", metavar="?VAR=VALUE", type=_trace_arg,
+                   help="SPASEQ queries: print on stderr, in time order, the runs whose "
+                   "mappings bind ?VAR to VALUE (e.g. ?sensor=<http://example.org/s1>): "
+                   "started, extended, discarded with the rule that discarded them, completed")
     add_engine_options(r)
 
 
@@ -264,13 +280,19 @@ def check_options(args: argparse.Namespace) -> list[Query]:
     return out
 
 
+def table_prefixes_of(sources: list[str]) -> dict[str, str]:
+    """Every query file's PREFIXes (a prefix two files declare: the first one's IRI)."""
+    out: dict[str, str] = {}
+    for qf in sources:
+        for p, iri in read_prefixes(Path(qf).read_text(encoding="utf-8")).items():
+            out.setdefault(p, iri)
+    return out
+
+
 def table_prefixes(args: argparse.Namespace) -> dict[str, str]:
     """The prefixes ``--format table`` writes IRIs with: every query's PREFIXes, then the
     ``--prefixes`` file's (which win)."""
-    out: dict[str, str] = {}
-    for qf in args.queries:
-        for p, iri in read_prefixes(Path(qf).read_text(encoding="utf-8")).items():
-            out.setdefault(p, iri)
+    out = table_prefixes_of(args.queries)
     if getattr(args, "prefixes", None):
         try:
             out.update(read_prefixes(Path(args.prefixes).read_text(encoding="utf-8")))
@@ -340,6 +362,27 @@ def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
     os._exit(EXIT_ERROR)
 
 
+def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: list[str]) -> None:
+    """Trace the registered SPASEQ queries' runs of ``key`` (rsep.spaseq.why), imported only
+    then: an untraced run's engines are not touched."""
+    from rsep.spaseq.why import Tracer
+
+    var, value = key
+    several = len(engine.queries) > 1
+    declared = table_prefixes_of(sources)
+    prefixes = Prefixes(declared)
+    p, colon, local = value.partition(":")
+    if colon and p in declared and not value.startswith(("<", '"')) and "/" not in local:
+        value = f"<{declared[p]}{local}>"  # a prefixed name, as the queries declare it
+    for rt, q, qf in zip(engine.queries, queries, sources, strict=True):
+        if dialect_of(q).family != SPASEQ:
+            raise QueryError(f"--trace follows the runs of a SPASEQ query's automaton; "
+                             f"{dialect_of(q).title} has none to follow (its "
+                             "explanation: rsep explain)", source=qf)
+        Tracer(var, value, sys.stderr, rt.name if several else "",
+               show=lambda term: prefixes.term(display(term))).attach(rt)
+
+
 def main(args: argparse.Namespace) -> int:
     """``rsep run`` in this process."""
     queries = check_options(args)
@@ -354,6 +397,8 @@ def main(args: argparse.Namespace) -> int:
     for qf, q in zip(args.queries, queries, strict=True):
         engine.register(q, source=qf, default_name=Path(qf).stem,
                         r2s=R2S(args.r2s) if args.r2s else None, report=report)
+    if args.trace:
+        trace(engine, args.trace, queries, args.queries)
     if not args.stream:
         raise EngineError("no input: give at least one --stream IRI=PATH")
     wanted = {s for rt in engine.queries for s in rt.streams}

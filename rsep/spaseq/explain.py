@@ -46,12 +46,24 @@ def _engine(nfa: NFA) -> str:
     return "NFA_scep (Algorithms 1-9)"
 
 
+def _projection(q: SpaseqQuery) -> str:
+    """The SELECT clause as the query has it (V, Def. 16), expressions written back."""
+    head = "SELECT DISTINCT" if q.distinct else "SELECT"
+    if q.select is None:
+        return f"{head} * (every variable of the GPMs: " + \
+            " ".join("?" + v for v in q.variables) + ")"
+    exprs = {v: text for v, text, _ in q.expressions}
+    return head + " " + " ".join(f"({exprs[v]} AS ?{v})" if v in exprs else f"?{v}"
+                                 for v in q.select)
+
+
 def to_text(q: SpaseqQuery | NFA) -> str:
     """States, edges with their predicates (U, op, P), stream names and the GPMs."""
     nfa = _nfa(q)
     query = nfa.query
     lines = [f"SEQ ({query.seq.render()})"
              + (f"  WITHIN {query.within.text}" if query.within else "  (no WITHIN: one window)")]
+    lines.append(_projection(query))
     lines.append("streams: " + ", ".join(f"{n} = <{iri}>" for n, iri in query.streams.items()))
     if nfa.partition_key:
         lines.append("run index by value of: " + " ".join("?" + v for v in nfa.partition_key))

@@ -93,3 +93,28 @@ def test_explain_a_query_outside_001s_model_still_explains_how_it_runs(capsys):
     assert any(x.startswith("on Spark: partition key: ") for x in lines)
     assert main(["explain", "--lars", q]) == 2  # a query the translation cannot take: bad usage, as for SPASEQ
     assert "outside the LARS translation's fragment" in capsys.readouterr().err
+
+
+def test_explain_prints_a_spaseq_querys_projection_as_written(tmp_path):
+    """(issue 53, point 6) the SELECT clause as the query has it: DISTINCT, expressions
+    written back, and SELECT * with the variables it stands for."""
+    import subprocess
+    import sys
+
+    base = (ROOT / "docs" / "examples" / "warming" / "warming.rq").read_text()
+
+    def first_lines(text: str) -> list[str]:
+        f = tmp_path / "q.rq"
+        f.write_text(text)
+        r = subprocess.run([sys.executable, "-W", "ignore::UserWarning", "-m", "rsep.cli.main",
+                            "explain", str(f)], capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stderr) == (0, "")
+        return r.stdout.splitlines()[:3]
+
+    assert first_lines(base) == ["SEQ (A; B)  WITHIN 10", "SELECT ?sensor ?before ?after",
+                                 "streams: S1 = <http://example.org/station>"]
+    assert first_lines(base.replace("SELECT ?sensor ?before ?after",
+                                    "SELECT DISTINCT ?sensor (?after - ?before AS ?rise)"))[1] \
+        == "SELECT DISTINCT ?sensor (?after - ?before AS ?rise)"
+    assert first_lines(base.replace("SELECT ?sensor ?before ?after", "SELECT *"))[1] == (
+        "SELECT * (every variable of the GPMs: ?before ?r1 ?sensor ?after ?r2)")

@@ -21,7 +21,7 @@ from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
-from rsep.lang.dialect import OPTIONS, SPASEQ
+from rsep.lang.dialect import EPSPARQL, OPTIONS, SPASEQ
 from rsep.lang.errors import QueryError
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Prefixes, display, open_sink, read_prefixes
@@ -180,9 +180,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="print on stderr where the run's time went: parse, match, state, "
                    "output, engine (costs a few per cent)")
     r.add_argument("--trace", metavar="?VAR=VALUE", type=_trace_arg,
-                   help="SPASEQ queries: print on stderr, in time order, the runs whose "
-                   "mappings bind ?VAR to VALUE (e.g. ?sensor=<http://example.org/s1>): "
-                   "started, extended, discarded with the rule that discarded them, completed")
+                   help="SPASEQ and EP-SPARQL queries: print on stderr, in time order, what became "
+                   "of the key (e.g. ?sensor=<http://example.org/s1>): SPASEQ's runs binding "
+                   "it started, extended, discarded with the rule that discarded them, "
+                   "completed; EP-SPARQL's events mentioning it, its complex events, the "
+                   "events consumed and those that left the window")
     add_engine_options(r)
 
 
@@ -363,24 +365,37 @@ def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
 
 
 def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: list[str]) -> None:
-    """Trace the registered SPASEQ queries' runs of ``key`` (rsep.spaseq.why), imported only
-    then: an untraced run's engines are not touched."""
+    """Trace the registered queries' runs (SPASEQ: rsep.spaseq.why) or events (EP-SPARQL:
+    rsep.epsparql.why) of ``key``, imported only then: an untraced run's engines are not
+    touched."""
+    from rsep.epsparql.why import EpTracer
     from rsep.spaseq.why import Tracer
 
     var, value = key
     several = len(engine.queries) > 1
     declared = table_prefixes_of(sources)
     prefixes = Prefixes(declared)
+
+    def show(term: str) -> str:
+        return prefixes.term(display(term))
+
     p, colon, local = value.partition(":")
     if colon and p in declared and not value.startswith(("<", '"')) and "/" not in local:
         value = f"<{declared[p]}{local}>"  # a prefixed name, as the queries declare it
     for rt, q, qf in zip(engine.queries, queries, sources, strict=True):
-        if dialect_of(q).family != SPASEQ:
-            raise QueryError(f"--trace follows the runs of a SPASEQ query's automaton; "
-                             f"{dialect_of(q).title} has none to follow (its "
-                             "explanation: rsep explain)", source=qf)
-        Tracer(var, value, sys.stderr, rt.name if several else "",
-               show=lambda term: prefixes.term(display(term))).attach(rt)
+        family = dialect_of(q).family
+        name = rt.name if several else ""
+        if family == SPASEQ:
+            Tracer(var, value, sys.stderr, name, show=show).attach(rt)
+        elif family == EPSPARQL and hasattr(rt, "policy_state"):
+            EpTracer(var, value, sys.stderr, name, show=show).attach(rt)
+        else:
+            raise QueryError("--trace follows the runs of a SPASEQ query and the events of an "
+                             "EP-SPARQL one (unrestricted, chronological or recent); "
+                             + ("ETALIS's step-wise policies run apart from them"
+                                if family == EPSPARQL else
+                                f"{dialect_of(q).title} has neither (rsep explain shows how it "
+                                "runs)"), source=qf)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ CORE_SRC := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 CARGO := cargo
 CARGO_FLAGS := --locked --manifest-path native/Cargo.toml
 
-.PHONY: demo test lint bench clean system-deps kafka-deps citybench-q1 bytecode native-test
+.PHONY: demo test lint bench clean system-deps kafka-deps citybench-q1 bytecode native-test console
 
 # Editable, as a plain path entry (setuptools' compat mode): its default finder costs every
 # start ~25 ms of imports (pathlib and the rest) before rsep runs. Re-run when this recipe
@@ -60,7 +60,23 @@ native-test:
 	$(CARGO) clippy -q $(CARGO_FLAGS) --all-targets --features python -- -D warnings
 	$(CARGO) test -q $(CARGO_FLAGS)
 
-demo: $(STAMP) $(NATIVE) $(CORE) bytecode
+# rsep serve's console (console/): CodeMirror and uPlot from npm, pinned by its
+# package-lock.json, bundled by esbuild into rsep/serve/static/ (ignored by git, as is
+# console/node_modules/); the examples of docs/examples and examples/ are inlined.
+CONSOLE := rsep/serve/static/console.js
+CONSOLE_SRC := console/package-lock.json console/build.mjs $(wildcard console/src/*) \
+	$(shell find docs/examples examples/coupon examples/rsepql -type f 2>/dev/null)
+console/node_modules/.package-lock.json: console/package.json console/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "need node and npm to build rsep serve's console"; exit 1; }
+	cd console && npm ci --no-audit --no-fund
+	touch $@
+
+$(CONSOLE): console/node_modules/.package-lock.json $(CONSOLE_SRC)
+	cd console && node build.mjs
+
+console: $(CONSOLE)
+
+demo: $(STAMP) $(NATIVE) $(CORE) bytecode $(CONSOLE)
 	$(BIN)/rsep run examples/srbench-hot.rq \
 	    --stream http://example.org/srbench=../shared/data/srbench-weather/weather-stream.trig \
 	    --format table --engine spark --master 'local[2]'
@@ -108,7 +124,7 @@ $(KAFKA_JARS): tests/kafka/pom.xml
 kafka-deps: $(STAMP) $(KAFKA_JARS)
 	$(BIN)/python -m rsep.spark.kafka
 
-test: $(STAMP) $(NATIVE) $(CORE) bytecode system-deps kafka-deps native-test
+test: $(STAMP) $(NATIVE) $(CORE) bytecode $(CONSOLE) system-deps kafka-deps native-test
 	$(BIN)/ruff check rsep tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
@@ -128,5 +144,5 @@ bench: $(STAMP) $(NATIVE) $(CORE) bytecode
 
 clean:
 	test ! -x $(BIN)/python || $(BIN)/python -m rsep.native clean
-	rm -rf $(VENV) build *.egg-info native/target $(CORE)
+	rm -rf $(VENV) build *.egg-info native/target $(CORE) console/node_modules rsep/serve/static
 	find rsep -name __pycache__ -type d -prune -exec rm -rf {} +

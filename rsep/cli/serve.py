@@ -191,9 +191,11 @@ def main(args: argparse.Namespace) -> int:
         return 1
     sock.listen(2048)
     port = sock.getsockname()[1]
+    from rsep.cli.explain import explain
     from rsep.serve.protocol import GuardedH11
 
-    app = build_app(hub, args.token, protection)
+    app = build_app(hub, args.token, protection,
+                    explain=lambda q: explain(q, time_unit_ms=settings.time_unit_ms))
     http = type("Http", (GuardedH11,), {"header_timeout": args.header_timeout,
                                         "body_timeout": args.body_timeout})
 

@@ -12,7 +12,8 @@ import json
 import logging
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from typing import Any
 
@@ -28,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from rsep.algebra.output import EngineError
+from rsep.algebra.query import Query
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
 from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, nesting, read_body
@@ -58,6 +60,15 @@ BODIES = {("/queries", "POST"): QUERY_TYPES, ("/events", "POST"): EVENT_TYPES,
 # what a subscriber's queue receives besides the query's items
 SHUTDOWN = Item("shutdown", 0, {})  # the server is stopping: the stream ends now
 LAGGED = Item("lagged", 0, {})  # the subscriber fell too far behind: resume from its last id
+
+
+# the console's bundle (console/, built by `make console` into rsep/serve/static/)
+STATIC = resources.files("rsep.serve").joinpath("static")
+CONSOLE_FILES = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+CONSOLE_MISSING = """<!doctype html><meta charset="utf-8"><title>rsep serve</title>
+<p>The console's bundle is not built: run <code>make console</code> in rsep's checkout (it
+needs node and npm; <code>make test</code> and <code>make demo</code> build it too). The HTTP
+API works without it: <a href="/openapi.json">/openapi.json</a>.</p>"""
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -104,16 +115,50 @@ class BearerAuth:
 
 
 def build_app(hub: Hub, token: str | None = None,
-              protection: Protection | None = None) -> Starlette:
+              protection: Protection | None = None,
+              explain: Callable[[Query], str] | None = None) -> Starlette:
     """The ASGI application over ``hub``; with ``token``, every route needs it.
     ``app.state.end_streams()`` (from any thread) ends every open result stream, so that a
-    stopping server is not held by its subscribers."""
+    stopping server is not held by its subscribers. ``explain`` gives
+    ``/queries/N/explain`` (rsep.cli's, which this layer cannot import)."""
     guard = protection or Protection()
     streams: set[asyncio.Queue[Item]] = set()
 
     async def console(request: Request) -> Response:
+        if not STATIC.joinpath("console.js").is_file():
+            # the bundle is built from console/ by npm, never committed
+            return HTMLResponse(CONSOLE_MISSING, status_code=503)
         html = resources.files("rsep.serve").joinpath("console.html").read_text(encoding="utf-8")
+        if given := request.query_params.get("token"):
+            # the page's own script and style are requests too (a <script> sends no header)
+            t = "?token=" + urllib.parse.quote(given, safe="")
+            html = html.replace("/console/console.js", "/console/console.js" + t) \
+                       .replace("/console/console.css", "/console/console.css" + t)
         return HTMLResponse(html)
+
+    async def console_file(request: Request) -> Response:
+        name = request.path_params["file"]
+        if name not in CONSOLE_FILES:
+            return _error(404, "no such file")
+        f = STATIC.joinpath(name)
+        if not f.is_file():
+            return _error(404, "the console's bundle is not built: run `make console`")
+        return Response(f.read_bytes(), media_type=CONSOLE_FILES[name],
+                        headers={"Cache-Control": "no-cache"})
+
+    async def explain_query(request: Request) -> Response:
+        w = _worker(request)
+        if w is None:
+            return _error(404, "no such query")
+        if explain is None:
+            return _error(400, "this server was built without rsep explain")
+        try:
+            return Response(explain(w.query), media_type="text/plain; charset=utf-8")
+        except ValueError as e:
+            return _error(400, str(e))
+
+    async def stream_stats(request: Request) -> Response:
+        return JSONResponse(hub.stream_stats())
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(schema())
@@ -436,6 +481,9 @@ def build_app(hub: Hub, token: str | None = None,
         Route("/queries/{name}", unregister, methods=["DELETE"]),
         Route("/queries/{name}/results", sse, methods=["GET"]),
         Route("/queries/{name}/automaton", automaton, methods=["GET"]),
+        Route("/queries/{name}/explain", explain_query, methods=["GET"]),
+        Route("/console/{file}", console_file, methods=["GET"]),
+        Route("/streams/stats", stream_stats, methods=["GET"]),
         WebSocketRoute("/queries/{name}/ws", ws),
         Route("/events", post_events, methods=["POST"]),
         Route("/streams", list_streams, methods=["GET"]),

@@ -269,6 +269,20 @@ class Source:
                 "error": self.error, "events": self.events, "rejected": self.rejected}
 
 
+RATE_WINDOW_S = 10.0  # a stream's rate: the events of its last 10 s of wall clock
+
+
+@dataclass(eq=False)
+class StreamStats:
+    """What the console's streams panel shows of one stream (``GET /streams/stats``)."""
+
+    accepted: int = 0
+    rejected: int = 0
+    last_time: int | None = None  # the latest event time taken in
+    last_arrival: float | None = None  # wall clock (time.time) of the last body or event
+    arrivals: deque[tuple[float, int]] = field(default_factory=deque)
+
+
 class Hub:
     """The registered queries, the streams' orderers, the background graphs and the dead
     letter. Its methods are called from the web server's threads; one lock orders them."""
@@ -280,6 +294,7 @@ class Hub:
         self.graphs: dict[str, list[ox.Triple]] = {}
         self.orders: dict[str, StreamOrder] = {}
         self.sources: dict[str, Source] = {}
+        self.streams: dict[str, StreamStats] = {}
         self.dead = dead or DeadLetter()
         self.kind: TimeKind | None = None
         self.now: int | None = None  # the latest time handed to the queries
@@ -465,7 +480,38 @@ class Hub:
                         accepted += 1
                     else:
                         rejected_n += 1
+            self._count(stream, order, accepted, rejected_n)
         return accepted, rejected_n
+
+    def _count(self, stream: str, order: StreamOrder, accepted: int, rejected_n: int) -> None:
+        st = self.streams.setdefault(stream, StreamStats())
+        wall = time.time()
+        st.accepted += accepted
+        st.rejected += rejected_n
+        st.last_time = order.max_seen if order.max_seen is not None else order.last_out
+        st.last_arrival = wall
+        st.arrivals.append((wall, accepted))
+        while st.arrivals and st.arrivals[0][0] < wall - RATE_WINDOW_S:
+            st.arrivals.popleft()
+
+    def stream_stats(self) -> list[dict[str, Any]]:
+        """Per stream: events taken in and rejected, held back (lateness), the latest event
+        time, the rate over the last RATE_WINDOW_S seconds, the source attached if any."""
+        wall = time.time()
+        out = []
+        with self.lock:
+            for iri, st in self.streams.items():
+                recent = sum(n for t, n in st.arrivals if t >= wall - RATE_WINDOW_S)
+                src = self.sources.get(iri)
+                out.append({"iri": iri, "accepted": st.accepted, "rejected": st.rejected,
+                            "held": len(self.orders[iri].held) if iri in self.orders else 0,
+                            "last_event_time": st.last_time,
+                            "last_arrival_s_ago": None if st.last_arrival is None
+                            else round(wall - st.last_arrival, 3),
+                            "rate_per_s": round(recent / RATE_WINDOW_S, 3),
+                            "allowed_lateness": self.settings.allowed_lateness,
+                            "source": src.describe() if src else None})
+        return out
 
     # ------------------------------------------------------------ live sources
 

@@ -207,6 +207,35 @@ def _schema() -> dict[str, Any]:
                         "responses": {"200": {"description": "the drawing", "content": {
                             "image/svg+xml": _TEXT, "text/vnd.graphviz": _TEXT}},
                             "400": _ERROR, "404": _ERROR, "503": _ERROR}}},
+            "/console/{file}": {"get": {
+                "summary": "the console's bundle (console.js, console.css; built by `make "
+                           "console`, 404 when it is not)",
+                "parameters": [{"name": "file", "in": "path", "required": True,
+                                "schema": {"enum": ["console.js", "console.css"]}}],
+                "responses": {"200": {"description": "the file", "content": {
+                    "text/javascript": _TEXT, "text/css": _TEXT}}, "404": _ERROR}}},
+            "/queries/{name}/explain": {
+                "parameters": [_NAME],
+                "get": {"summary": "what the engine runs for the query, as `rsep explain` "
+                                   "prints it (an RSP query's model, a SPASEQ automaton's "
+                                   "states, an EP-SPARQL operator tree)",
+                        "responses": {"200": {"description": "the explanation", "content": {
+                            "text/plain": _TEXT}}, "404": _ERROR, "400": _ERROR}}},
+            "/streams/stats": {"get": {
+                "summary": "per stream: events taken in and rejected, held back by the "
+                           "allowed lateness, the latest event time, the rate over the last "
+                           "10 s, the live source attached (the console's streams panel)",
+                "responses": {"200": {"description": "streams", "content": {
+                    "application/json": {"schema": {"type": "array", "items": {
+                        "type": "object", "properties": {
+                            "iri": {"type": "string"}, "accepted": {"type": "integer"},
+                            "rejected": {"type": "integer"}, "held": {"type": "integer"},
+                            "last_event_time": {"type": ["integer", "null"]},
+                            "last_arrival_s_ago": {"type": ["number", "null"]},
+                            "rate_per_s": {"type": "number"},
+                            "allowed_lateness": {"type": "integer"},
+                            "source": {"oneOf": [{"$ref": "#/components/schemas/Source"},
+                                                 {"type": "null"}]}}}}}}}}}},
             "/events": {"post": {
                 "summary": "events for a stream, as TriG, N-Quads or JSON lines, or an RDF "
                            "Message Log (TriG or N-Quads with MESSAGE delimiters: "

@@ -55,3 +55,22 @@ def test_the_readmes_push_example_prints_what_the_readme_says() -> None:
         '10 "34"^^<http://www.w3.org/2001/XMLSchema#integer>',
         '10 "31"^^<http://www.w3.org/2001/XMLSchema#integer>',
     ]
+
+
+def test_the_readmes_push_example_runs_as_a_script(tmp_path) -> None:
+    # as a user runs it: a fresh interpreter, the README's block as a file, from the checkout
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "Event.at" in b)
+    script = tmp_path / "push.py"
+    script.write_text(code)
+    got = subprocess.run([sys.executable, "-W", "ignore::UserWarning", str(script)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert (got.returncode, got.stderr) == (0, "")
+    assert got.stdout.splitlines() == [
+        '5 "34"^^<http://www.w3.org/2001/XMLSchema#integer>',
+        '10 "34"^^<http://www.w3.org/2001/XMLSchema#integer>',
+        '10 "31"^^<http://www.w3.org/2001/XMLSchema#integer>',
+    ]

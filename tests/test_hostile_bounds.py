@@ -58,6 +58,36 @@ def test_the_rule_cap_holds_exactly_at_one_instant(tmp_path):
     assert len(p.stdout.splitlines()) == 10_000
 
 
+def _peak_kb(*args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """`rsep run`'s peak resident set (KiB), read by a parent of its own (its children's
+    maximum is this run's alone, not this test process's other children's)."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "sys.stderr.write(p.stderr)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(p.returncode)\n")
+    p = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "rsep.cli.main", "run", *args],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return int(p.stdout.split()[-1]), p
+
+
+def test_the_rule_cap_bounds_memory_not_only_the_triples(tmp_path):
+    # before: a round's solutions were a list before the cap was looked at, so 500 x 500
+    # matches took ~250,000 solutions in memory (2.1 GB for 1,500 x 1,500 at any cap);
+    # now they are read as they are made and the run stops at the cap as lightly as a tiny one
+    cross = write(tmp_path, "rule.rq", "PREFIX : <http://e/>\n"
+                  "CONSTRUCT { ?a :r ?b } WHERE { ?a :p ?x . ?b :p ?y }\n")
+    small = _instants(tmp_path, 20, 1)
+    base, p = _peak_kb(str(cross), "--dialect", "epsparql", "--stream", f"http://s={small}",
+                       "--max-derived", "300")
+    assert p.returncode == 1 and "derive more than 300 triples at time 1" in p.stderr
+    big = write(tmp_path, "big.trig", _instants(tmp_path, 500, 1).read_text())
+    peak, p = _peak_kb(str(cross), "--dialect", "epsparql", "--stream", f"http://s={big}",
+                       "--max-derived", "300")
+    assert p.returncode == 1 and "derive more than 300 triples at time 1" in p.stderr
+    assert peak - base < 40_000, (base, peak)  # KiB; before: ~150,000 more
+
+
 def test_the_rule_cap_counts_one_instant_not_the_whole_run(tmp_path):
     # before: the count ran over the whole run, so a long stream's rules, a few triples
     # at each instant, met the cap of one instant

@@ -29,7 +29,7 @@ cdef class _Step:
 cpdef list run(list plan, list fresh, unsigned long long hit, object tau, dict hs, object ex)
 
 cdef class Delta:
-    cdef public object root, w, hs, tau, _at, _plan, _pruned, _kept
+    cdef public object root, w, hs, tau, _at, _plan, _pruned, _kept, _lazy, _bits
     cdef public dict _memo, done, _bg, _compat, _statics, _kind, _one, _leaves, _by_pred, _pmask
     cdef public list _any_pred, _vals
     cdef public set _hit

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import cast
 
 from rsep.algebra.epsparql import (
@@ -37,6 +37,10 @@ from rsep.epsparql.matcher import (
     Occurrence,
     OnePattern,
     Solution,
+    Source,
+    _bind,
+    _join_order,
+    _match,
     combine,
     compatible,
     match_bgp,
@@ -209,23 +213,26 @@ def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict
             else:
                 got = vals[st.a]
                 if got:
-                    if kind == _FILTER:
-                        cond = st.cond
-                        assert cond is not None
-                        if st.fn_for is not ex.kind:
-                            st.fn = ex.compiled(cond)
-                            st.fn_for = ex.kind
-                        out = _filtered(st.fn, cond, got, ex)
-                    elif st.same:
-                        out = got
-                    elif st.keep is not None:
-                        keep = st.keep
-                        out = [Solution(tuple([kv for kv in y.mu if kv[0] in keep]), y.ta, y.tw, y.just)
-                               for y in got]
-                    else:
-                        out = project(cast(Project, st.node), got, ex)
+                    out = _step(st, got, ex)
         vals.append(out)
     return vals
+
+
+def _step(st: _Step, got: list[Solution], ex: ExprEvaluator) -> list[Solution]:
+    """A FILTER or SELECT step of a plan over its operand's solutions ``got`` (not empty)."""
+    if st.kind == _FILTER:
+        cond = st.cond
+        assert cond is not None
+        if st.fn_for is not ex.kind:
+            st.fn = ex.compiled(cond)
+            st.fn_for = ex.kind
+        return _filtered(st.fn, cond, got, ex)
+    if st.same:
+        return got
+    if st.keep is not None:
+        keep = st.keep
+        return [Solution(tuple([kv for kv in y.mu if kv[0] in keep]), y.ta, y.tw, y.just) for y in got]
+    return project(cast(Project, st.node), got, ex)
 
 
 def _filtered(f: Fn | None, e: Expr, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
@@ -237,6 +244,72 @@ def _filtered(f: Fn | None, e: Expr, sols: list[Solution], ex: ExprEvaluator) ->
             return ex.filter(e, sols)
         return [s for s, k in zip(sols, keep, strict=True) if k]
     return ex.filter(e, sols)
+
+
+# each(): how many solutions the operators above the root's producer read at a time, and
+# how many of a reordered semi-naive term's solutions are sorted in memory (more: the term
+# is enumerated again in pattern order, which gives the sorted order as it goes)
+_BATCH = 4096
+_SORTED = 1 << 16
+
+
+def _bgp_solutions(patterns: tuple, sources: Sequence[Source], order: list[int], seqs: list[int]) -> Iterator[Solution]:
+    """match_bgp's solutions as they are found (in ``order``), for each(); ``seqs`` holds the
+    current solution's occurrences, in pattern order."""
+    m = len(patterns)
+
+    def rec(k: int, mu: dict[str, str], ta: float, tw: float, just: frozenset[int]) -> Iterator[Solution]:
+        if k == m:
+            yield Solution(tuple(sorted((x, v) for x, v in mu.items() if not x.startswith("_b"))), ta, tw, just)
+            return
+        i = order[k]
+        tp = patterns[i]
+        s, p, o = (_bind(t, mu) for t in tp)
+        for oc in sources[i](s, p, o):
+            mm = _match(tp, (oc.s, oc.p, oc.o), mu)
+            if mm is not None:
+                seqs[i] = oc.seq
+                yield from rec(k + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
+
+    return rec(0, {}, INF, -INF, frozenset())
+
+
+def _bgp_term(patterns: tuple, sources: Sequence[Source], first: int) -> Iterator[Solution]:
+    """match_bgp(patterns, sources, first=first), lazily and in the same order: a term whose
+    join order is not the patterns' is sorted when small, else enumerated in pattern order
+    (every source lists occurrences in the order they were added, as match_bgp relies on)."""
+    m = len(patterns)
+    seqs = [0] * m
+    order = _join_order(patterns, first)
+    if order == list(range(m)):
+        yield from _bgp_solutions(patterns, sources, order, seqs)
+        return
+    buf: list[tuple[tuple[int, ...], Solution]] = []
+    for sol in _bgp_solutions(patterns, sources, order, seqs):
+        buf.append((tuple(seqs), sol))
+        if len(buf) > _SORTED:
+            break
+    else:
+        buf.sort(key=lambda x: x[0])
+        for _, sol in buf:
+            yield sol
+        return
+    del buf
+    yield from _bgp_solutions(patterns, sources, list(range(m)), seqs)
+
+
+def _chain(root: Node, statics: dict[int, bool]) -> tuple[list[Node], Node] | None:
+    """The operators from the root down to the node producing its solutions, when each() can
+    produce them lazily: FILTER, BIND and SELECT without DISTINCT (each reads a solution
+    alone) over a join, a SEQ or a BGP of several patterns (None: anything else)."""
+    chain: list[Node] = []
+    n = root
+    while isinstance(n, (Filter, Extend)) or (isinstance(n, Project) and not n.distinct):
+        chain.append(n)
+        n = n.arg
+    if statics[id(n)] or not (isinstance(n, (Join, SeqJoin)) or (isinstance(n, BGP) and len(n.patterns) > 1)):
+        return None
+    return chain, n
 
 
 class Delta:
@@ -280,6 +353,11 @@ class Delta:
                     self.done[id(kid)] = Keyed(k)
         self._plan = self._compile()
         self._vals: list[list[Solution]] = []  # the plan's: per step, its solutions at tau
+        # each(): the operators above the root's producer, root first, and the producer
+        # (None: each() reads at()); neither is read by another node, so commit keeps none
+        # of their solutions and each() need not list them
+        self._lazy = _chain(root, self._statics)
+        self._bits = 0  # the plan's leaves matching an occurrence at the instant evaluated
         # the plan's stores for the horizons hs: (hs, [(step, store, horizon)])
         self._kept: tuple[dict[int, float], list[tuple[int, Keyed, float]]] | None = None
         self._pruned: tuple[dict[int, float], list[tuple[Keyed, float]]] | None = None
@@ -367,16 +445,29 @@ class Delta:
 
     def at(self, tau: int) -> list[Solution]:
         if self._plan is not None:
-            occ = self.w.occ
-            if self._at != (tau, occ.version):
-                fresh = occ.fresh if occ.fresh_tau == tau else []
-                bits = self._anymask
-                pmask = self._pmask
-                for oc in fresh:
-                    bits |= pmask.get(oc.p, 0)
-                self._vals = run(self._plan, fresh, bits, tau, self.hs, self.w.exprs)
-                self._at = (tau, occ.version)
+            self._run(tau, len(self._plan))
             return self._vals[-1]
+        self._prepare(tau)
+        return self._d(self.root)
+
+    def _run(self, tau: int, upto: int) -> None:
+        """The plan's first ``upto`` steps evaluated at tau (unless they are already)."""
+        assert self._plan is not None
+        occ = self.w.occ
+        if self._at != (tau, occ.version) or len(self._vals) < upto:
+            fresh = occ.fresh if occ.fresh_tau == tau else []
+            bits = self._anymask
+            pmask = self._pmask
+            for oc in fresh:
+                bits |= pmask.get(oc.p, 0)
+            plan = self._plan
+            self._vals = run(plan if upto == len(plan) else plan[:upto], fresh, bits, tau, self.hs,
+                             self.w.exprs)
+            self._bits = bits
+            self._at = (tau, occ.version)
+
+    def _prepare(self, tau: int) -> None:
+        """The memo emptied when the instant or the occurrences changed (generic evaluator)."""
         if self._at != (tau, self.w.occ.version):
             self._memo = {}
             self.tau = tau
@@ -388,12 +479,132 @@ class Delta:
                     if got:
                         hit.update(got)
                 hit.update(self._any_pred)
-            self._d(self.root)
             self._at = (tau, self.w.occ.version)
-        return self._memo[id(self.root)]
+
+    def each(self, tau: int) -> Iterator[Solution]:
+        """at(tau)'s solutions, in its order, made as they are read where the root allows it
+        (:func:`_chain`): a rule's round stops at the cap on derived triples before a cross
+        product of its solutions is ever a list (issue 52). The occurrences must not change
+        until the iterator is done."""
+        lazy = self._lazy
+        if lazy is None:
+            yield from self.at(tau)
+            return
+        chain, bottom = lazy
+        ex = self.w.exprs
+        if self._plan is not None:
+            plan = self._plan
+            b = len(plan) - len(chain) - 1  # post-order: the chain's steps come last
+            self._run(tau, b)
+            st = plan[b]
+            if not st.mask & self._bits:
+                return
+            assert st.old is not None
+            gen = self._seq_each(tau, self._vals[st.b], st.old, st.chk, st.left)
+            steps = plan[b + 1:]
+        else:
+            self._prepare(tau)
+            for kid in bottom.kids:  # (what commit keeps)
+                self._d(kid)
+            lv = self._leaves[id(bottom)]
+            if lv is not None and lv.isdisjoint(self._hit):
+                return
+            if isinstance(bottom, BGP):
+                gen = self._bgp_each(bottom)
+            elif isinstance(bottom, SeqJoin):
+                oa = self._old(bottom.left)
+                gen = self._seq_each(tau, self._d(bottom.right), oa, self._compat[id(bottom)], id(bottom.left))
+            else:
+                gen = self._join_each(cast(Join, bottom))
+        while True:
+            batch = list(itertools.islice(gen, _BATCH))
+            if not batch:
+                return
+            if self._plan is not None:
+                for st in steps:
+                    if batch:
+                        batch = _step(st, batch, ex)
+            else:
+                for n in reversed(chain):
+                    if batch:
+                        if isinstance(n, Filter):
+                            batch = ex.filter(n.cond, batch)
+                        elif isinstance(n, Extend):
+                            batch = extend_solutions(n, batch, ex)
+                        else:
+                            batch = project(cast(Project, n), batch, ex)
+            yield from batch
+
+    def _seq_each(self, tau: int, db: list[Solution], oa: Keyed, chk: bool, left: int) -> Iterator[Solution]:
+        """_seq and run()'s SEQ, lazily (``left``: the id of the left operand)."""
+        if not db:
+            return
+        lo = tau - self.hs.get(left, INF)
+        for y in db:
+            for x in oa.before(oa.of(y), y.ta, lo):
+                if not chk or compatible(x.mu, y.mu):
+                    yield combine(x, y)
+
+    def _bgp_each(self, n: BGP) -> Iterator[Solution]:
+        """_delta's semi-naive terms of a BGP, lazily."""
+        tau = self.tau
+        occ = self.w.occ
+        fresh = occ.fresh if occ.fresh_tau == tau else []
+
+        def now(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+            return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
+                    and (s is None or x.s == s))
+
+        def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+            return (x for x in occ.candidates(s, p, o) if x.tw < tau)
+
+        def upto(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
+            return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
+
+        m = len(n.patterns)
+        for i in range(m):
+            yield from _bgp_term(n.patterns, [before] * i + [now] + [upto] * (m - i - 1), i)
+
+    def _join_each(self, n: Join) -> Iterator[Solution]:
+        """_delta's Join, lazily."""
+        da, db = self._d(n.left), self._d(n.right)
+        if not da and not db:
+            return
+        chk = self._compat[id(n)]
+        tau = self.tau
+        lo_a, lo_b = tau - self.hs.get(id(n.left), INF), tau - self.hs.get(id(n.right), INF)
+        oa, ob = self._old(n.left), self._old(n.right)
+        if db:
+            new_b: dict[tuple, list[Solution]] = {}
+            for y in db:
+                new_b.setdefault(ob.of(y), []).append(y)
+            for x in da:
+                kx = oa.of(x)
+                for y in itertools.chain(ob.get(kx, lo_b), new_b.get(kx, ())):
+                    if not chk or compatible(x.mu, y.mu):
+                        yield combine(x, y)
+            for y in db:
+                for x in oa.get(ob.of(y), lo_a):
+                    if not chk or compatible(x.mu, y.mu):
+                        yield combine(x, y)
+        else:
+            for x in da:
+                for y in ob.get(oa.of(x), lo_b):
+                    if not chk or compatible(x.mu, y.mu):
+                        yield combine(x, y)
 
     def commit(self, tau: int) -> None:
-        self.at(tau)
+        # what the stores keep: the nodes below the root's producer when each() may have
+        # been read instead of at() (their solutions, never the root's)
+        lazy = self._lazy
+        if self._plan is not None:
+            self._run(tau, len(self._plan) if lazy is None else len(self._plan) - len(lazy[0]) - 1)
+        elif lazy is None:
+            self.at(tau)
+        else:
+            self._prepare(tau)
+            for kid in lazy[1].kids:
+                self._d(kid)
         if self._plan is not None:
             if self._kept is None or self._kept[0] is not self.hs:  # (bind sets hs)
                 self._kept = (self.hs, [(i, st.store, self.hs.get(id(st.node), INF))

@@ -6,7 +6,7 @@ interval."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -253,7 +253,11 @@ class EpContext:
                            f"after {rnd} rounds ({derived} derived triples)")
             fresh = 0
             for rt in rules:
-                for s in rt.solutions(tau):
+                # The rule's solutions are read as they are made (a cross product is never a
+                # list: issue 52), so its triples wait until they are all read: the store
+                # they join must not change under the reading (at most the cap of them).
+                new: list[tuple[tuple[str, str, str], int, int, int]] = []
+                for s in rt.each(tau):
                     if s.key in seen[id(rt)]:
                         continue
                     seen[id(rt)].add(s.key)
@@ -265,8 +269,10 @@ class EpContext:
                     for tr in trs:
                         derived += 1
                         self._derived += 1
-                        fresh += bool(self._add(*tr, ta=int(s.ta), tw=int(s.tw), item=-self._derived))
+                        new.append((tr, int(s.ta), int(s.tw), -self._derived))
                     rt.outbox.setdefault(tau, []).extend(rt.outputs(s, tau, trs))
+                for tr, ta, tw, item in new:
+                    fresh += bool(self._add(*tr, ta=ta, tw=tw, item=item))
             if not fresh:
                 break
 
@@ -373,6 +379,16 @@ class EpSparqlRuntime:
             self._emitted.add(s.key)
             out.append(s)
         return out
+
+    def each(self, tau: int) -> Iterator[Solution]:
+        """solutions(tau), made as they are read when the query is unrestricted
+        (:meth:`Delta.each`): the occurrences must not change until it is done."""
+        if not self.unrestricted:
+            yield from self.solutions(tau)
+            return
+        for s in self.delta.each(tau):
+            if s.tw != _TIMELESS:
+                yield s
 
     def finish(self, tau: int) -> None:
         if self.unrestricted:

@@ -25,6 +25,7 @@ from rsep.cli.run import (
     table_prefixes,
     time_config,
     until,
+    window_options,
 )
 from rsep.runtime.engine import EngineError
 from rsep.runtime.sinks import open_sink
@@ -275,7 +276,8 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
     tc = time_config(args)
     pipe = SparkPipeline(
         spark, args.queries, streams=args.stream, graphs=args.graph, dialect=args.dialect,
-        r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None), time=tc,
+        r2s=args.r2s, report=args.report, policy=getattr(args, "policy", None),
+        options=window_options(args), time=tc,
         time_unit_ms=parse_time_unit(args.time_unit) if args.time_unit else None,
         limits=limits(args), allowed_lateness=args.allowed_lateness, until=until(args.until),
         allow_dereference=args.allow_dereference)

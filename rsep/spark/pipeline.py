@@ -48,8 +48,8 @@ class SparkPipeline:
                  streams: Iterable[tuple[str, str]] = (),
                  graphs: Iterable[tuple[str, str | Path]] = (),
                  dialect: str | None = None, r2s: str | None = None, report: str | None = None,
-                 policy: str | None = None, time: TimeConfig | None = None,
-                 time_unit_ms: int | None = None, limits: Limits | None = None,
+                 policy: str | None = None, options: Iterable[tuple[str, str]] = (),
+                 time: TimeConfig | None = None, time_unit_ms: int | None = None, limits: Limits | None = None,
                  allowed_lateness: int = 0, until: int | None = None,
                  buckets: int | None = None, allow_dereference: bool = False) -> None:
         self.spark = spark
@@ -68,7 +68,7 @@ class SparkPipeline:
         for q in queries:
             text, source = (q if isinstance(q, tuple) else
                             (Path(q).read_text(encoding="utf-8"), str(q)))
-            qp = QueryPlan("", text, dialect, source, r2s, report, policy)
+            qp = QueryPlan("", text, dialect, source, r2s, report, policy, tuple(options))
             parsed = qp.parse()
             default = Path(source).stem if source else None
             rt = eng.register(parsed, source=source, default_name=default,

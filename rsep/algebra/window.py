@@ -42,6 +42,10 @@ class WindowSpec:
     count_triples: bool = False  # count triples rather than stream items (graphs)
     boundary: Boundary = Boundary.RIGHT_CLOSED
     text: str = ""
+    # Where the time windows' closes are aligned: o + k * beta. 000 Def. 3 aligns them to 0;
+    # RSP4J aligns them to its own clock's first window (CSRBench's t0), which --window-origin
+    # reproduces. A time value on the stream's timeline (its units), not a duration.
+    origin: int = 0
 
     @property
     def has_step(self) -> bool:

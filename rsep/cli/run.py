@@ -21,7 +21,7 @@ from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
-from rsep.lang.dialect import EPSPARQL, OPTIONS, SPASEQ
+from rsep.lang.dialect import EPSPARQL, OPTIONS, SPASEQ, WINDOW_BOUNDS
 from rsep.lang.errors import QueryError
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Prefixes, display, open_sink, read_prefixes
@@ -32,7 +32,7 @@ from rsep.stream.files import MAX_RECORD, TimeConfig
 from rsep.stream.messages import MAX_MESSAGE
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
-from rsep.stream.time import parse_datetime_ms, parse_time_unit
+from rsep.stream.time import TimeError, parse_datetime_ms, parse_time_unit
 from rsep.stream.updates import read_updates
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
@@ -127,6 +127,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="EP-SPARQL: event selection and consumption (default unrestricted); "
                    "chronological / recent are RSEP-QL's (000), etalis-chronological / "
                    "etalis-recent ETALIS's step-wise ones (docs/semantics.md)")
+    r.add_argument("--window-bounds", choices=sorted(WINDOW_BOUNDS), metavar="BOUNDS",
+                   help="RSP queries: which end of every time window is closed: right-closed "
+                   "(o, c] as RSP-QL and CQELS define it (000 Def. 3), left-closed [o, c) as "
+                   "C-SPARQL's engine and RSP4J (YASPER, C-SPARQL 2.0) run it; default: the "
+                   "dialect's")
+    r.add_argument("--window-origin", metavar="TIME", help="RSP queries: align the time "
+                   "windows' closes to TIME + k * STEP instead of k * STEP (000 Def. 3), as an "
+                   "engine whose windows start at its own clock does; an integer in the "
+                   "stream's time units (milliseconds since 1970 for xsd:dateTime times) or "
+                   "an xsd:dateTime")
     r.add_argument("--time-unit", help="length of one abstract time unit (e.g. 1m), so that "
                    "durations with units apply to integer timestamps")
     r.add_argument("--time-predicate", action="append", default=[], metavar="IRI",
@@ -278,6 +288,8 @@ def check_options(args: argparse.Namespace) -> list[Query]:
             dialect_of(q).check(o, qf)
         if args.policy:  # EP-SPARQL's setting (docs/semantics.md)
             q = apply_option(q, "--policy", args.policy, qf)
+        for o, v in window_options(args):
+            q = apply_option(q, o, v, qf)
         out.append(q)
     return out
 
@@ -328,6 +340,27 @@ def until(text: str | None) -> int | None:
         return int(text)
     except ValueError:
         return parse_datetime_ms(text)
+
+
+def window_options(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The RSP dialects' window readings given (docs/semantics.md, CSRBench), as
+    (option, value) for :func:`rsep.lang.apply_option`, the origin as a number."""
+    out = []
+    if getattr(args, "window_bounds", None):
+        out.append(("--window-bounds", args.window_bounds))
+    if getattr(args, "window_origin", None) is not None:
+        out.append(("--window-origin", str(_origin(args.window_origin))))
+    return out
+
+
+def _origin(text: str) -> int:
+    try:
+        got = until(text)
+    except TimeError:
+        raise EngineError(f"--window-origin {text!r}: expected an integer time in the "
+                          "stream's units or an xsd:dateTime") from None
+    assert got is not None
+    return got
 
 
 class _Progress:

@@ -10,6 +10,7 @@ every family has all three and walks the option x dialect matrix.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import re
@@ -58,6 +59,10 @@ OPTIONS: dict[str, Option] = {
                             "rules derive at one instant"),
     "--lars": Option("--lars", "", "--lars: 001's translation covers RSP queries "
                      "({takers_list}), not {title}; explain without --lars prints {shows}"),
+    "--window-bounds": Option("--window-bounds", "{title} queries have no RSP-QL time windows "
+                              "(000 Def. 3) to bound"),
+    "--window-origin": Option("--window-origin", "{title} queries have no RSP-QL time windows "
+                              "(000 Def. 3) to align"),
     # every dialect reads background graphs, so every dialect takes their changes
     "--graph-updates": Option("--graph-updates", "{title} queries read no background graph"),
     "compare": Option("rsep compare", "", "rsep compare runs a query as C-SPARQL and as "
@@ -65,7 +70,8 @@ OPTIONS: dict[str, Option] = {
 }
 
 _RSP_OPTIONS = frozenset({"--r2s", "--report", "--max-window-triples", "--max-results",
-                          "--lars", "compare", "--graph-updates"})
+                          "--lars", "compare", "--graph-updates", "--window-bounds",
+                          "--window-origin"})
 
 
 @dataclass(frozen=True)
@@ -146,8 +152,46 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
 _BY_ALGEBRA: dict[str, str] = {"rsep.algebra.spaseq.SpaseqQuery": "spaseq",
                                "rsep.algebra.epsparql.EpSparqlQuery": "epsparql"}
 
+# --window-bounds' values: the boundaries of 000 Def. 3 (RSP-QL, CQELS) and of C-SPARQL's
+# Esper batches (and RSP4J's), whichever the query's dialect gives by default
+WINDOW_BOUNDS = {"right-closed": "(o,c]", "left-closed": "[o,c)"}
+
+
+def _with_windows(q: Query, **change: Any) -> Query:
+    """``q`` with every time window's spec changed (the other windows have no grid nor
+    bounds of time)."""
+    from rsep.algebra.window import WindowKind  # (the RSP algebra, loaded with its queries)
+
+    assert isinstance(q, ContinuousQuery)  # (the dialects that take the window options)
+    # in place, as the query was parsed for this run: its other parts (the pattern tree, the
+    # SPARQL text) name the windows by IRI and stay as they are
+    q.dataset.windows[:] = [
+        dataclasses.replace(w, spec=dataclasses.replace(w.spec, **change))
+        if w.spec.kind in (WindowKind.TIME, WindowKind.LANDMARK) else w
+        for w in q.dataset.windows]
+    return q
+
+
+def _with_bounds(q: Query, value: str) -> Query:
+    from rsep.algebra.window import Boundary
+
+    if value not in WINDOW_BOUNDS:
+        raise QueryError(f"--window-bounds {value!r}: expected one of {', '.join(WINDOW_BOUNDS)}")
+    return _with_windows(q, boundary=Boundary(WINDOW_BOUNDS[value]))
+
+
+def _with_origin(q: Query, value: str) -> Query:
+    try:
+        origin = int(value)
+    except ValueError:
+        raise QueryError(f"--window-origin {value!r}: expected a time on the stream's timeline, "
+                         "an integer in its units (milliseconds for xsd:dateTime times)") from None
+    return _with_windows(q, origin=origin)
+
+
 # What applies an option's value to a parsed query, by option (the dialects that take it)
-_APPLY: dict[str, Callable[[Query, str], Query]] = {"--policy": _with_policy}
+_APPLY: dict[str, Callable[[Query, str], Query]] = {
+    "--policy": _with_policy, "--window-bounds": _with_bounds, "--window-origin": _with_origin}
 
 
 def get_dialect(name: str) -> Dialect:

@@ -67,7 +67,7 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
             or (period is not None and t % period == 0)
             or (rp.window_close and any(
                 (rw.kind is WindowKind.TIME or (rw.kind is WindowKind.LANDMARK and rw.stepped))
-                and t % rw.beta == 0 for _, rw in windows))
+                and rw.is_close(t) for _, rw in windows))
         )
         if not due:
             continue

@@ -60,7 +60,7 @@ class Ticks:
             for bw in self.windows:
                 w = bw.window
                 if w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped):
-                    out.append((after // w.beta + 1) * w.beta)
+                    out.append(w.next_close(after))
         if rp.periodic is not None:
             out.append((after // self._period + 1) * self._period)
         if rp.at:
@@ -141,6 +141,6 @@ class Ticks:
             for bw in self.windows:
                 w = bw.window
                 if (w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped)) \
-                        and tau % w.beta == 0:
+                        and (tau - w.origin) % w.beta == 0:
                     return True
         return False

@@ -228,8 +228,12 @@ class QueryRuntime(Ticks):
                 # every evaluation before e.time is done; the next is at the first slide
                 # >= e.time, and advancing to it early is what evaluate would do then
                 ws = self.windows
-                self._advance(-(-t // ws[0].window.beta) * ws[0].window.beta if len(ws) == 1
-                              else min(-(-t // bw.window.beta) * bw.window.beta for bw in ws))
+                if len(ws) == 1:
+                    w = ws[0].window
+                    self._advance(w.origin - (-(t - w.origin) // w.beta) * w.beta)
+                else:
+                    self._advance(min(bw.window.origin - (-(t - bw.window.origin) // bw.window.beta)
+                                      * bw.window.beta for bw in ws))
                 # event-local windows: decided on arrival, so the store follows, in small
                 # batches (pyoxigraph's per-call cost), leaving an evaluation little to do
                 if any(bw.local is not None and bw.local.unsynced >= SYNC_BATCH

@@ -176,6 +176,8 @@ class QueryPlan:
     r2s: str | None = None
     report: str | None = None
     policy: str | None = None
+    # the other language options given, as (option, value): --window-bounds, --window-origin
+    options: tuple[tuple[str, str], ...] = ()
     streams: tuple[str, ...] = ()
     partitioning: Partitioning = field(default_factory=lambda: Partitioning(SINGLE, ""))
     buckets: int = 1
@@ -188,6 +190,8 @@ class QueryPlan:
         q = parse_query(self.text, self.dialect, source=self.source)
         if self.policy:
             q = apply_option(q, "--policy", self.policy, self.source)
+        for o, v in self.options:
+            q = apply_option(q, o, v, self.source)
         return q
 
     def bucket(self, key: str) -> int:

@@ -19,12 +19,12 @@ rsep, and rsep's relations are compared with each engine's, window by window.
   window, and each pair in between that differs (with the rows missing and extra).
 - **Readings.** ``rspql``: rsep's RSP-QL as it stands, windows ``(c−a, c]`` (000 Def. 3)
   evaluated at every close c. ``rsp4j``: the engines' convention, windows ``[c−a, c)`` (the
-  boundary rsep's C-SPARQL dialect gives its windows, :class:`Boundary.LEFT_CLOSED`, set on
-  the parsed RSP-QL query's windows) with the closes where the engine's run had them. RSP4J
-  aligns windows to its own clock, so which seconds share a window is the phase its run
-  happened to have; the oracle finds it by trying every first window opening ``t0`` and
-  the README records the one that matched, which the ``rsp4j`` reading reproduces by
-  shifting the stream by ``(−t0) mod step``. rsep then evaluates at each close c, which on
+  boundary rsep's C-SPARQL dialect gives its windows; ``rsep run --window-bounds
+  left-closed``) with the closes where the engine's run had them. RSP4J aligns windows to
+  its own clock, so which seconds share a window is the phase its run happened to have; the
+  oracle finds it by trying every first window opening ``t0`` and the README records the
+  one that matched, which the ``rsp4j`` reading reproduces with the window origin
+  ``(t0 + size) mod step`` (``--window-origin``). rsep then evaluates at each close c, which on
   this stream is RSP4J's report instant too: RSP4J reports ``[c−a, c)`` at the first arrival
   at or after c, and an item arrives at every second from 0 to 33 s.
 - **Oracle.** :func:`oracle_verdict` recomputes the oracle's verdict from an answer file as
@@ -37,7 +37,6 @@ rsep, and rsep's relations are compared with each engine's, window by window.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
 import os
@@ -52,8 +51,7 @@ import pyoxigraph as ox
 
 from rsep.algebra.policy import R2S
 from rsep.algebra.query import ContinuousQuery
-from rsep.algebra.window import Boundary
-from rsep.lang import parse_query
+from rsep.lang import apply_option, parse_query
 from rsep.runtime.engine import Engine
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -212,10 +210,10 @@ def answer_variables(engine: str, number: int) -> tuple[str, ...]:
     return tuple(json.loads(path.read_text(encoding="utf-8"))["relations"][0]["head"]["vars"])
 
 
-def phase_shift(q: CsrQuery, t0: int) -> int:
-    """How far to shift the stream so that rsep's closes, multiples of the step, fall where
-    the oracle's windows with first opening t0 close (t0 + size + k·slide)."""
-    return (-t0) % q.slide
+def window_origin(q: CsrQuery, t0: int) -> int:
+    """The ``--window-origin`` that puts rsep's closes where the oracle's windows with first
+    opening t0 close: t0 + size + k·slide."""
+    return (t0 + q.size) % q.slide
 
 
 @cache
@@ -225,23 +223,21 @@ def rsep_relations(q: CsrQuery, variables: tuple[str, ...], *, reading: str, r2s
     the variables the engine recorded; times and windows in the stream's own time."""
     parsed = parse_query(rsep_text(q))
     assert isinstance(parsed, ContinuousQuery)
-    shift = 0
-    if reading == "rsp4j":
-        shift = phase_shift(q, t0)
-        parsed.dataset.windows[:] = [
-            dataclasses.replace(w, spec=dataclasses.replace(w.spec, boundary=Boundary.LEFT_CLOSED))
-            for w in parsed.dataset.windows]
+    if reading == "rsp4j":  # as `rsep run --window-bounds left-closed --window-origin O` reads it
+        parsed = apply_option(parsed, "--window-bounds", "left-closed")
+        parsed = apply_option(parsed, "--window-origin", str(window_origin(q, t0)))
+        assert isinstance(parsed, ContinuousQuery)
     elif reading != "rspql":
         raise ValueError(f"unknown reading {reading!r}: {', '.join(READINGS)}")
     parsed.r2s = r2s
     eng = Engine(time_unit_ms=1)
     eng.register(parsed)
-    events = [Event(stream=STREAM, graph=f"{STREAM}/{t}", start=t + shift, end=t + shift,
+    events = [Event(stream=STREAM, graph=f"{STREAM}/{t}", start=t, end=t,
                     triples=triples, kind=TimeKind.ABSTRACT) for t, triples in stream_items()]
     groups: dict[int, set[Row]] = {}
     for out in eng.run(events):
         assert out.bindings is not None
-        groups.setdefault(out.time - shift, set()).add(
+        groups.setdefault(out.time, set()).add(
             tuple(sorted((v, canonical(out.bindings[v])) for v in variables if v in out.bindings)))
     if reading == "rsp4j":
         return tuple(Relation(c, frozenset(r), f"[{c - q.size}, {c})") for c, r in sorted(groups.items()))

@@ -21,10 +21,12 @@ def window_specs(ranges: tuple[int, int] = (1, 6), counts: tuple[int, int] = (1,
     """Window specifications of every kind: ``ranges`` bounds a time window's range (before
     its offset), ``counts`` a count window's size."""
     return st.one_of(
-        st.builds(lambda a, b, off, right: WindowSpec(
+        st.builds(lambda a, b, off, right, o: WindowSpec(
             WindowKind.TIME, range=d(a + off), step=d(b), offset=d(off) if off else None,
-            boundary=Boundary.RIGHT_CLOSED if right else Boundary.LEFT_CLOSED),
-            st.integers(*ranges), st.integers(1, 4), st.integers(0, 2), st.booleans()),
+            boundary=Boundary.RIGHT_CLOSED if right else Boundary.LEFT_CLOSED, origin=o),
+            st.integers(*ranges), st.integers(1, 4), st.integers(0, 2), st.booleans(),
+            # closes aligned to 0 (000 Def. 3) or elsewhere (--window-origin)
+            st.sampled_from((0, 0, 1, 2, -3))),
         st.builds(lambda n, tr: WindowSpec(WindowKind.COUNT, count=n, count_triples=tr),
                   st.integers(*counts), st.booleans()),
         st.builds(lambda t0: WindowSpec(WindowKind.LANDMARK, landmark=t0), st.integers(0, 6)),

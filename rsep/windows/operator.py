@@ -273,8 +273,9 @@ class WindowOperator:
 
     def _first_aligned(self, x: int, after: int, shift: int, inclusive: bool) -> int:
         b = self.w.beta
+        o = self.w.origin
         target = x + shift if inclusive else x + shift + 1
-        t = -(-target // b) * b
+        t = o - (-(target - o) // b) * b
         if t <= after:
-            t = (after // b + 1) * b
+            t = o + ((after - o) // b + 1) * b
         return t

@@ -6,6 +6,9 @@ and C-SPARQL 2.0" says why each difference is there)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -197,3 +200,47 @@ def test_q5_relations_that_are_no_window_hold_four_seconds():
     csparql2 = {r.time: r.rows for r in csr.engine_relations("csparql2", 5) or []}
     assert (yasper[18000], yasper[34000], csparql2[33000]) == (four[17000], four[32000], four[32000])
     assert len(four[17000]) == len(four[32000]) == 2
+
+
+def _cli_relations(tmp_path, q: csr.CsrQuery, variables: tuple[str, ...], *options: str) -> list[csr.Relation]:
+    """rsep run's answer to ``q`` over the CSRBench stream written as a TriG file, grouped by
+    evaluation time as :func:`csr.rsep_relations` groups the engine's."""
+    trig = tmp_path / "stream.trig"
+    with trig.open("w", encoding="utf-8") as f:
+        for t, triples in csr.stream_items():
+            g = f"<{csr.STREAM}/{t}>"
+            f.write(f"{g} <http://www.w3.org/ns/prov#generatedAtTime> {t} .\n{g} {{\n")
+            f.writelines(f"{tr.subject} {tr.predicate} {tr.object} .\n" for tr in triples)
+            f.write("}\n")
+    rq = tmp_path / "q.rq"
+    rq.write_text(csr.rsep_text(q), encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "rsep.cli.main", "run", str(rq), "--stream",
+                        f"{csr.STREAM}={trig}", "--time-unit", "1ms", *options],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    groups: dict[int, set[csr.Row]] = {}
+    for line in p.stdout.splitlines():
+        o = json.loads(line)
+        groups.setdefault(o["time"], set()).add(tuple(sorted(
+            (v, csr.canonical(o["bindings"][v])) for v in variables if v in o["bindings"])))
+    return [csr.Relation(t, frozenset(rows)) for t, rows in sorted(groups.items())]
+
+
+def test_rsep_run_under_the_engines_reading_gives_yaspers_q3(tmp_path):
+    """The switchable reading from the command line: YASPER's Q3 (windows [c - 4 s, c) on its
+    own clock, first opening at t0 = 2 s) is rsep run's answer with --window-bounds
+    left-closed --window-origin 2000, relation for relation; RSP-QL's own windows (o, c]
+    from 0 share none of its relations."""
+    q = csr.queries()[3]
+    variables = csr.answer_variables("yasper", 3)
+    theirs = csr.engine_relations("yasper", 3)
+    assert theirs is not None and len(theirs) == 4
+    rows = [r.rows for r in theirs]
+    ours = _cli_relations(tmp_path, q, variables, "--window-bounds", "left-closed",
+                          "--window-origin", str(csr.window_origin(q, 2000)))
+    # (an empty relation is no output line, as it is no line of the engine's file)
+    assert [r.time for r in ours] == [18000, 22000, 26000, 30000]
+    assert [r.rows for r in ours] == rows
+    plain = _cli_relations(tmp_path, q, variables)
+    assert [r.time for r in plain] == [16000, 20000, 28000, 32000]
+    assert not {r.rows for r in plain} & set(rows)

@@ -32,6 +32,7 @@ QUERIES = {
 VALUES = {"--r2s": "istream", "--report": "on-arrival", "--policy": "chronological",
           "--max-window-triples": "1000", "--max-results": "1000",
           "--max-matches": "1000", "--max-derived": "1000",
+          "--window-bounds": "left-closed", "--window-origin": "1",
           "--graph-updates": f"{EX}rooms={ROOT}/docs/examples/rooms/rooms.ru"}
 STREAM = (f"<{EX}g1> <http://www.w3.org/ns/prov#generatedAtTime> 1 . <{EX}g1> {{ <{EX}a> <{EX}p> 1 }}\n"
           f"<{EX}g2> <http://www.w3.org/ns/prov#generatedAtTime> 2 . <{EX}g2> {{ <{EX}a> <{EX}p> 2 }}\n")

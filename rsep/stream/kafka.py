@@ -30,9 +30,8 @@ from urllib.parse import parse_qs, unquote
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
-from rsep.stream.framing import CURRENT
 from rsep.stream.jsonl import parse_lines
-from rsep.stream.messages import MessageLog
+from rsep.stream.messages import MessageLog, payload_messages
 from rsep.stream.time import TimeConfig
 
 SCHEME = "kafka://"
@@ -270,13 +269,11 @@ class KafkaStream:
                                   arrival=self.arrival, delimited=False,
                                   source=(v for _, _, v in self.records))
             return
-        if self.messages:
-            # each record is one RDF Message, as each MQTT message is (rsep.stream.live): the
-            # transport delimits them and announces the messages mode
-            texts = (v.decode("utf-8", errors="replace") + "\nMESSAGE\n"
-                     for _, _, v in self.records)
-            yield from MessageLog(self.url, self.stream, time=self.time, fmt=self.syntax,
-                                  arrival=self.arrival, source=texts, syntax=CURRENT)
+        if self.messages:  # each record one RDF Message, as each MQTT message is
+            yield from payload_messages(self.url, self.stream,
+                                        (v.decode("utf-8", errors="replace")
+                                         for _, _, v in self.records),
+                                        fmt=self.syntax, time=self.time, arrival=self.arrival)
             return
         for p, o, value in self.records:
             yield from self._record(value.decode("utf-8", errors="replace"),

@@ -34,9 +34,9 @@ from urllib.parse import parse_qs, unquote
 
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
-from rsep.stream.framing import CURRENT, Framer
+from rsep.stream.framing import Framer
 from rsep.stream.jsonl import parse_lines
-from rsep.stream.messages import MessageLog
+from rsep.stream.messages import MessageLog, payload_messages
 from rsep.stream.time import TimeConfig
 
 SCHEMES = ("tcp://", "mqtt://")
@@ -85,7 +85,7 @@ def mqtt_url(url: str) -> tuple[str, int, str]:
     return host, p, topic
 
 
-def _options(url: str) -> tuple[str, dict[str, str]]:
+def live_options(url: str) -> tuple[str, dict[str, str]]:
     """The URL without its ``?key=value`` options (rsep's, not the broker's), and the options."""
     base, sep, query = url.partition("?")
     opts = {k: v[-1] for k, v in parse_qs(query).items()} if sep else {}
@@ -286,7 +286,7 @@ class LiveStream:
     def __init__(self, url: str, stream: str, *, messages: bool = False,
                  time: TimeConfig | None = None, arrival: bool = False,
                  control: Control | None = None) -> None:
-        self.url, opts = _options(url)
+        self.url, opts = live_options(url)
         self.control = control
         self.stream = stream
         self.syntax = opts.get("format", "trig")
@@ -330,14 +330,12 @@ class LiveStream:
             return
         texts = self._texts()
         if self.messages:
-            mqtt = self.url.startswith("mqtt://")
-            if mqtt:
-                # each broker message is one RDF Message: the transport delimits them and
-                # announces the messages mode (a payload needs no version label; one in the
-                # December 2025 draft's form, with "# @message", is refused as mixed)
-                texts = (t + "\nMESSAGE\n" for t in texts)
-            yield from MessageLog(self.url, self.stream, time=self.time, fmt=self.syntax,
-                                  arrival=self.arrival, source=texts, syntax=CURRENT if mqtt else None)
+            if self.url.startswith("mqtt://"):  # each broker message one RDF Message
+                yield from payload_messages(self.url, self.stream, texts, fmt=self.syntax,
+                                            time=self.time, arrival=self.arrival)
+            else:  # a TCP connection carries a log: its text says how it is delimited
+                yield from MessageLog(self.url, self.stream, time=self.time, fmt=self.syntax,
+                                      arrival=self.arrival, source=texts)
             return
         n = 0
         if self.url.startswith("mqtt://"):

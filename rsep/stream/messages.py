@@ -105,6 +105,16 @@ def sniff(path: str | Path, size: int = 1 << 20) -> bool:
     return is_message_log(head)
 
 
+def payload_messages(origin: str, stream: str, payloads: Iterable[str], *, fmt: str,
+                     time: TimeConfig | None = None, arrival: bool = False) -> MessageLog:
+    """The messages of a transport that carries one RDF Message per payload (an MQTT
+    message, a Kafka record, a WebSocket frame): the transport delimits them and announces
+    the messages mode, so a payload needs neither a version label nor ``MESSAGE``; one in
+    the December 2025 draft's form, with ``# @message``, is refused as mixed."""
+    return MessageLog(origin, stream, time=time, fmt=fmt, arrival=arrival, syntax=CURRENT,
+                      source=(p + "\nMESSAGE\n" for p in payloads))
+
+
 @dataclass(slots=True)
 class Message:
     """One RDF Message: its number in the log (from 1), the line (Jelly: the frame) where it

@@ -222,3 +222,46 @@ def test_a_consumer_group_goes_on_where_it_stopped(kafka, query, capsys):
     # events 6..11 alone (times 12..22): nothing of 0..5 again
     second = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert second == [row(20, 0, 30, 3), row(20, 1, 29, 2)]
+
+
+CONSTRUCT = """PREFIX : <http://ex.org/>
+REGISTER RSTREAM <http://ex.org/out> AS
+CONSTRUCT { ?s :hot ?v }
+FROM NAMED WINDOW <http://ex.org/w> ON <http://ex.org/s> [RANGE 10 STEP 10]
+WHERE { WINDOW <http://ex.org/w> { ?s :temp ?v } }
+"""
+
+
+@pytest.mark.parametrize("fmt", ["rdfm-trig", "rdfm-nquads"])
+def test_rdf_messages_to_kafka_one_per_record_as_spark_reads_them(kafka, tmp_path, fmt):
+    """``-o kafka://... --format rdfm-*``: each record one evaluation's message, the log's
+    messages without its version label (the first record too) or MESSAGE, announced by the
+    RDF-Message-Content-Type header; Spark's parse stage reads a record, in the topic's
+    syntax, as --stream-format rdfm with ?format= has it (N-Quads not read as TriG)."""
+    from rsep.spark.kafka import check_url, record_format
+    from rsep.spark.texts import read_text
+    from rsep.stream.event import Event
+    from rsep.stream.writer import split_log
+
+    q = tmp_path / "hot.rq"
+    q.write_text(CONSTRUCT)
+    src, out = topic("events"), topic("messages")
+    produce(kafka.servers, src, [record(i) for i in range(12)])
+    stream = f"{S}=kafka://{kafka.servers}/{src}?idle=1"
+    log = tmp_path / "log.out"
+    assert main(["run", str(q), "-q", "--stream", stream, "--format", fmt, "-o", str(log)]) == 0
+    assert main(["run", str(q), "-q", "--stream", stream, "--format", fmt,
+                 "-o", f"kafka://{kafka.servers}/{out}"]) == 0
+    got = consume(kafka.servers, out, idle=2, headers=True)
+    messages = split_log(log.read_text())
+    assert len(messages) == 3 and [v for v, _ in got] == messages
+    media = "application/trig" if fmt == "rdfm-trig" else "application/n-quads"
+    assert all(h == {"RDF-Message-Content-Type": media} for _, h in got)
+    syntax = "trig" if fmt == "rdfm-trig" else "nquads"
+    url = f"kafka://{kafka.servers}/{out}?format={syntax}"
+    assert record_format(check_url(url, stream_format="rdfm"), "rdfm") == "rdfm-" + syntax
+    for i, (v, _) in enumerate(got):
+        [e] = read_text(v, "urn:out", f"kafka://{kafka.servers}/{out}#0-{i:012d}", "rdfm-" + syntax)
+        assert isinstance(e, Event) and e.triples, e
+    if syntax == "nquads":  # read as TriG instead, an N-Quads line with a graph is refused
+        assert not all(isinstance(e, Event) for e in read_text(got[0][0], "urn:out", "x", "rdfm-trig"))

@@ -71,7 +71,18 @@ def check_url(url: str, *, stream_format: str = "auto") -> KafkaUrl:
     if u.options.get("format") == "jelly" or stream_format == "jelly":
         raise ValueError(f"{url}: Jelly records are read by the in-process engine (rsep run "
                          "without --engine spark); on Spark give TriG, N-Quads or JSON lines")
+    if stream_format == "rdfm" and u.options.get("format") == "jsonl":
+        raise ValueError(f"an RDF Message is TriG or N-Quads, not JSON lines: {url!r}")
     return u
+
+
+def record_format(u: KafkaUrl, stream_format: str = "auto") -> str | None:
+    """The raw-record ``format`` of a topic's records (None: detected per record)."""
+    fmt = u.options.get("format")
+    if stream_format == "rdfm":
+        # a record is one RDF Message in the topic's syntax (rsep.spark.texts.PAYLOAD_FORMATS)
+        return "rdfm-" + (fmt or "trig")
+    return fmt
 
 
 def kafka_records(spark: SparkSession, stream: str, url: str, *,
@@ -87,12 +98,8 @@ def kafka_records(spark: SparkSession, stream: str, url: str, *,
           .option("kafka.request.timeout.ms", timeout_ms)
           .option("kafka.default.api.timeout.ms", timeout_ms)
           .load())
-    fmt = u.options.get("format")
+    fmt = record_format(u, stream_format)
     text = F.col("value").cast("string")
-    if stream_format == "rdfm":
-        # a record is one RDF Message: the parser finds its end at the delimiter
-        text = F.concat(text, F.lit("\n# @message\n"))
-        fmt = "rdfm"
     origin = F.concat(F.lit(u.base + "#"), F.col("partition").cast("string"), F.lit("-"),
                       F.lpad(F.col("offset").cast("string"), 12, "0"))
     return df.select(F.lit(stream).alias("stream"), origin.alias("origin"),

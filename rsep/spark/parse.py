@@ -13,7 +13,9 @@ A (streaming or static) DataFrame with at least these columns:
 
 A ``.jelly`` origin's text is the file's bytes in base64 (Jelly: frames are RDF Messages).
 
-Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl`` | ``rdfm`` | ``jelly``); when it
+Optional column ``format`` (string: ``trig`` | ``nquads`` | ``jsonl`` | ``rdfm`` | ``jelly``, or
+``rdfm-trig`` | ``rdfm-nquads``: the text is one RDF Message in that syntax, a payload of a
+transport that delimits the messages, needing no version label or ``MESSAGE``); when it
 is missing or null the format comes from the origin's suffix (``.nq``/``.nquads``,
 ``.jsonl``/``.ndjson``, else TriG), a text whose first non-blank character is ``{`` is
 read as JSON lines, and a TriG / N-Quads text with a "-messages" version label or a message

@@ -14,9 +14,13 @@ from rsep.stream.files import StreamFile, TimeConfig
 from rsep.stream.framing import is_message_log
 from rsep.stream.jsonl import SUFFIXES as JSONL_SUFFIXES
 from rsep.stream.jsonl import parse_lines
-from rsep.stream.messages import MessageLog, log_format
+from rsep.stream.messages import MessageLog, log_format, payload_messages
 
-FORMATS = ("trig", "nquads", "jsonl", "rdfm", "jelly")
+# one RDF Message per text, in that syntax: a transport's payload (a Kafka record, an MQTT
+# message) read as --stream-format rdfm reads one, the transport delimiting the messages
+PAYLOAD_FORMATS = ("rdfm-trig", "rdfm-nquads")
+
+FORMATS = ("trig", "nquads", "jsonl", "rdfm", "jelly") + PAYLOAD_FORMATS
 
 
 def detect_format(origin: str, text: str, given: str | None = None) -> str:
@@ -54,6 +58,9 @@ def parse_text(text: str, stream: str, origin: str, fmt: str,
     """The events and rejected records of one raw text, located by ``origin``."""
     if fmt == "jsonl":
         yield from parse_lines(text.splitlines(), stream, origin)
+        return
+    if fmt in PAYLOAD_FORMATS:
+        yield from payload_messages(origin, stream, [text], fmt=fmt[5:], time=time)
         return
     path = _scratch()
     if fmt == "jelly":

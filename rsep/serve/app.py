@@ -37,7 +37,16 @@ from rsep.serve.hub import Busy, DuplicateName, Hub, Item, QueryWorker, graph_re
 from rsep.serve.ingest import FORMATS as EVENT_FORMATS
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
-from rsep.serve.push import FORMATS, TEXT_FORMATS, Renderer, result_format
+from rsep.serve.push import (
+    FORMATS,
+    MESSAGE_EVENT,
+    MESSAGE_TYPE_HEADER,
+    MESSAGE_TYPES,
+    TEXT_FORMATS,
+    Renderer,
+    negotiate_subprotocol,
+    result_format,
+)
 from rsep.spaseq.explain import to_dot
 
 KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed
@@ -328,11 +337,14 @@ def build_app(hub: Hub, token: str | None = None,
                     for text in renderer.render(it):
                         assert isinstance(text, str)  # (Jelly is refused above)
                         data = "".join(f"data: {x}\n" for x in text.rstrip("\n").split("\n"))
-                        yield f"event: result\nid: {it.seq}\n{data}\n"
+                        yield f"event: {event}\nid: {it.seq}\n{data}\n"
 
-        return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-                                          "X-Result-Format": FORMATS[fmt]})
+        event = "result" if fmt == "jsonl" else MESSAGE_EVENT
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                   "X-Result-Format": FORMATS[fmt]}
+        if fmt in MESSAGE_TYPES:
+            headers[MESSAGE_TYPE_HEADER] = MESSAGE_TYPES[fmt]
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
     async def ws(websocket: WebSocket) -> None:
         w = hub.get(websocket.path_params["name"])
@@ -340,13 +352,15 @@ def build_app(hub: Hub, token: str | None = None,
             await websocket.close(code=1008, reason="no such query")
             return
         try:
-            fmt = _format(w, websocket.query_params.get("format"), websocket.headers.get("accept"))
+            subprotocol, asked = negotiate_subprotocol(
+                websocket.headers.get("sec-websocket-protocol"), websocket.query_params.get("format"))
+            fmt = _format(w, asked, websocket.headers.get("accept"))
         except ValueError as e:
             # refused before the upgrade, with the reason (the ASGI denial response)
             await websocket.send_denial_response(_error(406, str(e)))
             return
         renderer = Renderer(fmt)
-        await websocket.accept()
+        await websocket.accept(subprotocol=subprotocol)
         try:
             async for it in _items(w, _seq(websocket.query_params.get("since"))):
                 if it is None:

@@ -2,8 +2,9 @@
 one per result, or RDF Messages (W3C RSP CG), one per evaluation, written by the FormatSink that
 ``rsep run --format rdfm-trig|rdfm-nquads|jelly`` writes with (so a pushed message is the
 one ``rsep run`` writes to its log, without the log's version label and ``MESSAGE``
-delimiter, the media type's version parameter announcing them; Jelly: the
-message's ``RdfStreamFrame``, not length-delimited, as over MQTT)."""
+delimiter: the transport delimits them, SSE's ``rdf-message`` events and a WebSocket's
+messages, with the media type in ``RDF-Message-Content-Type`` or the ``rdfm.*`` subprotocol;
+Jelly: the message's ``RdfStreamFrame``, not length-delimited, as over MQTT)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,41 @@ _ACCEPT = {"application/trig": "rdfm-trig", "application/n-quads": "rdfm-nquads"
 
 # what Server-Sent Events can carry (text): Jelly only over WebSocket and MQTT
 TEXT_FORMATS = ("jsonl", "rdfm-trig", "rdfm-nquads")
+
+# The framing of the spec's discovery tests (messages-tests, "Message Stream Discovery
+# Tests"): an SSE stream of RDF Messages says their media type in this response header and
+# sends each message as this event; a WebSocket negotiates it as the subprotocol
+# "rdfm." + the media type's subtype, "+" written "-" (rdfm.n-triples, rdfm.ld-json).
+MESSAGE_TYPE_HEADER = "RDF-Message-Content-Type"
+MESSAGE_EVENT = "rdf-message"
+# a pushed message is one RDF document (no version label, no MESSAGE): the plain media type
+MESSAGE_TYPES = {"rdfm-trig": "application/trig", "rdfm-nquads": "application/n-quads",
+                 "jelly": "application/x-jelly-rdf"}
+SUBPROTOCOLS = {"rdfm." + media.split("/")[1].replace("+", "-"): fmt
+                for fmt, media in MESSAGE_TYPES.items()}
+
+
+def negotiate_subprotocol(offered: str | None, fmt: str | None) -> tuple[str | None, str | None]:
+    """(the subprotocol to answer, the format it names) for a WebSocket handshake's
+    ``Sec-WebSocket-Protocol``. Only ``rdfm.*`` ones are rsep's: with none offered, (None,
+    ``fmt``). With ``?format=`` given, its subprotocol must be among those offered. ValueError
+    (406) when no offered one names a format rsep pushes."""
+    names = [p.strip() for p in (offered or "").split(",") if p.strip()]
+    rdfm = [p for p in names if p.lower().startswith("rdfm.")]
+    if not rdfm:
+        return None, fmt
+    ours = ", ".join(SUBPROTOCOLS)
+    if fmt:
+        chosen = next((p for p in rdfm if SUBPROTOCOLS.get(p.lower()) == fmt), None)
+        if chosen is None:
+            raise ValueError(f"?format={fmt} is not among the offered subprotocols "
+                             f"({', '.join(rdfm)}): offer one of {ours}, or leave ?format= out")
+        return chosen, fmt
+    for p in rdfm:
+        if p.lower() in SUBPROTOCOLS:
+            return p, SUBPROTOCOLS[p.lower()]
+    raise ValueError(f"none of the offered subprotocols ({', '.join(rdfm)}) is pushed here: "
+                     f"rsep pushes a query's RDF Messages as {ours}")
 
 
 def result_format(fmt: str | None, accept: str | None, offered: Sequence[str] = tuple(FORMATS)) -> str:

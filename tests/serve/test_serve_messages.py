@@ -57,10 +57,10 @@ class RawReader(threading.Thread):
                         return
                     kind, data = "", []
 
-    def results(self) -> list[str]:
+    def results(self, kind: str = "result") -> list[str]:
         self.join(30)
         assert not self.is_alive()
-        return [d for k, d in self.items if k == "result"]
+        return [d for k, d in self.items if k == kind]
 
 
 def _cli(query: Path, out: Path, *args: str, stream: Path = SRBENCH) -> str:
@@ -105,9 +105,10 @@ def test_construct_results_are_pushed_as_the_clis_rdf_messages(tmp_path):
         time.sleep(0.2)
         _post_and_close(client, SRBENCH.read_bytes())
         client.delete("/queries/hot")
-        assert rs["sse-format"].results() == sse["rdfm-trig"]
+        # (an RDF Message is an rdf-message event, as the spec's discovery tests frame it)
+        assert rs["sse-format"].results("rdf-message") == sse["rdfm-trig"]
         assert rs["ws-accept"].results() == messages["rdfm-trig"]
-        assert rs["sse-accept"].results() == sse["rdfm-nquads"]
+        assert rs["sse-accept"].results("rdf-message") == sse["rdfm-nquads"]
         assert rs["ws-format"].results() == messages["rdfm-nquads"]
         assert [json.loads(d) for d in rs["sse-jsonl"].results()] == \
             [{"query": "http://example.org/hot", **d} for d in jsonl]
@@ -176,3 +177,63 @@ def test_a_malformed_message_is_dead_lettered_and_the_log_goes_on(tmp_path):
                              "--time-predicate arrival)")]
         stats = client.get("/queries/all").json()
         assert stats["events_in"] == 2
+
+
+def test_sse_and_websocket_frame_rdf_messages_as_the_discovery_tests_do(tmp_path):
+    """The spec's discovery tests (messages-tests, "Message Stream Discovery Tests") over the
+    real server: SSE says the messages' media type in RDF-Message-Content-Type and sends each
+    as an ``rdf-message`` event; a WebSocket client offering ``rdfm.*`` subprotocols gets the
+    first one rsep pushes, answered in the handshake, and the messages in that syntax; one
+    offering none rsep pushes, or not the one ?format= names, is refused with the reason."""
+    from websockets.sync.client import connect as ws_connect
+
+    q = tmp_path / "hot.rq"
+    q.write_text(HOT)
+    messages = {fmt: split_log(_cli(q, tmp_path / f"hot.{fmt}", "--format", fmt))
+                for fmt in ("rdfm-trig", "rdfm-nquads")}
+    with serve() as client:
+        assert client.post("/queries", headers=SPARQL, params={"name": "hot"}, content=HOT).status_code == 201
+        base = str(client.base_url).rstrip("/") + "/queries/hot"
+        ws_base = base.replace("http", "ws", 1)
+        with httpx.stream("GET", f"{base}/results?format=rdfm-nquads", timeout=30) as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            assert r.headers["rdf-message-content-type"] == "application/n-quads"
+        with httpx.stream("GET", f"{base}/results", timeout=30) as r:  # jsonl: no RDF Messages
+            assert "rdf-message-content-type" not in r.headers
+        for offered, why in [
+                (["rdfm.ld-json", "rdfm.n-triples"], "none of the offered subprotocols "
+                 "(rdfm.ld-json, rdfm.n-triples) is pushed here: rsep pushes a query's RDF "
+                 "Messages as rdfm.trig, rdfm.n-quads, rdfm.x-jelly-rdf"),
+                (["rdfm.n-quads"], "?format=rdfm-trig is not among the offered subprotocols")]:
+            url = f"{ws_base}/ws" + ("?format=rdfm-trig" if len(offered) == 1 else "")
+            with pytest.raises(InvalidStatus) as e:
+                ws_connect(url, subprotocols=offered)  # type: ignore[arg-type]
+            assert e.value.response.status_code == 406
+            assert json.loads(e.value.response.body)["error"].startswith(why)
+        got: dict[str, list[str]] = {}
+        chosen: dict[str, str | None] = {}
+        ready = threading.Barrier(3)
+
+        def read_ws(offered: list[str]) -> None:
+            with ws_connect(f"{ws_base}/ws", subprotocols=offered) as ws:  # type: ignore[arg-type]
+                chosen[offered[-1]] = ws.subprotocol
+                ready.wait(10)
+                got[offered[-1]] = [str(m) for m in ws]
+
+        sse = RawReader(f"{base}/results?format=rdfm-trig")
+        threads = [threading.Thread(target=read_ws, args=(o,), daemon=True)
+                   for o in (["rdfm.ld-json", "rdfm.n-quads"], ["chat", "rdfm.trig"])]
+        for t in threads:
+            t.start()
+        sse.start()
+        assert sse.ready.wait(10)
+        ready.wait(10)
+        time.sleep(0.2)
+        _post_and_close(client, SRBENCH.read_bytes())
+        client.delete("/queries/hot")
+        for t in threads:
+            t.join(30)
+    assert chosen == {"rdfm.n-quads": "rdfm.n-quads", "rdfm.trig": "rdfm.trig"}
+    assert got == {"rdfm.n-quads": messages["rdfm-nquads"], "rdfm.trig": messages["rdfm-trig"]}
+    assert sse.results("rdf-message") == [m.rstrip("\n") for m in messages["rdfm-trig"]]
+    assert sse.results() == []  # no "result" events

@@ -97,7 +97,7 @@ def test_console_drives_a_whole_session(tmp_path: Path) -> None:
         shoot(page, tmp_path, "error", clip={"x": 0, "y": 0, "width": 620, "height": 480})
 
         # the RSP-QL rooms example: its background graph, the query, then its readings
-        example(page, "#g-example", "docs/examples/rooms/rooms.ttl")
+        page.set_input_files("#g-file", str(ROOT / "docs" / "examples" / "rooms" / "rooms.ttl"))
         page.click("#g-send")
         expect(page.locator("#g-result")).to_contain_text("<http://example.org/rooms>: 2 triples")
         example(page, "#q-example", "docs/examples/rooms/rooms.rq")
@@ -212,3 +212,14 @@ def test_console_without_its_bundle_says_to_run_make(tmp_path: Path,
         assert r.status_code == 503 and "make console" in r.text
         assert client.get("/health").json()["status"] == "ok"
         assert client.get("/console/console.js").status_code == 404
+
+
+def test_console_passes_its_token_to_its_own_files() -> None:
+    """Behind --token the page's script and style are fetched with the ?token= the page was
+    opened with (a <script> sends no Authorization header)."""
+    with TestClient(app.build_app(Hub(Settings()), token="s3cret"), base_url="http://localhost") as client:
+        html = client.get("/", params={"token": "s3cret"}).text
+        assert 'src="/console/console.js?token=s3cret"' in html
+        assert client.get("/console/console.js").status_code == 401
+        if BUNDLE.is_file():
+            assert client.get("/console/console.js", params={"token": "s3cret"}).status_code == 200

@@ -174,8 +174,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    metavar="N", help="refuse a query of more than N triple patterns, UNION "
                    f"branches, BIND, FILTER and operators (default {bounds.DEFAULT.max_patterns:,})")
     r.add_argument("--max-query-triples", type=int, default=bounds.DEFAULT.max_triples,
-                   metavar="N", help="refuse a group { } of more than N triple patterns "
-                   f"(default {bounds.DEFAULT.max_triples})")
+                   metavar="N", help="refuse a group { } joining more than N triple "
+                   f"patterns, OPTIONALs and groups (default {bounds.DEFAULT.max_triples})")
     r.add_argument("--max-record-bytes", type=_size_arg, default=None, metavar="SIZE",
                    help="a TriG / N-Quads record (one graph block) still unfinished after "
                    f"SIZE characters is rejected and its file read no further (default "

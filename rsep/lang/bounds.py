@@ -35,8 +35,10 @@ class QueryBounds:
     # of a chain of operators: each one level of pyoxigraph's algebra (a left-deep join,
     # extension or conjunction), whose evaluation recurses on them
     max_patterns: int = 1000
-    # triple patterns of one group (a basic graph pattern): pyoxigraph's planning of a BGP
-    # grows ~n^3.5 in them, on an empty store too (64: 0.9 s, 128: 10 s, 900: hours)
+    # what one group joins: its triple patterns, OPTIONALs and inner groups (GRAPH, WINDOW,
+    # MINUS, sub-SELECT; not a UNION's or SEQ's later branches): pyoxigraph's planning of a
+    # group's joins grows ~n^4 in them, on an empty store too (triple patterns 64: 0.9 s,
+    # 128: 10 s; OPTIONALs 64: 0.2 s, 128: 3 s, 150: 5.5 s, 900: over 3 minutes)
     max_triples: int = 100
 
 
@@ -70,6 +72,12 @@ _KEYWORDS = frozenset({
     "UNION", "BIND", "FILTER", "OPTIONAL", "MINUS", "GRAPH", "SERVICE", "VALUES", "EXISTS",
     "AND", "OR", "SEQ", "OPTIONALSEQ", "EQUALS", "EQUALSOPTIONAL", "FOLLOWEDBY", "WINDOW",
     "STREAM", "EVENT"})
+
+
+# the keywords after which a group is an operator's operand, not a member of the group
+# around it that pyoxigraph joins (a UNION of any number of branches is planned at once)
+_BRANCHES = frozenset({"UNION", "SEQ", "OPTIONALSEQ", "EQUALS", "EQUALSOPTIONAL", "AND", "OR",
+                       "FOLLOWEDBY"})
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -128,12 +136,24 @@ def check_tree(tree: Tree[Any], text: str, source: str | None) -> None:
     depth = patterns = 0
     stack: list[Any] = [tree]
     at = 0  # where the last kept token ended
-    # the open brackets, innermost last, and the triple patterns of each open group
+    # the open brackets, innermost last, and the members of each open group (its triple
+    # patterns, counted by their separators, and the groups opened in it)
     opened: list[str] = []
     triples: list[int] = []
+    closed = False  # the last thing read was a "}" (a "." after a group separates no triples)
+    branch = False  # the last thing read was an operator whose operands are groups (UNION...)
+
+    def member(offset: int) -> None:
+        triples[-1] += 1
+        if triples[-1] > b.max_triples:
+            line, col = position(text, offset)
+            raise QueryError(f"this group joins more than {b.max_triples} triple patterns, "
+                             "OPTIONALs and groups (--max-query-triples): pyoxigraph's "
+                             "planning of a group's joins grows steeply with their number",
+                             line, col, source)
 
     def gap(end: int) -> None:
-        nonlocal depth, patterns
+        nonlocal depth, patterns, closed, branch
         if end <= at:
             return
         between = text[at:end]
@@ -142,6 +162,8 @@ def check_tree(tree: Tree[Any], text: str, source: str | None) -> None:
         for m in _GAP.finditer(between):
             v = m.group()
             if v in _OPEN:
+                if v == "{" and opened and opened[-1] == "{" and not branch:
+                    member(at + m.start())
                 depth += 1
                 opened.append(v)
                 triples.append(1 if v == "{" else 0)
@@ -157,14 +179,10 @@ def check_tree(tree: Tree[Any], text: str, source: str | None) -> None:
                     triples.pop()
             elif v not in _NOT_COUNTED:
                 count(at + m.start())
-                if v in ".;," and opened and opened[-1] == "{":
-                    triples[-1] += 1
-                    if triples[-1] > b.max_triples:
-                        line, col = position(text, at + m.start())
-                        raise QueryError(f"this group has more than {b.max_triples} triple "
-                                         "patterns (--max-query-triples): pyoxigraph's "
-                                         "planning of a basic graph pattern grows steeply "
-                                         "with its size", line, col, source)
+                if v in ".;," and opened and opened[-1] == "{" and not closed:
+                    member(at + m.start())
+            closed = v == "}"
+            branch = False
 
     def count(offset: int) -> None:
         nonlocal patterns
@@ -184,6 +202,9 @@ def check_tree(tree: Tree[Any], text: str, source: str | None) -> None:
             continue
         gap(node.start_pos)
         at = max(at, node.end_pos)
-        if str(node).upper() in _KEYWORDS:
+        word = str(node).upper()
+        closed = False
+        branch = word in _BRANCHES
+        if word in _KEYWORDS:
             count(node.start_pos)
     gap(len(text))

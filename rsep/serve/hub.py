@@ -166,6 +166,10 @@ class QueryWorker:
         self.channel = Channel(history)
         self.inbox: queue.SimpleQueue[tuple[str, Any, Any]] = queue.SimpleQueue()
         self.pending = 0  # events queued and not yet taken in
+        # events_in counts the events of the streams the query reads (all when it names none):
+        # the engine's own count has every stream's
+        self.reads = frozenset(self.runtime.streams)
+        self.events_in = 0
         self.results = 0
         self.state: int | None = None
         self.latency_ms: float | None = None  # accepted -> taken in, for the last event
@@ -180,7 +184,7 @@ class QueryWorker:
 
     def stats(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "status": self.status, "error": self.error,
-                "events_in": self.engine.events, "results_out": self.results,
+                "events_in": self.events_in, "results_out": self.results,
                 "state_triples": self.state, "pending_events": self.pending,
                 "lag_ms": self.latency_ms, "engine_time": self.engine.now,
                 "output": self.output.describe() if self.output else None}
@@ -208,6 +212,8 @@ class QueryWorker:
                 if op == "event":
                     self.pending -= 1
                     self.engine.push(arg)
+                    if not self.reads or arg.stream in self.reads:
+                        self.events_in += 1
                     self.latency_ms = (time.monotonic() - extra) * 1000
                 elif op == "clock":
                     self.engine.close(until=arg)

@@ -192,6 +192,9 @@ def test_console_drives_a_whole_session(tmp_path: Path) -> None:
         assert spaseq.locator("tr.result td").all_inner_texts() == [
             "3000", "1000", "3000", "insert", "<http://example.org/s1>", "80.5", "83"]
         expect(page.locator("#streams tr.stream")).to_have_count(2)
+        # (the rooms query does not read <http://example.org/srbench>: its count stays)
+        expect(spaseq.locator(".stats")).to_contain_text("3 events in")
+        assert client.get("/queries/rooms").json()["events_in"] == 34
         spaseq.scroll_into_view_if_needed()
         shoot(page, tmp_path, "automaton", clip=spaseq.bounding_box())  # type: ignore[arg-type]
 

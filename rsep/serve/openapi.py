@@ -176,9 +176,10 @@ def _schema() -> dict[str, Any]:
             "/queries/{name}/results": {
                 "parameters": [_NAME],
                 "get": {"summary": "the query's results as Server-Sent Events: event "
-                                   "'result' (data: a Result, or with format rdfm-* one RDF "
-                                   "Message per evaluation; jelly is refused with 406: SSE "
-                                   "carries text), 'error' (the query failed), "
+                                   "'result' (data: a Result), or with format rdfm-* event "
+                                   "'rdf-message', one RDF Message per evaluation, its media "
+                                   "type in the header RDF-Message-Content-Type (jelly is "
+                                   "refused with 406: SSE carries text), 'error' (the query failed), "
                                    "'end' (unregistered); ids count per query, Last-Event-ID "
                                    "or ?since=N resumes",
                         "parameters": [{"name": "since", "in": "query",
@@ -192,8 +193,10 @@ def _schema() -> dict[str, Any]:
                                    "with format rdfm-* one RDF Message per evaluation; or "
                                    "{error}) per text message, with format jelly one binary "
                                    "message (an RdfStreamFrame, the first with the stream's "
-                                   "options) per RDF Message; closed with 1000 when the "
-                                   "query is unregistered",
+                                   "options) per RDF Message; the format also negotiated "
+                                   "by the subprotocol rdfm.trig, rdfm.n-quads or "
+                                   "rdfm.x-jelly-rdf (Sec-WebSocket-Protocol); closed with "
+                                   "1000 when the query is unregistered",
                         "parameters": [{"name": "since", "in": "query",
                                         "schema": {"type": "integer"}}, _FORMAT, _ACCEPT],
                         "responses": {"101": {"description": "switching protocols"},

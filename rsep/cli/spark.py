@@ -30,6 +30,7 @@ from rsep.cli.run import (
 from rsep.runtime.engine import EngineError
 from rsep.runtime.sinks import open_sink
 from rsep.spark.kafka import KafkaSink, check_url, packages_conf, run_live, uses_kafka
+from rsep.spark.mqtt import check_stream
 from rsep.spark.package import (
     ALIAS,
     EXECUTOR_PYTHON,
@@ -189,11 +190,21 @@ def run(args: argparse.Namespace) -> int:
                 raise EngineError("--batch replays files; a Kafka topic is read by a "
                                   "streaming job (give ?idle=SECONDS to end it)")
             continue
-        if path == "-" or path.startswith(("tcp://", "mqtt://")):
-            # A Spark job replays files (its live sources are rsep.spark.mqtt / socket's API).
+        if path.startswith("mqtt://"):  # a topic, read by rsep.spark.mqtt's source
+            try:
+                check_stream(path, stream_format=args.stream_format)
+            except ValueError as e:
+                raise EngineError(str(e)) from None
+            if args.batch:
+                raise EngineError("--batch replays files; an MQTT topic is read by a "
+                                  "streaming job (give ?idle=SECONDS to end it)")
+            continue
+        if path == "-" or path.startswith("tcp://"):
+            # A Spark job replays files (its socket source is rsep.spark.socket's API).
             raise EngineError(f"--engine spark reads stream files and directories (TriG, N-Quads, "
-                              f"RDF Message Logs, Jelly files, JSON lines), not {path}: use the "
-                              "in-process engine (without --engine spark)")
+                              f"RDF Message Logs, Jelly files, JSON lines), Kafka and MQTT "
+                              f"topics, not {path}: use the in-process engine (without "
+                              "--engine spark)")
         if not Path(path).exists():
             raise EngineError(f"stream file not found: {path}")
         if path.lower().endswith(RML_SUFFIXES):
@@ -325,7 +336,7 @@ def _run_job(args: argparse.Namespace, spark: SparkSession, stdout: TextIO, tty:
 
     ticker = _StageProgress(spark, sys.stderr) if tty and args.batch else None
     try:
-        if any(is_kafka(path) for _, path in args.stream):
+        if any(is_kafka(path) or path.startswith("mqtt://") for _, path in args.stream):
             run_live(pipe, on_batch, checkpoint=checkpoint, stream_format=args.stream_format,
                      trigger_seconds=args.trigger, max_files_per_trigger=args.max_files_per_batch,
                      max_bytes_per_trigger=BATCH_BYTES if args.max_bytes_per_batch is None

@@ -113,25 +113,35 @@ def run_live(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *,
              trigger_seconds: float | None = None, max_files_per_trigger: int | None = None,
              max_bytes_per_trigger: int | None = None,
              on_query: Callable[[StreamingQuery], None] | None = None) -> None:
-    """A streaming job over the pipeline's streams, some of them Kafka topics: until Ctrl-C
-    or, when every topic has ``?idle=SECONDS``, until no record came for the longest of them
-    (the files being read whole); then the end of input closes every query, as a replay of
-    files ends."""
+    """A streaming job over the pipeline's streams, some of them Kafka topics or MQTT topics
+    (rsep.spark.mqtt): until Ctrl-C or, when every one has ``?idle=SECONDS``, until no record
+    came for the longest of them (the files being read whole); then the end of input closes
+    every query, as a replay of files ends."""
     import tempfile
 
-    kafka = [(iri, url) for iri, url in pipe.streams if is_kafka(url)]
-    idles = [kafka_url(url, allowed=SPARK_OPTIONS).options.get("idle") for _, url in kafka]
-    idle = None if None in idles else max(float(i) for i in idles if i is not None)
+    from rsep.spark.mqtt import mqtt_stream
+
     ck = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="rsep-spark-"))
     control = ck / "control"
     control.mkdir(parents=True, exist_ok=True)
     records = pipe.file_records(control=str(control), max_files_per_trigger=max_files_per_trigger,
                                 max_bytes_per_trigger=None if max_files_per_trigger
                                 else max_bytes_per_trigger)
-    for iri, url in kafka:
-        records = records.unionByName(kafka_records(pipe.spark, iri, url,
-                                                    stream_format=stream_format),
-                                      allowMissingColumns=True)
+    idles: list[float | None] = []
+    for iri, url in pipe.streams:
+        if is_kafka(url):
+            live = kafka_records(pipe.spark, iri, url, stream_format=stream_format)
+            given = kafka_url(url, allowed=SPARK_OPTIONS).options.get("idle")
+            idles.append(None if given is None else float(given))
+        elif url.startswith("mqtt://"):
+            # (no checkpoint: a temporary spool and a session that ends with the run)
+            live, mqtt_idle = mqtt_stream(pipe.spark, iri, url, stream_format=stream_format,
+                                          checkpoint=checkpoint)
+            idles.append(mqtt_idle)
+        else:
+            continue
+        records = records.unionByName(live, allowMissingColumns=True)
+    idle = None if None in idles else max(i for i in idles if i is not None)
     trigger = {"processingTime": f"{trigger_seconds} seconds"} if trigger_seconds else None
     q = pipe.start(records, on_batch, checkpoint=str(ck / "checkpoint"), trigger=trigger)
     try:

@@ -40,7 +40,7 @@ from pyspark.sql.datasource import DataSource
 
 from rsep.spark.pipeline import collect_outputs, collect_rejected
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
-from rsep.stream.live import mqtt_url
+from rsep.stream.live import live_options, mqtt_url
 
 parse_url = mqtt_url  # one URL syntax for rsep run's live sources and Spark's
 
@@ -59,8 +59,9 @@ class MqttDataSource(DataSource):
     (earliest|latest in the spool), ``fsync`` (true), ``reconnectTimeout`` (30: seconds
     the source waits for a lost broker, reconnecting on its session, before the query
     fails; a broker back without the session fails it at once), ``username``, ``password``,
-    ``format`` (trig|nquads|jsonl; default: detected per message). Each message must hold
-    complete events (an event's time triple with its graph, prefixes included)."""
+    ``format`` (trig|nquads|jsonl; default: detected per message; rdfm-trig|rdfm-nquads: each
+    message one RDF Message in that syntax). Each message must hold complete events (an
+    event's time triple with its graph, prefixes included)."""
 
     @classmethod
     def name(cls) -> str:
@@ -277,6 +278,53 @@ def mqtt_records(spark: SparkSession, url_or_options: str | Mapping[str, str], *
     opts.update({k: str(v) for k, v in options.items()})
     register(spark)
     return spark.readStream.format(FORMAT).options(**opts).load()
+
+
+def session_id(checkpoint: str | Path, stream: str, url: str) -> str:
+    """The MQTT client id of a checkpointed run's source: the same for a run restarted from
+    its checkpoint, so it resumes the broker session that queued what came meanwhile (and a
+    producer can open that session before the first run)."""
+    # (the URL without rsep's ?options: a restart with another ?idle is the same session)
+    base = url.partition("?")[0]
+    h = hashlib.blake2b(f"{Path(checkpoint).resolve()}\n{stream}\n{base}".encode(), digest_size=10)
+    return "rsep-" + h.hexdigest()
+
+
+def mqtt_stream(spark: SparkSession, stream: str, url: str, *, stream_format: str = "auto",
+                checkpoint: str | Path | None = None) -> tuple[DataFrame, float | None]:
+    """A ``--stream IRI=mqtt://HOST:PORT/TOPIC`` of ``rsep run --engine spark``: its raw
+    records, read as the in-process engine reads the URL (rsep.stream.live: ``?format=``,
+    ``?reconnect=``; with ``--stream-format rdfm`` each broker message one RDF Message), and
+    its ``?idle=`` (None: none given). With ``checkpoint`` the spool is in it and the
+    session persistent (:func:`session_id`); without, nothing outlives the run."""
+    base, opts = check_stream(url, stream_format)
+    host, port, topic = parse_url(base)
+    fmt = opts.get("format")
+    if stream_format == "rdfm":
+        fmt = "rdfm-" + (fmt or "trig")
+    options = {"host": host, "port": str(port), "topic": topic}
+    if fmt:
+        options["format"] = fmt
+    if "reconnect" in opts:
+        options["reconnectTimeout"] = opts["reconnect"]
+    spool = None
+    if checkpoint is not None:
+        options["clientId"] = session_id(checkpoint, stream, url)
+        spool = Path(checkpoint) / "mqtt" / options["clientId"]
+    idle = float(opts["idle"]) if "idle" in opts else None
+    return mqtt_records(spark, options, stream=stream, spool_dir=spool), idle
+
+
+def check_stream(url: str, stream_format: str = "auto") -> tuple[str, dict[str, str]]:
+    """An MQTT ``--stream`` URL the Spark source reads; errors before a session starts."""
+    base, opts = live_options(url)
+    parse_url(base)
+    if opts.get("format") == "jelly" or stream_format == "jelly":
+        raise ValueError(f"{url}: Jelly over MQTT is read by the in-process engine (rsep run "
+                         "without --engine spark); on Spark give TriG, N-Quads or JSON lines")
+    if stream_format == "rdfm" and opts.get("format") == "jsonl":
+        raise ValueError(f"an RDF Message is TriG or N-Quads, not JSON lines: {url!r}")
+    return base, opts
 
 
 # ------------------------------------------------------------------ sink

@@ -105,8 +105,8 @@ class SparkPipeline:
         directory, which its caller fills a micro-batch at a time (rsep.spark.staging)."""
         dfs = []
         for iri, path in self.streams:
-            if path.startswith("kafka://"):
-                continue  # a topic, not files: rsep.spark.kafka's source
+            if path.startswith(("kafka://", "mqtt://")):
+                continue  # a topic, not files: rsep.spark.kafka's or rsep.spark.mqtt's source
             p = Path(path)
             # Jelly is binary: its bytes travel base64-encoded in the text column
             # (rsep.spark.parse decodes a ``.jelly`` origin's text).

@@ -30,6 +30,8 @@ from typing import overload
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from rsep.spark.texts import PAYLOAD_FORMATS
+
 # crc32, payload length, arrival (microseconds since the epoch), key length
 _HEAD = struct.Struct("<IIqH")
 _SUFFIX = ".log"
@@ -247,8 +249,9 @@ class SpooledStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options = {str(k).lower(): v for k, v in options.items()}
         self.format = options.get("format") or None
-        if self.format not in (None, "trig", "nquads", "jsonl"):
-            raise ValueError(f"format must be trig, nquads or jsonl, not {self.format!r}")
+        if self.format not in (None, "trig", "nquads", "jsonl", *PAYLOAD_FORMATS):
+            raise ValueError(f"format must be trig, nquads, jsonl, {', '.join(PAYLOAD_FORMATS)}, "
+                             f"not {self.format!r}")
         self.fsync = _flag(options.get("fsync", "true"), "fsync")
         self.start_at = options.get("startingoffsets", "earliest")
         if self.start_at not in ("earliest", "latest"):

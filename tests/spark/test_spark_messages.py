@@ -32,6 +32,18 @@ def test_spark_refuses_standard_input_and_live_sources_with_the_reason(capsys):
         assert "--engine spark reads stream files" in capsys.readouterr().err
 
 
+def test_spark_refuses_what_its_mqtt_source_does_not_read_before_a_session(capsys):
+    query = str(ROOT / "examples" / "srbench-hot.rq")
+    for url, args, why in [
+            ("mqtt://127.0.0.1:9/t?format=jelly", [], "Jelly over MQTT is read by the in-process"),
+            ("mqtt://127.0.0.1:9/t?format=jsonl", ["--stream-format", "rdfm"],
+             "an RDF Message is TriG or N-Quads, not JSON lines"),
+            ("mqtt://127.0.0.1:9/t?window=1", [], "unknown option(s) window"),
+            ("mqtt://127.0.0.1:9/t", ["--batch"], "--batch replays files; an MQTT topic")]:
+        assert main(["run", query, "--stream", f"{SR}={url}", "--engine", "spark", *args]) == 1
+        assert why in capsys.readouterr().err, url
+
+
 def test_spark_refuses_an_rml_mapping_and_says_how_to_convert_it(capsys):
     query = str(ROOT / "examples" / "citybench" / "q1.rq")
     mapping = str(ROOT / "examples" / "citybench" / "traffic-182955.rml.ttl")

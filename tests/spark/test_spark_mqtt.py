@@ -307,3 +307,35 @@ def test_query_over_mqtt_publishes_the_in_process_results(spark, broker, tmp_pat
         sub.close()
     assert by_time([json.loads(p) for p, _ in got]) == by_time(ref)
     assert all(u["rsep-id"].split(":")[0] == u["rsep-batch"] for _, u in got)
+
+
+def test_rsep_run_engine_spark_reads_an_rdf_message_log_over_mqtt(spark, broker, tmp_path, capsys):
+    """Issue 48's "done when": the log ``rsep convert --to rdfm-trig`` writes in the current
+    syntax, published one message per broker message (no version label, no MESSAGE: the
+    transport delimits them), into ``rsep run --engine spark --stream IRI=mqtt://...
+    --stream-format rdfm``: the in-process results, line for line. The broker queues the
+    messages for the run's session (rsep.spark.mqtt.session_id), so no sleep waits for it
+    to subscribe, and ?idle ends the run."""
+    from rsep.cli.main import main
+    from rsep.spark.mqtt import session_id
+    from rsep.stream.writer import split_log
+    from rsep.testing.snippets import ROOT
+
+    stream_file = ROOT.parent / "shared/data/srbench-weather/weather-stream.trig"
+    sr = "http://example.org/srbench"
+    query = str(ROOT / "examples" / "srbench-hot.rq")
+    assert main(["run", query, "--stream", f"{sr}={stream_file}", "-q"]) == 0
+    ref = capsys.readouterr().out
+    assert ref.count("\n") > 20
+    log = tmp_path / "weather.trig"
+    assert main(["convert", str(stream_file), "--to", "rdfm-trig", "-o", str(log), "-q"]) == 0
+    payloads = split_log(log.read_text())
+    assert len(payloads) == 34 and not any("VERSION" in p or "MESSAGE" in p for p in payloads)
+    capsys.readouterr()
+    ck = tmp_path / "ck"
+    url = f"mqtt://127.0.0.1:{broker}/rsep/cli-rdfm?idle=1"
+    open_session(broker, session_id(ck, sr, url), ["rsep/cli-rdfm"])
+    publish(broker, "rsep/cli-rdfm", payloads)
+    assert main(["run", query, "--stream", f"{sr}={url}", "--stream-format", "rdfm", "-q",
+                 "--engine", "spark", "--checkpoint", str(ck)]) == 0
+    assert capsys.readouterr().out == ref

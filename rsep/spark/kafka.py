@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from rsep.spark.pipeline import SparkPipeline, ordered
 from rsep.spark.spool import SpoolError
 from rsep.stream.kafka import KafkaUrl, is_kafka, kafka_url
+from rsep.stream.messages import messages_mode
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,8 +72,7 @@ def check_url(url: str, *, stream_format: str = "auto") -> KafkaUrl:
     if u.options.get("format") == "jelly" or stream_format == "jelly":
         raise ValueError(f"{url}: Jelly records are read by the in-process engine (rsep run "
                          "without --engine spark); on Spark give TriG, N-Quads or JSON lines")
-    if stream_format == "rdfm" and u.options.get("format") == "jsonl":
-        raise ValueError(f"an RDF Message is TriG or N-Quads, not JSON lines: {url!r}")
+    messages_mode(u.options.get("format", "trig"), stream_format == "rdfm", url)
     return u
 
 

@@ -41,6 +41,7 @@ from pyspark.sql.datasource import DataSource
 from rsep.spark.pipeline import collect_outputs, collect_rejected
 from rsep.spark.spool import SCHEMA, SpooledStreamReader, SpoolError, now_us
 from rsep.stream.live import live_options, mqtt_url
+from rsep.stream.messages import messages_mode
 
 parse_url = mqtt_url  # one URL syntax for rsep run's live sources and Spark's
 
@@ -322,8 +323,7 @@ def check_stream(url: str, stream_format: str = "auto") -> tuple[str, dict[str, 
     if opts.get("format") == "jelly" or stream_format == "jelly":
         raise ValueError(f"{url}: Jelly over MQTT is read by the in-process engine (rsep run "
                          "without --engine spark); on Spark give TriG, N-Quads or JSON lines")
-    if stream_format == "rdfm" and opts.get("format") == "jsonl":
-        raise ValueError(f"an RDF Message is TriG or N-Quads, not JSON lines: {url!r}")
+    messages_mode(opts.get("format", "trig"), stream_format == "rdfm", url)
     return base, opts
 
 

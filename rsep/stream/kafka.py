@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, unquote
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import parse_lines
-from rsep.stream.messages import MessageLog, payload_messages
+from rsep.stream.messages import MessageLog, messages_mode, payload_messages
 from rsep.stream.time import TimeConfig
 
 SCHEME = "kafka://"
@@ -254,11 +254,7 @@ class KafkaStream:
         self.stream = stream
         self.control = control
         self.syntax = self.parsed.options.get("format", "trig")
-        if self.syntax == "jelly":
-            messages = True  # Jelly's frames are RDF Messages
-        self.messages = messages
-        if messages and self.syntax == "jsonl":
-            raise ValueError(f"an RDF Message Log is TriG or N-Quads, not JSON lines: {url!r}")
+        self.messages = messages_mode(self.syntax, messages, url)
         self.time = time or TimeConfig()
         self.arrival = arrival
         self.records = KafkaRecords(self.parsed, control=control)

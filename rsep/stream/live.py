@@ -36,7 +36,7 @@ from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.framing import Framer
 from rsep.stream.jsonl import parse_lines
-from rsep.stream.messages import MessageLog, payload_messages
+from rsep.stream.messages import MessageLog, messages_mode, payload_messages
 from rsep.stream.time import TimeConfig
 
 SCHEMES = ("tcp://", "mqtt://")
@@ -293,11 +293,7 @@ class LiveStream:
         self.idle = float(opts["idle"]) if "idle" in opts else None
         self.reconnect = float(opts.get("reconnect", RECONNECT_S))
         self._invalid: deque[int] = deque()  # TCP: offsets of invalid bytes not yet framed
-        if self.syntax == "jelly":
-            messages = True  # Jelly's frames are RDF Messages
-        self.messages = messages
-        if messages and self.syntax == "jsonl":
-            raise ValueError(f"an RDF Message Log is TriG or N-Quads, not JSON lines: {url!r}")
+        self.messages = messages_mode(self.syntax, messages, url)
         self.time = time or TimeConfig()
         self.arrival = arrival
         if self.url.startswith("tcp://"):

@@ -105,6 +105,16 @@ def sniff(path: str | Path, size: int = 1 << 20) -> bool:
     return is_message_log(head)
 
 
+def messages_mode(syntax: str, messages: bool, url: str) -> bool:
+    """Whether a source of ``syntax`` is read as RDF Messages (``messages``: asked for, by
+    ``--stream-format rdfm``): Jelly's frames always are; JSON lines never can be."""
+    if syntax == "jelly":
+        return True
+    if messages and syntax == "jsonl":
+        raise ValueError(f"an RDF Message Log is TriG or N-Quads, not JSON lines: {url!r}")
+    return messages
+
+
 def payload_messages(origin: str, stream: str, payloads: Iterable[str], *, fmt: str,
                      time: TimeConfig | None = None, arrival: bool = False) -> MessageLog:
     """The messages of a transport that carries one RDF Message per payload (an MQTT

@@ -37,7 +37,7 @@ def test_spark_refuses_what_its_mqtt_source_does_not_read_before_a_session(capsy
     for url, args, why in [
             ("mqtt://127.0.0.1:9/t?format=jelly", [], "Jelly over MQTT is read by the in-process"),
             ("mqtt://127.0.0.1:9/t?format=jsonl", ["--stream-format", "rdfm"],
-             "an RDF Message is TriG or N-Quads, not JSON lines"),
+             "an RDF Message Log is TriG or N-Quads, not JSON lines"),
             ("mqtt://127.0.0.1:9/t?window=1", [], "unknown option(s) window"),
             ("mqtt://127.0.0.1:9/t", ["--batch"], "--batch replays files; an MQTT topic")]:
         assert main(["run", query, "--stream", f"{SR}={url}", "--engine", "spark", *args]) == 1

@@ -22,6 +22,7 @@ from types import ModuleType
 
 from rsep import __version__
 from rsep.lang import QueryError
+from rsep.lang.errors import OptionRefused
 from rsep.runtime.engine import EngineError
 from rsep.stream.time import TimeError
 
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None, *, started: Callable[[], None] = _nothin
             return interruptible(_module(module).main, args)
         code: int = _module(module).main(args)
         return code
+    except OptionRefused as e:
+        print(f"rsep: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except QueryError as e:
         print(f"rsep: {e}", file=sys.stderr)
         return EXIT_ERROR

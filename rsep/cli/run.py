@@ -22,7 +22,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
 from rsep.lang.dialect import EPSPARQL, OPTIONS, SPASEQ, WINDOW_BOUNDS
-from rsep.lang.errors import QueryError
+from rsep.lang.errors import OptionRefused
 from rsep.runtime.engine import Engine, EngineError, Limits
 from rsep.runtime.sinks import FORMATS, Prefixes, display, open_sink, read_prefixes
 from rsep.runtime.stages import StageClock, table
@@ -266,18 +266,19 @@ def _given(args: argparse.Namespace, option: str) -> bool:
 
 def check_options(args: argparse.Namespace) -> list[Query]:
     """Each query file parsed, with the options given applied: an option its dialect or the
-    engine does not take is refused (a QueryError or EngineError naming both), never ignored."""
+    engine does not take is refused (an OptionRefused naming both: exit status 2), never
+    ignored."""
     for o, (engine, message) in ENGINE_ONLY.items():
         if engine != args.engine and _given(args, o):
-            raise EngineError(message or f"{o} applies to --engine {engine} runs, not "
-                              f"--engine {args.engine}")
+            raise OptionRefused(message or f"{o} applies to --engine {engine} runs, not "
+                                f"--engine {args.engine}")
     if _given(args, "--max-bytes-per-batch"):
         other = next((o for o in ("--max-files-per-batch", "--batch") if _given(args, o)), None)
         if other is not None:
-            raise EngineError(f"--max-bytes-per-batch caps a streaming run's micro-batches by "
-                              f"size; {other} " + ("caps them by files: give one of the two"
-                                                   if other != "--batch" else
-                                                   "runs one batch job, with no micro-batches"))
+            raise OptionRefused(f"--max-bytes-per-batch caps a streaming run's micro-batches by "
+                                f"size; {other} " + ("caps them by files: give one of the two"
+                                                     if other != "--batch" else
+                                                     "runs one batch job, with no micro-batches"))
     given = [o for o in OPTIONS if o.startswith("--") and _given(args, o)]
     bounds.configure(bounds.QueryBounds(args.max_query_bytes, args.max_query_depth,
                                         args.max_query_patterns, args.max_query_triples))
@@ -423,12 +424,12 @@ def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: l
         elif family == EPSPARQL and hasattr(rt, "policy_state"):
             EpTracer(var, value, sys.stderr, name, show=show).attach(rt)
         else:
-            raise QueryError("--trace follows the runs of a SPASEQ query and the events of an "
-                             "EP-SPARQL one (unrestricted, chronological or recent); "
-                             + ("ETALIS's step-wise policies run apart from them"
-                                if family == EPSPARQL else
-                                f"{dialect_of(q).title} has neither (rsep explain shows how it "
-                                "runs)"), source=qf)
+            raise OptionRefused("--trace follows the runs of a SPASEQ query and the events of "
+                                "an EP-SPARQL one (unrestricted, chronological or recent); "
+                                + ("ETALIS's step-wise policies run apart from them"
+                                   if family == EPSPARQL else
+                                   f"{dialect_of(q).title} has neither (rsep explain shows how "
+                                   "it runs)"), source=qf)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from rsep.algebra.query import ContinuousQuery, Query
-from rsep.lang.errors import QueryError
+from rsep.lang.errors import OptionRefused, QueryError
 
 if TYPE_CHECKING:
     from rsep.algebra.epsparql import EpSparqlQuery
@@ -109,10 +109,10 @@ class Dialect:
             takers=", ".join(takers[:-1]) + " and " + takers[-1] if len(takers) > 1 else takers[0])
 
     def check(self, option: str, source: str | None = None) -> None:
-        """A QueryError if this dialect refuses ``option``."""
+        """An OptionRefused (a QueryError) if this dialect refuses ``option``."""
         why = self.refusal(option)
         if why is not None:
-            raise QueryError(why, source=source)
+            raise OptionRefused(why, source=source)
 
 
 @functools.cache

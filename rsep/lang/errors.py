@@ -23,6 +23,11 @@ class QueryError(ValueError):
         return f"{where} {self.message}" if where else self.message
 
 
+class OptionRefused(QueryError):
+    """An option the query's language does not take (``--r2s`` on a SPASEQ query): a usage
+    error, exit status 2 as for the commands' other refusals (README, "Exit status")."""
+
+
 def position(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a character offset."""
     line = text.count("\n", 0, offset) + 1

@@ -149,13 +149,13 @@ def test_trace_refusals():
            "(unrestricted, chronological or recent); ")
     got = rsep("run", "docs/examples/cqels.rq", "--stream", "http://example.org/srbench=x",
                "--trace", "?sensor=:s1")
-    assert (got.returncode, got.stdout) == (1, "")
+    assert (got.returncode, got.stdout) == (2, "")
     assert got.stderr == (f"rsep: docs/examples/cqels.rq: {why}CQELS has neither (rsep explain "
                           "shows how it runs)\n")
     got = rsep("run", "docs/examples/epsparql.rq", "--stream", "http://example.org/srbench=x",
                "--policy", "etalis-chronological", "--trace", "?sensor=:s1")
     assert (got.returncode, got.stderr) == (
-        1, f"rsep: docs/examples/epsparql.rq: {why}ETALIS's step-wise policies run apart from "
+        2, f"rsep: docs/examples/epsparql.rq: {why}ETALIS's step-wise policies run apart from "
         "them\n")
     got = rsep("run", "docs/examples/spaseq.rq", "--stream", "http://example.org/srbench=x",
                "--trace", "sensor")
@@ -166,5 +166,5 @@ def test_trace_refusals():
     got = rsep("run", "docs/examples/spaseq.rq", "--stream", "http://example.org/srbench=x",
                "--trace", "?sensor=:s1", "--engine", "spark")
     assert (got.returncode, got.stderr) == (
-        1, "rsep: --trace follows the runs of the in-process engine; run without --engine "
+        2, "rsep: --trace follows the runs of the in-process engine; run without --engine "
         "spark to trace a key\n")

@@ -69,8 +69,8 @@ def test_run_takes_or_refuses_each_option_as_the_registry_says(tmp_path, capsys,
     if option in d.takes:
         assert code == 0, err
         assert err == ""
-    else:
-        assert code == 1
+    else:  # a usage error, as explain's and compare's refusals are (README, "Exit status")
+        assert code == 2
         assert err == f"rsep: {q}: {d.refusal(option)}\n"
         assert option in err and d.title in err
 
@@ -113,6 +113,6 @@ def test_spark_options_are_refused_in_process(tmp_path, capsys, option, value):
     s = tmp_path / "s.trig"
     s.write_text(STREAM)
     code = main(["run", str(q), "--stream", f"{EX}s={s}", option] + ([value] if value else []))
-    assert code == 1
+    assert code == 2
     assert capsys.readouterr().err == \
         f"rsep: {option} applies to --engine spark runs, not --engine inprocess\n"

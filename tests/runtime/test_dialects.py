@@ -154,7 +154,7 @@ def test_rsp_options_are_refused_for_event_queries(tmp_path, capsys, text, optio
     s = tmp_path / "s.trig"
     s.write_text(f"<{EX}g> <http://www.w3.org/ns/prov#generatedAtTime> 1 . <{EX}g> {{ <{EX}a> <{EX}p> 1 }}\n")
     value = "istream" if option == "--r2s" else "on-arrival"
-    assert main(["run", str(q), "--stream", f"{EX}s={s}", option, value]) == 1
+    assert main(["run", str(q), "--stream", f"{EX}s={s}", option, value]) == 2
     err = capsys.readouterr().err
     assert f"{option} / {option[2:]} applies to RSP-QL, C-SPARQL and CQELS queries" in err
 

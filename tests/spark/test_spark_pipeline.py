@@ -427,10 +427,10 @@ def test_byte_and_file_caps_are_refused_together(capsys):
     stream = f"http://coupons={COUPON / 'coupons.trig'}"
     for other in (["--max-files-per-batch", "1"], ["--batch"]):
         assert main(["run", str(q), "--stream", stream, "--engine", "spark",
-                     "--max-bytes-per-batch", "1M", *other]) == 1  # as every refused option
+                     "--max-bytes-per-batch", "1M", *other]) == 2  # as every refused option
         assert "--max-bytes-per-batch caps a streaming run's micro-batches" in \
             capsys.readouterr().err
-    assert main(["run", str(q), "--stream", stream, "--max-bytes-per-batch", "1M"]) == 1
+    assert main(["run", str(q), "--stream", stream, "--max-bytes-per-batch", "1M"]) == 2
     assert "--max-bytes-per-batch applies to --engine spark runs" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["run", str(q), "--stream", stream, "--engine", "spark",

@@ -21,11 +21,13 @@ from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import Query
 from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
-from rsep.lang.dialect import EPSPARQL, OPTIONS, SPASEQ, WINDOW_BOUNDS
+from rsep.lang.dialect import OPTIONS, WINDOW_BOUNDS
 from rsep.lang.errors import OptionRefused
 from rsep.runtime.engine import Engine, EngineError, Limits
-from rsep.runtime.sinks import FORMATS, Prefixes, display, open_sink, read_prefixes
+from rsep.runtime.sinks import FORMATS, open_sink, read_prefixes
 from rsep.runtime.stages import StageClock, table
+from rsep.runtime.trace import attach as attach_tracer
+from rsep.runtime.trace import parse_key
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import MAX_RECORD, TimeConfig
@@ -62,12 +64,10 @@ def _pair(text: str, what: str) -> tuple[str, str]:
 
 
 def _trace_arg(text: str) -> tuple[str, str]:
-    var, sep, value = text.partition("=")
-    var = var.strip().lstrip("?$")
-    if not sep or not var or not value.strip():
-        raise argparse.ArgumentTypeError(
-            f"--trace must be ?VAR=VALUE (e.g. ?sensor=<http://example.org/s1>), got {text!r}")
-    return var, value.strip()
+    try:
+        return parse_key(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _stream_arg(text: str) -> tuple[str, str]:
@@ -400,36 +400,12 @@ def _overrun(what: str, limit: float, flush: tuple[IO[str], ...]) -> None:
 
 def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: list[str]) -> None:
     """Trace the registered queries' runs (SPASEQ: rsep.spaseq.why) or events (EP-SPARQL:
-    rsep.epsparql.why) of ``key``, imported only then: an untraced run's engines are not
-    touched."""
-    from rsep.epsparql.why import EpTracer
-    from rsep.spaseq.why import Tracer
-
-    var, value = key
-    several = len(engine.queries) > 1
+    rsep.epsparql.why) of ``key`` (rsep.runtime.trace, which rsep serve shares)."""
     declared = table_prefixes_of(sources)
-    prefixes = Prefixes(declared)
-
-    def show(term: str) -> str:
-        return prefixes.term(display(term))
-
-    p, colon, local = value.partition(":")
-    if colon and p in declared and not value.startswith(("<", '"')) and "/" not in local:
-        value = f"<{declared[p]}{local}>"  # a prefixed name, as the queries declare it
+    several = len(engine.queries) > 1
     for rt, q, qf in zip(engine.queries, queries, sources, strict=True):
-        family = dialect_of(q).family
-        name = rt.name if several else ""
-        if family == SPASEQ:
-            Tracer(var, value, sys.stderr, name, show=show).attach(rt)
-        elif family == EPSPARQL and hasattr(rt, "policy_state"):
-            EpTracer(var, value, sys.stderr, name, show=show).attach(rt)
-        else:
-            raise OptionRefused("--trace follows the runs of a SPASEQ query and the events of "
-                                "an EP-SPARQL one (unrestricted, chronological or recent); "
-                                + ("ETALIS's step-wise policies run apart from them"
-                                   if family == EPSPARQL else
-                                   f"{dialect_of(q).title} has neither (rsep explain shows how "
-                                   "it runs)"), source=qf)
+        attach_tracer(rt, q, key, declared, out=sys.stderr, name=rt.name if several else "",
+                      source=qf)
 
 
 def main(args: argparse.Namespace) -> int:

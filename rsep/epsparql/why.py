@@ -39,11 +39,13 @@ def _same(term: str, value: str) -> bool:
 class EpTracer:
     """Prints, per instant, what the EP-SPARQL runtime did with the key's events."""
 
-    def __init__(self, var: str, value: str, out: IO[str], query_name: str = "",
-                 show: Callable[[str], str] = str) -> None:
-        self.var = var
+    def __init__(self, var: str | None, value: str, out: IO[str] | None, query_name: str = "",
+                 show: Callable[[str], str] = str,
+                 sink: Callable[[int | str, str], None] | None = None) -> None:
+        self.var = var  # None: attached but following no key (rsep serve, between traces)
         self.value = value
         self.out = out
+        self.sink = sink  # (time, text) of each line, instead of printing them on ``out``
         self.prefix = f"{query_name}: " if query_name else ""
         self.show = show
         self.kind: TimeKind | None = None
@@ -51,6 +53,15 @@ class EpTracer:
         self.arrived: list[tuple[int, int, str]] = []  # the key's events not yet said
         self.held: dict[int, int] = {}  # the key's events, unconsumed: item -> start
         self.said: list[str] = []  # this instant's lines, from outputs
+
+    def retarget(self, var: str | None, value: str = "") -> None:
+        """Follow another key (None: none) from the next event on; events taken in before
+        are not known to it."""
+        self.var, self.value = var, value
+        self.items.clear()
+        self.arrived.clear()
+        self.held.clear()
+        self.said.clear()
 
     def attach(self, rt: Any) -> None:
         """Trace an :class:`~rsep.epsparql.runtime.EpSparqlRuntime` (before it runs)."""
@@ -60,6 +71,8 @@ class EpTracer:
 
         def inserted(e: Event) -> None:
             insert(e)
+            if self.var is None:
+                return
             item = e.seq or id(e)
             self.items[item] = (e.start, e.end)
             for t in e.triples:
@@ -72,7 +85,8 @@ class EpTracer:
         outputs = rt.outputs
 
         def output(s: Any, tau: int, *a: Any) -> Any:
-            self._solution(s)
+            if self.var is not None:
+                self._solution(s)
             return outputs(s, tau, *a)
 
         rt.outputs = output
@@ -81,7 +95,8 @@ class EpTracer:
         def evaluated(tau: int) -> Any:
             self.kind = rt.kind
             got = evaluate(tau)
-            self._instant(tau)
+            if self.var is not None:
+                self._instant(tau)
             return got
 
         rt.evaluate = evaluated
@@ -129,6 +144,10 @@ class EpTracer:
         h, strict = self.rt.window
         if h == math.inf:
             return
+        # an event that ended before the window cannot justify a complex event any more: its
+        # span is not needed (a server traces for days)
+        for i in [i for i, (_, b) in self.items.items() if b < tau - h and i not in self.held]:
+            del self.items[i]
         # (PolicyState.deadline's reading of the bound: ta <= tau - h, or < for a strict one)
         gone = [i for i, ta in self.held.items() if (ta <= tau - h if strict else ta < tau - h)]
         for i in sorted(gone, key=self.held.__getitem__):
@@ -141,4 +160,7 @@ class EpTracer:
             del self.held[i]
 
     def _say(self, t: int, text: str) -> None:
-        print(f"{self.prefix}{self._t(t)}  {text}", file=self.out)
+        if self.sink is not None:
+            self.sink(format_time(int(t), self.kind), text)
+        else:
+            print(f"{self.prefix}{self._t(t)}  {text}", file=self.out)

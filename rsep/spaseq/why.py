@@ -39,25 +39,37 @@ class Tracer:
     """The trace list an :class:`~rsep.spaseq.nfa.NFAEngine` logs into, and the printer of
     what its entries mean for one key."""
 
-    def __init__(self, var: str, value: str, out: IO[str], query_name: str = "",
-                 show: Callable[[str], str] = str) -> None:
-        self.var = var
+    def __init__(self, var: str | None, value: str, out: IO[str] | None, query_name: str = "",
+                 show: Callable[[str], str] = str,
+                 sink: Callable[[int | str, str], None] | None = None) -> None:
+        self.var = var  # None: attached but following no key (rsep serve, between traces)
         self.value = value
         self.out = out
+        self.sink = sink  # (time, text) of each line, instead of printing them on ``out``
         self.prefix = f"{query_name}: " if query_name else ""
         self.show = show  # a term's N-Triples for people (the CLI's: prefixed, numbers bare)
         self.shown: list[str] | None = None  # the selected variables, in order (None: all)
         self.entries: list[tuple] = []
         self.kind: TimeKind | None = None
+        self.shown_all: list[str] = []
 
     # the engine's trace protocol: a list it appends entries to
     def append(self, entry: tuple) -> None:
-        self.entries.append(entry)
+        if self.var is not None:
+            self.entries.append(entry)
+
+    def retarget(self, var: str | None, value: str = "") -> None:
+        """Follow another key (None: none) from the next instant on: the runs live then are
+        read as they are, their past is not told."""
+        self.var, self.value = var, value
+        self.shown = [v for v in self.shown_all if v != var] or None
+        self.entries.clear()
 
     def attach(self, rt: Any) -> None:
         """Trace a :class:`~rsep.spaseq.runtime.SpaseqRuntime` (before the engine binds it)."""
         rt.query.options["trace"] = self
         rt.options.shared_runs = False
+        self.shown_all = list(rt.variables)
         self.shown = [v for v in rt.variables if v != self.var] or None
         bind = rt.bind
 
@@ -75,7 +87,10 @@ class Tracer:
         return [mu for mu in om if any(k == self.var and _same(v, self.value) for k, v in mu)]
 
     def _say(self, t: int, text: str) -> None:
-        print(f"{self.prefix}{format_time(t, self.kind)}  {text}", file=self.out)
+        if self.sink is not None:
+            self.sink(format_time(t, self.kind), text)
+        else:
+            print(f"{self.prefix}{format_time(t, self.kind)}  {text}", file=self.out)
 
     def _bindings(self, mus: list[tuple]) -> str:
         shown = []
@@ -245,6 +260,9 @@ class _Traced:
 
     def _process(self, t: int, sevs: list[SEvent]) -> list[Match]:
         m = self.machine
+        if self.tracer.var is None:
+            untraced: list[Match] = m.process(t, sevs)
+            return untraced
         mine = self.tracer._mine
         before = {rid: (r.state, r.omega, r.op, r.window) for rid, r in m.runs.items()
                   if mine(r.omega)}

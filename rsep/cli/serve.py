@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from rsep.runtime.engine import Limits
+from rsep.runtime.trace import MAX_LINES
 from rsep.runtime.watermark import WatermarkPolicy
 from rsep.serve.app import build_app
 from rsep.serve.guard import MiB, Protection
@@ -110,6 +111,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--history", type=_positive, default=HISTORY, metavar="N",
                    help="results kept per query for subscribers that connect late or resume "
                         f"with Last-Event-ID (default {HISTORY}); the server's memory grows with it")
+    s.add_argument("--trace-lines", type=_positive, default=MAX_LINES, metavar="N",
+                   help="lines kept of a query's trace (PUT /queries/N/trace; default "
+                        f"{MAX_LINES}): older ones are dropped and counted")
     s.add_argument("--max-pending-events", type=_positive, default=MAX_PENDING, metavar="N",
                    help="events queued for one query before POST /events is refused with 429 "
                         f"(default {MAX_PENDING}); a live source is held back instead")
@@ -158,7 +162,8 @@ def main(args: argparse.Namespace) -> int:
         allowed_lateness=args.allowed_lateness,
         limits=Limits(args.max_window_triples, args.max_results, args.max_eval_seconds or None),
         allow_dereference=args.allow_dereference, history=args.history,
-        max_pending=args.max_pending_events, watermark=args.watermark)
+        max_pending=args.max_pending_events, watermark=args.watermark,
+        trace_lines=args.trace_lines)
     protection = Protection(
         allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin),
         max_query_bytes=args.max_query_bytes, max_event_bytes=args.max_event_bytes,

@@ -33,7 +33,7 @@ from rsep.algebra.query import Query
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
 from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, nesting, read_body
-from rsep.serve.hub import Busy, DuplicateName, Hub, Item, QueryWorker, graph_results
+from rsep.serve.hub import Busy, DuplicateName, Hub, Item, NoTrace, QueryWorker, graph_results
 from rsep.serve.ingest import FORMATS as EVENT_FORMATS
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
@@ -165,6 +165,49 @@ def build_app(hub: Hub, token: str | None = None,
             return Response(explain(w.query), media_type="text/plain; charset=utf-8")
         except ValueError as e:
             return _error(400, str(e))
+
+    def _trace(w: QueryWorker, since: int = 0) -> Response:
+        log = w.trace_log
+        if log is None:
+            return _error(404, f"query {w.name} has no trace: PUT /queries/{w.name}/trace "
+                               '{"key": "?VAR=VALUE"} starts one')
+        return JSONResponse({"key": w.trace_key, "limit": log.lines.maxlen,
+                             "dropped": log.dropped, "lines": log.since(since)})
+
+    async def get_trace(request: Request) -> Response:
+        w = _worker(request)
+        if w is None:
+            return _error(404, "no such query")
+        return _trace(w, _seq(request.query_params.get("since")))
+
+    async def put_trace(request: Request) -> Response:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":
+            return _error(415, f"PUT {request.url.path} takes a body of type application/json, "
+                               f"not {media or 'one without a Content-Type'}")
+        try:
+            d = json.loads(await read_body(request, CONTROL_BYTES, guard.body_timeout,
+                                           "the trace") or b"{}")
+            key = d.get("key") if isinstance(d, dict) else None
+            if not isinstance(key, str):
+                raise ValueError('the body must be {"key": "?VAR=VALUE"} (e.g. '
+                                 '{"key": "?sensor=:s1"}, a prefixed name of the query\'s '
+                                 "PREFIXes, an <iri> or a literal's lexical form)")
+            w = await run_in_threadpool(hub.trace, request.path_params["name"], key)
+        except NoTrace as e:
+            return _error(404, str(e))
+        except (ValueError, RecursionError) as e:  # (json: nesting thousands deep)
+            return _error(400, str(e))
+        return _trace(w)
+
+    async def delete_trace(request: Request) -> Response:
+        w = _worker(request)
+        if w is None:
+            return _error(404, "no such query")
+        if w.trace_log is None:
+            return _error(404, f"query {w.name} has no trace")
+        await run_in_threadpool(hub.trace, w.name, None)
+        return Response(status_code=204)
 
     async def stream_stats(request: Request) -> Response:
         return JSONResponse(hub.stream_stats())
@@ -496,6 +539,9 @@ def build_app(hub: Hub, token: str | None = None,
         Route("/queries/{name}/results", sse, methods=["GET"]),
         Route("/queries/{name}/automaton", automaton, methods=["GET"]),
         Route("/queries/{name}/explain", explain_query, methods=["GET"]),
+        Route("/queries/{name}/trace", get_trace, methods=["GET"]),
+        Route("/queries/{name}/trace", put_trace, methods=["PUT"]),
+        Route("/queries/{name}/trace", delete_trace, methods=["DELETE"]),
         Route("/console/{file}", console_file, methods=["GET"]),
         Route("/streams/stats", stream_stats, methods=["GET"]),
         WebSocketRoute("/queries/{name}/ws", ws),

@@ -30,7 +30,9 @@ from rsep.algebra.output import EngineError, Output
 from rsep.algebra.query import Query
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError, parse_query
+from rsep.runtime import trace as tracing
 from rsep.runtime.engine import Engine, Limits
+from rsep.runtime.sinks import read_prefixes
 from rsep.runtime.watchdog import Watchdog
 from rsep.runtime.watermark import WatermarkPolicy
 from rsep.runtime.windowed import QueryRuntime
@@ -60,6 +62,10 @@ WATERMARK_TICK = 0.05
 
 class Busy(Exception):
     """A query's inbox is full: the events are refused whole (429), none taken in."""
+
+
+class NoTrace(Exception):
+    """A query has no trace (404), or cannot have one (a refusal, 400)."""
 
 
 class DuplicateName(QueryError):
@@ -102,6 +108,7 @@ class Settings:
     # when engine time moves without events (rsep.runtime.watermark; default: only events
     # and POST /clock move it, as in a replay)
     watermark: WatermarkPolicy = field(default_factory=WatermarkPolicy)
+    trace_lines: int = tracing.MAX_LINES  # lines kept of a query's trace (bounds memory)
 
 
 def kind_of(q: Query) -> str:
@@ -177,6 +184,11 @@ class QueryWorker:
         self.registered = time.time()
         self.thread = threading.Thread(target=self._run, name=f"rsep-serve-{name}", daemon=True)
         self.output: MqttPublisher | None = None
+        # the trace (PUT /queries/N/trace): its tracer stays attached once made (a SPASEQ
+        # one from registration, dormant); key and log are set by the query's thread
+        self.tracer: Any = None
+        self.trace_key: str | None = None
+        self.trace_log: tracing.TraceLog | None = None
 
     @property
     def status(self) -> str:
@@ -202,6 +214,12 @@ class QueryWorker:
                     self.engine.watchdog.close()  # else its thread outlives the query
                 self.channel.publish("end", {})
                 return
+            if op == "trace":
+                try:
+                    self._trace(*arg)
+                finally:
+                    extra.set()
+                continue
             if self.error is not None:
                 if op == "event":
                     self.pending -= 1
@@ -225,6 +243,21 @@ class QueryWorker:
             finally:
                 if op == "clock":
                     extra.set()  # after the outputs went out: the caller reads them next
+
+    def _trace(self, key: tuple[str, str] | None, text: str | None, limit: int) -> None:
+        """(the query's thread, between two events) Follow ``key`` from now on (None: stop)."""
+        declared = read_prefixes(self.text)
+        if key is not None and self.tracer is None:  # EP-SPARQL: attached on the first trace
+            self.tracer = tracing.attach(self.runtime, self.query, None, declared,
+                                         sink=self._trace_line)
+        if self.tracer is not None:
+            tracing.retarget(self.tracer, key, declared)
+        self.trace_key = text
+        self.trace_log = tracing.TraceLog(limit) if key is not None else None
+
+    def _trace_line(self, time: int | str, text: str) -> None:
+        if self.trace_log is not None:
+            self.trace_log(time, text)
 
     def _publish(self) -> None:
         outs = list(self.engine.drain())
@@ -351,11 +384,19 @@ class Hub:
             engine = Engine(time_unit_ms=s.time_unit_ms, limits=s.limits,
                             allow_dereference=s.allow_dereference)
             engine.graphs = dict(self.graphs)
-            # the query starts at the server's current time, as one registered between two
-            # events of `rsep run` would
-            engine.kind, engine.now, engine.start = self.kind, self.now, self.start
-            engine.register(q, source=source, default_name=n)
+            rt = engine.register(q, source=source, default_name=n)
             w = QueryWorker(n, text, q, engine, self.settings.history)
+            if isinstance(q, SpaseqQuery):
+                # a trace can start at any instant only on the general engine, with runs
+                # unshared, chosen when the runtime binds (rsep.spaseq.why): a dormant tracer
+                # is attached before it does
+                w.tracer = tracing.attach(rt, q, None, read_prefixes(text),
+                                          sink=w._trace_line)
+            # the query starts at the server's current time, as one registered between two
+            # events of `rsep run` would (Engine.register binds as below when it knows it)
+            engine.kind, engine.now, engine.start = self.kind, self.now, self.start
+            if self.kind is not None:
+                rt.bind(self.kind, s.time_unit_ms, self.now if self.now is not None else 0)
             if s.limits.max_eval_seconds is not None:
                 limit = s.limits.max_eval_seconds
                 engine.watchdog = Watchdog(limit, lambda what: self._overrun(w, what, limit))
@@ -385,6 +426,27 @@ class Hub:
             return False
         w.inbox.put(("stop", None, None))
         return True
+
+    def trace(self, name: str, key: str | None, timeout: float = 10.0) -> QueryWorker:
+        """Follow the runs (SPASEQ) or events (EP-SPARQL) of ``key`` (``?VAR=VALUE``) of the
+        query ``name`` from its next event on, in a new log (None: stop and drop the log).
+        NoTrace for no such query; ValueError for a bad key or a query that cannot be
+        traced (the message of ``rsep run --trace``)."""
+        w = self.workers.get(name)
+        if w is None:
+            raise NoTrace("no such query")
+        parsed = None
+        if key is not None:
+            parsed = tracing.parse_key(key)
+            why = tracing.traceable(w.runtime, w.query)
+            if why is not None:
+                raise ValueError(why)
+        done = threading.Event()
+        w.inbox.put(("trace", (parsed, key, self.settings.trace_lines), done))
+        # the inbox keeps the order, so events posted after this are traced whether or not
+        # the query's thread has got to it; waiting lets a GET right after see the new log
+        done.wait(timeout)
+        return w
 
     def get(self, name: str) -> QueryWorker | None:
         return self.workers.get(name)

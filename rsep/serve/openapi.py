@@ -80,6 +80,22 @@ def _schema() -> dict[str, Any]:
             "schemas": {
                 "Error": {"type": "object", "required": ["error"],
                           "properties": {"error": {"type": "string"}}},
+                "Trace": {"type": "object", "required": ["key", "limit", "dropped", "lines"],
+                          "properties": {
+                              "key": {"type": "string", "description": "?VAR=VALUE as PUT"},
+                              "limit": {"type": "integer", "description": "the lines kept "
+                                        "(--trace-lines): older ones are dropped"},
+                              "dropped": {"type": "integer",
+                                          "description": "lines dropped so far"},
+                              "lines": {"type": "array", "items": {
+                                  "type": "object", "required": ["seq", "time", "text"],
+                                  "properties": {
+                                      "seq": {"type": "integer",
+                                              "description": "1, 2, ... in time order"},
+                                      "time": {"type": ["integer", "string"],
+                                               "description": "as a result's time"},
+                                      "text": {"type": "string", "description": "the line "
+                                               "rsep run --trace prints after the time"}}}}}},
                 "Query": {"type": "object", "required": ["name", "kind", "status", "query"],
                           "properties": {
                               "name": {"type": "string"},
@@ -224,6 +240,26 @@ def _schema() -> dict[str, Any]:
                                    "states, an EP-SPARQL operator tree)",
                         "responses": {"200": {"description": "the explanation", "content": {
                             "text/plain": _TEXT}}, "404": _ERROR, "400": _ERROR}}},
+            "/queries/{name}/trace": {
+                "parameters": [_NAME],
+                "get": {"summary": "the lines of the query's trace (rsep run --trace), in time "
+                                   "order, after ?since=SEQ (404: no trace started)",
+                        "parameters": [{"name": "since", "in": "query",
+                                        "schema": {"type": "integer"}}],
+                        "responses": {"200": _json("Trace", "the trace"), "404": _ERROR}},
+                "put": {"summary": "start a trace of a SPASEQ query's runs or an EP-SPARQL "
+                                   "query's events of one key, from its next event on (a new "
+                                   "trace replaces the last); refused (400) for other queries, "
+                                   "as rsep run --trace is",
+                        "requestBody": {"required": True, "content": {"application/json": {
+                            "schema": {"type": "object", "required": ["key"], "properties": {
+                                "key": {"type": "string", "description": "?VAR=VALUE: an "
+                                        "<iri>, a prefixed name of the query's PREFIXes, or a "
+                                        "literal's lexical form"}}}}}},
+                        "responses": {"200": _json("Trace", "the new trace (no lines yet)"),
+                                      "400": _ERROR, "404": _ERROR}},
+                "delete": {"summary": "stop the trace and drop its lines",
+                           "responses": {"204": {"description": "stopped"}, "404": _ERROR}}},
             "/streams/stats": {"get": {
                 "summary": "per stream: events taken in and rejected, held back by the "
                            "allowed lateness, the latest event time, the rate over the last "

@@ -41,7 +41,9 @@ def _target(nfa: NFA, e: Edge) -> str:
 
 def _engine(nfa: NFA) -> str:
     q = nfa.query
-    if chain_eligible(nfa, GPMEvaluator(q.gpms.values(), {}), engine_options(q), None):
+    # (a traced query, as rsep serve's, runs on the general engine: the runtime's choice)
+    if chain_eligible(nfa, GPMEvaluator(q.gpms.values(), {}), engine_options(q),
+                      q.options.get("trace")):
         return "chain (plain GPMs under , and ;: each run is one path)"
     return "NFA_scep (Algorithms 1-9)"
 

@@ -44,6 +44,7 @@ function say(id, text, ok) {
 const TARGET = {
   "docs/examples/rooms/readings.trig": "http://example.org/readings",
   "docs/examples/observations.trig": "http://example.org/obs",
+  "docs/examples/warming/readings.trig": "http://example.org/station",
   "examples/coupon/coupons.trig": "http://coupons",
   "examples/coupon/locations.trig": "http://locations",
   "examples/rsepql/figure1.trig": "http://example.org/S",
@@ -270,7 +271,8 @@ class QueryView {
             el("button", { class: "prev", onclick: () => this.turn(-1) }, "‹"),
             el("span", { class: "page" }),
             el("button", { class: "next", onclick: () => this.turn(1) }, "›")),
-          el("div", { class: "chart" })),
+          el("div", { class: "chart" }),
+          ...(q.kind === "rsp" ? [] : [this.tracePanel(e)])),
         el("div", { class: "explain-side" },
           el("h3", {}, "explain"), el("pre", { class: "explain" }),
           el("div", { class: "automaton" }),
@@ -287,6 +289,65 @@ class QueryView {
   }
 
   $(sel) { return this.section.querySelector(sel); }
+
+  // rsep run --trace for one key (PUT/GET/DELETE /queries/N/trace): SPASEQ and EP-SPARQL only
+  tracePanel(e) {
+    this.traceUrl = `/queries/${e}/trace`;
+    this.traceSeq = null;  // the last line shown; null: not tracing
+    const key = el("input", { class: "trace-key", size: "28", placeholder: "?VAR=VALUE, e.g. ?sensor=:s1" });
+    key.onkeydown = (ev) => { if (ev.key === "Enter") this.startTrace(); };
+    return el("div", { class: "trace" },
+      el("h3", {}, "trace ", el("span", { class: "hint" }, "why is a match missing: one key's runs or events, from now on")),
+      el("div", { class: "row" }, key,
+        el("button", { class: "trace-start", onclick: () => this.startTrace() }, "trace"),
+        el("button", { class: "trace-stop", onclick: () => this.stopTrace() }, "stop"),
+        el("span", { class: "trace-status" })),
+      el("div", { class: "trace-scroll" }, el("table", { class: "trace-lines" }, el("tbody"))));
+  }
+
+  async startTrace() {
+    const r = await api(this.traceUrl, { method: "PUT", headers: { "Content-Type": "application/json" },
+                                        body: JSON.stringify({ key: this.$(".trace-key").value.trim() }) });
+    const st = this.$(".trace-status");
+    if (!r.ok) { this.traceSeq = null; st.className = "trace-status error"; st.textContent = await errorOf(r); return; }
+    const d = await r.json();
+    this.traceSeq = 0;
+    this.$(".trace-lines tbody").replaceChildren();
+    st.className = "trace-status ok";
+    st.textContent = `tracing ${d.key}`;
+    this.traceLines(d);
+  }
+
+  async stopTrace() {
+    if (this.traceSeq === null) return;
+    this.traceSeq = null;
+    await api(this.traceUrl, { method: "DELETE" });
+    const st = this.$(".trace-status");
+    st.className = "trace-status";
+    st.textContent = "stopped";
+  }
+
+  // the lines after the last shown; called with each refresh
+  async pollTrace() {
+    if (this.traceSeq === null || this.tracePolling) return;
+    this.tracePolling = true;
+    try {
+      const r = await api(`${this.traceUrl}?since=${this.traceSeq}`);
+      if (r.ok) this.traceLines(await r.json());
+      else if (r.status === 404 && this.traceSeq !== null) { this.traceSeq = null; this.$(".trace-status").textContent = "stopped"; }
+    } finally { this.tracePolling = false; }
+  }
+
+  traceLines(d) {
+    const fresh = d.lines.filter((ln) => ln.seq > this.traceSeq);
+    if (!fresh.length) return;
+    this.traceSeq = fresh[fresh.length - 1].seq;
+    const body = this.$(".trace-lines tbody");
+    body.append(...fresh.map((ln) => el("tr", { class: "trace-line" },
+      el("td", { class: "t" }, String(ln.time)), el("td", { class: "reason" }, ln.text))));
+    while (body.rows.length > d.limit) body.deleteRow(0);
+    if (d.dropped) this.$(".trace-status").textContent = `tracing ${d.key} (${d.dropped} older lines dropped)`;
+  }
 
   remove() {
     this.source.close();
@@ -398,6 +459,7 @@ function showQuery(q) {
   let view = shown.get(q.name);
   if (!view) { view = new QueryView(q); shown.set(q.name, view); }
   view.stats(q);
+  if (view.traceUrl) view.pollTrace();
 }
 
 // ------------------------------------------------------------------ the periodic refresh

@@ -2,7 +2,8 @@
 Playwright), used as a user would: a query loaded from the examples and registered, a
 syntax error underlined at its line and column, a background graph PUT and updated, events
 pasted in two formats, the clock moved, the results' table (prefixed names, paging), chart
-and downloads, the streams panel and the dead letters, explain and a SPASEQ automaton.
+and downloads, the streams panel and the dead letters, explain and a SPASEQ automaton, and
+a SPASEQ query's trace of one key.
 With ``RSEP_SCREENSHOT=1`` the screenshots of docs/serve.md are refreshed
 (docs/img/console-*.png); a plain run leaves docs/ untouched."""
 
@@ -201,6 +202,47 @@ def test_console_drives_a_whole_session(tmp_path: Path) -> None:
         section.locator("button.unregister").click()
         expect(section).to_have_count(0)
         assert [q["name"] for q in client.get("/queries").json()] == ["spaseq"]
+        assert errors == []
+        browser.close()
+
+
+def test_console_traces_a_key_of_an_event_query(tmp_path: Path) -> None:
+    """The trace panel of docs/examples/warming: a key, *trace*, the readings posted, the
+    lines of rsep run --trace in time order (tests/serve/test_serve_trace.py has them all),
+    *stop*."""
+    exe = chromium()
+    with serve() as client, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(str(client.base_url))
+        example(page, "#q-example", "docs/examples/warming/warming.rq")
+        page.click("#q-register")
+        warming = page.locator("section.query[data-name=warming]")
+        expect(warming).to_be_visible()
+        warming.locator("input.trace-key").fill("?sensor=:s1")
+        warming.locator("button.trace-start").click()
+        expect(warming.locator(".trace-status")).to_have_text("tracing ?sensor=:s1")
+        example(page, "#e-example", "docs/examples/warming/readings.trig")
+        assert page.locator("#e-stream").input_value() == "http://example.org/station"
+        page.click("#e-post")
+        expect(page.locator("#e-result")).to_have_text("6 taken in, 0 rejected")
+        page.fill("#c-until", "13")
+        page.click("#c-move")
+        lines = warming.locator("tr.trace-line")
+        expect(lines).to_have_count(10)  # (refreshed with the results: within a second)
+        assert lines.nth(1).locator("td").all_inner_texts() == [
+            "2", "run 1 discarded for ?sensor=:s1 (?before=20): skip-till-next (';') takes "
+            "the run's next event that joins any of its mappings, and B@2 joined only other "
+            "values of ?sensor"]
+        expect(warming.locator("tr.result")).to_have_count(2)
+        warming.scroll_into_view_if_needed()
+        shoot(page, tmp_path, "trace", clip=warming.bounding_box())  # type: ignore[arg-type]
+        warming.locator("button.trace-stop").click()
+        expect(warming.locator(".trace-status")).to_have_text("stopped")
+        assert client.get("/queries/warming/trace").status_code == 404
+        expect(lines).to_have_count(10)  # (what was shown stays)
         assert errors == []
         browser.close()
 

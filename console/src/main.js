@@ -327,8 +327,18 @@ class QueryView {
     st.textContent = "stopped";
   }
 
-  // the lines after the last shown; called with each refresh
-  async pollTrace() {
+  // the lines after the last shown; called with each refresh (``key``: the server's; one
+  // running when the card is made, e.g. before a reload, is shown, later ones are the user's)
+  async pollTrace(key) {
+    const first = !this.traceSeen;
+    this.traceSeen = true;
+    if (first && key) {
+      this.traceSeq = 0;
+      this.$(".trace-key").value = key;
+      this.$(".trace-lines tbody").replaceChildren();
+      this.$(".trace-status").className = "trace-status ok";
+      this.$(".trace-status").textContent = `tracing ${key}`;
+    }
     if (this.traceSeq === null || this.tracePolling) return;
     this.tracePolling = true;
     try {
@@ -459,7 +469,7 @@ function showQuery(q) {
   let view = shown.get(q.name);
   if (!view) { view = new QueryView(q); shown.set(q.name, view); }
   view.stats(q);
-  if (view.traceUrl) view.pollTrace();
+  if (view.traceUrl) view.pollTrace(q.trace);
 }
 
 // ------------------------------------------------------------------ the periodic refresh

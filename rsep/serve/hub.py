@@ -199,6 +199,7 @@ class QueryWorker:
                 "events_in": self.events_in, "results_out": self.results,
                 "state_triples": self.state, "pending_events": self.pending,
                 "lag_ms": self.latency_ms, "engine_time": self.engine.now,
+                "trace": self.trace_key,
                 "output": self.output.describe() if self.output else None}
 
     def fail(self, message: str) -> None:
@@ -445,7 +446,10 @@ class Hub:
         w.inbox.put(("trace", (parsed, key, self.settings.trace_lines), done))
         # the inbox keeps the order, so events posted after this are traced whether or not
         # the query's thread has got to it; waiting lets a GET right after see the new log
-        done.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while not done.wait(0.05) and self.workers.get(name) is w \
+                and time.monotonic() < deadline:
+            pass  # (an unregistered query's thread never gets to it)
         return w
 
     def get(self, name: str) -> QueryWorker | None:

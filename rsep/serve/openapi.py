@@ -108,6 +108,8 @@ def _schema() -> dict[str, Any]:
                               "pending_events": {"type": "integer"},
                               "lag_ms": {"type": ["number", "null"]},
                               "engine_time": {"type": ["integer", "null"]},
+                              "trace": {"type": ["string", "null"], "description": "the key "
+                                        "of its trace (PUT /queries/N/trace), or null"},
                               "output": {"type": ["object", "null"], "properties": {
                                   "url": {"type": "string"}, "format": {"type": "string"},
                                   "published": {"type": "integer"},

@@ -239,6 +239,9 @@ def test_console_traces_a_key_of_an_event_query(tmp_path: Path) -> None:
         expect(warming.locator("tr.result")).to_have_count(2)
         warming.scroll_into_view_if_needed()
         shoot(page, tmp_path, "trace", clip=warming.bounding_box())  # type: ignore[arg-type]
+        page.reload()  # a trace running when the page opens is shown
+        expect(lines).to_have_count(10)
+        expect(warming.locator("input.trace-key")).to_have_value("?sensor=:s1")
         warming.locator("button.trace-stop").click()
         expect(warming.locator(".trace-status")).to_have_text("stopped")
         assert client.get("/queries/warming/trace").status_code == 404

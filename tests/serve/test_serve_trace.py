@@ -11,24 +11,21 @@ from rsep.testing.snippets import ROOT
 WARMING = ROOT / "docs" / "examples" / "warming"
 STATION = "http://example.org/station"
 
-# tests/cli/test_trace_cli.py reads these from docs/semantics.md ("Why is a match missing")
-SPASEQ_LINES = [
-    (1, "run 1 started by A@1, waits in x1: ?before=20 (and 1 mapping(s) of other values of "
-        "?sensor: the event carried several)"),
-    (2, "run 1 discarded for ?sensor=:s1 (?before=20): skip-till-next (';') takes the run's "
-        "next event that joins any of its mappings, and B@2 joined only other values of ?sensor"),
-    (3, "run 3 started by A@3, waits in x1: ?before=21"),
-    (4, "run 3 completed a match: A@3 B@4 (?before=21 ?after=24)"),
-    (4, "run 4 started by A@4, waits in x1: ?before=24"),
-    (5, "run 5 started by A@5, waits in x1: ?before=22"),
-    (5, "run 4 did not take B@5: FILTER (?after >= ?before + 2) is false for ?before=24 and "
-        "?after=22 (it waits on)"),
-    (12, "run 4 discarded: its WITHIN window [1, 11] closed (windows tumble from the query's "
-         "start, Def. 16)"),
-    (12, "run 5 discarded: its WITHIN window [1, 11] closed (windows tumble from the query's "
-         "start, Def. 16)"),
-    (12, "run 6 started by A@12, waits in x1: ?before=30"),
-]
+
+def _semantics_block(heading: str) -> list[str]:
+    """The stderr block of docs/semantics.md's example under ``heading``: the lines
+    tests/cli/test_trace_cli.py asserts ``rsep run --trace`` prints."""
+    lines = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8").splitlines()
+    below = lines[lines.index(heading):]
+    i = below.index("and on stderr:")
+    start = next(j for j in range(i, len(below)) if below[j].startswith("```")) + 1
+    end = next(j for j in range(start, len(below)) if below[j].startswith("```"))
+    return below[start:end]
+
+
+# "TIME  TEXT" as the CLI prints them
+SPASEQ_LINES = [(int(t), text) for t, text in (
+    ln.split("  ", 1) for ln in _semantics_block("### Why is a match missing (`rsep run --trace`)"))]
 
 
 def _lines(client, name: str, since: int = 0) -> list[tuple[int, str]]:
@@ -53,13 +50,16 @@ def test_trace_of_the_warming_example_is_the_clis():
         r = client.put("/queries/warming/trace", json={"key": "?sensor=:s1"})
         assert r.status_code == 200, r.text
         assert r.json() == {"key": "?sensor=:s1", "limit": 1000, "dropped": 0, "lines": []}
+        assert client.get("/queries/warming").json()["trace"] == "?sensor=:s1"
         _post_readings(client)
+        assert len(SPASEQ_LINES) == 10
         assert _lines(client, "warming") == SPASEQ_LINES
         seqs = [ln["seq"] for ln in client.get("/queries/warming/trace").json()["lines"]]
         assert seqs == list(range(1, 11))
         assert _lines(client, "warming", since=8) == SPASEQ_LINES[8:]
         assert client.delete("/queries/warming/trace").status_code == 204
         assert client.get("/queries/warming/trace").status_code == 404
+        assert client.get("/queries/warming").json()["trace"] is None
         assert client.delete("/queries/warming/trace").status_code == 404
 
 
@@ -71,16 +71,22 @@ def test_trace_of_an_epsparql_query_starts_when_asked():
         r = client.put("/queries/ep/trace", json={"key": "?sensor=<http://example.org/s1>"})
         assert r.status_code == 200, r.text
         _post_readings(client)
-        got = _lines(client, "ep")
-        assert got[:5] == [
+        # tests/cli/test_trace_cli.py's lines for rsep run --trace on the same
+        assert _lines(client, "ep") == [
             (1, "event :g1 at 1 mentions :s1"),
             (3, "event :g3 at 3 mentions :s1"),
             (4, "event :g4 at 4 mentions :s1"),
             (4, "complex event [1, 4] detected from the events at 1, 4 (?before=20 ?after=24)"),
             (4, "complex event [3, 4] detected from the events at 3, 4 (?before=21 ?after=24)"),
+            (5, "event :g5 at 5 mentions :s1"),
+            (5, "complex event [1, 5] detected from the events at 1, 5 (?before=20 ?after=22)"),
+            (12, "event :g6 at 12 mentions :s1"),
+            (12, "complex event [3, 12] detected from the events at 3, 12 (?before=21 ?after=30)"),
+            (12, "complex event [4, 12] detected from the events at 4, 12 (?before=24 ?after=30)"),
+            (12, "complex event [5, 12] detected from the events at 5, 12 (?before=22 ?after=30)"),
+            (12, "the event at 1 left the window [1, 11] (getDURATION() <= 10): no complex event "
+                 "can start there any more"),
         ]
-        assert got[-1] == (12, "the event at 1 left the window [1, 11] (getDURATION() <= 10): "
-                               "no complex event can start there any more")
 
 
 def test_trace_refusals_are_the_clis():

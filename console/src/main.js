@@ -108,8 +108,9 @@ $("q-example").onchange = (ev) => {
 };
 
 $("q-register").onclick = async () => {
+  // traceable: the trace panel may follow a key of an event query later (docs/serve.md)
   const body = { query: editor.state.doc.toString(), name: $("q-name").value || undefined,
-                 dialect: $("q-dialect").value || undefined };
+                 dialect: $("q-dialect").value || undefined, traceable: true };
   const r = await api("/queries", { method: "POST", headers: { "Content-Type": "application/json" },
                                     body: JSON.stringify(body) });
   if (!r.ok) { markError(await errorOf(r)); return; }

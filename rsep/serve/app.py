@@ -225,22 +225,30 @@ def build_app(hub: Hub, token: str | None = None,
         body = (await read_body(request, guard.max_query_bytes, guard.body_timeout,
                                 "the query")).decode("utf-8", errors="replace")
         opts = {k: request.query_params.get(k) or None for k in ("name", "dialect", "output", "format")}
+        flag = request.query_params.get("traceable", "false")
+        if flag not in ("true", "false"):
+            return _error(400, f"traceable={flag[:40]!r}: expected true or false")
+        traceable = flag == "true"
         if request.headers.get("content-type", "").startswith("application/json"):
             try:
                 d = json.loads(body)
                 if not isinstance(d, dict) or not isinstance(d.get("query"), str):
                     raise ValueError('a JSON body must be {"query": TEXT, "name"?, "dialect"?, '
-                                     '"output"?, "format"?}')
+                                     '"output"?, "format"?, "traceable"?}')
             except (ValueError, RecursionError) as e:  # (json: nesting thousands deep)
                 return _error(400, str(e))
             body = d["query"]
+            if not isinstance(d.get("traceable", traceable), bool):
+                return _error(400, 'the JSON body\'s "traceable" is true or false')
+            traceable = d.get("traceable", traceable)
             opts = {k: d.get(k) or v for k, v in opts.items()}
             if not all(v is None or isinstance(v, str) for v in opts.values()):
                 return _error(400, 'the JSON body\'s "name", "dialect", "output" and "format" '
                                    "are strings")
         try:
             w = await run_in_threadpool(hub.register, body, name=opts["name"], dialect=opts["dialect"],
-                                        output=opts["output"], fmt=opts["format"] or "jsonl")
+                                        output=opts["output"], fmt=opts["format"] or "jsonl",
+                                        traceable=traceable)
         except DuplicateName as e:
             return _error(409, str(e))
         except (QueryError, EngineError, ValueError) as e:

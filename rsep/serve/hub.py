@@ -358,10 +358,13 @@ class Hub:
     # ------------------------------------------------------------ queries
 
     def register(self, text: str, *, name: str | None = None, dialect: str | None = None,
-                 output: str | None = None, fmt: str = "jsonl") -> QueryWorker:
+                 output: str | None = None, fmt: str = "jsonl",
+                 traceable: bool = False) -> QueryWorker:
         """Parse and register a query; a :class:`QueryError` (located in ``name`` or
         "query") if it cannot run. ``output``: an MQTT topic its results are published to,
-        in ``fmt`` (ValueError for a bad one, OSError when the broker cannot be reached)."""
+        in ``fmt`` (ValueError for a bad one, OSError when the broker cannot be reached).
+        ``traceable``: a SPASEQ query that a trace may follow later (its runtime then runs
+        the general engine with runs unshared from the start)."""
         source = name or "query"
         q = parse_query(text, dialect, source=source)
         pub = None
@@ -387,10 +390,11 @@ class Hub:
             engine.graphs = dict(self.graphs)
             rt = engine.register(q, source=source, default_name=n)
             w = QueryWorker(n, text, q, engine, self.settings.history)
-            if isinstance(q, SpaseqQuery):
+            if traceable and isinstance(q, SpaseqQuery):
                 # a trace can start at any instant only on the general engine, with runs
                 # unshared, chosen when the runtime binds (rsep.spaseq.why): a dormant tracer
-                # is attached before it does
+                # is attached before it does. Only when asked: it gives up the chain
+                # engine's speed on plain sequences for the query's whole life
                 w.tracer = tracing.attach(rt, q, None, read_prefixes(text),
                                           sink=w._trace_line)
             # the query starts at the server's current time, as one registered between two
@@ -440,6 +444,10 @@ class Hub:
         if key is not None:
             parsed = tracing.parse_key(key)
             why = tracing.traceable(w.runtime, w.query)
+            if why is None and isinstance(w.query, SpaseqQuery) and w.tracer is None:
+                why = (f"query {name} was registered without traceable=true: a SPASEQ query "
+                       "is traced on its general engine with runs unshared, chosen when it "
+                       "starts (POST /queries?traceable=true)")
             if why is not None:
                 raise ValueError(why)
         done = threading.Event()

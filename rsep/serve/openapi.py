@@ -168,7 +168,11 @@ def _schema() -> dict[str, Any]:
                              {"name": "dialect", "in": "query", "schema": {
                                  "enum": ["rspql", "csparql", "cqels", "spaseq", "epsparql"]}},
                              {"name": "output", "in": "query", "schema": _OUTPUT},
-                             {"name": "format", "in": "query", "schema": _OUTPUT_FORMAT}],
+                             {"name": "format", "in": "query", "schema": _OUTPUT_FORMAT},
+                             {"name": "traceable", "in": "query", "description": "a SPASEQ "
+                              "query a trace may follow (PUT /queries/N/trace): it runs the "
+                              "general engine, runs unshared", "schema": {
+                                  "type": "string", "enum": ["true", "false"]}}],
                          "requestBody": {"required": True, "content": {
                              "application/sparql-query": _TEXT, "text/plain": _TEXT,
                              "application/json": {"schema": {
@@ -177,7 +181,8 @@ def _schema() -> dict[str, Any]:
                                                 "name": {"type": "string"},
                                                 "dialect": {"type": "string"},
                                                 "output": _OUTPUT,
-                                                "format": _OUTPUT_FORMAT}}}}},
+                                                "format": _OUTPUT_FORMAT,
+                                                "traceable": {"type": "boolean"}}}}}},
                          "responses": {"201": _json("Query", "registered"),
                                        "400": _ERROR,
                                        "409": _json("Error", "a query of that name is "

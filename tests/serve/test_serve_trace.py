@@ -43,7 +43,7 @@ def _post_readings(client) -> None:
 
 def test_trace_of_the_warming_example_is_the_clis():
     with serve() as client:
-        r = client.post("/queries", headers=SPARQL, params={"name": "warming"},
+        r = client.post("/queries", headers=SPARQL, params={"name": "warming", "traceable": "true"},
                         content=(WARMING / "warming.rq").read_text())
         assert r.status_code == 201, r.text
         assert client.get("/queries/warming/trace").status_code == 404
@@ -99,7 +99,17 @@ def test_trace_refusals_are_the_clis():
             "--trace follows the runs of a SPASEQ query and the events of an EP-SPARQL one "
             "(unrestricted, chronological or recent); CQELS has neither (rsep explain shows how "
             "it runs)"))
-        assert client.post("/queries", headers=SPARQL, params={"name": "w"},
+        # a SPASEQ query is traced only if registered so: it then runs the general engine
+        assert client.post("/queries", headers=SPARQL, params={"name": "plain"},
+                           content=(WARMING / "warming.rq").read_text()).status_code == 201
+        r = client.put("/queries/plain/trace", json={"key": "?sensor=:s1"})
+        assert (r.status_code, r.json()["error"]) == (400, (
+            "query plain was registered without traceable=true: a SPASEQ query is traced on "
+            "its general engine with runs unshared, chosen when it starts (POST "
+            "/queries?traceable=true)"))
+        assert client.post("/queries", headers=SPARQL, params={"name": "x", "traceable": "yes"},
+                           content=(WARMING / "warming.rq").read_text()).status_code == 400
+        assert client.post("/queries", headers=SPARQL, params={"name": "w", "traceable": "true"},
                            content=(WARMING / "warming.rq").read_text()).status_code == 201
         r = client.put("/queries/w/trace", json={"key": "sensor"})
         assert r.status_code == 400 and r.json()["error"].startswith("--trace must be ?VAR=VALUE")

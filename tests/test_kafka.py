@@ -265,3 +265,26 @@ def test_rdf_messages_to_kafka_one_per_record_as_spark_reads_them(kafka, tmp_pat
         assert isinstance(e, Event) and e.triples, e
     if syntax == "nquads":  # read as TriG instead, an N-Quads line with a graph is refused
         assert not all(isinstance(e, Event) for e in read_text(got[0][0], "urn:out", "x", "rdfm-trig"))
+
+
+def test_bytes_not_utf8_in_a_record_are_a_dead_letter_at_their_offset(kafka, query, tmp_path):
+    # before: decoded with U+FFFD in their place, read as a literal, rc 0, nothing said
+    src = topic("utf8")
+    bad = record(1).encode().replace(b"21 .", b'"\xc3\xa9t\xff" .')
+    produce(kafka.servers, src, [record(0), bad, record(2)])
+    dead = tmp_path / "dead.jsonl"
+    p = subprocess.run([sys.executable, "-m", "rsep.cli.main", "run", query, "-q", "--stream",
+                        f"{S}=kafka://{kafka.servers}/{src}?idle=1", "--dead-letter", str(dead)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3, p.stderr[-800:]
+    assert "\ufffd" not in p.stdout
+    # the graph, and its timestamp then naming no graph (as a file's reader says it)
+    rec, stamp = [json.loads(x) for x in dead.read_text().splitlines()]
+    at = bad.index(b"\xff")
+    assert rec["file"] == stamp["file"] == f"kafka://{kafka.servers}/{src}#0-000000000001"
+    assert (rec["line"], rec["column"]) == (4, 66)
+    assert rec["reason"] == (f"invalid UTF-8: byte 0xFF at byte {at} of the record (a record "
+                             "holding it is not read, not even in part)")
+    assert stamp["reason"] == ("timestamp given for <http://ex.org/e/1>, but the file has no "
+                               "graph of that name")
+    assert [json.loads(x)["time"] for x in p.stdout.splitlines()] == [0]

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, unquote
 from rsep.stream.event import Event, Rejected
 from rsep.stream.files import StreamFile
 from rsep.stream.jsonl import parse_lines
+from rsep.stream.live import with_byte_offset
 from rsep.stream.messages import MessageLog, messages_mode, payload_messages
 from rsep.stream.time import TimeConfig
 
@@ -265,14 +266,17 @@ class KafkaStream:
                                   arrival=self.arrival, delimited=False,
                                   source=(v for _, _, v in self.records))
             return
+        # Bytes that are not UTF-8 are kept as lone surrogates (surrogateescape), as the MQTT
+        # and file readers keep them, so the record holding one is rejected with its offset,
+        # never read with U+FFFD in its place (issue 52: no silent loss).
         if self.messages:  # each record one RDF Message, as each MQTT message is
             yield from payload_messages(self.url, self.stream,
-                                        (v.decode("utf-8", errors="replace")
+                                        (v.decode("utf-8", errors="surrogateescape")
                                          for _, _, v in self.records),
                                         fmt=self.syntax, time=self.time, arrival=self.arrival)
             return
         for p, o, value in self.records:
-            yield from self._record(value.decode("utf-8", errors="replace"),
+            yield from self._record(value.decode("utf-8", errors="surrogateescape"),
                                     f"{self.url}#{p}-{o:012d}")
 
     def _record(self, text: str, origin: str) -> Iterator[Event | Rejected]:
@@ -284,4 +288,5 @@ class KafkaStream:
                 it.origin = origin + it.origin[len("record"):]
             else:
                 it.origin = origin
+                it.reason = with_byte_offset(it.reason, text, it.line, it.column, "record")
             yield it

@@ -389,6 +389,17 @@ class LiveStream:
             yield it
 
 
+def with_byte_offset(reason: str, text: str, line: int, column: int, what: str) -> str:
+    """An "invalid UTF-8: byte 0xNN" rejection at (line, column) of ``text`` (decoded with
+    surrogateescape) with the byte's offset in the ``what`` it came in (a message, a
+    Kafka record): a producer finds its bad byte there, not at a character position."""
+    at = _char_index(text, line, column)
+    if at is None or not reason.startswith("invalid UTF-8: byte "):
+        return reason
+    head, _, rest = reason.partition(" (")
+    return f"{head} at byte {_nbytes(text[:at]):,} of the {what}" + (f" ({rest}" if rest else "")
+
+
 def _char_index(text: str, line: int, column: int) -> int | None:
     """Where (line, column) of a rejection points in ``text``, if at an invalid byte."""
     at = 0

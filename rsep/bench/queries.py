@@ -284,6 +284,53 @@ def esper_query2() -> str:
             "define B as B.card = A.card and B.amount >= A.amount * 10 "
             "and Holders[B.id] is not null)")
 
+def esper_query6() -> str:
+    """Query 6 in EPL: SEQ (A, B+, C) under strict contiguity is ``match_recognize`` over the
+    unpartitioned stream. B and C are disjoint (B's speed exceeds A's, which is above 0; C's
+    is 0), so one start has at most one match (the whole run of B, then C) and the default
+    greedy B+ finds it; AFTER MATCH SKIP TO NEXT ROW tries every start, as SPASEQ does (a
+    later harbour event could be a B of an earlier A and an A of its own; the generated trips
+    never overlap so, and Esper's default SKIP PAST LAST ROW gave the same 182 matches at
+    5,000 events). Each iteration of B
+    compares its own speed with A's (SPASEQ binds ?s2 afresh per iteration) and keeps A's
+    vessel and ?dir1. C's GRAPH pattern (the boat's name, its operator's name) is a lookup in
+    an Esper table loaded with the KB before the stream."""
+    return ("create table Boats (vessel string primary key, name string, cname string);\n"
+            "insert into Boats select vessel, name, cname from Boat;\n"
+            "@name('bench') select * from Ship match_recognize (measures A.t as t1, "
+            "B.selectFrom(v => v.t) as bs, C.t as t3, Boats[C.vessel].name as n, "
+            "Boats[C.vessel].cname as cname "
+            "after match skip to next row pattern (A B+ C) "
+            "define A as A.speed > 0 and A.location = 'harbour', "
+            "B as B.vessel = A.vessel and B.speed > A.speed and B.direction = A.direction, "
+            "C as C.vessel = A.vessel and C.speed = 0 and C.location = 'fishingarea' "
+            "and Boats[C.vessel] is not null)")
+
+
+def esper_query5(window: int) -> str:
+    """Query 5 in EPL: the three streams merged into one, ordered by time and then by
+    stream (S1, S2, S3). B & C (S2's and S3's events at one time, 002 Def. 8, joined on
+    ?traffic and ?p1, C's FILTER reading B's ?v2) is a first statement inserting a Pair per
+    S2 event and the S3 event after it (one event per stream and time: the same time).
+    SEQ (A; (B&C)) is then a pattern ``every a -> p=Pair(...)``: without ``every`` on p, a's
+    sub-pattern takes the first pair after a that joins it, which is skip-till-next
+    (Def. 11: the first later time with a joining match), and every A has its own
+    sub-pattern. Two shorter forms do not give SPASEQ's matches, both tried:
+    ``match_recognize`` PATTERN (A X*? B C) AFTER MATCH SKIP TO NEXT ROW loses an A's match
+    when a later A's match ends first while the earlier A's run is open (skip to next row
+    resumes after the first row of the match found: 1 of 31 at 5,000 events); and in a pattern ``a -> (b and c)``
+    b and c each take the first event of their own filter, independently, and c's filter
+    cannot read its sibling b's ?v2. ``timer:within`` (Esper's clock is the stream's) ends an
+    A's sub-pattern once its match could no longer lie in one SPASEQ tumbling window (the
+    harness keeps only those), so that an A without a match does not live to the end."""
+    return ("insert into Pair select b.t as t, b.obs as obs, b.property as property, "
+            "b.value as v2, c.value as v3 from pattern [every b=Obs(s = 2) -> "
+            "c=Obs(s = 3, t = b.t, obs = b.obs, property = b.property, value >= b.value)];\n"
+            "@name('bench') select a.t as t1, p.t as t2, p.t as t3 from pattern "
+            "[every a=Obs(s = 1, value > 3) -> (p=Pair(t > a.t, obs = a.obs, "
+            f"property = a.property, v2 >= a.value) where timer:within({window + 1} msec))]")
+
+
 def spaseq_query3(window: int) -> str:
     """002 Query 3 (head and shoulders) as printed, WITHIN in stream units."""
     text = (Path(__file__).resolve().parents[2] / "tests" / "data" / "spaseq" / "query3.rq")

@@ -254,6 +254,26 @@ def test_esper_and_rsprs_specs_and_missing_installs(tmp_path, monkeypatch):
     assert "all matches after match skip to current row pattern (A B+)" in queries.esper_query2()
 
 
+def test_esper_specs_of_traffic_and_vessels(tmp_path):
+    """Query 5's three streams reach Esper as one CSV in time then stream order (B & C are
+    adjacent rows), Query 6's harbour KB as one row per boat with its operator's name."""
+    g = w.generate("traffic", tmp_path / "traffic", 30)
+    spec = runner.appendix_case("traffic-q5", 30).build(g, "esper")
+    with open(spec["csv"], encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(int(r["t"]), int(r["s"])) for r in rows] == [(i // 3, i % 3 + 1) for i in range(30)]
+    assert spec["times"] == ["t1", "t2", "t3"] and "every a=Obs(s = 1, value > 3)" in spec["epl"]
+    v = w.generate("vessels", tmp_path / "vessels", 50, kb=200)
+    spec = runner.appendix_case("vessels-q6", 50, kb=200).build(v, "esper")
+    with open(spec["preload"][0]["csv"], encoding="utf-8", newline="") as f:
+        boats = {r["vessel"]: r for r in csv.DictReader(f)}
+    assert len(boats) == 40 and boats["V7"]["name"] == "Boat 7"
+    assert boats["V7"]["cname"] == "Company 2"
+    assert "after match skip to next row pattern (A B+ C)" in spec["epl"]
+    assert {"esper"} <= set(runner.cases("traffic-q5", 50)[0].peers)
+    assert {"esper"} <= set(runner.cases("vessels-q6", 50)[0].peers)
+
+
 def test_events_read_back_in_time_order_across_streams(tmp_path):
     g = w.generate("smartgrid", tmp_path, 90, seed=2, kb=400)
     files = [StreamFile(s.trig, s.iri) for s in g.streams.values()]

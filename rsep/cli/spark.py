@@ -181,23 +181,18 @@ def run(args: argparse.Namespace) -> int:
         raise EngineError("no input: give at least one --stream IRI=PATH")
     kafka = uses_kafka(args.stream, args.output)
     for _, path in args.stream:
-        if is_kafka(path):  # a topic, read by Spark's Kafka source (rsep.spark.kafka)
+        # a topic, read by Spark's Kafka source (rsep.spark.kafka) or rsep.spark.mqtt's
+        live = (("a Kafka topic", check_url) if is_kafka(path) else
+                ("an MQTT topic", check_stream) if path.startswith("mqtt://") else None)
+        if live is not None:
+            what, check = live
             try:
-                check_url(path, stream_format=args.stream_format)
+                check(path, stream_format=args.stream_format)
             except ValueError as e:
                 raise EngineError(str(e)) from None
             if args.batch:
-                raise EngineError("--batch replays files; a Kafka topic is read by a "
-                                  "streaming job (give ?idle=SECONDS to end it)")
-            continue
-        if path.startswith("mqtt://"):  # a topic, read by rsep.spark.mqtt's source
-            try:
-                check_stream(path, stream_format=args.stream_format)
-            except ValueError as e:
-                raise EngineError(str(e)) from None
-            if args.batch:
-                raise EngineError("--batch replays files; an MQTT topic is read by a "
-                                  "streaming job (give ?idle=SECONDS to end it)")
+                raise EngineError(f"--batch replays files; {what} is read by a streaming job "
+                                  "(give ?idle=SECONDS to end it)")
             continue
         if path == "-" or path.startswith("tcp://"):
             # A Spark job replays files (its socket source is rsep.spark.socket's API).

@@ -76,5 +76,5 @@ def test_spaseq_stage_times_over_srbench(capsys):
 def test_stage_times_refused_on_spark(capsys):
     args = ["run", str(SPASEQ), "--stream", f"http://example.org/srbench={SRBENCH}",
             "--engine", "spark", "--stage-times"]
-    assert main(args) == 1
+    assert main(args) == 2  # usage: an option the engine does not take
     assert "--stage-times times the in-process engine" in capsys.readouterr().err

@@ -178,7 +178,7 @@ def test_every_grammar_lexes_a_run_of_backslashes_in_linear_time():
         try:
             parse_query(text, dialect)
         except QueryError:
-            pass
+            pass  # refused or not (the string never closes), what counts is the time taken
         assert time.monotonic() - t0 < 2, dialect
 
 

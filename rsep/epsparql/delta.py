@@ -545,8 +545,9 @@ class Delta:
                 if not chk or compatible(x.mu, y.mu):
                     yield combine(x, y)
 
-    def _bgp_each(self, n: BGP) -> Iterator[Solution]:
-        """_delta's semi-naive terms of a BGP, lazily."""
+    def _bgp_sources(self) -> tuple[Source, Source, Source]:
+        """A BGP's semi-naive sources at self.tau: the occurrences at tau (now), before it,
+        and up to it."""
         tau = self.tau
         occ = self.w.occ
         fresh = occ.fresh if occ.fresh_tau == tau else []
@@ -561,6 +562,11 @@ class Delta:
         def upto(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
             return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
 
+        return now, before, upto
+
+    def _bgp_each(self, n: BGP) -> Iterator[Solution]:
+        """_delta's semi-naive terms of a BGP, lazily."""
+        now, before, upto = self._bgp_sources()
         m = len(n.patterns)
         for i in range(m):
             yield from _bgp_term(n.patterns, [before] * i + [now] + [upto] * (m - i - 1), i)
@@ -718,21 +724,8 @@ class Delta:
             d = self.w.needs_data()
             return path_solutions(n, d, d.by_end.get(tau, ()))
         if isinstance(n, BGP):
-            occ = self.w.occ
-            fresh = occ.fresh if occ.fresh_tau == tau else []
-
-            def now(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in fresh if (p is None or x.p == p) and (o is None or x.o == o)
-                        and (s is None or x.s == s))
-
+            now, before, upto = self._bgp_sources()
             m = len(n.patterns)  # (one pattern: _ONE above)
-
-            def before(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in occ.candidates(s, p, o) if x.tw < tau)
-
-            def upto(s: str | None, p: str | None, o: str | None) -> Iterable[Occurrence]:
-                return (x for x in occ.candidates(s, p, o) if x.tw <= tau)
-
             out: list[Solution] = []
             for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
                 out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1), first=i))

@@ -374,18 +374,13 @@ class LiveStream:
                 yield it
                 continue
             it.origin = origin
-            if it.reason.startswith("invalid UTF-8: byte "):
+            if header is None:  # an MQTT message: offsets within it
+                it.reason = with_byte_offset(it.reason, text, it.line, it.column, "message")
+            elif it.reason.startswith("invalid UTF-8: byte "):
                 at = _char_index(text, it.line, it.column)
-                if at is not None and header is None:
-                    where = f"at byte {_nbytes(text[:at]):,} of the message"
-                elif at is not None and at >= skip and len(offsets) > (
+                if at is not None and at >= skip and len(offsets) > (
                         k := len(_INVALID.findall(text, skip, at))):
-                    where = f"at byte {offsets[k]:,} of the connection"
-                else:
-                    where = ""
-                if where:
-                    head, _, rest = it.reason.partition(" (")
-                    it.reason = f"{head} {where}" + (f" ({rest}" if rest else "")
+                    it.reason = _placed(it.reason, f"at byte {offsets[k]:,} of the connection")
             yield it
 
 
@@ -393,11 +388,16 @@ def with_byte_offset(reason: str, text: str, line: int, column: int, what: str) 
     """An "invalid UTF-8: byte 0xNN" rejection at (line, column) of ``text`` (decoded with
     surrogateescape) with the byte's offset in the ``what`` it came in (a message, a
     Kafka record): a producer finds its bad byte there, not at a character position."""
-    at = _char_index(text, line, column)
-    if at is None or not reason.startswith("invalid UTF-8: byte "):
+    if not reason.startswith("invalid UTF-8: byte "):
         return reason
+    at = _char_index(text, line, column)
+    return reason if at is None else _placed(reason, f"at byte {_nbytes(text[:at]):,} of the {what}")
+
+
+def _placed(reason: str, where: str) -> str:
+    """``reason`` with ``where`` after its first clause (before its parenthesis)."""
     head, _, rest = reason.partition(" (")
-    return f"{head} at byte {_nbytes(text[:at]):,} of the {what}" + (f" ({rest}" if rest else "")
+    return f"{head} {where}" + (f" ({rest}" if rest else "")
 
 
 def _char_index(text: str, line: int, column: int) -> int | None:

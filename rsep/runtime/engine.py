@@ -240,6 +240,35 @@ class Engine:
         finally:
             wd.end()
 
+    # ------------------------------------------------------------ the clock
+
+    def start_at(self, kind: TimeKind, start: int, now: int | None = None) -> None:
+        """Start the engine's clock without an event, before any is pushed: its events'
+        time kind, its start ``start`` (where the report policies' grids begin, as at a
+        first event at ``start``) and its time ``now`` (``start`` if not given), as if
+        the events up to ``now`` had been taken in. Every registered query is bound there,
+        and one registered later is bound at ``now``. What ``rsep serve`` does for a
+        query registered while the server runs, and the Spark stage for a bucket whose
+        first event is later than the whole input's."""
+        self.kind, self.start = kind, start
+        self.now = start if now is None else now
+        for rt in self.queries:
+            rt.bind(kind, self.time_unit_ms, self.now)
+
+    def advance_to(self, t: int) -> None:
+        """The evaluations due before ``t`` are final: each is carried out now (its
+        outputs in :meth:`drain`), and the instants before ``t`` skipped as quiet stay
+        skipped. The caller promises that no event before ``t`` comes any more (the Spark
+        stage's frontier); the engine's time (``now``) stays that of its last event. At
+        or before that time there is nothing to do; before the clock starts (an event,
+        or :meth:`start_at`), an EngineError."""
+        if self.kind is None:
+            raise EngineError("the engine's clock has not started: no event was pushed "
+                              "and start_at was not called")
+        if self.now is not None and t <= self.now:
+            return
+        self._settle(t)
+
     def _settle(self, bound: int) -> None:
         """Evaluate everything due before ``bound``; the instants skipped as quiet stay
         skipped, so no later arrival can reach back into them."""

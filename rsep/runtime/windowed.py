@@ -106,6 +106,14 @@ class QueryRuntime(Ticks):
         self._default: list[str] = []  # the background graphs merged into the default graph
         self._arrived = 0  # arrivals not advanced into a maintained result's windows yet
 
+    @property
+    def consumes(self) -> bool:
+        """Whether a MATCH of the query consumes the items it matches (its selection's
+        consumption policy): what the query outputs then depends on the whole history of
+        its stream, not only on what its windows hold (a rebuild from the windows' span,
+        rsep.spark.state.horizon, would be wrong)."""
+        return self._consumes
+
     # ------------------------------------------------------------ setup
 
     def load_background(self, graphs: dict[str, list[ox.Triple]]) -> None:

@@ -398,10 +398,9 @@ class Hub:
                 w.tracer = tracing.attach(rt, q, None, read_prefixes(text),
                                           sink=w._trace_line)
             # the query starts at the server's current time, as one registered between two
-            # events of `rsep run` would (Engine.register binds as below when it knows it)
-            engine.kind, engine.now, engine.start = self.kind, self.now, self.start
-            if self.kind is not None:
-                rt.bind(self.kind, s.time_unit_ms, self.now if self.now is not None else 0)
+            # events of `rsep run` would (the engine's clock, Engine.start_at, binds it there)
+            if self.kind is not None and self.start is not None:
+                engine.start_at(self.kind, self.start, self.now)
             if s.limits.max_eval_seconds is not None:
                 limit = s.limits.max_eval_seconds
                 engine.watchdog = Watchdog(limit, lambda what: self._overrun(w, what, limit))

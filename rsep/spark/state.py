@@ -99,11 +99,7 @@ def new_engine(cfg: PipelineConfig, qp: QueryPlan, key: str) -> Engine:
 def _prebind(eng: Engine, kind: TimeKind, start: int) -> None:
     # The engine's clock starts at the first event of the whole input, as in-process,
     # even when that event belongs to another bucket.
-    eng.kind = kind
-    eng.start = start
-    eng.now = start
-    for rt in eng.queries:
-        rt.bind(kind, eng.time_unit_ms, start)
+    eng.start_at(kind, start)
 
 
 def horizon(eng: Engine) -> int | None:
@@ -111,7 +107,7 @@ def horizon(eng: Engine) -> int | None:
     out = 0
     for rt in eng.queries:
         if isinstance(rt, QueryRuntime):
-            if rt._consumes or not rt.windows:
+            if rt.consumes or not rt.windows:
                 return None
             for bw in rt.windows:
                 w = bw.window
@@ -411,7 +407,7 @@ class _Batch:
             eng.close(self.cfg.until)
             closed = True
         elif frontier is not None and eng.now is not None and frontier > eng.now:
-            eng._settle(frontier)  # evaluations before F are final: no event before F can come
+            eng.advance_to(frontier)  # evaluations before F are final: no event before F can come
         self._emit(eng)
         t = self._lap("engine", t)
         if keep:
@@ -454,7 +450,7 @@ class _Batch:
             for ev in events_of([tuple(e) for e in self.p.retained.get()]):
                 eng.push(ev)
         if frontier is not None and eng.now is not None and frontier > eng.now:
-            eng._settle(frontier)
+            eng.advance_to(frontier)
         # Everything a replay outputs was output before the committed frontier.
         list(eng.drain())
         return live

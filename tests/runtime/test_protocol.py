@@ -1,0 +1,87 @@
+"""The engine's public surface for what drives it from outside a run (rsep serve, the Spark
+stage): its clock (start_at, advance_to) and what a runtime tells about itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from rsep.algebra.output import EngineError
+from rsep.runtime.engine import Engine
+from rsep.stream.time import TimeKind
+from rsep.testing.snippets import EX, table
+
+S = EX + "S"
+RSTREAM = f"""PREFIX : <{EX}>
+REGISTER RSTREAM :out AS
+SELECT ?x ?y FROM NAMED WINDOW :w ON :S [RANGE 3 STEP 1]
+WHERE {{ WINDOW :w {{ ?x :p ?y }} }}"""
+# tests/events/test_events.py's Example 4 (RSEP-QL 000), its MATCH's selection given
+EVENTS = f"""PREFIX : <{EX}>
+REGISTER RSTREAM :out AS
+SELECT ?x ?y ?z
+FROM NAMED :S WIN [LND 1] AS :w_1
+FROM NAMED :S WIN [RANGE 5] AS :w_2
+EVENT ON :w_1 {{{{ ?x :p ?y . }}}} AS E_1
+EVENT ON :w_2 {{{{ ?y :q ?z . }}}} AS E_2
+WHERE {{{{ MATCH {{policy}} {{{{ E_1 SEQ E_2 }}}} }}}}"""
+
+
+def outs(eng: Engine) -> list[tuple]:
+    return table([o.to_json() for o in eng.drain()])
+
+
+def test_start_at_is_the_clock_a_first_event_would_start(figure1):
+    # an engine started at 0 and one whose first event (at 2) starts it: the same outputs
+    # from 2 on (the window's grid begins at the start)
+    plain = Engine()
+    plain.register(RSTREAM)
+    want = table([o.to_json() for o in plain.run(figure1, until=11)])
+    started = Engine()
+    started.register(RSTREAM)
+    started.start_at(TimeKind.ABSTRACT, 2)
+    assert (started.kind, started.start, started.now) == (TimeKind.ABSTRACT, 2, 2)
+    assert table([o.to_json() for o in started.run(figure1, until=11)]) == want
+
+
+def test_a_query_registered_after_start_at_is_bound_at_now(figure1):
+    eng = Engine()
+    eng.start_at(TimeKind.ABSTRACT, 0, now=5)
+    rt = eng.register(RSTREAM)
+    assert rt.start == 5 and eng.now == 5
+    got = table([o.to_json() for o in eng.run(figure1[3:], until=11)])
+    assert [t for t, *_ in got] == [8, 9, 10]
+
+
+def test_advance_to_makes_the_evaluations_before_it_final(figure1):
+    eng = Engine()
+    eng.register(RSTREAM)
+    for e in figure1[:2]:  # events at 2 and 4
+        eng.push(e)
+    assert outs(eng) == [(2, {"x": ":a1", "y": ":b1"}), (3, {"x": ":a1", "y": ":b1"})]
+    eng.advance_to(7)  # 4, 5, 6 evaluated now; the engine's time stays its last event's
+    assert [t for t, *_ in outs(eng)] == [4, 4, 5, 6]
+    assert eng.now == 4
+    eng.advance_to(7)  # (once only)
+    eng.advance_to(3)  # (behind the engine's time: nothing to do)
+    assert outs(eng) == []
+    eng.push(figure1[3])  # the event at 8 (at 7 the window was empty)
+    assert outs(eng) == []
+    eng.advance_to(10)
+    assert [t for t, *_ in outs(eng)] == [8, 9]
+
+
+def test_advance_to_before_the_clock_starts_is_refused():
+    eng = Engine()
+    eng.register(RSTREAM)
+    with pytest.raises(EngineError, match="clock has not started"):
+        eng.advance_to(3)
+
+
+def test_consumes_says_whether_a_match_consumes_its_items():
+    def runtime(policy: str):
+        eng = Engine()
+        return eng.register(EVENTS.format(policy=policy))
+
+    assert Engine().register(RSTREAM).consumes is False  # type: ignore[attr-defined]
+    assert runtime("UNRESTRICTED").consumes is False  # type: ignore[attr-defined]
+    assert runtime("CHRONOLOGICAL").consumes is True  # type: ignore[attr-defined]

@@ -162,11 +162,8 @@ class EpContext:
 
     @staticmethod
     def of(engine: Engine) -> EpContext:
-        ctx = getattr(engine, "_epsparql", None)
-        if ctx is None:
-            ctx = EpContext(engine)
-            engine._epsparql = ctx
-        return ctx
+        """The engine's one context, made for its first EP-SPARQL query (Engine.shared)."""
+        return engine.shared(EpContext, lambda: EpContext(engine))
 
     def graph_changed(self, iri: str, new: frozenset[ox.Triple]) -> None:
         """A background graph changed before the coming instant: GRAPH patterns, EXISTS and

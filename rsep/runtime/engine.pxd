@@ -6,7 +6,8 @@ cdef class Engine:
     cdef dict __dict__
     cdef public object time_unit_ms, limits, watchdog, background, kind, now, start
     cdef public Py_ssize_t events
-    cdef public object _out, _epsparql
+    cdef public object _out
+    cdef dict _shared
     cdef public bint allow_dereference
     cdef public dict graphs
     cdef public list queries

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TypeVar, cast
 
 import pyoxigraph as ox
 
@@ -31,8 +31,7 @@ from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
 
-if TYPE_CHECKING:
-    from rsep.epsparql.runtime import EpContext
+T = TypeVar("T")
 
 
 class Engine:
@@ -42,9 +41,6 @@ class Engine:
     >>> eng.register("SELECT ...")            # doctest: +SKIP
     >>> for out in eng.run(events): ...       # doctest: +SKIP
     """
-
-    # the context the EP-SPARQL queries share, set by the first (EpContext.of)
-    _epsparql: EpContext
 
     def __init__(self, *, time_unit_ms: int | None = None, limits: Limits | None = None,
                  allow_dereference: bool = False) -> None:
@@ -62,6 +58,7 @@ class Engine:
         self.events = 0
         self._out: deque[Output] = deque()
         self._deferring: set[int] = set()  # ids of the runtimes that announce deadlines
+        self._shared: dict[Hashable, object] = {}  # (shared())
         # run() watches each event's whole work, not one evaluation (_evaluate then leaves
         # the watchdog alone): a runaway may be many evaluations, or none (window upkeep)
         self._watched = False
@@ -126,6 +123,15 @@ class Engine:
             rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
         self.queries.append(rt)
         return rt
+
+    def shared(self, key: Hashable, factory: Callable[[], T]) -> T:
+        """The engine's one object for ``key``, made by ``factory()`` the first time it is
+        asked for: the state the runtimes of one family share on one engine (EP-SPARQL's
+        context, rsep.epsparql.runtime.EpContext.of), which the engine itself never reads."""
+        got = self._shared.get(key, self._shared)
+        if got is self._shared:
+            got = self._shared[key] = factory()
+        return cast(T, got)
 
     def need_graph(self, g: str, source: str | None) -> None:
         """A background graph a query reads: given with add_graph, or fetched from its IRI

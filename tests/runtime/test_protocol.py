@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rsep.algebra.output import EngineError
+from rsep.epsparql.runtime import EpContext
 from rsep.runtime.engine import Engine
 from rsep.stream.time import TimeKind
 from rsep.testing.snippets import EX, table
@@ -85,3 +86,25 @@ def test_consumes_says_whether_a_match_consumes_its_items():
     assert Engine().register(RSTREAM).consumes is False  # type: ignore[attr-defined]
     assert runtime("UNRESTRICTED").consumes is False  # type: ignore[attr-defined]
     assert runtime("CHRONOLOGICAL").consumes is True  # type: ignore[attr-defined]
+
+
+def test_shared_is_one_object_per_key_and_engine():
+    eng, other = Engine(), Engine()
+    made: list[int] = []
+
+    def factory() -> list[int]:
+        made.append(1)
+        return []
+
+    a = eng.shared("k", factory)
+    assert eng.shared("k", factory) is a and len(made) == 1
+    assert eng.shared("j", factory) is not a and other.shared("k", factory) is not a
+    assert len(made) == 3
+
+
+def test_the_epsparql_queries_of_an_engine_share_one_context():
+    q = f"PREFIX : <{EX}> SELECT ?a ?b WHERE {{ {{ ?a :p ?b }} SEQ {{ ?b :q ?c }} }}"
+    eng = Engine()
+    one, two = eng.register(q, dialect="epsparql"), eng.register(q, dialect="epsparql")
+    ctx = EpContext.of(eng)
+    assert ctx.runtimes == [one, two] and EpContext.of(Engine()) is not ctx

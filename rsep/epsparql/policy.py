@@ -38,7 +38,7 @@ from rsep.algebra.epsparql import (
 )
 from rsep.algebra.events import Selection
 from rsep.epsparql.reference import Occurrence, Solution, World, evaluate, project
-from rsep.epsparql.seqindex import SeqIndex
+from rsep.epsparql.seqindex import ChainIndex, SeqIndex
 
 
 def partition_variable(root: Node) -> str | None:
@@ -80,9 +80,11 @@ class PolicyState:
         self.item_parts: dict[int, tuple[str, ...]] = {}  # (a tuple: one part, mostly)
         self.full = False  # True: evaluate everything at every instant (the reference)
         self.consumed_since = False  # items consumed since the last evaluation
-        # a SEQ of two triple patterns runs on its live candidates (seqindex), its window
-        # applied by the index as the reference applies it
-        self.index = SeqIndex.of(root, policy, self.var)
+        # a SEQ of two triple patterns runs on its live candidates (seqindex), a longer
+        # chain of them on each part's own occurrences, the window applied by the index as
+        # the reference applies it
+        self.index: SeqIndex | ChainIndex | None = (SeqIndex.of(root, policy, self.var)
+                                                    or ChainIndex.of(root, policy, self.var))
 
     def note(self, oc: Occurrence, window: float) -> None:
         """A new occurrence: its parts change now, and again when it leaves the window (the

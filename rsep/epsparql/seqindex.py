@@ -436,3 +436,183 @@ class SeqIndex:
                 p.partners.setdefault(s, set()).add(mu)
             out.extend((a, b) for a in a1)
         return out
+
+
+# ---------------------------------------------------------------- chains of three and more
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The pattern :class:`ChainIndex` runs: Project? Filter* (tp_1 SEQ tp_2 SEQ ... SEQ tp_n),
+    n >= 3, left-deep (SEQ is left-associative), each operand one triple pattern, the
+    partition variable the only one two of them share."""
+
+    patterns: tuple[TriplePattern, ...]
+    conds: tuple[Expr, ...]  # every FILTER, innermost first
+
+
+def chain_of(root: Node, var: str | None) -> Chain | None:
+    """The query's Chain, or None when the chain index does not run it."""
+    n = root.arg if isinstance(root, Project) and not root.distinct else root
+    if isinstance(n, Project) or var is None:
+        return None
+    conds: list[Expr] = []
+    while isinstance(n, Filter):
+        if n.cond.reads:
+            return None
+        conds.append(n.cond)
+        n = n.arg
+    tps: list[TriplePattern] = []
+    while isinstance(n, SeqJoin) and n.cond is None:
+        if not (isinstance(n.right, BGP) and len(n.right.patterns) == 1):
+            return None
+        tps.append(n.right.patterns[0])
+        n = n.left
+    if not (isinstance(n, BGP) and len(n.patterns) == 1) or len(tps) < 2:
+        return None
+    tps.append(n.patterns[0])
+    tps.reverse()
+    names = [_names(tp) for tp in tps]
+    for i, a in enumerate(names):
+        if any(v.startswith("_b") for v in a):
+            return None  # a blank node: two occurrences with one mapping
+        if any(a & b != {var} for b in names[i + 1:]):
+            return None  # another join variable: rivals are no longer equal mappings
+    return Chain(tuple(tps), tuple(reversed(conds)))
+
+
+class ChainIndex:
+    """A chronological / recent query of :class:`Chain`, evaluated part by part from the
+    part's own visible occurrences, as the reference evaluates it (000 Eq. (10) / (11) at
+    every SEQ, docs/semantics.md "Indexed selection"), without the reference's general
+    machinery: per part and per operand, the live solutions in the store's order (the
+    order the reference reads them in). Under a window (a duration bound) a part holds
+    what is in the window, so an evaluation costs what the window holds, whatever the
+    stream's length. Intervals and occurrences out of time order need nothing special:
+    nothing here assumes points or order beyond the store's."""
+
+    def __init__(self, chain: Chain, policy: Selection, var: str) -> None:
+        self.chain = chain
+        self.policy = policy
+        self.var = var
+        self.n = len(chain.patterns)
+        # distinct patterns, each matched once per occurrence: (matcher, operands it is)
+        by_tp: dict[TriplePattern, list[int]] = {}
+        for j, tp in enumerate(chain.patterns):
+            by_tp.setdefault(tp, []).append(j)
+        self.sides = [(OnePattern(tp), tuple(js)) for tp, js in by_tp.items()]
+        self.parts: dict[str, list[list[Solution]]] = {}
+        self.by_item: dict[int, list[tuple[str, int, Solution]]] = {}
+        self.tested = 0
+
+    @staticmethod
+    def of(root: Node, policy: Selection, var: str | None) -> ChainIndex | None:
+        chain = chain_of(root, var)
+        if chain is None or not policy.consumes:
+            return None
+        assert var is not None
+        return ChainIndex(chain, policy, var)
+
+    def live(self) -> int:
+        return sum(len(x) for p in self.parts.values() for x in p)
+
+    def indexed(self, part: str) -> bool:
+        return True
+
+    def needs(self, oc: Occurrence) -> bool:
+        """(the store keeps each unconsumed occurrence in the window: the index holds its own)"""
+        return oc.item in self.by_item
+
+    def note(self, oc: Occurrence) -> None:
+        for side, js in self.sides:
+            for s in side.match([oc]):
+                key = s.get(self.var)
+                assert key is not None
+                p = self.parts.get(key)
+                if p is None:
+                    p = self.parts[key] = [[] for _ in range(self.n)]
+                held = self.by_item.setdefault(oc.item, [])
+                for j in js:
+                    p[j].append(s)
+                    held.append((key, j, s))
+
+    def _remove(self, items: Iterable[int]) -> None:
+        for item in items:
+            for key, j, s in self.by_item.pop(item, ()):
+                p = self.parts.get(key)
+                if p is None:
+                    continue
+                xs = p[j]
+                for i, x in enumerate(xs):
+                    if x is s:
+                        del xs[i]
+                        break
+                if not any(p):
+                    del self.parts[key]
+
+    def consume(self, items: Iterable[int]) -> None:
+        self._remove(items)
+
+    def keep_items(self, items: set[int]) -> None:
+        self._remove([i for i in self.by_item if i not in items])
+
+    def evaluate(self, part: str, ex: ExprEvaluator, lo: float = -INF,
+                 strict: bool = False) -> list[Solution]:
+        """What the reference evaluator gives for the part now (its order kept), the window
+        starting at ``lo`` (-inf: no window)."""
+        p = self.parts.get(part)
+        if p is None:
+            return []
+        if lo != -INF:  # started before the window: invisible from now on (lo only grows)
+            gone = [s for xs in p for s in xs if (s.ta <= lo if strict else s.ta < lo)]
+            if gone:
+                self._remove({i for s in gone for i in s.just})
+                p = self.parts.get(part)
+                if p is None:
+                    return []
+        if any(not xs for xs in p):
+            return []
+        sols = self._seq(p, self.n - 1, INF, {})
+        self.tested += len(sols)
+        for e in self.chain.conds:
+            if not sols:
+                break
+            sols = ex.filter(e, sols)
+        return sols
+
+    def _seq(self, p: list[list[Solution]], j: int, hi: float,
+             memo: dict[tuple[int, float], list[Solution]]) -> list[Solution]:
+        """Operands 0..j under SEQ^c / SEQ^r up to ``hi``: reference._seq with its lefts
+        as _lefts gives them (the left operand evaluated up to the right one's start)."""
+        got = memo.get((j, hi))
+        if got is not None:
+            return got
+        if j == 0:
+            out = [s for s in p[0] if s.tw <= hi]
+            memo[(j, hi)] = out
+            return out
+        lefts: list[tuple[Solution, list[Solution]]] = []
+        for r in p[j]:
+            if r.tw <= hi:
+                ls = [x for x in self._seq(p, j - 1, min(hi, r.ta - 1), memo) if x.tw < r.ta]
+                if ls:
+                    lefts.append((r, ls))
+        out = []
+        if lefts:
+            policy = self.policy
+            chosen = {id(r) for r in selection.select(policy, [r for r, _ in lefts],
+                                                      _interval2, _same)}
+            for r, ls in lefts:
+                if id(r) in chosen:
+                    out.extend(combine(x, r) for x in selection.pick(policy, ls, _interval2))
+        memo[(j, hi)] = out
+        return out
+
+
+def _interval2(s: Solution) -> tuple[float, float]:
+    return (s.ta, s.tw)
+
+
+def _same(a: Solution, b: Solution) -> bool:
+    # operands of one SEQ bind the same variables: compatible means equal
+    return a.mu == b.mu

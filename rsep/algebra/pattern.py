@@ -24,7 +24,7 @@ written (:class:`Service`: :class:`PatternRefused`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rsep.algebra.expression import Exists, Expression, Iri, Literal, PrefixedName, Variable
 
@@ -320,7 +320,16 @@ class Query:
     """A query's algebraic expression: its form (SELECT, CONSTRUCT, ASK, DESCRIBE), its
     WHERE pattern (None: a DESCRIBE without one), the modifiers, CONSTRUCT's template,
     DESCRIBE's resources (None: ``*``) and a trailing VALUES. The dataset is not here: the
-    dialects read it into rsep.algebra.dataset.StreamingDataset."""
+    dialects read it into rsep.algebra.dataset.StreamingDataset.
+
+    Two facts of the text that the algebra drops, kept for readers that take only some
+    shapes of query (rsep.windows.plan) and left out of equality (the text
+    :func:`to_sparql` writes has the same tree): ``elements``, the kinds of the WHERE
+    group's elements in the order written (``triples``, ``FILTER``, ``GRAPH``, ``WINDOW``,
+    ``STREAM``, ``group`` for a nested group or UNION, ``OPTIONAL``, ``MINUS``, ``BIND``,
+    ``VALUES``, ``SERVICE``, ``MATCH``; Sec. 18.2.2.6 merges triples blocks, gathers the
+    FILTERs and joins a nested group's pattern as if written flat), and ``short_form``,
+    ``CONSTRUCT WHERE { template }``."""
 
     form: str
     pattern: Pattern | None
@@ -329,6 +338,8 @@ class Query:
     template: tuple[Triple, ...] = ()
     describe: tuple[Variable | Iri | PrefixedName, ...] | None = None
     values: Values | None = None
+    elements: tuple[str, ...] = field(default=(), compare=False)
+    short_form: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ from rsep.algebra.pattern import (
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.lang.errors import position
 from rsep.lang.expression import ExpressionReader
+from rsep.lang.parser import parse_tree
 from rsep.lang.syntax import DEFAULT_BASE, FORMS, Syntax, start_of
 
 RDF_TYPE = Iri(RDF + "type")
@@ -140,26 +141,32 @@ class PatternReader:
         where = next((c for c in kids if c.data == "where_clause"), None)
         mods = next((c for c in kids if c.data == "solution_modifier"), None)
         pattern = None if where is None else self.group(_trees(where)[-1])
+        elements = () if where is None else _kinds(_trees(where)[-1])
         template: tuple[Triple, ...] = ()
         describe = None
+        short = False
         if q.data == "construct_query":
             inner = kids[0]
             kids = _trees(inner)
             mods = next(c for c in kids if c.data == "solution_modifier")
             if inner.data == "construct_construct_template":
                 template = tuple(self._triples(kids[0]))
-                pattern = self.group(_trees(next(c for c in kids if c.data == "where_clause"))[-1])
+                where = next(c for c in kids if c.data == "where_clause")
+                pattern = self.group(_trees(where)[-1])
+                elements = _kinds(_trees(where)[-1])
             else:  # CONSTRUCT WHERE { template }: the template is the pattern
                 tt = next((c for c in kids if c.data == "triples_template"), None)
                 template = () if tt is None else tuple(self._triples(tt))
                 pattern = BGP(template)
+                elements, short = ("triples",) if template else (), True
         elif q.data == "describe_query":
             targets = [c for c in kids if c.data == "var_or_iri"]
             describe = None if any(t.type == "ASTERIX" for t in _tokens(q)) \
                 else tuple(self._var_or_iri(t) for t in targets)
         select = next((c for c in kids if c.data == "select_clause"), None)
         modifiers = self._modifiers(select, mods)
-        return Query(syn.form, pattern, modifiers, self._prologue(), template, describe, values)
+        return Query(syn.form, pattern, modifiers, self._prologue(), template, describe, values,
+                     elements, short)
 
     def _prologue(self) -> Prologue:
         syn = self.syn
@@ -462,6 +469,22 @@ def _elements(sub: Tree) -> list[Tree]:
     return out
 
 
+_KINDS = {"triples_block": "triples", "filter": "FILTER", "graph_graph_pattern": "GRAPH",
+          "window_graph_pattern": "WINDOW", "stream_graph_pattern": "STREAM",
+          "group_or_union_graph_pattern": "group", "optional_graph_pattern": "OPTIONAL",
+          "minus_graph_pattern": "MINUS", "bind": "BIND", "inline_data": "VALUES",
+          "service_graph_pattern": "SERVICE", "match_pattern": "MATCH"}
+
+
+def _kinds(node: Tree) -> tuple[str, ...]:
+    """The kinds of a ``group_graph_pattern``'s elements in order (rsep.algebra.pattern's
+    ``Query.elements``); none for a sub-select."""
+    inner = _trees(node)[0] if _trees(node) else None
+    if inner is None or inner.data == "sub_select":
+        return ()
+    return tuple(_KINDS.get(e.data, e.data) for e in _elements(inner))
+
+
 def _objects(node: Tree) -> list[Tree]:
     """An object list's own objects (not those of a ``[ ... ]`` among them)."""
     out: list[Tree] = []
@@ -509,3 +532,10 @@ def match_slots(syn: Syntax, matches: list[MatchPattern]) -> dict[int, MatchSlot
         names = tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ())
         out[id(node)] = MatchSlot(i, names)
     return out
+
+
+def with_text_pattern(q: ContinuousQuery) -> ContinuousQuery:
+    """``q``, built with its SPARQL text only (no dialect read it: rsep.lars's queries, the
+    tests'), with the tree of that text (its windows' ``GRAPH <w>`` blocks as
+    :class:`Graph`)."""
+    return with_pattern(q, Syntax.of(q.sparql, parse_tree(q.sparql)))

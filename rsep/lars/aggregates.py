@@ -42,6 +42,7 @@ from lark import Token, Tree
 from rsep.algebra.policy import ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.lang.parser import parse_tree
+from rsep.lang.pattern import with_text_pattern
 from rsep.lang.syntax import Syntax
 from rsep.lars.compare import compare, engine_runs
 from rsep.lars.core import LarsError, show_term
@@ -213,7 +214,7 @@ def _pattern_query(q: ContinuousQuery, sel: Tree) -> ContinuousQuery:
     """``SELECT * WHERE P``: the aggregate query's pattern, with its dataset and windows."""
     where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
     text = q.sparql[:sel.meta.start_pos] + "SELECT * " + q.sparql[where.meta.start_pos:where.meta.end_pos]
-    return dataclasses.replace(q, sparql=text, text=text, variables=[])
+    return with_text_pattern(dataclasses.replace(q, sparql=text, text=text, variables=[]))
 
 
 def aggregate_pattern(q: ContinuousQuery) -> ContinuousQuery | None:
@@ -395,8 +396,8 @@ def compare_aggregate(cq_: ContinuousQuery, events: list[Event], graphs: dict[st
     group = " ".join(f"?{v}" for v in agg.group)
     text = (f"SELECT {group} {agg.sparql()} WHERE {to_sparql(q_cs.P, iris)}"
             + (f" GROUP BY {group}" if group else ""))
-    pull_q = dataclasses.replace(pull_q, sparql=text, text=text,
-                                 variables=[*agg.group, agg.alias])
+    pull_q = with_text_pattern(dataclasses.replace(pull_q, sparql=text, text=text,
+                                                   variables=[*agg.group, agg.alias]))
     pulled = engine_runs(pull_q, events, graphs, time_unit_ms, base.until)
     rows = []
     for r in base.rows:

@@ -28,6 +28,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import Boundary, NamedWindow, WindowSpec
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
+from rsep.lang.pattern import with_text_pattern
 from rsep.lang.syntax import Syntax
 from rsep.lars.core import LarsError, Var
 from rsep.lars.expr import XSD, from_tree, literal
@@ -568,6 +569,6 @@ def continuous(q: RSPQuery, dialect: str, report: ReportPolicy | None = None,
     else:
         rep = report or ReportPolicy(on_arrival=True)
         out = r2s or R2S.ISTREAM
-    return ContinuousQuery(name=q.name or dialect, dialect=dialect, form="SELECT", dataset=ds,
-                           sparql=text, r2s=out, report=rep, text=text,
-                           variables=list(q.V or ()))
+    return with_text_pattern(ContinuousQuery(
+        name=q.name or dialect, dialect=dialect, form="SELECT", dataset=ds, sparql=text, r2s=out,
+        report=rep, text=text, variables=list(q.V or ())))

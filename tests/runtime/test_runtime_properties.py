@@ -13,6 +13,7 @@ from rsep.algebra.dataset import StreamingDataset
 from rsep.algebra.policy import R2S
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import NamedWindow
+from rsep.lang.pattern import with_text_pattern
 from rsep.runtime import reference
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
@@ -65,7 +66,7 @@ def test_runtime_equals_reference(spec1, spec2, policy, r2s, body, merged, event
         NamedWindow("urn:w1", "http://s1", spec1, in_default=in_default),
         NamedWindow("urn:w2", "http://s2", spec2, in_default=in_default)])
     form = text.split()[0]
-    q = ContinuousQuery("q", "rspql", form, ds, text, r2s, policy)
+    q = with_text_pattern(ContinuousQuery("q", "rspql", form, ds, text, r2s, policy))
     until = events[-1].time + extra
     eng = Engine()
     eng.register(copy.deepcopy(q), name="q")

@@ -21,6 +21,7 @@ from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
 from rsep.lang import parse_query
+from rsep.lang.pattern import with_text_pattern
 from rsep.runtime import reference
 from rsep.runtime.windowed import SYNC_BATCH, QueryRuntime
 from rsep.stream.event import Event
@@ -78,7 +79,7 @@ def query(body: int, spec1: WindowSpec, spec2: WindowSpec, policy: ReportPolicy,
     ds = StreamingDataset(windows=[NamedWindow("urn:w1", "http://s1", spec1),
                                    NamedWindow("urn:w2", "http://s2", spec2)])
     form = BODIES[body].split()[0]
-    return ContinuousQuery("q", "rspql", form, ds, text, r2s, policy)
+    return with_text_pattern(ContinuousQuery("q", "rspql", form, ds, text, r2s, policy))
 
 
 def event_local(rt: QueryRuntime) -> QueryRuntime:
@@ -294,9 +295,9 @@ def test_row_order_holds_over_a_long_stream_with_rebuilds():
     # plain rows: their order is the join's, over the store's order
     ds = StreamingDataset(windows=[NamedWindow("urn:w1", "http://s1", WindowSpec(
         WindowKind.TIME, range=d(3), step=d(1)))])
-    q = ContinuousQuery("q", "rspql", "SELECT", ds, P + "SELECT ?obs ?sensor ?v WHERE { GRAPH "
-                        "<urn:w1> { ?obs :by ?sensor ; :val ?v } }", R2S.RSTREAM,
-                        ReportPolicy(window_close=True))
+    q = with_text_pattern(ContinuousQuery(
+        "q", "rspql", "SELECT", ds, P + "SELECT ?obs ?sensor ?v WHERE { GRAPH <urn:w1> { ?obs :by "
+        "?sensor ; :val ?v } }", R2S.RSTREAM, ReportPolicy(window_close=True)))
     eng = Engine()
     eng.add_graph("default", KB)
     rt = eng.register(copy.deepcopy(q), name="q")

@@ -36,6 +36,7 @@ from rsep.algebra.dataset import StreamingDataset, TimeVaryingGraph
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
+from rsep.lang.pattern import with_text_pattern
 from rsep.runtime import reference, windowed
 from rsep.runtime.windowed import QueryRuntime
 from rsep.sparql import aggregates as ag
@@ -210,7 +211,8 @@ def query(shape: Shape, spec1: WindowSpec, spec2: WindowSpec, policy: ReportPoli
     ds = StreamingDataset(named_graphs=["urn:kb"],
                           windows=[NamedWindow("urn:w1", "http://s1", spec1),
                                    NamedWindow("urn:w2", "http://s2", spec2)])
-    return ContinuousQuery("q", "rspql", shape.head.split()[0], ds, shape.text, r2s, policy)
+    return with_text_pattern(ContinuousQuery("q", "rspql", shape.head.split()[0], ds, shape.text,
+                                             r2s, policy))
 
 
 def updates(moves: list[tuple[int, str, str]]) -> list[tuple[str, list[GraphUpdate]]]:
@@ -480,7 +482,8 @@ def test_the_event_local_store_path_says_why_not_maintained(where, reason):
     text = f"{P}SELECT * WHERE {where}"
     ds = StreamingDataset(named_graphs=["urn:kb"],
                           windows=[NamedWindow("urn:w1", "http://s1", WindowSpec(WindowKind.COUNT, count=2))])
-    q = ContinuousQuery("q", "rspql", "SELECT", ds, text, R2S.RSTREAM, ReportPolicy(window_close=True))
+    q = with_text_pattern(ContinuousQuery("q", "rspql", "SELECT", ds, text, R2S.RSTREAM,
+                                          ReportPolicy(window_close=True)))
     kind, why = path(q)
     assert kind == EVENT_LOCAL and reason in why and "not maintained: " in why
 

@@ -52,7 +52,7 @@ _EVENT = "urn:rsep:event:"
 # computed on arrival could differ from the snapshot's.
 _VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.I)
 
-_EARLY_MAX = 100_000  # entries of arrived events kept for their entry into the window
+EARLY_MAX = 100_000  # entries of arrived events kept for their entry into the window
 _BORN_MIN = 4_096  # places of triples kept (gone ones forgotten past this, or twice the kept)
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Position = int  # 0 subject, 1 predicate, 2 object
@@ -295,7 +295,7 @@ def _push_filters(syn: Syntax, tree: Tree, g: Tree, b: Block, reader: Expression
 
 
 @dataclass(slots=True)
-class _Entry:
+class Entry:
     matching: tuple[ox.Triple, ...]  # the event's triples that some pattern's IRIs match
     terms: frozenset[object]  # its join terms (locality check)
     relevant: bool | None = None  # has a solution of some block (None: not decided yet)
@@ -346,7 +346,7 @@ class LocalWindow:
                     (bi, _bit(k), p.consts[0], p.consts[2], p.tracked))
         self._any_pred = self._by_pred.pop(None, [])
         self._full_mask = [_bit(len(b.patterns)) - 1 for b in self.blocks]
-        self.live: dict[int, _Entry] = {}
+        self.live: dict[int, Entry] = {}
         self._entered: list[int] = []  # since the last sync
         self._counts: dict[object, int] = {}
         self.conflicts = 0  # join terms in two or more live events
@@ -360,7 +360,7 @@ class LocalWindow:
                                     self._canon, b.filters) for b in self.blocks]
         self._compiled = None if any(c is None for c in compiled) else \
             [c for c in compiled if c is not None]
-        self._early: dict[int, tuple[tuple[ox.Triple, ...], _Entry]] = {}
+        self._early: dict[int, tuple[tuple[ox.Triple, ...], Entry]] = {}
         # Row order: pyoxigraph answers in the order its quads were created (a removed quad
         # keeps its place), so the store graph's quads are created in the order the snapshot
         # path's store creates them: by the entry of the first event that brought the triple
@@ -405,11 +405,11 @@ class LocalWindow:
         entry, rows = self._entry(e.triples, True)
         if entry.relevant is None:
             self._judge(entry, rows)
-        if len(self._early) > _EARLY_MAX:  # events that never entered: a cache, so clear it
+        if len(self._early) > EARLY_MAX:  # events that never entered: a cache, so clear it
             self._early.clear()
         self._early[e.seq] = (e.triples, entry)
 
-    def _judge(self, entry: _Entry, rows: list[tuple[object, object, object]]) -> None:
+    def _judge(self, entry: Entry, rows: list[tuple[object, object, object]]) -> None:
         """Decide an entry by the compiled blocks, from its matching triples' terms."""
         compiled = self._compiled
         assert compiled is not None
@@ -421,7 +421,7 @@ class LocalWindow:
             entry.relevant = None  # a FILTER the compiled matcher cannot decide
 
     def _entry(self, triples: tuple[ox.Triple, ...], keep_rows: bool = False
-               ) -> tuple[_Entry, list[tuple[object, object, object]]]:
+               ) -> tuple[Entry, list[tuple[object, object, object]]]:
         """An event's entry, and (``keep_rows``) its matching triples' terms: reading a
         term off a pyoxigraph triple builds a new object, so each is read once."""
         matching = []
@@ -451,7 +451,7 @@ class LocalWindow:
                 matching.append(t)
                 if keep_rows:
                     rows.append((subj, p, obj))
-        entry = _Entry(tuple(matching), frozenset(terms))
+        entry = Entry(tuple(matching), frozenset(terms))
         full = self._full_mask
         if hit != full:
             for bi in range(len(hit)):
@@ -478,7 +478,7 @@ class LocalWindow:
         if len(born) > self._born_cap:
             self._forget()
 
-    def _count_in(self, entry: _Entry) -> None:
+    def _count_in(self, entry: Entry) -> None:
         """The locality check counts an entering event's join terms."""
         counts = self._counts
         for term in entry.terms:
@@ -487,7 +487,7 @@ class LocalWindow:
             if c == 2:
                 self.conflicts += 1
 
-    def _count_out(self, entry: _Entry) -> None:
+    def _count_out(self, entry: Entry) -> None:
         counts = self._counts
         for x in entry.terms:
             c = counts[x] - 1
@@ -580,7 +580,7 @@ class LocalWindow:
         """A stored triple's place in the store graph's creation order."""
         return self._born[t]
 
-    def _decide(self, entries: list[_Entry]) -> None:
+    def _decide(self, entries: list[Entry]) -> None:
         """Which of the events have a solution of some block: one query per block over a
         scratch store holding each event as a named graph."""
         if not entries:

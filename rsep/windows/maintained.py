@@ -39,7 +39,7 @@ from rsep.sparql.filters import Fallback, NotCompiled, compile_expression, prefi
 from rsep.sparql.matcher import Canon, Indexed, compile_bgp, match_plan
 from rsep.stream.event import Event
 from rsep.windows.groups import Aggregate, Group, Grouping, Modifiers, Oxigraph, Row
-from rsep.windows.incremental import _EARLY_MAX, Block, LocalWindow, _Entry
+from rsep.windows.incremental import EARLY_MAX, Block, Entry, LocalWindow
 from rsep.windows.joins import Join, Relation, background_relation
 from rsep.windows.plan import EVENT_LOCAL as EVENT_LOCAL
 from rsep.windows.plan import FACTORISED as FACTORISED
@@ -613,7 +613,7 @@ class MaintainedWindow(LocalWindow):
     def unsynced(self) -> int:
         return 0
 
-    def _solved(self, triples: tuple[ox.Triple, ...]) -> _Entry:
+    def _solved(self, triples: tuple[ox.Triple, ...]) -> Entry:
         """An event's entry, with its solutions of the window's blocks."""
         entry, rows = self._entry(triples, True)
         entry.sols = [] if entry.relevant is False else self.result.solve(self.w, rows)
@@ -621,7 +621,7 @@ class MaintainedWindow(LocalWindow):
 
     def arrive(self, e: Event) -> None:
         early = self._early
-        if len(early) > _EARLY_MAX:  # events that never entered: a cache, so clear it
+        if len(early) > EARLY_MAX:  # events that never entered: a cache, so clear it
             early.clear()
         early[e.seq] = (e.triples, self._solved(e.triples))
 

@@ -10,9 +10,9 @@ own: the report policies decide those from the streams (docs/semantics.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyoxigraph as ox
 
@@ -25,11 +25,26 @@ from rsep.stream.time import format_time
 from rsep.stream.updates import GraphUpdate
 
 if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine
+    from rsep.algebra.runtime import Runtime
+    from rsep.stream.time import TimeKind
 
 
 # the most a dereferenced graph may be (its whole body is held to parse it)
 MAX_FETCH = 64 << 20
+
+
+class Owner(Protocol):
+    """What :class:`Background` reads and writes of its engine (rsep.runtime.engine)."""
+
+    graphs: dict[str, list[ox.Triple]]  # written: each graph as it stands now
+    allow_dereference: bool
+    kind: TimeKind | None
+    now: int | None
+
+    @property
+    def queries(self) -> Sequence[Runtime]:
+        """The runtimes told of each change (Runtime.graph_changed)."""
+        ...
 
 
 class Background:
@@ -38,7 +53,7 @@ class Background:
     dropped (a server takes changes for ever): each TimeVaryingGraph then holds G from
     the engine's time on, its ``initial`` the graph as it stands."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Owner) -> None:
         self.engine = engine
         self.varying: dict[str, TimeVaryingGraph] = {}
         self._live: dict[str, LiveGraph] = {}

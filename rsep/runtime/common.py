@@ -1,43 +1,24 @@
-"""What the windowed runtime and its reference evaluator share: limits, outputs from what
-an R2S operator emitted, MATCH solutions as VALUES, and the relaxed cyclic collector."""
+"""What the windowed runtime and its reference evaluator share: limits (defined with the
+runtime protocol, rsep.algebra.runtime), outputs from what an R2S operator emitted, MATCH
+solutions as VALUES, and the relaxed cyclic collector."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import cast
 
 import pyoxigraph as ox
 
 from rsep.algebra.events import MatchPattern
 from rsep.algebra.output import Output
+from rsep.algebra.runtime import Limits as Limits
 from rsep.events.reference import EventMapping
 from rsep.runtime.r2s import Payload, Selected
 from rsep.stream.time import TimeKind
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
-
-
-@dataclass
-class Limits:
-    """Bounds that stop a runaway query with a clear error instead of exhausting memory.
-
-    pyoxigraph queries cannot be cancelled, so the bounds are on inputs (window
-    size) and outputs (solutions per evaluation); evaluation time is checked
-    after each evaluation.
-    """
-
-    max_window_triples: int = 10_000_000
-    max_results: int = 1_000_000
-    max_eval_seconds: float | None = None
-    # SPASEQ: matches output at one instant (a match group's paths are enumerated one by
-    # one, so a sequence over n events can stand for 2^n of them)
-    max_matches: int = 1_000_000
-    # EP-SPARQL: triples the CONSTRUCT rules derive at one instant (None:
-    # rsep.epsparql.runtime.MAX_DERIVED)
-    max_derived: int | None = None
 
 
 def outputs(name: str, tau: int, kind: TimeKind | None, form: str,

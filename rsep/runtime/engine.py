@@ -9,7 +9,6 @@ is evaluated.
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -20,13 +19,14 @@ import pyoxigraph as ox
 from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery, Query
+from rsep.algebra.runtime import Deferring, Flushing, Runtime
 from rsep.lang import QueryError, dialect_of, parse_query
 from rsep.runtime.background import Background
 from rsep.runtime.common import (
     Limits,
     relaxed_collector,
 )
-from rsep.runtime.dialects import Deferring, Runtime, runtime_for
+from rsep.runtime.dialects import runtime_for
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
@@ -35,7 +35,8 @@ T = TypeVar("T")
 
 
 class Engine:
-    """Registers continuous queries and runs them over pushed events.
+    """Registers continuous queries and runs them over pushed events: the
+    :class:`rsep.algebra.runtime.Host` of their runtimes.
 
     >>> eng = Engine()
     >>> eng.register("SELECT ...")            # doctest: +SKIP
@@ -132,6 +133,12 @@ class Engine:
         if got is self._shared:
             got = self._shared[key] = factory()
         return cast(T, got)
+
+    def next_graph_change(self, after: int, iris: Iterable[str]) -> int | None:
+        """The first instant after ``after`` at which one of the background graphs
+        ``iris`` changes, or None (rsep.algebra.runtime.Host)."""
+        bg = self.background
+        return bg.next_change(after, iris) if bg.varying else None
 
     def need_graph(self, g: str, source: str | None) -> None:
         """A background graph a query reads: given with add_graph, or fetched from its IRI
@@ -296,10 +303,9 @@ class Engine:
         if self.now is None:
             return
         self._settle(self.now + 1)
-        windowed = sys.modules.get("rsep.runtime.windowed")  # not loaded: no windowed query
         for rt in self.queries:
-            if windowed is not None and isinstance(rt, windowed.QueryRuntime):
-                rt.flush()
+            if callable(getattr(rt, "flush", None)):  # (rsep.algebra.runtime.Flushing)
+                cast(Flushing, rt).flush()
         if until is not None:
             if until > self.now:
                 self._fire(until + 1)

@@ -1,5 +1,5 @@
 """When a windowed query is evaluated: the report policies' instants, the quiet-instant
-skip, and the due check (the tick logic of rsep.runtime.engine.QueryRuntime, a mixin)."""
+skip, and the due check (the tick logic of rsep.runtime.windowed.QueryRuntime, a mixin)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window
 
 if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine
+    from rsep.algebra.runtime import Host
 
 
 @dataclass
@@ -35,7 +35,7 @@ _NEVER = float("inf")
 class Ticks:
     """The evaluation instants of a QueryRuntime, from its state (declared here)."""
 
-    engine: Engine
+    engine: Host
     windows: list[BoundWindow]
     report: ReportPolicy
     r2s: R2SOperator
@@ -111,8 +111,7 @@ class Ticks:
             # Nothing would come out until the content changes: jump to that change.
             # (a background graph's change, too: the evaluation after it may answer anew)
             changes = self._next_changes()
-            bg = self.engine.background
-            graph = bg.next_change(after, self._reads) if bg.varying and self._reads else None
+            graph = self.engine.next_graph_change(after, self._reads) if self._reads else None
             first = min(changes + ([arrival] if arrival is not None else [])
                         + ([graph] if graph is not None else []), default=None)
             if first is None:

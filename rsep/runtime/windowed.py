@@ -1,7 +1,8 @@
 """A windowed query's runtime (RSP-QL, C-SPARQL, CQELS, RSEP-QL MATCH): its windows
 (S2R: rsep.windows), the snapshot store or maintained result it evaluates (R2R), its
 report policy's ticks (rsep.runtime.ticks) and R2S (rsep.runtime.r2s), driven by
-:class:`rsep.runtime.engine.Engine`. A module of its own so that a run with no
+:class:`rsep.runtime.engine.Engine` (a :class:`rsep.algebra.runtime.Runtime`, the engine
+seen as a :class:`rsep.algebra.runtime.Host`). A module of its own so that a run with no
 windowed query (SPASEQ, EP-SPARQL) does not import the window machinery at start-up.
 """
 
@@ -43,7 +44,7 @@ from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import resolve
 
 if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine
+    from rsep.algebra.runtime import Host
 
 
 # arrivals into an event-local window between two syncs of its store graph (and into a
@@ -57,7 +58,7 @@ class QueryRuntime(Ticks):
 
     query: ContinuousQuery
     name: str
-    engine: Engine
+    engine: Host
     callback: Callable[[Output], None] | None = None
     windows: list[BoundWindow] = field(default_factory=list)
     store: SnapshotStore = field(default_factory=SnapshotStore)

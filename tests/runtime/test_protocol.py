@@ -1,8 +1,10 @@
-"""The engine's public surface for what drives it from outside a run (rsep serve, the Spark
-stage): its clock (start_at, advance_to) and what a runtime tells about itself."""
+"""The engine's public surface (rsep.algebra.runtime's protocol): the clock that rsep serve
+and the Spark stage set (start_at, advance_to), what a runtime tells about itself, the slot
+the runtimes of a family share (shared), and no import circle between engine and runtimes."""
 
 from __future__ import annotations
 
+import grimp
 import pytest
 
 from rsep.algebra.output import EngineError
@@ -108,3 +110,14 @@ def test_the_epsparql_queries_of_an_engine_share_one_context():
     one, two = eng.register(q, dialect="epsparql"), eng.register(q, dialect="epsparql")
     ctx = EpContext.of(eng)
     assert ctx.runtimes == [one, two] and EpContext.of(Engine()) is not ctx
+
+
+def test_no_module_the_engine_imports_imports_it_back():
+    """The runtimes see the engine through rsep.algebra.runtime.Host: no module the engine
+    imports, even for its types only, imports rsep.runtime.engine (the circle of issue 46)."""
+    g = grimp.build_graph("rsep", exclude_type_checking_imports=False)
+    engine = "rsep.runtime.engine"
+    imported, importers = g.find_upstream_modules(engine), g.find_downstream_modules(engine)
+    assert "rsep.runtime.windowed" in imported and "rsep.serve.hub" in importers
+    assert sorted(imported & importers) == []
+    assert engine not in g.find_upstream_modules("rsep.algebra.runtime")

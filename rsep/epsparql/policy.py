@@ -88,8 +88,17 @@ class PolicyState:
 
     def note(self, oc: Occurrence, window: float) -> None:
         """A new occurrence: its parts change now, and again when it leaves the window (the
-        whole query's content, "", when unpartitioned)."""
-        parts = [(oc.s, oc.p, oc.o)[i] for i in self.positions]
+        whole query's content, "", when unpartitioned). With an index, only the parts of the
+        operands it matches: an occurrence that matches none is read by no evaluation, so
+        neither its coming nor its leaving changes a result (nor is an instant evaluated
+        for it: the deadlines come from what is noted)."""
+        index = self.index
+        if index is not None:
+            parts = index.note(oc)
+            if not parts:
+                return
+        else:
+            parts = [(oc.s, oc.p, oc.o)[i] for i in self.positions]
         for part in parts:
             self.dirty.add(part)
             held = self.item_parts.get(oc.item, ())
@@ -98,8 +107,6 @@ class PolicyState:
         if window != float("inf"):
             for part in parts or ("",):
                 heapq.heappush(self.expiry, (oc.ta, oc.item, part))
-        if self.index is not None:
-            self.index.note(oc)
 
     def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
         h, strict = window
@@ -107,14 +114,27 @@ class PolicyState:
         while self.expiry and (self.expiry[0][0] <= lo if strict else self.expiry[0][0] < lo):
             self.dirty.add(heapq.heappop(self.expiry)[2])
         self.consumed_since = False
+        index = self.index
+        if index is not None and not index.slow and not self.full:
+            # every part on the index, which reads no World: only the parts that changed
+            if not self.dirty:
+                return []
+            parts, self.dirty = sorted(self.dirty), set()
+            ex = w.exprs
+            proj = self.root if isinstance(self.root, Project) else None
+            out: list[Solution] = []
+            for c in parts:
+                got = index.evaluate(c, ex, lo, strict)
+                if got:
+                    out.extend(project(proj, got, ex) if proj is not None else got)
+            return out
         w.lo, w.lo_strict, w.consumed, w.memo = lo, strict, self.consumed, {}
         try:
             if self.var is None or self.full:
                 return evaluate(self.root, w, self.policy, hi=tau)
             parts, self.dirty = sorted(self.dirty), set()
             root = self.root
-            out: list[Solution] = []
-            index = self.index
+            out = []
             for c in parts:
                 sub = ((self.var, c),)
                 if index is not None and index.indexed(c):

@@ -10,7 +10,8 @@ cdef class EpContext:
     cdef public object engine, schema, background, world, last, _derived, _kept
     cdef public list runtimes, _rules, _queries
     cdef public dict pending
-    cdef public bint prune, policies
+    cdef public bint prune, policies, _dl_valid
+    cdef public object _dl
 
 cdef class EpSparqlRuntime:
     cdef dict __dict__

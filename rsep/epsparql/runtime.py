@@ -104,6 +104,10 @@ class EpContext:
         self.policies = False  # a chronological / recent query registered (deadlines)
         self._rules: list[EpSparqlRuntime] = []  # the CONSTRUCT rules of runtimes
         self._queries: list[EpSparqlRuntime] = []  # the others
+        # deadline()'s answer until the next instant is processed (it reads only what
+        # process changes)
+        self._dl: int | None = None
+        self._dl_valid = False
 
     def stored(self) -> int:
         """Occurrences and partial solutions held: what pruning bounds."""
@@ -156,9 +160,13 @@ class EpContext:
         of the context are evaluated then, as at an event."""
         if self.last is None or not self.policies:
             return None
+        if self._dl_valid:  # (the engine asks twice an instant; nothing it reads changed)
+            return self._dl
         ds = [d for rt in self.runtimes if rt.query.policy is not Selection.UNRESTRICTED
               and (d := rt.policy_state.deadline(self.last, rt.window)) is not None]
-        return min(ds) if ds else None
+        self._dl = min(ds) if ds else None
+        self._dl_valid = True
+        return self._dl
 
     @staticmethod
     def of(engine: Engine) -> EpContext:
@@ -210,6 +218,7 @@ class EpContext:
         if self.last is not None and tau <= self.last:
             return
         self.last = tau
+        self._dl_valid = False
         got = self.pending.pop(tau, None)
         if got is not None:
             if self._alone():  # _add's first case, spelt out: this runs per triple
@@ -219,6 +228,20 @@ class EpContext:
                     for t in e.triples:
                         a, b, c = strings(t)
                         add(Occurrence(a, b, c, start, end, item))
+            elif self.world.data is None and self.schema.empty:
+                # _add with no RDFS consequences and no history data, spelt out: each new
+                # occurrence noted by the chronological / recent queries
+                add = self.world.occ.add
+                noting = [(rt.policy_state.note, rt.window[0]) for rt in self.runtimes
+                          if not rt.unrestricted]
+                for e in got.values():
+                    start, end, item = e.start, e.end, e.seq
+                    for t in e.triples:
+                        a, b, c = strings(t)
+                        oc = Occurrence(a, b, c, start, end, item)
+                        if add(oc):
+                            for note, h in noting:
+                                note(oc, h)
             else:
                 for e in got.values():
                     for t in e.triples:
@@ -234,6 +257,7 @@ class EpContext:
         for rt in self.runtimes:
             rt.finish(tau)
         self.forget(tau)
+        self._dl_valid = False
 
     def _rounds(self, tau: int) -> None:
         """The CONSTRUCT rules' rounds at tau, until they derive nothing new."""
@@ -300,6 +324,7 @@ class EpSparqlRuntime:
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
+        self.ctx._dl_valid = False
         (self.ctx._rules if query.construct else self.ctx._queries).append(self)
         self.unrestricted = query.policy is Selection.UNRESTRICTED
         if not self.unrestricted:

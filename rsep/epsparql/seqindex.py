@@ -224,15 +224,22 @@ class SeqIndex:
 
     # ------------------------------------------------------------ changes
 
-    def note(self, oc: Occurrence) -> None:
+    def note(self, oc: Occurrence) -> list[str]:
+        """Take an occurrence in; the parts whose content it changes (those of the sides it
+        matches: no other part's evaluation reads it)."""
         self.seq += 1
         sh = self.shape
+        keys: list[str] = []
         for is_b, side in self.sides:
             for s in side.match([oc]):
-                key = dict(s.mu)[sh.var]
+                key = s.get(sh.var)
+                assert key is not None
+                keys.append(key)
                 if key in self.slow:
                     continue
-                p = self.parts.setdefault(key, _Part())
+                p = self.parts.get(key)
+                if p is None:  # (not setdefault: a _Part is 15 fields to make)
+                    p = self.parts[key] = _Part()
                 if oc.ta != oc.tw or oc.tw < p.maxtw:
                     self.slow.add(key)  # an interval, or out of time order: the reference's
                     del self.parts[key]
@@ -252,6 +259,7 @@ class SeqIndex:
                     p.pending.add(s.mu)  # the group's selected right solution changes
                 g.append(e)
                 p.nb += 1
+        return keys
 
     def _index_group(self, p: _Part, s: Solution) -> None:
         x = _number(dict(s.mu).get(self.shape.cmp[0])) if self.shape.cmp else None
@@ -502,6 +510,7 @@ class ChainIndex:
             by_tp.setdefault(tp, []).append(j)
         self.sides = [(OnePattern(tp), tuple(js)) for tp, js in by_tp.items()]
         self.parts: dict[str, list[list[Solution]]] = {}
+        self.slow: frozenset[str] = frozenset()  # (SeqIndex's parts for the reference: none)
         self.by_item: dict[int, list[tuple[str, int, Solution]]] = {}
         self.tested = 0
 
@@ -523,11 +532,14 @@ class ChainIndex:
         """(the store keeps each unconsumed occurrence in the window: the index holds its own)"""
         return oc.item in self.by_item
 
-    def note(self, oc: Occurrence) -> None:
+    def note(self, oc: Occurrence) -> list[str]:
+        """Take an occurrence in; the parts whose content it changes."""
+        keys: list[str] = []
         for side, js in self.sides:
             for s in side.match([oc]):
                 key = s.get(self.var)
                 assert key is not None
+                keys.append(key)
                 p = self.parts.get(key)
                 if p is None:
                     p = self.parts[key] = [[] for _ in range(self.n)]
@@ -535,6 +547,7 @@ class ChainIndex:
                 for j in js:
                     p[j].append(s)
                     held.append((key, j, s))
+        return keys
 
     def _remove(self, items: Iterable[int]) -> None:
         for item in items:

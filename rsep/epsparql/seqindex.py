@@ -122,17 +122,28 @@ def _comparison(e: Expr, lvars: set[str], rvars: set[str]) -> tuple[str, str, st
     return None
 
 
-def shape_of(root: Node, var: str | None) -> Shape | None:
-    """The query's Shape, or None when the index does not run it."""
+def _under_filters(root: Node) -> tuple[Node, list[Expr]] | None:
+    """What a query of an index's shape runs under its SELECT and FILTERs, and the FILTERs
+    (outermost first); None for a DISTINCT one (a dropped duplicate is not consumed) or a
+    FILTER that reads the history (EXISTS)."""
     n = root.arg if isinstance(root, Project) and not root.distinct else root
     if isinstance(n, Project):
-        return None  # DISTINCT: a dropped duplicate is not consumed
+        return None
     conds: list[Expr] = []
     while isinstance(n, Filter):
         if n.cond.reads:
             return None
         conds.append(n.cond)
         n = n.arg
+    return n, conds
+
+
+def shape_of(root: Node, var: str | None) -> Shape | None:
+    """The query's Shape, or None when the index does not run it."""
+    got = _under_filters(root)
+    if got is None:
+        return None
+    n, conds = got
     if var is None or not isinstance(n, SeqJoin) or n.cond is not None:
         return None
     if not (isinstance(n.left, BGP) and isinstance(n.right, BGP)
@@ -461,15 +472,10 @@ class Chain:
 
 def chain_of(root: Node, var: str | None) -> Chain | None:
     """The query's Chain, or None when the chain index does not run it."""
-    n = root.arg if isinstance(root, Project) and not root.distinct else root
-    if isinstance(n, Project) or var is None:
+    got = _under_filters(root)
+    if got is None or var is None:
         return None
-    conds: list[Expr] = []
-    while isinstance(n, Filter):
-        if n.cond.reads:
-            return None
-        conds.append(n.cond)
-        n = n.arg
+    n, conds = got
     tps: list[TriplePattern] = []
     while isinstance(n, SeqJoin) and n.cond is None:
         if not (isinstance(n.right, BGP) and len(n.right.patterns) == 1):

@@ -23,12 +23,19 @@ written (:class:`Service`: :class:`PatternRefused`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from rsep.algebra.expression import Exists, Expression, Iri, Literal, PrefixedName, Variable
+import pyoxigraph as ox
+
+from rsep.algebra.expression import Exists, Expression, Iri, Literal, PrefixedName, Variable, walk
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+# The base of relative IRIs when the query declares none (SPARQL leaves it to the
+# application; RFC 2606 reserves .invalid, so it never names anything real).
+DEFAULT_BASE = "http://rsep.invalid/"
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 class PatternRefused(ValueError):
@@ -389,6 +396,73 @@ def _variables(p: Pattern) -> Iterator[Variable]:
                 else n.target
             if isinstance(x, Variable):
                 yield x
+
+
+def every_pattern(tree: Query | Pattern) -> Iterator[Pattern]:
+    """Every pattern of ``tree``, parents first, left to right, those of its EXISTS
+    expressions (in FILTERs, OPTIONAL's condition, BIND, the solution modifiers) and
+    sub-queries included: a node's patterns before those of its expressions."""
+    if isinstance(tree, Query):
+        if tree.pattern is not None:
+            yield from every_pattern(tree.pattern)
+        yield from _expression_patterns(_modifier_expressions(tree.modifiers))
+        return
+    yield tree
+    for k in tree.kids():
+        yield from every_pattern(k)
+    if isinstance(tree, Filter):
+        yield from _expression_patterns(tree.conditions)
+    elif isinstance(tree, LeftJoin) and tree.condition is not None:
+        yield from _expression_patterns((tree.condition,))
+    elif isinstance(tree, Extend):
+        yield from _expression_patterns((tree.expr,))
+    elif isinstance(tree, SubSelect):
+        yield from _expression_patterns(_modifier_expressions(tree.modifiers))
+
+
+def _modifier_expressions(m: Modifiers) -> list[Expression]:
+    return [*(p.expr for p in m.projection or () if p.expr is not None),
+            *(k.expr for k in m.group_by), *m.having, *(k.expr for k in m.order_by)]
+
+
+def _expression_patterns(es: tuple[Expression, ...] | list[Expression]) -> Iterator[Pattern]:
+    for e in es:
+        for x in walk(e):
+            if isinstance(x, ExistsPattern) and x.group is not None:
+                yield from every_pattern(x.group)
+
+
+# ---------------------------------------------------------------- IRIs
+
+
+def is_absolute(iri: str) -> bool:
+    return bool(_SCHEME.match(iri))
+
+
+def resolve_iri(ref: str, base: str) -> str:
+    """RFC 3986 reference resolution, done by oxigraph so it agrees with the evaluator's."""
+    if is_absolute(ref):
+        return ref
+    quad = next(iter(ox.parse(f"<{ref}> <urn:p> <urn:o> .", format=ox.RdfFormat.TURTLE,
+                              base_iri=base)))
+    return quad.subject.value
+
+
+def absolute(name: Iri | PrefixedName, prologue: Prologue) -> str:
+    """An IRI of the tree made absolute by the query's prologue (a relative one against its
+    BASE, or :data:`DEFAULT_BASE`); ValueError for an undeclared prefix."""
+    if isinstance(name, PrefixedName):
+        prefixes = dict(prologue.prefixes)
+        if name.prefix not in prefixes:
+            raise ValueError(f"undeclared prefix '{name.prefix}:'")
+        return prefixes[name.prefix] + re.sub(r"\\(.)", r"\1", name.local)
+    return resolve_iri(name.value, prologue.base or DEFAULT_BASE)
+
+
+def prologue_text(prologue: Prologue) -> str:
+    """BASE and PREFIX declarations that make a fragment of the query stand alone."""
+    out = f"BASE <{prologue.base or DEFAULT_BASE}>\n"
+    return out + "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in prologue.prefixes)
 
 
 # ---------------------------------------------------------------- writing

@@ -27,6 +27,7 @@ from rsep.algebra.expression import (
 )
 from rsep.algebra.pattern import (
     BGP,
+    DEFAULT_BASE,
     RDF,
     Alternative,
     BlankNode,
@@ -63,7 +64,7 @@ from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.lang.errors import position
 from rsep.lang.expression import ExpressionReader
 from rsep.lang.parser import parse_tree
-from rsep.lang.syntax import DEFAULT_BASE, FORMS, Syntax, start_of
+from rsep.lang.syntax import FORMS, Syntax, start_of
 
 RDF_TYPE = Iri(RDF + "type")
 _FIRST, _REST, _NIL = Iri(RDF + "first"), Iri(RDF + "rest"), Iri(RDF + "nil")

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import cast
 
-import pyoxigraph as ox
 from lark import Token, Tree
 
 from rsep.algebra.expression import Iri, PrefixedName
+from rsep.algebra.pattern import DEFAULT_BASE, is_absolute, resolve_iri
 from rsep.algebra.window import Boundary, WindowKind, WindowSpec
 from rsep.lang.errors import QueryError, position
 from rsep.stream.time import Duration, TimeError, parse_datetime_ms, parse_duration
@@ -68,28 +68,8 @@ FEATURE_TEXT = {
     "match_pattern": "MATCH",
 }
 
-# The base of relative IRIs when the query declares none (SPARQL leaves it to the
-# application; RFC 2606 reserves .invalid, so it never names anything real).
-DEFAULT_BASE = "http://rsep.invalid/"
-
 # An ISO 8601 duration with years or months (P1Y, P2M, P1Y2M3DT4H): calendar units.
 _CALENDAR = re.compile(r"^P([0-9]+Y)?([0-9]+M)?(?<=[YM])", re.I)
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-
-
-def is_absolute(iri: str) -> bool:
-    return bool(_SCHEME.match(iri))
-
-
-def resolve_iri(ref: str, base: str) -> str:
-    """RFC 3986 reference resolution, done by oxigraph so it agrees with the evaluator's."""
-    if is_absolute(ref):
-        return ref
-    quad = next(iter(ox.parse(f"<{ref}> <urn:p> <urn:o> .", format=ox.RdfFormat.TURTLE,
-                              base_iri=base)))
-    return quad.subject.value
-
 
 DIALECT_NAMES = {"rspql": "RSP-QL", "csparql": "C-SPARQL", "cqels": "CQELS"}
 

@@ -5,8 +5,9 @@ handful of triple patterns against an event of a handful of triples. Group
 patterns whose body is a plain BGP with FILTERs the FILTER compiler
 (rsep.sparql.filters) takes are compiled here, SPASEQ's GPMs and RSEP-QL's BEPs
 alike; anything else (OPTIONAL, UNION, GRAPH, functions, blank nodes in the
-pattern, BASE) is left to pyoxigraph. The triple patterns are read from the
-pattern's text (rsep.sparql.pattern), the FILTERs' trees come from the algebra.
+pattern, BASE) is left to pyoxigraph. The triple patterns come from the pattern
+tree (the windows') or are read from the pattern's text (SPASEQ's, the BEPs'; both in
+rsep.sparql.pattern), the FILTERs' trees come from the algebra.
 
 Exactness against pyoxigraph: a FILTER that cannot be decided raises
 :class:`Fallback` and the caller asks pyoxigraph for that row or item. Typed
@@ -38,7 +39,7 @@ from rsep.sparql.filters import (
     prefixes_of,
 )
 from rsep.sparql.filters import value_of as value_of  # re-exported: SPASEQ's NFA reads it here
-from rsep.sparql.pattern import GroupReader
+from rsep.sparql.pattern import GroupReader, Triple
 
 if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
     from rsep.algebra.spaseq import GPM
@@ -122,16 +123,23 @@ class CompiledGPM:
     elsewhere (a GPM's stateful ones), as Python functions: a SPASEQ GPM's local pattern
     and an RSEP-QL BEP are the same thing."""
 
-    def __init__(self, prologue: str, pattern: str, filters: Sequence[Constraint] | None,
+    def __init__(self, prologue: str, pattern: str | Sequence[Triple],
+                 filters: Sequence[Constraint] | None,
                  stateful_filters: Sequence[Constraint], canon: Canon) -> None:
         prefixes = prefixes_of(prologue)
-        reader = GroupReader(pattern, prefixes, canon.term)
-        self.triples = reader.group()
+        if isinstance(pattern, str):  # a group's text (SPASEQ's GPMs, RSEP-QL's BEPs)
+            reader = GroupReader(pattern, prefixes, canon.term)
+            self.triples = reader.group()
+            written: int | None = reader.filters
+        else:  # triple patterns read from the tree (rsep.sparql.pattern.triple_patterns)
+            term = canon.term
+            self.triples = [(term(s), term(p), term(o)) for s, p, o in pattern]
+            written = None
         if not self.triples:
             raise NotCompiled("no triple pattern")
         if filters is None:  # the basic graph pattern alone: its FILTERs are the caller's
             filters = ()
-        elif reader.filters != len(filters):
+        elif written is not None and written != len(filters):
             raise NotCompiled("the pattern's FILTERs are not the trees given")
         self.local_filters = [compile_expression(f.expr, prefixes, canon.term) for f in filters]
         filter_vars = frozenset().union(*(f.variables() for f in filters))
@@ -403,9 +411,11 @@ def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
                            gpm.stateful)
 
 
-def compile_bgp(prologue: str, pattern: str, canon: Canon) -> CompiledGPM | None:
-    """The basic graph pattern of a group ``{ triples . FILTER ... }``, its FILTERs left out
-    (the caller decides them), or None when it needs pyoxigraph. Its solutions over an
+def compile_bgp(prologue: str, pattern: str | Sequence[Triple], canon: Canon
+                ) -> CompiledGPM | None:
+    """The basic graph pattern of a group ``{ triples . FILTER ... }`` (or its triple
+    patterns, as :func:`rsep.sparql.pattern.triple_patterns` gives them), its FILTERs left
+    out (the caller decides them), or None when it needs pyoxigraph. Its solutions over an
     event: ``match_plan(gpm.plan, ev)``, value tuples indexed as ``gpm.names``."""
     try:
         return CompiledGPM(prologue, pattern, None, (), canon)
@@ -419,11 +429,13 @@ def match_plan(plan: tuple, ev: Indexed) -> list[tuple]:
     return _match_plan(plan, ev)
 
 
-def compile_pattern(prologue: str, pattern: str, canon: Canon,
+def compile_pattern(prologue: str, pattern: str | Sequence[Triple], canon: Canon,
                     filters: Sequence[Constraint] = (),
                     stateful_filters: Sequence[Constraint] = ()) -> CompiledGPM | None:
-    """A group graph pattern ``{ ... }`` compiled, or None when it needs pyoxigraph.
-    ``filters``: the trees of the FILTERs at its top level, in the order of the text."""
+    """A group graph pattern ``{ ... }`` (or its triple patterns, as
+    :func:`rsep.sparql.pattern.triple_patterns` gives them) compiled, or None when it needs
+    pyoxigraph. ``filters``: the trees of the FILTERs at its top level, in the order of the
+    text."""
     try:
         return CompiledGPM(prologue, pattern, filters, stateful_filters, canon)
     except (NotCompiled, Fallback, IndexError):

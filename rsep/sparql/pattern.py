@@ -1,5 +1,8 @@
-"""A group pattern's text read for the matcher (rsep.sparql.matcher): ``{ triples . FILTER
-... }`` into its triple patterns, with the number of its FILTERs.
+"""A group pattern read for the matcher (rsep.sparql.matcher): from the pattern tree
+(rsep.algebra.pattern: :func:`triple_patterns`, the windows' blocks and the maintained
+path's), or from its text ``{ triples . FILTER ... }`` (:class:`GroupReader`: SPASEQ's GPMs
+and RSEP-QL's BEPs, whose dialects give text) into its triple patterns, with the number of
+its FILTERs.
 
 The FILTERs are not read here: their trees come from the algebra (rsep.algebra.expression,
 read by rsep.lang), in the order they stand in the text; their text is only skipped.
@@ -15,6 +18,8 @@ from collections.abc import Callable
 
 import pyoxigraph as ox
 
+from rsep.algebra import pattern as pt
+from rsep.algebra.expression import Iri, Literal, PrefixedName, Variable
 from rsep.sparql.filters import DECIMAL, DOUBLE, INTEGER, RDF_TYPE, XSD, NotCompiled
 
 _TOKEN = re.compile(r"""
@@ -213,3 +218,41 @@ class GroupReader:
             self.properties(b, triples)
         self.take("]")
         return b
+
+
+# ---------------------------------------------------------------- from the tree
+
+
+def triple_patterns(triples: tuple[pt.Triple, ...], prefixes: dict[str, str]) -> list[Triple]:
+    """Triple patterns of the tree in the matcher's form: a variable ``("var", name)``, a
+    blank node ``("var", "_:<label>")`` (matched as a variable no mapping shows), a
+    constant its pyoxigraph term (NotCompiled for a property path, a relative IRI or a
+    prefixed name GroupReader does not read either)."""
+    return [(_term(t.subject, prefixes), _term(t.predicate, prefixes), _term(t.object, prefixes))
+            for t in triples]
+
+
+def _term(t: pt.Term | pt.Path, prefixes: dict[str, str]) -> object:
+    if isinstance(t, Variable):
+        return ("var", t.name)
+    if isinstance(t, pt.BlankNode):
+        return ("var", "_:" + t.label)
+    if isinstance(t, Literal):
+        if t.language is not None:
+            return ox.Literal(t.lexical, language=t.language)
+        if t.datatype is None:
+            return ox.Literal(t.lexical)
+        return ox.Literal(t.lexical, datatype=_iri(t.datatype, prefixes))
+    if isinstance(t, (Iri, PrefixedName)):
+        return _iri(t, prefixes)
+    raise NotCompiled("a property path")
+
+
+def _iri(e: Iri | PrefixedName, prefixes: dict[str, str]) -> ox.NamedNode:
+    if isinstance(e, Iri):
+        if ":" not in e.value:
+            raise NotCompiled("relative IRI")
+        return ox.NamedNode(e.value)
+    if e.prefix not in prefixes or "\\" in e.local or "%" in e.local:
+        raise NotCompiled("prefixed name")
+    return ox.NamedNode(prefixes[e.prefix] + e.local)

@@ -25,32 +25,31 @@ holding each event as a named graph.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
 import pyoxigraph as ox
-from lark import Token, Tree
 
-from rsep.algebra.expression import Constraint
+from rsep.algebra import pattern as pt
+from rsep.algebra.expression import Constraint, Exists, Expression, FunctionCall, Variable, walk
 from rsep.algebra.query import ContinuousQuery
-from rsep.lang.errors import QueryError
-from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
-from rsep.lang.parser import parse_tree
-from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
+from rsep.sparql.filters import NotCompiled, prefixes_of
 from rsep.sparql.matcher import Canon, Fallback, Indexed, compile_pattern
+from rsep.sparql.pattern import Triple, triple_patterns
 from rsep.sparql.rows import stored_form
 from rsep.stream.event import Event
 
 INCREMENTAL = "incremental"
 SNAPSHOT = "snapshot"
 
-_VAR = "urn:rsep:var:"
 _EVENT = "urn:rsep:event:"
 # Functions whose value changes from one evaluation to the next: an event's solutions
 # computed on arrival could differ from the snapshot's.
-_VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.I)
+_VOLATILE = frozenset({"NOW", "RAND", "UUID", "STRUUID", "BNODE"})
+# the top group's elements (rsep.algebra.pattern's Query.elements) under which a FILTER that
+# only a block's variables decide is pushed into the block
+_CONJUNCTION = frozenset({"triples", "FILTER", "GRAPH", "WINDOW", "STREAM"})
 
 EARLY_MAX = 100_000  # entries of arrived events kept for their entry into the window
 _BORN_MIN = 4_096  # places of triples kept (gone ones forgotten past this, or twice the kept)
@@ -72,14 +71,28 @@ class Pattern:
 
 @dataclass
 class Block:
-    """One ``GRAPH <w> { P }`` of the query: P's text, its patterns, and the FILTERs of the
-    enclosing group that only P's variables decide (pushed down: see :func:`analyse`)."""
+    """One ``GRAPH <w> { P }`` of the query (its tree's :class:`~rsep.algebra.pattern.Graph`
+    or :class:`~rsep.algebra.pattern.WindowGraph`): P's triples, its patterns, and its
+    FILTERs then those of the enclosing group that only P's variables decide (the last
+    ``pushed`` of ``filters``: see :func:`analyse`)."""
 
-    text: str
+    triples: tuple[pt.Triple, ...]
     patterns: list[Pattern]
-    pushed: list[str] = field(default_factory=list)
-    # the FILTERs of ``text`` then of ``pushed``, in the order of the text
     filters: list[Constraint] = field(default_factory=list)
+    pushed: int = 0
+
+    def group(self) -> str:
+        """The block's group with every FILTER it holds, as SPARQL text for pyoxigraph."""
+        bgp = pt.BGP(self.triples)
+        conds = tuple(c.expr for c in self.filters)
+        return pt.to_sparql(pt.Filter(conds, bgp) if conds else bgp)
+
+    def matcher_triples(self, prologue: str) -> list[Triple] | None:
+        """The triples in the compiled matcher's form (None: a term it does not read)."""
+        try:
+            return triple_patterns(self.triples, prefixes_of(prologue))
+        except NotCompiled:
+            return None
 
 
 @dataclass
@@ -103,21 +116,34 @@ def plan(query: ContinuousQuery) -> tuple[str, str]:
                          "(checked per evaluation: no join term in two live events)")
 
 
+def _graphs(tree: pt.Query) -> Iterator[pt.Graph | pt.WindowGraph]:
+    """The query's GRAPH patterns (a window's, RSP-QL's WINDOW and CQELS's STREAM, included),
+    wherever they stand: under OPTIONAL, in a sub-query, in an EXISTS."""
+    for n in pt.every_pattern(tree):
+        if isinstance(n, (pt.Graph, pt.WindowGraph)):
+            yield n
+
+
+def _graph_name(g: pt.Graph | pt.WindowGraph, tree: pt.Query) -> str | None:
+    """The graph's IRI, absolute; None for a variable."""
+    name = g.name if isinstance(g, pt.Graph) else g.window
+    return None if isinstance(name, Variable) else pt.absolute(name, tree.prologue)
+
+
 def read_windows(query: ContinuousQuery) -> set[str]:
     """The windows whose triples the query's graph patterns read (through GRAPH <w> or
     GRAPH ?g, or merged into the default graph); a window read only by EVENT declarations
     (MATCH) reaches the engine as items."""
     windows = {w.iri for w in query.dataset.windows}
     read = {w.iri for w in query.dataset.windows if w.in_default}
-    try:
-        tree = parse_tree(query.sparql)
-        syn = Syntax.of(query.sparql, tree)
-    except QueryError:  # (the registered text always parses; kept safe)
+    tree = query.pattern
+    if tree is None:  # (no tree, no proof of what it reads: every window)
         return windows
-    for g in nodes_in(tree, "graph_graph_pattern"):
-        if syn.is_var(g.children[1]):
+    for g in _graphs(tree):
+        iri = _graph_name(g, tree)
+        if iri is None:
             return windows
-        read.add(syn.iri(g.children[1]))
+        read.add(iri)
     return read & windows
 
 
@@ -133,91 +159,82 @@ def analyse(query: ContinuousQuery) -> Analysis | str:
         return "the query reads no window"
     if any(w.in_default for w in query.dataset.windows):
         return "a window is merged into the default graph (FROM STREAM): its patterns are not isolated"
-    try:
-        tree = parse_tree(query.sparql)
-        syn = Syntax.of(query.sparql, tree)
-    except QueryError as e:  # (the registered text always parses; kept safe)
-        return f"the query text does not parse here: {e}"
+    tree = query.pattern
+    if tree is None:
+        return f"the query has no pattern tree ({query.pattern_refused})"
+    prologue = pt.prologue_text(tree.prologue)
     windows = {w.iri for w in query.dataset.windows}
     blocks: dict[str, list[Block]] = {w: [] for w in windows}
-    reader = ExpressionReader(syn.text, RSP_EXTENSIONS)
-    for g in nodes_in(tree, "graph_graph_pattern"):
-        if syn.is_var(g.children[1]):
+    top, top_filters = _top_conjunction(tree)
+    for g in _graphs(tree):
+        iri = _graph_name(g, tree)
+        if iri is None:
             return "GRAPH ?var reads every named graph, the windows' included"
-        iri = syn.iri(g.children[1])
         if iri not in windows:
             continue
-        b = _block(syn, g, reader)
+        b = _block(g.arg, tree, prologue)
         if isinstance(b, str):
             return f"window <{iri}>: {b}"
-        _push_filters(syn, tree, g, b, reader)
+        if any(g is t for t in top):
+            _push_filters(g.arg, b, top_filters, prologue)
         blocks[iri].append(b)
-    return Analysis(syn.prologue_text(), blocks)
+    return Analysis(prologue, blocks)
 
 
-def _block(syn: Syntax, g: Tree, reader: ExpressionReader) -> Block | str:
-    group = g.children[2]
-    sub = group.children[0]
-    if not isinstance(sub, Tree) or sub.data != "group_graph_pattern_sub":
+def _refusal(e: Expression) -> str | None:
+    """Why a FILTER cannot be decided per event, if it cannot."""
+    for x in walk(e):
+        if isinstance(x, Exists):
+            return "a FILTER (NOT) EXISTS reads other triples of the window"
+    for x in walk(e):
+        if isinstance(x, FunctionCall) and x.function in _VOLATILE:
+            return "a FILTER calls NOW, RAND, UUID, STRUUID or BNODE"
+    return None
+
+
+def constraint(e: Expression, prologue: str) -> Constraint:
+    """A FILTER's constraint with its text: a call, or an expression in brackets."""
+    text = e.to_sparql()
+    if not (isinstance(e, FunctionCall) or text.startswith("(") and text.endswith(")")):
+        text = f"({text})"
+    return Constraint(e, text, prologue)
+
+
+def _block(p: pt.Pattern, tree: pt.Query, prologue: str) -> Block | str:
+    if isinstance(p, pt.SubSelect):
         return "its pattern is a subquery"
-    triples: list[Tree] = []
-    filters: list[Constraint] = []
-    for c in sub.children:
-        if not isinstance(c, Tree):
-            continue
-        if c.data == "triples_block":
-            triples.append(c)
-            continue
-        for d in c.children:  # group_graph_pattern_sub_other
-            if not isinstance(d, Tree):
-                continue
-            if d.data == "triples_block":
-                triples.append(d)
-            elif d.data == "graph_pattern_not_triples" and d.children[0].data == "filter":
-                f = d.children[0]
-                if nodes_in(f, "exists_func") or nodes_in(f, "not_exists_func"):
-                    return "a FILTER (NOT) EXISTS reads other triples of the window"
-                if _VOLATILE.search(syn.text[start_of(f):end_of(f)]):
-                    return "a FILTER calls NOW, RAND, UUID, STRUUID or BNODE"
-                filters.append(reader.constraint(f, syn.prologue_text()))
-            else:
-                return "its pattern is more than triples and FILTERs (OPTIONAL, UNION, MINUS, " \
-                       "BIND, VALUES, subgroups)"
-    if not triples:
+    conds = p.conditions if isinstance(p, pt.Filter) else ()
+    bgp = p.arg if isinstance(p, pt.Filter) else p
+    if not isinstance(bgp, pt.BGP):
+        return "its pattern is more than triples and FILTERs (OPTIONAL, UNION, MINUS, " \
+               "BIND, VALUES, subgroups)"
+    for c in conds:
+        why = _refusal(c)
+        if why is not None:
+            return why
+    if not bgp.triples:
         return "its pattern has no triples"
-    patterns = _patterns(syn, triples)
+    patterns = _patterns(bgp.triples, tree)
     if isinstance(patterns, str):
         return patterns
-    text = syn.text[start_of(sub):end_of(sub)]
-    return Block(text, patterns, filters=filters)
+    return Block(bgp.triples, patterns, [constraint(c, prologue) for c in conds])
 
 
-def _patterns(syn: Syntax, blocks: list[Tree]) -> list[Pattern] | str:
-    """The triple patterns, read by the Turtle parser with variables as IRIs (a property
-    path is not Turtle: refused)."""
-    body = []
-    for tb in blocks:
-        text = syn.text[start_of(tb):end_of(tb)]
-        edits = sorted(((start_of(v) - start_of(tb), end_of(v) - start_of(tb), v)
-                        for v in nodes_in(tb, "var")), key=lambda e: e[0], reverse=True)
-        for s, e, v in edits:
-            name = str(v.children[0])[1:] if isinstance(v.children[0], Token) else ""
-            text = text[:s] + f"<{_VAR}{name}>" + text[e:]
-        body.append(text.rstrip().rstrip(".") + " .")
-    try:
-        parsed = [q.triple for q in ox.parse(syn.prologue_text() + "\n".join(body),
-                                             format=ox.RdfFormat.TURTLE)]
-    except SyntaxError:
-        return "a triple pattern uses a property path (or a form Turtle cannot read)"
-    raw: list[tuple[Term | ox.Triple, ...]] = [(t.subject, t.predicate, t.object) for t in parsed]
-    if any(isinstance(x, ox.Triple) for r in raw for x in r):
-        return "a triple pattern holds a quoted triple"
+def _patterns(triples: tuple[pt.Triple, ...], tree: pt.Query) -> list[Pattern] | str:
+    """The triple patterns' constant IRIs and join positions (a property path, or a literal
+    as a subject, is refused: the patterns were read as Turtle, which has neither)."""
+    raw: list[tuple[object, object, object]] = []
+    for t in triples:
+        if not isinstance(t.predicate, (Variable, pt.Iri, pt.PrefixedName)) \
+                or isinstance(t.subject, pt.Literal):
+            return "a triple pattern uses a property path (or a form Turtle cannot read)"
+        raw.append((t.subject, t.predicate, t.object))
 
     def var(x: object) -> str | None:
-        if isinstance(x, ox.BlankNode):
-            return "_:" + x.value  # a blank node in a pattern is a variable
-        if isinstance(x, ox.NamedNode) and x.value.startswith(_VAR):
-            return x.value
+        if isinstance(x, pt.BlankNode):
+            return "_:" + x.label  # a blank node in a pattern is a variable
+        if isinstance(x, Variable):
+            return "?" + x.name
         return None
 
     names = [{n for x in r if (n := var(x)) is not None} for r in raw]
@@ -234,8 +251,8 @@ def _patterns(syn: Syntax, blocks: list[Tree]) -> list[Pattern] | str:
         # events, so the triple itself is counted (tracked == ())
         tracked = () if len(raw) == 1 else tuple(
             i for i, v in enumerate(vs) if v is not None and uses[v] > 1)
-        consts = tuple(x if v is None and isinstance(x, ox.NamedNode) else None
-                       for x, v in zip(r, vs, strict=True))
+        consts = tuple(ox.NamedNode(pt.absolute(x, tree.prologue))
+                       if isinstance(x, (pt.Iri, pt.PrefixedName)) else None for x in r)
         out.append(Pattern(consts, tracked))  # type: ignore[arg-type]
     return out
 
@@ -254,41 +271,38 @@ def _connected(sets: list[set[str]]) -> bool:
     return len(seen) == len(sets)
 
 
-def _push_filters(syn: Syntax, tree: Tree, g: Tree, b: Block, reader: ExpressionReader) -> None:
+def _top_conjunction(tree: pt.Query) -> tuple[list[pt.Pattern], tuple[Expression, ...]]:
+    """The WHERE clause's top group's patterns and FILTERs, when that group is a plain
+    conjunction (triples, GRAPH blocks, FILTERs, as written); else nothing."""
+    p = tree.pattern
+    if p is None or isinstance(p, pt.SubSelect) or not set(tree.elements) <= _CONJUNCTION:
+        return [], ()
+    conds = p.conditions if isinstance(p, pt.Filter) else ()
+    out: list[pt.Pattern] = []
+    todo = [p.arg if isinstance(p, pt.Filter) else p]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, pt.Join):
+            todo += [x.right, x.left]
+        else:
+            out.append(x)
+    return out, conds
+
+
+def _push_filters(p: pt.Pattern, b: Block, filters: tuple[Expression, ...],
+                  prologue: str) -> None:
     """FILTERs of the WHERE clause's top group that only the block's variables decide,
     when that group is a plain conjunction (triples, GRAPH blocks, FILTERs): a solution of
     the block they reject is in no solution of the query, so its event need not be kept."""
-    where = nodes_in(tree, "where_clause")
-    if not where:
-        return
-    sub = where[0].children[-1].children[0]
-    if not isinstance(sub, Tree) or sub.data != "group_graph_pattern_sub":
-        return
-    filters: list[Tree] = []
-    top = False
-    for c in sub.children:
-        if not isinstance(c, Tree) or c.data == "triples_block":
-            continue
-        for d in c.children:
-            if not isinstance(d, Tree) or d.data == "triples_block":
-                continue
-            kind = d.children[0]
-            if kind is g:
-                top = True
-            elif kind.data == "filter":
-                filters.append(kind)
-            elif kind.data != "graph_graph_pattern":
-                return
-    if not top:
-        return
-    inner = {str(v.children[0])[1:] for v in nodes_in(g, "var")}
+    inner = {x.name for t in b.triples for x in (t.subject, t.predicate, t.object)
+             if isinstance(x, Variable)}
+    for c in b.filters:
+        inner |= c.variables()
     for f in filters:
-        text = syn.text[start_of(f):end_of(f)]
-        names = {str(v.children[0])[1:] for v in nodes_in(f, "var")}
-        if names and names <= inner and not nodes_in(f, "exists_func") \
-                and not nodes_in(f, "not_exists_func") and not _VOLATILE.search(text):
-            b.pushed.append(text)
-            b.filters.append(reader.constraint(f, syn.prologue_text()))
+        names = f.variables()
+        if names and names <= inner and _refusal(f) is None:
+            b.filters.append(constraint(f, prologue))
+            b.pushed += 1
 
 
 # ------------------------------------------------------------------ runtime
@@ -334,9 +348,8 @@ class LocalWindow:
 
     def __init__(self, prologue: str, blocks: Sequence[Block]) -> None:
         self.blocks = list(blocks)
-        self.queries = [
-            f"{prologue}SELECT DISTINCT ?__g WHERE {{ GRAPH ?__g {{ {b.text}\n"
-            + "\n".join(b.pushed) + " } }" for b in self.blocks]
+        self.queries = [f"{prologue}SELECT DISTINCT ?__g WHERE {{ GRAPH ?__g {b.group()} }}"
+                        for b in self.blocks]
         # per pattern: (block, bit of the pattern in its block, subject IRI, object IRI,
         # tracked positions), by predicate IRI (None: any predicate)
         self._by_pred: dict[ox.NamedNode | None, list[_Check]] = {}
@@ -356,8 +369,9 @@ class LocalWindow:
         # each block compiled to Python (rsep.sparql.matcher, proven equal to pyoxigraph),
         # or None: then events are decided in batches by pyoxigraph, at evaluations
         self._canon = Canon()
-        compiled = [compile_pattern(prologue, "{ " + b.text + "\n" + "\n".join(b.pushed) + " }",
-                                    self._canon, b.filters) for b in self.blocks]
+        triples = [b.matcher_triples(prologue) for b in self.blocks]
+        compiled = [None if ts is None else compile_pattern(prologue, ts, self._canon, b.filters)
+                    for ts, b in zip(triples, self.blocks, strict=True)]
         self._compiled = None if any(c is None for c in compiled) else \
             [c for c in compiled if c is not None]
         self._early: dict[int, tuple[tuple[ox.Triple, ...], Entry]] = {}

@@ -117,7 +117,8 @@ class _Solver:
     """One window block's solutions over an event (relation ``r``)."""
 
     def __init__(self, prologue: str, block: Block, canon: Canon, r: int) -> None:
-        gpm = compile_bgp(prologue, "{ " + block.text + " }", canon)
+        triples = block.matcher_triples(prologue)
+        gpm = None if triples is None else compile_bgp(prologue, triples, canon)
         if gpm is None:
             raise NotCompiled("a window block the compiled matcher does not take")
         self.r = r

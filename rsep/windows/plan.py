@@ -33,12 +33,12 @@ from rsep.algebra.expression import (
     Expression,
     FunctionCall,
     Iri,
-    Literal,
     PrefixedName,
     Variable,
 )
 from rsep.algebra.query import ContinuousQuery
 from rsep.sparql.filters import NotCompiled, prefixes_of
+from rsep.sparql.pattern import triple_patterns as triple_patterns
 from rsep.windows.groups import Aggregate
 from rsep.windows.incremental import Analysis, analyse
 
@@ -242,7 +242,7 @@ class _Reader:
         blocks: dict[str, list[pt.Pattern]] = {}
         filters: list[Constraint] = []
         pushed = {c.expr.to_sparql() for bs in self.a.blocks.values() for b in bs
-                  for c in b.filters[len(b.filters) - len(b.pushed):]}
+                  for c in b.filters[len(b.filters) - b.pushed:]}
         for kind in self.tree.elements:
             if kind == "triples":
                 continue
@@ -463,39 +463,6 @@ def constraint_text(e: Expression) -> str:
     if isinstance(e, FunctionCall) or text.startswith("(") and text.endswith(")"):
         return text
     return f"({text})"
-
-
-def triple_patterns(triples: tuple[pt.Triple, ...], prefixes: dict[str, str]) -> list[tuple]:
-    """Triple patterns in the matcher's form (NotCompiled for a property path, a relative
-    IRI or a prefixed name it does not read)."""
-    return [tuple(_term(x, prefixes) for x in (t.subject, t.predicate, t.object))
-            for t in triples]
-
-
-def _term(t: pt.Term | pt.Path, prefixes: dict[str, str]) -> object:
-    if isinstance(t, Variable):
-        return ("var", t.name)
-    if isinstance(t, pt.BlankNode):
-        return ("var", "_:" + t.label)
-    if isinstance(t, Literal):
-        if t.language is not None:
-            return ox.Literal(t.lexical, language=t.language)
-        if t.datatype is None:
-            return ox.Literal(t.lexical)
-        return ox.Literal(t.lexical, datatype=_iri(t.datatype, prefixes))
-    if isinstance(t, (Iri, PrefixedName)):
-        return _iri(t, prefixes)
-    raise NotCompiled("a property path")
-
-
-def _iri(e: Iri | PrefixedName, prefixes: dict[str, str]) -> ox.NamedNode:
-    if isinstance(e, Iri):
-        if ":" not in e.value:
-            raise NotCompiled("relative IRI")
-        return ox.NamedNode(e.value)
-    if e.prefix not in prefixes or "\\" in e.local or "%" in e.local:
-        raise NotCompiled("prefixed name")
-    return ox.NamedNode(prefixes[e.prefix] + e.local)
 
 
 def output_names(sparql: str) -> list[str]:

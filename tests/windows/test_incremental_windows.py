@@ -238,7 +238,8 @@ def test_the_snapshot_path_says_why(text, reason):
     form = text.split()[0]
     ds = StreamingDataset(windows=[NamedWindow("urn:w1", "http://s1",
                                                WindowSpec(WindowKind.COUNT, count=2))])
-    q = ContinuousQuery("q", "rspql", form, ds, P + text, R2S.RSTREAM, ReportPolicy(window_close=True))
+    q = with_text_pattern(ContinuousQuery("q", "rspql", form, ds, P + text, R2S.RSTREAM,
+                                          ReportPolicy(window_close=True)))
     path, why = plan(q)
     assert path == SNAPSHOT
     assert reason in why

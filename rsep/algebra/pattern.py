@@ -432,6 +432,51 @@ def _expression_patterns(es: tuple[Expression, ...] | list[Expression]) -> Itera
                 yield from every_pattern(x.group)
 
 
+def in_scope(p: Pattern) -> set[str]:
+    """The variables in scope in ``p`` (SPARQL 1.1 Sec. 18.2.1): those of its triples and
+    paths (not blank nodes), GRAPH's and a window's variable, BIND's, VALUES', a MATCH's, a
+    sub-query's projected ones; MINUS's right side, FILTERs and EXISTS add none."""
+    out: set[str] = set()
+    todo = [p]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, BGP):
+            out.update(x.name for t in n.triples for x in (t.subject, t.predicate, t.object)
+                       if isinstance(x, Variable))
+        elif isinstance(n, (Values, MatchSlot)):
+            out.update(n.names if isinstance(n, Values) else n.variables)
+        elif isinstance(n, SubSelect):
+            out.update(_projected(n.modifiers, n.pattern, n.values))
+        elif isinstance(n, Minus):
+            todo.append(n.left)
+        else:
+            if isinstance(n, Extend):
+                out.add(n.var.name)
+            elif isinstance(n, (Graph, WindowGraph, Service)):
+                x = n.name if isinstance(n, Graph) else n.window if isinstance(n, WindowGraph) \
+                    else n.target
+                if isinstance(x, Variable):
+                    out.add(x.name)
+            todo.extend(n.kids())
+    return out
+
+
+def _projected(m: Modifiers, p: Pattern | None, values: Values | None) -> list[str]:
+    if m.projection is not None:
+        return [x.var for x in m.projection]
+    names = set() if p is None else in_scope(p)
+    if values is not None:
+        names.update(values.names)
+    return sorted(names)  # (pyoxigraph's order for SELECT *: by name)
+
+
+def projected_names(q: Query) -> list[str]:
+    """The variables of a SELECT query's solutions, in the order pyoxigraph gives them:
+    as projected, or for ``SELECT *`` the variables in scope (the trailing VALUES' included)
+    by name, as pyoxigraph (spargebra) orders them."""
+    return _projected(q.modifiers, q.pattern, q.values)
+
+
 # ---------------------------------------------------------------- IRIs
 
 

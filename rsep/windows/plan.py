@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-import pyoxigraph as ox
-
 from rsep.algebra import pattern as pt
 from rsep.algebra.expression import Aggregate as AggregateNode
 from rsep.algebra.expression import (
@@ -199,12 +197,8 @@ class _Reader:
             else:
                 aliases[name] = src
                 project.append((name, src))
-        if form == "SELECT":
-            names = output_names(self.query.sparql)
-            if not items:  # SELECT *
-                project = [(n, n) for n in names]
-            if [n for n, _ in project] != names:
-                raise Refused("a projection pyoxigraph names otherwise")
+        if form == "SELECT" and not items:  # SELECT *: the variables in scope, by name
+            project = [(n, n) for n in pt.projected_names(tree)]
         order = [(aliases.get(n, n), d) for n, d in order]
         for e in having:
             for n in e.variables():
@@ -463,10 +457,3 @@ def constraint_text(e: Expression) -> str:
     if isinstance(e, FunctionCall) or text.startswith("(") and text.endswith(")"):
         return text
     return f"({text})"
-
-
-def output_names(sparql: str) -> list[str]:
-    """The variables pyoxigraph's answers to the query have, in its order."""
-    res = ox.Store().query(sparql)
-    assert isinstance(res, ox.QuerySolutions)
-    return [v.value for v in res.variables]

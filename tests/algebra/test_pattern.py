@@ -1,6 +1,7 @@
 """The pattern tree (rsep.algebra.pattern, read by rsep.lang.pattern) against the text it
 stands beside: ``to_sparql(q.pattern)`` must give pyoxigraph the answers ``q.sparql`` gives,
-over the same data, for every RSP query of the house (tests/, docs/examples, examples/), every
+over the same data (and a SELECT's projected names, ``projected_names(q.pattern)``, its
+names), for every RSP query of the house (tests/, docs/examples, examples/), every
 query of the W3C SPARQL 1.1 suite (over its test's data where it has one) and
 Hypothesis-generated group patterns. What the tree cannot hold is a located refusal, and
 only SERVICE is expected to be one."""
@@ -176,6 +177,12 @@ def check(q: ContinuousQuery, store: ox.Store, base: str | None = None) -> str:
         assert want == got, f"{_show(want)} vs {_show(got)}\n{q.sparql}\n---\n{text}"
     if isinstance(want, type):
         return "equal: pyoxigraph refuses both"
+    if q.form == "SELECT":
+        # the names the tree projects (rsep.windows.plan reads them) are pyoxigraph's, in
+        # its order (SELECT *: by name)
+        res = store.query(q.sparql, base_iri=base)
+        assert isinstance(res, ox.QuerySolutions)
+        assert pt.projected_names(q.pattern) == [v.value for v in res.variables], q.sparql
     return "equal" if want else "equal: no answer"
 
 

@@ -98,3 +98,12 @@ def test_a_query_with_no_tree_is_refused_saying_so() -> None:
     kind, why = path(bare)
     assert (kind, why) == (SNAPSHOT, "the query has no pattern tree (why (line 1, column 2)) "
                                      "(so neither the event-local store nor a maintained result)")
+
+
+def test_select_star_projects_the_variables_in_scope_by_name() -> None:
+    """As pyoxigraph names SELECT *'s columns (tests/algebra/test_pattern.py holds
+    projected_names to pyoxigraph on every query of the house and the W3C suite)."""
+    q = rspql("{ WINDOW :w { ?z :by ?a ; :val [ :in ?m ] } ?a :on ?b FILTER(?q != ?z) }")
+    p = compile_plan(q)
+    assert isinstance(p, Plan), p
+    assert p.project == [("a", "a"), ("b", "b"), ("m", "m"), ("z", "z")]

@@ -1,4 +1,6 @@
-//! rsep's native core: RDF text read once into a term dictionary and batches of integer ids.
+//! rsep's native core: RDF text read once into a term dictionary and batches of integer ids,
+//! and the first operator on ids (a windowed SELECT of one triple pattern, [`select`]) over
+//! rsep's stream files read into events ([`stream`]).
 //!
 //! The stream readers of rsep parse with oxigraph's own parsers (oxttl), the ones pyoxigraph
 //! wraps, so a quad read here is the quad pyoxigraph reads; but no Python object is made per
@@ -9,6 +11,8 @@
 
 pub mod dictionary;
 pub mod reader;
+pub mod select;
+pub mod stream;
 
 #[cfg(feature = "python")]
 mod py;

@@ -2,6 +2,8 @@
 
 use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
+use crate::select::{run as select_run, R2s, Slot, Spec};
+use crate::stream::{read_events, stable_literal, Events};
 use oxrdf::Term;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -96,9 +98,142 @@ fn parse<'py>(
     Ok((PyBytes::new(py, &bytes), errors))
 }
 
+/// A stream file read into events of ids (rsep/windows/native.py's input).
+#[pyclass(module = "rsep._core", name = "StreamEvents")]
+struct StreamEvents {
+    terms: CoreTerms,
+    events: Events,
+}
+
+#[pymethods]
+impl StreamEvents {
+    fn __len__(&self) -> usize {
+        self.events.len()
+    }
+
+    /// How many triples the events hold.
+    fn triples(&self) -> usize {
+        self.events.triples.len()
+    }
+
+    /// The literals of the events' triples whose form pyoxigraph's store may change (in
+    /// N-Triples syntax, each once): the caller checks them.
+    fn unsure(&self) -> Vec<String> {
+        let mut seen = hashbrown::HashSet::new();
+        let mut out = Vec::new();
+        for t in &self.events.triples {
+            if seen.insert(t[2]) {
+                if let Some(term) = self.terms.term(t[2]) {
+                    if !stable_literal(term) {
+                        out.push(term.to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The id of a term written in N-Triples syntax, if the stream has it.
+    fn id(&self, term: &str) -> PyResult<Option<TermId>> {
+        let t = Term::from_str(term)
+            .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {term}: {e}")))?;
+        Ok(self.terms.get(&t))
+    }
+}
+
+/// Read the stream file at `path` into events, or say why the native reader does not take
+/// it: (events or None, the reason or "").
+#[pyfunction]
+fn read_stream(
+    py: Python<'_>,
+    path: &str,
+    points: Vec<String>,
+    max_record: usize,
+) -> PyResult<(Option<StreamEvents>, String)> {
+    let data = std::fs::read(path).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
+    let got = py.detach(|| {
+        let mut terms = CoreTerms::new();
+        read_events(&data, &mut terms, &points, max_record)
+            .map(|events| StreamEvents { terms, events })
+    });
+    Ok(match got {
+        Ok(ev) => (Some(ev), String::new()),
+        Err(why) => (None, why),
+    })
+}
+
+/// A pattern position as Python gives it: ("var", n) or ("id", id or None).
+type PySlot = (String, Option<usize>);
+
+/// Run a windowed SELECT of one triple pattern over the events, writing JSON lines to
+/// `out_path`. Returns (the refusal's reason or "", evaluations, rows written); on a
+/// refusal, what was written is to be thrown away.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn select_window(
+    py: Python<'_>,
+    ev: PyRef<'_, StreamEvents>,
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    pattern: [PySlot; 3],
+    project: Vec<(String, Option<usize>)>,
+    limits: (u64, u64),
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match kind.as_str() {
+            "var" => match n {
+                Some(v) if *v < 3 => Ok(Slot::Var(*v)),
+                _ => Err(PyValueError::new_err("a variable's number: 0, 1 or 2")),
+            },
+            "id" => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(PyValueError::new_err(format!("a slot {kind:?}"))),
+        }
+    };
+    let (range, step, offset, origin, right_closed) = window;
+    let spec = Spec {
+        range,
+        step,
+        offset,
+        origin,
+        right_closed,
+        non_empty,
+        r2s: match r2s {
+            "RSTREAM" => R2s::RStream,
+            "ISTREAM" => R2s::IStream,
+            "DSTREAM" => R2s::DStream,
+            _ => return Err(PyValueError::new_err(format!("an R2S operator {r2s:?}"))),
+        },
+        pattern: [slot(&pattern[0])?, slot(&pattern[1])?, slot(&pattern[2])?],
+        project,
+        max_window_triples: limits.0,
+        max_results: limits.1,
+    };
+    let file = std::fs::File::create(out_path)
+        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
+    let ev = &*ev;
+    let got = py.detach(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let r = select_run(&spec, &ev.events, &ev.terms, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        Ok::<_, std::io::Error>(r)
+    });
+    match got {
+        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
+        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
+        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "{out_path}: {e}"
+        ))),
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Terms>()?;
+    m.add_class::<StreamEvents>()?;
+    m.add_function(wrap_pyfunction!(read_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(select_window, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

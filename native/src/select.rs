@@ -1,0 +1,521 @@
+//! A windowed `SELECT` of one triple pattern evaluated on ids: the time window's content at
+//! each close, the pattern's solutions, R2S and the JSON lines written from ids.
+//!
+//! It computes what rsep's maintained path (rsep/windows/maintained.py) outputs for such a
+//! query, under window-close reports: at every close c of the window's grid from the first
+//! event's time to the last's, the window holds the events whose time t is in (c' - range,
+//! c' - offset] (right-closed) or [c' - range, c' - offset) (left-closed), c' = c on the grid;
+//! its rows are each live event's solutions in arrival order, a solution once per event
+//! (an event's repeated triple is one solution). That order holds while no matching triple
+//! is in two live events (the locality check of rsep/windows/incremental.py): when one is,
+//! rsep answers from pyoxigraph's store, in its order, so this operator *refuses* the run,
+//! as it does when a limit of the run would be crossed (the window's triples, an
+//! evaluation's rows): the caller then runs today's path, which says what it always said.
+
+use crate::dictionary::{TermId, Terms};
+use crate::stream::Events;
+use hashbrown::HashMap;
+use std::io::{self, Write};
+
+/// A position of the pattern: a term that must be there (its id; `None` when the stream
+/// has no such term: nothing matches), or a variable (its number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Const(Option<TermId>),
+    Var(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum R2s {
+    RStream,
+    IStream,
+    DStream,
+}
+
+/// What the operator runs: the window (in timeline units), the report policy's options,
+/// the pattern, the projection and the run's limits.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub range: i64,
+    pub step: i64,
+    pub offset: i64,
+    pub origin: i64,
+    pub right_closed: bool,
+    pub non_empty: bool,
+    pub r2s: R2s,
+    pub pattern: [Slot; 3],
+    /// per output column: its name and the variable it reads (None: never bound)
+    pub project: Vec<(String, Option<usize>)>,
+    pub max_window_triples: u64,
+    pub max_results: u64,
+}
+
+/// Why the operator did not run the query to its end (nothing it wrote is to be kept).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refused(pub String);
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    pub evaluations: u64,
+    pub rows: u64,
+}
+
+fn floor_div(a: i64, b: i64) -> i64 {
+    a.div_euclid(b)
+}
+
+impl Spec {
+    /// The first close after `after` (resolved.Window.next_close).
+    fn next_close(&self, after: i64) -> i64 {
+        self.origin + (floor_div(after - self.origin, self.step) + 1) * self.step
+    }
+
+    /// Times t inside the window at close c: floor <= t < ceil (operator.WindowOperator's).
+    fn limits(&self, c: i64) -> (i64, i64) {
+        let aligned = self.origin + floor_div(c - self.origin, self.step) * self.step;
+        let (lo, hi) = (aligned - self.range, aligned - self.offset);
+        if self.right_closed {
+            (lo + 1, hi + 1)
+        } else {
+            (lo, hi)
+        }
+    }
+
+    /// The event's solutions, each a matched triple, once each, in the event's order.
+    fn solutions(&self, triples: &[[TermId; 3]], out: &mut Vec<[TermId; 3]>) {
+        // variables are numbered from 0 in the pattern: three at most
+        let mut first: [Option<TermId>; 3] = [None; 3];
+        let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
+        let many = triples.len() > 16;
+        'next: for t in triples {
+            first.fill(None);
+            for (i, slot) in self.pattern.iter().enumerate() {
+                match *slot {
+                    Slot::Const(c) => {
+                        if c != Some(t[i]) {
+                            continue 'next;
+                        }
+                    }
+                    Slot::Var(v) => {
+                        // a repeated variable binds one term
+                        if let Some(bound) = first[v] {
+                            if bound != t[i] {
+                                continue 'next;
+                            }
+                        }
+                        first[v] = Some(t[i]);
+                    }
+                }
+            }
+            // (a large event's triples by a set: a scan of what it found would be quadratic)
+            if if many {
+                seen.insert(*t)
+            } else {
+                !out.contains(t)
+            } {
+                out.push(*t);
+            }
+        }
+    }
+
+    /// The value of variable `v` in a matched triple.
+    fn value(&self, t: &[TermId; 3], v: usize) -> Option<TermId> {
+        self.pattern
+            .iter()
+            .position(|s| *s == Slot::Var(v))
+            .map(|i| t[i])
+    }
+}
+
+/// Each term's N-Triples form as a JSON string (quoted, escaped as Python's json module
+/// escapes with ensure_ascii=False), made once per term.
+struct Encoded<'a> {
+    terms: &'a Terms,
+    cache: HashMap<TermId, Vec<u8>>,
+}
+
+impl Encoded<'_> {
+    fn get(&mut self, id: TermId) -> &[u8] {
+        let terms = self.terms;
+        self.cache.entry(id).or_insert_with(|| {
+            let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
+            json_string(&text)
+        })
+    }
+}
+
+/// `s` as a JSON string literal, as `json.JSONEncoder(ensure_ascii=False)` writes it.
+pub fn json_string(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    out.push(b'"');
+    for c in s.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{08}' => out.extend_from_slice(b"\\b"),
+            '\u{0c}' => out.extend_from_slice(b"\\f"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+    out
+}
+
+type Key = Vec<Option<TermId>>;
+
+/// Run the query over the events, writing its JSON lines to `out`.
+pub fn run(
+    spec: &Spec,
+    events: &Events,
+    terms: &Terms,
+    out: &mut impl Write,
+) -> Result<Result<Done, Refused>, io::Error> {
+    let mut done = Done::default();
+    let n = events.len();
+    if n == 0 {
+        return Ok(Ok(done));
+    }
+    if spec.step <= 0 {
+        return Ok(Err(Refused("a step that is not positive".into())));
+    }
+    // each event's solutions, once
+    let mut sol_off: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut sols: Vec<[TermId; 3]> = Vec::new();
+    sol_off.push(0);
+    let mut scratch = Vec::new();
+    for k in 0..n {
+        scratch.clear();
+        spec.solutions(events.triples_of(k), &mut scratch);
+        sols.extend_from_slice(&scratch);
+        sol_off.push(sols.len() as u32);
+    }
+    let sols_of = |k: usize| &sols[sol_off[k] as usize..sol_off[k + 1] as usize];
+    // the JSON of each column's name, `"name": `
+    let names: Vec<Vec<u8>> = spec
+        .project
+        .iter()
+        .map(|(name, _)| {
+            let mut b = json_string(name);
+            b.extend_from_slice(b": ");
+            b
+        })
+        .collect();
+    let mut enc = Encoded {
+        terms,
+        cache: HashMap::new(),
+    };
+    let times = &events.times;
+    let last = *times.last().expect("an event");
+    // the live events are lo..hi; how many live events hold each matching triple
+    let (mut lo, mut hi) = (0usize, 0usize);
+    let mut holders: HashMap<[TermId; 3], u32> = HashMap::new();
+    let mut conflicts = 0u64;
+    let mut inside = vec![false; n];
+    let mut live_triples = 0u64;
+    let mut previous: Vec<Key> = Vec::new();
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut c = spec.next_close(times[0] - 1);
+    // rsep also brings the windows to the first close at or after the last event (the close
+    // an arrival advances to): their content there counts for the triples' limit too
+    let beyond = spec.next_close(last - 1);
+    while c <= beyond {
+        let (floor, ceil) = spec.limits(c);
+        while hi < n && times[hi] < ceil {
+            if times[hi] >= floor {
+                // (an event below the floor passes by without being inside)
+                inside[hi] = true;
+                for t in sols_of(hi) {
+                    let h = holders.entry(*t).or_insert(0);
+                    *h += 1;
+                    if *h == 2 {
+                        conflicts += 1;
+                    }
+                }
+                live_triples += events.triples_of(hi).len() as u64;
+            }
+            hi += 1;
+        }
+        while lo < hi && times[lo] < floor {
+            if inside[lo] {
+                for t in sols_of(lo) {
+                    let h = holders.get_mut(t).expect("counted in");
+                    *h -= 1;
+                    if *h == 1 {
+                        conflicts -= 1;
+                    } else if *h == 0 {
+                        holders.remove(t);
+                    }
+                }
+                live_triples -= events.triples_of(lo).len() as u64;
+            }
+            lo += 1;
+        }
+        if live_triples > spec.max_window_triples {
+            return Ok(Err(Refused(
+                "the window's triples go over the limit".into(),
+            )));
+        }
+        if c > last {
+            break;
+        }
+        if spec.non_empty && live_triples == 0 {
+            c = spec.next_close(c);
+            continue;
+        }
+        if conflicts > 0 {
+            return Ok(Err(Refused(
+                "a matching triple is in two live events (rsep answers from its store then)".into(),
+            )));
+        }
+        let rows: u64 = (lo..hi).map(|k| sols_of(k).len() as u64).sum();
+        if rows > spec.max_results {
+            return Ok(Err(Refused(
+                "an evaluation's rows go over the limit".into(),
+            )));
+        }
+        done.evaluations += 1;
+        let key = |t: &[TermId; 3]| -> Key {
+            spec.project
+                .iter()
+                .map(|(_, v)| v.and_then(|v| spec.value(t, v)))
+                .collect()
+        };
+        let mut write = |key: &Key, delete: bool, line: &mut Vec<u8>| -> io::Result<()> {
+            line.clear();
+            line.extend_from_slice(b"{\"time\": ");
+            line.extend_from_slice(c.to_string().as_bytes());
+            line.extend_from_slice(b", \"bindings\": {");
+            let mut first = true;
+            for (name, v) in names.iter().zip(key) {
+                if let Some(id) = v {
+                    if !first {
+                        line.extend_from_slice(b", ");
+                    }
+                    first = false;
+                    line.extend_from_slice(name);
+                    line.extend_from_slice(enc.get(*id));
+                }
+            }
+            line.extend_from_slice(if delete {
+                b"}, \"op\": \"delete\"}\n".as_slice()
+            } else {
+                b"}}\n".as_slice()
+            });
+            out.write_all(line)?;
+            done.rows += 1;
+            Ok(())
+        };
+        match spec.r2s {
+            R2s::RStream => {
+                for k in lo..hi {
+                    for t in sols_of(k) {
+                        write(&key(t), false, &mut line)?;
+                    }
+                }
+            }
+            R2s::IStream | R2s::DStream => {
+                let current: Vec<Key> = (lo..hi).flat_map(|k| sols_of(k).iter().map(key)).collect();
+                if spec.r2s == R2s::IStream {
+                    // R(t) - R(t'), bags, in R(t)'s order
+                    let mut budget = counts(&current);
+                    for (k, n) in counts(&previous) {
+                        if let Some(b) = budget.get_mut(&k) {
+                            *b -= n;
+                        }
+                    }
+                    for k in &current {
+                        let b = budget.get_mut(k).expect("counted");
+                        if *b > 0 {
+                            *b -= 1;
+                            write(k, false, &mut line)?;
+                        }
+                    }
+                } else {
+                    // R(t') - R(t): each key of R(t') in its first place, its surplus in a run
+                    let now = counts(&current);
+                    let mut order: Vec<&Key> = Vec::new();
+                    let mut had: HashMap<&Key, i64> = HashMap::new();
+                    for k in &previous {
+                        let e = had.entry(k).or_insert(0);
+                        if *e == 0 {
+                            order.push(k);
+                        }
+                        *e += 1;
+                    }
+                    for k in order {
+                        let gone = had[k] - now.get(k).copied().unwrap_or(0);
+                        for _ in 0..gone.max(0) {
+                            write(k, true, &mut line)?;
+                        }
+                    }
+                }
+                previous = current;
+            }
+        }
+        c = spec.next_close(c);
+    }
+    Ok(Ok(done))
+}
+
+fn counts(keys: &[Key]) -> HashMap<Key, i64> {
+    let mut m: HashMap<Key, i64> = HashMap::new();
+    for k in keys {
+        *m.entry(k.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::read_events;
+
+    const T: &str = "<http://www.w3.org/ns/prov#generatedAtTime>";
+
+    fn events(spec: &[(i64, &[&str])]) -> (Events, Terms) {
+        let mut doc = String::new();
+        for (i, (t, triples)) in spec.iter().enumerate() {
+            doc += &format!("<http://g/{i}> {T} {t} .\n<http://g/{i}> {{ ");
+            for tr in triples.iter() {
+                doc += &format!("{tr} . ");
+            }
+            doc += "}\n";
+        }
+        let mut terms = Terms::new();
+        let points = ["http://www.w3.org/ns/prov#generatedAtTime".to_owned()];
+        let ev = read_events(doc.as_bytes(), &mut terms, &points, 1 << 26).unwrap();
+        (ev, terms)
+    }
+
+    fn spec(range: i64, step: i64, r2s: R2s) -> Spec {
+        Spec {
+            range,
+            step,
+            offset: 0,
+            origin: 0,
+            right_closed: true,
+            non_empty: false,
+            r2s,
+            pattern: [Slot::Var(0), Slot::Var(1), Slot::Var(2)],
+            project: vec![
+                ("o".into(), Some(2)),
+                ("p".into(), Some(1)),
+                ("s".into(), Some(0)),
+            ],
+            max_window_triples: 10_000_000,
+            max_results: 1_000_000,
+        }
+    }
+
+    fn lines(s: &Spec, ev: &Events, terms: &Terms) -> Result<Vec<String>, Refused> {
+        let mut out = Vec::new();
+        run(s, ev, terms, &mut out).unwrap()?;
+        Ok(String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect())
+    }
+
+    #[test]
+    fn rstream_rows_in_arrival_order_at_each_close() {
+        let (ev, terms) = events(&[
+            (0, &["<e:a> <e:p> \"x\"", "<e:a> <e:p> \"x\""]),
+            (1, &["<e:b> <e:p> \"y\""]),
+            (4, &["<e:c> <e:p> \"z\""]),
+        ]);
+        let got = lines(&spec(3, 2, R2s::RStream), &ev, &terms).unwrap();
+        let row = |t: i64, s: &str, o: &str| {
+            format!("{{\"time\": {t}, \"bindings\": {{\"o\": \"\\\"{o}\\\"\", \"p\": \"<e:p>\", \"s\": \"<e:{s}>\"}}}}")
+        };
+        // closes 0, 2, 4: (-3, 0] holds event 0; (-1, 2] events 0, 1; (1, 4] event 2
+        assert_eq!(
+            got,
+            [
+                row(0, "a", "x"),
+                row(2, "a", "x"),
+                row(2, "b", "y"),
+                row(4, "c", "z")
+            ]
+        );
+    }
+
+    #[test]
+    fn constants_and_repeated_variables() {
+        let (ev, terms) = events(&[(
+            0,
+            &[
+                "<e:a> <e:p> <e:a>",
+                "<e:a> <e:p> <e:b>",
+                "<e:a> <e:q> <e:a>",
+            ],
+        )]);
+        let p = terms.get(&oxrdf::NamedNode::new_unchecked("e:p").into());
+        let mut s = spec(1, 1, R2s::RStream);
+        s.pattern = [Slot::Var(0), Slot::Const(p), Slot::Var(0)];
+        s.project = vec![("x".into(), Some(0)), ("y".into(), None)];
+        assert_eq!(
+            lines(&s, &ev, &terms).unwrap(),
+            ["{\"time\": 0, \"bindings\": {\"x\": \"<e:a>\"}}"]
+        );
+        s.pattern[1] = Slot::Const(None);
+        assert!(lines(&s, &ev, &terms).unwrap().is_empty());
+    }
+
+    #[test]
+    fn istream_and_dstream_are_bag_differences() {
+        let (ev, terms) = events(&[(0, &["<e:a> <e:p> <e:x>"]), (2, &["<e:b> <e:p> <e:x>"])]);
+        let mut s = spec(2, 1, R2s::IStream);
+        s.project = vec![("o".into(), Some(2))];
+        // closes 0, 1, 2: {a}, {a}, {b}: ?o is <e:x> throughout: one insert, at 0
+        assert_eq!(
+            lines(&s, &ev, &terms).unwrap(),
+            ["{\"time\": 0, \"bindings\": {\"o\": \"<e:x>\"}}"]
+        );
+        s.r2s = R2s::DStream;
+        s.project = vec![("s".into(), Some(0))];
+        assert_eq!(
+            lines(&s, &ev, &terms).unwrap(),
+            ["{\"time\": 2, \"bindings\": {\"s\": \"<e:a>\"}, \"op\": \"delete\"}"]
+        );
+    }
+
+    #[test]
+    fn a_triple_in_two_live_events_is_refused() {
+        let (ev, terms) = events(&[(0, &["<e:a> <e:p> <e:x>"]), (1, &["<e:a> <e:p> <e:x>"])]);
+        assert!(lines(&spec(5, 1, R2s::RStream), &ev, &terms).is_err());
+        // never both live: taken
+        assert_eq!(
+            lines(&spec(1, 1, R2s::RStream), &ev, &terms).unwrap().len(),
+            2
+        );
+    }
+
+    #[test]
+    fn limits_refuse() {
+        let (ev, terms) = events(&[(0, &["<e:a> <e:p> <e:x>", "<e:b> <e:p> <e:x>"])]);
+        let mut s = spec(5, 1, R2s::RStream);
+        s.max_results = 1;
+        assert!(lines(&s, &ev, &terms).is_err());
+        let mut s = spec(5, 1, R2s::RStream);
+        s.max_window_triples = 1;
+        assert!(lines(&s, &ev, &terms).is_err());
+    }
+
+    #[test]
+    fn json_strings_as_python_writes_them() {
+        assert_eq!(
+            json_string("a\"b\\c\n\u{1}é"),
+            b"\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\""
+        );
+    }
+}

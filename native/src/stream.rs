@@ -1,0 +1,361 @@
+//! rsep's stream files (TriG, one named graph an event, its time a triple about the graph in
+//! the default graph) read into events of ids, for the shape the native path takes.
+//!
+//! rsep's Python reader (rsep/stream/files.py, assembly.py) accepts far more than this shape,
+//! and rejects records with located errors, dead-letter records and lateness rules. This
+//! reader promises to give exactly the events that reader gives only for the files whose
+//! every statement is of the common shape, so it *refuses* (with a reason) any file holding
+//! anything else, and the caller then runs today's path on it, which decides as it always did:
+//!
+//! - the whole file is UTF-8 and parses without one syntax error;
+//! - the quads alternate: one default-graph quad `<g> <P> "n"^^xsd:integer` (P one of the
+//!   point-time predicates, n ASCII digits), then one or more quads of graph `<g>` (a named
+//!   node never seen before), and so on to the end;
+//! - no blank node anywhere (rsep renames them per event), times never go back (a late
+//!   event is rejected there), and no record can be over the record size limit.
+
+use crate::dictionary::{TermId, Terms};
+use hashbrown::HashSet;
+use oxrdf::vocab::xsd;
+use oxrdf::{GraphName, NamedOrBlankNode, Quad, Term};
+use oxttl::TriGParser;
+
+/// How much text the parser is fed at once: cut at the line end after this many bytes, so
+/// that each quad is known to come out of a chunk (or the next: one token of lookahead).
+pub const CHUNK: usize = 1 << 20;
+
+/// The digits of a time rsep reads as an integer without a second look (stream/time.py's
+/// MAX_DIGITS is 1000; an i64 holds 18 digits whatever they are).
+const MAX_TIME_DIGITS: usize = 18;
+
+/// A stream file's events: each one's time and the ids of its triples (subject, predicate,
+/// object), in file order.
+#[derive(Default, Debug)]
+pub struct Events {
+    pub times: Vec<i64>,
+    /// event k's triples are `triples[offsets[k]..offsets[k + 1]]`
+    pub offsets: Vec<u32>,
+    pub triples: Vec<[TermId; 3]>,
+}
+
+impl Events {
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
+    pub fn triples_of(&self, k: usize) -> &[[TermId; 3]] {
+        &self.triples[self.offsets[k] as usize..self.offsets[k + 1] as usize]
+    }
+}
+
+enum State {
+    Start,
+    /// a time read for this graph (its id), no triple of it yet
+    Timed(TermId),
+    /// in the triples of this graph
+    Content(TermId),
+}
+
+/// Read `data` into events of `terms`' ids, or say why this reader does not take it.
+/// `points`: the point-time predicates' IRIs; `max_record`: the record size limit in
+/// characters (a record over it is rejected by rsep's reader).
+pub fn read_events(
+    data: &[u8],
+    terms: &mut Terms,
+    points: &[String],
+    max_record: usize,
+) -> Result<Events, String> {
+    if std::str::from_utf8(data).is_err() {
+        return Err("the file is not UTF-8 throughout".into());
+    }
+    if has_long_string(data) {
+        // a long string's token spans lines: the record bound below needs one-line tokens
+        return Err("the file holds a long (triple-quoted) string".into());
+    }
+    let cuts = chunk_ends(data);
+    let small = data.len() <= max_record;
+    if !small && max_record < 8 * CHUNK {
+        return Err(format!(
+            "the record limit ({max_record}) is too small to bound records by chunks"
+        ));
+    }
+    let mut ev = Events::default();
+    ev.offsets.push(0);
+    let mut seen: HashSet<TermId> = HashSet::new();
+    let mut state = State::Start;
+    // per event, the chunk its time quad came out of and the one its last triple came out of
+    let mut time_chunk: Vec<u32> = Vec::new();
+    let mut last_chunk: Vec<u32> = Vec::new();
+    let mut parser = TriGParser::new().low_level();
+    let mut start = 0;
+    for (ci, &end) in cuts.iter().enumerate() {
+        parser.extend_from_slice(&data[start..end]);
+        start = end;
+        if ci + 1 == cuts.len() {
+            parser.end();
+        }
+        while let Some(r) = parser.parse_next() {
+            let q = r.map_err(|e| {
+                let at = e.location().start;
+                format!(
+                    "a syntax error at line {} column {}",
+                    at.line + 1,
+                    at.column + 1
+                )
+            })?;
+            take(q, terms, points, &mut ev, &mut seen, &mut state)?;
+            match state {
+                State::Timed(_) => time_chunk.push(ci as u32),
+                State::Content(_) => {
+                    if last_chunk.len() < ev.len() {
+                        last_chunk.push(ci as u32);
+                    } else {
+                        *last_chunk.last_mut().expect("an event") = ci as u32;
+                    }
+                }
+                State::Start => {}
+            }
+        }
+    }
+    if let State::Timed(_) = state {
+        return Err("the last time given has no graph after it".into());
+    }
+    if !small {
+        let chunk_start = |c: u32| if c == 0 { 0 } else { cuts[c as usize - 1] };
+        let n = ev.len();
+        for k in 0..n {
+            let lo = if k == 0 {
+                0
+            } else {
+                chunk_start(last_chunk[k - 1].saturating_sub(1))
+            };
+            let hi = if k + 1 < n {
+                cuts[time_chunk[k + 1] as usize]
+            } else {
+                data.len()
+            };
+            if hi - lo > max_record {
+                return Err(format!(
+                    "event {k}'s record cannot be shown within the record limit"
+                ));
+            }
+        }
+    }
+    Ok(ev)
+}
+
+fn take(
+    q: Quad,
+    terms: &mut Terms,
+    points: &[String],
+    ev: &mut Events,
+    seen: &mut HashSet<TermId>,
+    state: &mut State,
+) -> Result<(), String> {
+    let subject = match q.subject {
+        NamedOrBlankNode::NamedNode(n) => n,
+        NamedOrBlankNode::BlankNode(_) => return Err("a blank node".into()),
+    };
+    match q.graph_name {
+        GraphName::DefaultGraph => {
+            if let State::Timed(_) = state {
+                return Err(
+                    "two times in a row (an empty graph block, or a time after its graph)".into(),
+                );
+            }
+            if !points.iter().any(|p| p.as_str() == q.predicate.as_str()) {
+                return Err(format!(
+                    "a default-graph triple whose predicate <{}> is not a point-time predicate",
+                    q.predicate.as_str()
+                ));
+            }
+            let Term::Literal(lit) = &q.object else {
+                return Err("a time that is not a literal".into());
+            };
+            let lex = lit.value();
+            if lit.datatype() != xsd::INTEGER
+                || lex.is_empty()
+                || lex.len() > MAX_TIME_DIGITS
+                || !lex.bytes().all(|b| b.is_ascii_digit())
+            {
+                return Err(format!("a time not of ASCII digits: {lit}"));
+            }
+            let t: i64 = lex.parse().map_err(|_| "a time out of range")?;
+            if ev.times.last().is_some_and(|&last| t < last) {
+                return Err("a time before an earlier event's".into());
+            }
+            let g = terms.intern(subject.into());
+            if !seen.insert(g) {
+                return Err("a graph name given twice".into());
+            }
+            ev.times.push(t);
+            ev.offsets
+                .push(*ev.offsets.last().expect("offsets start at 0"));
+            *state = State::Timed(g);
+        }
+        GraphName::NamedNode(graph) => {
+            let g = terms.get(&Term::NamedNode(graph)).unwrap_or(0);
+            match *state {
+                State::Timed(cur) | State::Content(cur) if cur == g && g != 0 => {}
+                _ => return Err("a graph not right after its own time".into()),
+            }
+            let o = match q.object {
+                Term::BlankNode(_) => return Err("a blank node".into()),
+                #[allow(unreachable_patterns)]
+                Term::NamedNode(_) | Term::Literal(_) => q.object,
+                #[allow(unreachable_patterns)]
+                _ => return Err("a triple term".into()),
+            };
+            let s = terms.intern(subject.into());
+            let p = terms.intern(q.predicate.into());
+            let o = terms.intern(o);
+            ev.triples.push([s, p, o]);
+            let last = ev.offsets.last_mut().expect("an event");
+            *last = u32::try_from(ev.triples.len()).map_err(|_| "over 2^32 triples")?;
+            *state = State::Content(g);
+        }
+        GraphName::BlankNode(_) => return Err("a blank node as a graph name".into()),
+    }
+    Ok(())
+}
+
+fn has_long_string(data: &[u8]) -> bool {
+    data.windows(3)
+        .any(|w| (w[0] == b'"' || w[0] == b'\'') && w[1] == w[0] && w[2] == w[0])
+}
+
+/// The ends of the chunks the parser is fed: past [`CHUNK`] bytes, at the next line end.
+fn chunk_ends(data: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < data.len() {
+        let want = (at + CHUNK).min(data.len());
+        let end = match data[want..].iter().position(|&b| b == b'\n') {
+            Some(nl) => want + nl + 1,
+            None => data.len(),
+        };
+        out.push(end);
+        at = end;
+    }
+    if out.is_empty() {
+        out.push(0);
+    }
+    out
+}
+
+/// Whether a literal reads back from pyoxigraph's store as it was written without asking
+/// (rsep.sparql.matcher.Canon's own shortcut): a plain or language-tagged string, an
+/// xsd:integer or xsd:decimal in canonical form. Any other literal's form is checked by
+/// the caller against pyoxigraph (its store canonicalises numbers, booleans, dates).
+pub fn stable_literal(t: &Term) -> bool {
+    let Term::Literal(l) = t else {
+        return true;
+    };
+    let dt = l.datatype();
+    let v = l.value();
+    if dt == xsd::STRING || l.language().is_some() {
+        return true;
+    }
+    if dt == xsd::INTEGER {
+        let d = v.strip_prefix('-').unwrap_or(v);
+        return !d.is_empty()
+            && d.bytes().all(|b| b.is_ascii_digit())
+            && (!d.starts_with('0') || v == "0");
+    }
+    if dt == xsd::DECIMAL {
+        // -?(0|[1-9][0-9]*)\.[0-9]*[1-9]
+        let d = v.strip_prefix('-').unwrap_or(v);
+        let Some((int, frac)) = d.split_once('.') else {
+            return false;
+        };
+        return !int.is_empty()
+            && int.bytes().all(|b| b.is_ascii_digit())
+            && (int == "0" || !int.starts_with('0'))
+            && frac.bytes().all(|b| b.is_ascii_digit())
+            && frac.ends_with(|c: char| c != '0');
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROV: &str = "http://www.w3.org/ns/prov#generatedAtTime";
+
+    fn read(doc: &str) -> Result<(Events, Terms), String> {
+        let mut terms = Terms::new();
+        read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).map(|e| (e, terms))
+    }
+
+    #[test]
+    fn events_of_the_common_shape() {
+        let doc = "@prefix : <http://e/> .\n\
+            :g0 <http://www.w3.org/ns/prov#generatedAtTime> 3 .\n:g0 { :a :p \"x\" . :a :p \"x\" . }\n\
+            :g1 <http://www.w3.org/ns/prov#generatedAtTime> 3 .\n:g1 { :b :p :c }\n";
+        let (ev, terms) = read(doc).unwrap();
+        assert_eq!(ev.times, [3, 3]);
+        assert_eq!(ev.offsets, [0, 2, 3]);
+        assert_eq!(ev.triples_of(0)[0], ev.triples_of(0)[1]);
+        let show = |id| terms.term(id).unwrap().to_string();
+        assert_eq!(show(ev.triples_of(1)[0][2]), "<http://e/c>");
+    }
+
+    #[test]
+    fn other_shapes_are_refused() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        for (doc, why) in [
+            (format!("<g:0> {t} 1 .\n<g:0> {{ _:b <p:p> 1 }}\n"), "a blank node"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> }}\n"), "a syntax error"),
+            (format!("<g:0> {t} 2 .\n<g:0> {{ <s:s> <p:p> 1 }}\n<g:1> {t} 1 .\n<g:1> {{ <s:s> <p:p> 1 }}\n"), "a time before"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> 1 }}\n<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> 1 }}\n"), "a graph name given twice"),
+            (format!("<g:0> {{ <s:s> <p:p> 1 }}\n<g:0> {t} 1 .\n"), "a graph not right after"),
+            (format!("<g:0> {t} \"1\" .\n<g:0> {{ <s:s> <p:p> 1 }}\n"), "a time not of ASCII digits"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ }}\n"), "the last time"),
+            ("<g:0> <p:q> 1 .\n<g:0> { <s:s> <p:p> 1 }\n".to_owned(), "not a point-time"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> \"\"\"x\"\"\" }}\n"), "long"),
+        ] {
+            let got = read(&doc).err().unwrap_or_default();
+            assert!(got.contains(why), "{doc:?}: {got:?}");
+        }
+        let mut terms = Terms::new();
+        assert!(read_events(b"\xff", &mut terms, &[], 10).is_err());
+    }
+
+    #[test]
+    fn a_record_bound_over_the_limit_is_refused() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let mut doc = format!("<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> 1 }}\n");
+        // 3 MiB of comment lines inside the next graph's block
+        doc += &format!("<g:1> {t} 2 .\n<g:1> {{ <s:s> <p:p> 2 .\n");
+        for _ in 0..(3 << 20) / 64 {
+            doc += &format!("# {}\n", "x".repeat(61));
+        }
+        doc += "}\n";
+        let mut terms = Terms::new();
+        let p = [PROV.to_owned()];
+        assert!(read_events(doc.as_bytes(), &mut terms, &p, 8 * CHUNK).is_ok());
+        let err = read_events(doc.as_bytes(), &mut terms, &p, 2 * CHUNK).unwrap_err();
+        assert!(err.contains("too small"), "{err}");
+    }
+
+    #[test]
+    fn stable_literals() {
+        use oxrdf::Literal;
+        let lit = |v: &str, dt| Term::from(Literal::new_typed_literal(v, dt));
+        assert!(stable_literal(&lit("12", xsd::INTEGER)));
+        assert!(!stable_literal(&lit("012", xsd::INTEGER)));
+        assert!(stable_literal(&lit("0", xsd::INTEGER)));
+        assert!(stable_literal(&lit("-1.5", xsd::DECIMAL)));
+        assert!(!stable_literal(&lit("1.50", xsd::DECIMAL)));
+        assert!(!stable_literal(&lit("1.0", xsd::DECIMAL)));
+        assert!(!stable_literal(&lit("1e3", xsd::DOUBLE)));
+        assert!(stable_literal(&Term::from(Literal::new_simple_literal(
+            "x"
+        ))));
+    }
+}

@@ -55,9 +55,13 @@ class PatternRefused(ValueError):
 @dataclass(frozen=True, slots=True)
 class BlankNode:
     """``_:label`` in a pattern (a variable no solution shows) or a template (a new blank
-    node per solution); ``[]``, collections and ``[ p o ]`` get labels of their own."""
+    node per solution); ``[]``, collections and ``[ p o ]`` get labels of their own.
+    ``made`` (out of equality: a fact of the text, for rsep.lars's model) says which a label
+    of its own stands for: ``anon`` a ``[]``, ``list`` a ``[ p o ]`` or a collection's cell,
+    ``""`` a label written."""
 
     label: str
+    made: str = field(default="", compare=False)
 
     def to_sparql(self) -> str:
         return "_:" + self.label
@@ -134,9 +138,12 @@ class Pattern:
 @dataclass(frozen=True, slots=True)
 class BGP(Pattern):
     """A basic graph pattern (path patterns included); ``()`` is the empty group, the one
-    empty solution."""
+    empty solution. ``blocks`` (out of equality, a fact of the text for rsep.lars's model):
+    how many triples each triples block as written holds, when FILTERs between them were
+    gathered and the blocks merged (Sec. 18.2.2.6); () when not read from a group."""
 
     triples: tuple[Triple, ...] = ()
+    blocks: tuple[int, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +157,14 @@ class Join(Pattern):
 
 @dataclass(frozen=True, slots=True)
 class LeftJoin(Pattern):
-    """``left OPTIONAL { right FILTER(condition) }``."""
+    """``left OPTIONAL { right FILTER(condition) }``; ``group`` (out of equality, a fact
+    of the text for rsep.lars's model): the OPTIONAL's group as read, a :class:`Filter`
+    whose conjunction of FILTERs ``condition`` is (None: it had none)."""
 
     left: Pattern
     right: Pattern
     condition: Expression | None = None
+    group: Pattern | None = field(default=None, compare=False)
 
     def kids(self) -> tuple[Pattern, ...]:
         return (self.left, self.right)
@@ -180,10 +190,13 @@ class Minus(Pattern):
 
 @dataclass(frozen=True, slots=True)
 class Filter(Pattern):
-    """A group's FILTERs, in the order written (their conjunction filters ``arg``)."""
+    """A group's FILTERs, in the order written (their conjunction filters ``arg``).
+    ``after`` (out of equality, a fact of the text for rsep.lars's model): per FILTER, how
+    many of ``arg``'s :func:`units` were written before it (() when not read from text)."""
 
     conditions: tuple[Expression, ...]
     arg: Pattern
+    after: tuple[int, ...] = field(default=(), compare=False)
 
     def kids(self) -> tuple[Pattern, ...]:
         return (self.arg,)
@@ -330,7 +343,9 @@ class Query:
     dialects read it into rsep.algebra.dataset.StreamingDataset.
 
     Two facts of the text that the algebra drops, kept for readers that take only some
-    shapes of query (rsep.windows.plan) and left out of equality (the text
+    shapes of query (rsep.windows.plan) and left out of equality (as are BGP's ``blocks``,
+    Filter's ``after``, LeftJoin's ``group`` and BlankNode's ``made``, for rsep.lars's
+    model) (the text
     :func:`to_sparql` writes has the same tree): ``elements``, the kinds of the WHERE
     group's elements in the order written (``triples``, ``FILTER``, ``GRAPH``, ``WINDOW``,
     ``STREAM``, ``group`` for a nested group or UNION, ``OPTIONAL``, ``MINUS``, ``BIND``,
@@ -396,6 +411,35 @@ def _variables(p: Pattern) -> Iterator[Variable]:
                 else n.target
             if isinstance(x, Variable):
                 yield x
+
+
+Unit = Pattern | tuple[BGP, int]
+
+
+def units(p: Pattern) -> list[Unit]:
+    """A group's pattern (its FILTERs aside) as the elements written, in order, that Sec.
+    18.2.2.6 folded into it: each triples block (``(bgp, i)``: the i-th of ``bgp.blocks``),
+    and each other element as the node it made (an OPTIONAL's LeftJoin, a MINUS, a BIND's
+    Extend, the right operand of a join). A nested group's elements count as written
+    in place when nothing came before it (the empty group's join left it bare)."""
+    if isinstance(p, BGP):
+        return [(p, i) for i in range(len(p.blocks or ((len(p.triples),) if p.triples else ())))]
+    if isinstance(p, Join):
+        right = units(p.right) if isinstance(p.right, BGP) and p.right.triples else [p.right]
+        return units(p.left) + right
+    if isinstance(p, (LeftJoin, Minus)):
+        return units(p.left) + [p]
+    if isinstance(p, Extend):
+        return units(p.arg) + [p]
+    return [p]
+
+
+def block(u: tuple[BGP, int]) -> tuple[Triple, ...]:
+    """The triples of a triples block of :func:`units`."""
+    bgp, i = u
+    sizes = bgp.blocks or (len(bgp.triples),)
+    at = sum(sizes[:i])
+    return bgp.triples[at:at + sizes[i]]
 
 
 def every_pattern(tree: Query | Pattern) -> Iterator[Pattern]:

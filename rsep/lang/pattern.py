@@ -59,6 +59,7 @@ from rsep.algebra.pattern import (
     Values,
     WindowGraph,
     exists,
+    units,
 )
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.lang.errors import position
@@ -127,9 +128,9 @@ class PatternReader:
         line, col = position(self.syn.text, start_of(node))
         return PatternRefused(what, line, col)
 
-    def fresh(self) -> BlankNode:
+    def fresh(self, made: str = "list") -> BlankNode:
         self._fresh += 1
-        return BlankNode(f"{self._fresh_prefix}{self._fresh}")
+        return BlankNode(f"{self._fresh_prefix}{self._fresh}", made)
 
     # ------------------------------------------------------------ the query
 
@@ -236,26 +237,32 @@ class PatternReader:
         g: Pattern = BGP()
         filters: list[Expression] = []
         pending: list[Triple] = []
+        blocks: list[int] = []
+        after: list[int] = []  # per FILTER, the elements (units) written before it
 
         def flush() -> None:
             nonlocal g
             if pending:
-                g = _join(g, BGP(tuple(pending)))
+                g = _join(g, BGP(tuple(pending), tuple(blocks)))
                 pending.clear()
+                blocks.clear()
 
         for element in _elements(inner):
             if element.data == "triples_block":
-                pending.extend(self._triples(element))
+                got = self._triples(element)
+                pending.extend(got)
+                blocks.append(len(got))
                 continue
             if element.data == "filter":
                 filters.append(self.exprs.expression(_trees(element)[0]))
+                after.append(len(units(g)) + len(blocks))
                 continue
             flush()
             d = element.data
             if d == "optional_graph_pattern":
                 right = self.group(_trees(element)[0])
                 if isinstance(right, Filter):
-                    g = LeftJoin(g, right.arg, conjunction(list(right.conditions)))
+                    g = LeftJoin(g, right.arg, conjunction(list(right.conditions)), right)
                 else:
                     g = LeftJoin(g, right)
             elif d == "minus_graph_pattern":
@@ -266,7 +273,7 @@ class PatternReader:
             else:
                 g = _join(g, self._not_triples(element))
         flush()
-        return Filter(tuple(filters), g) if filters else g
+        return Filter(tuple(filters), g, tuple(after)) if filters else g
 
     def _not_triples(self, node: Tree) -> Pattern:
         d = node.data
@@ -392,7 +399,7 @@ class PatternReader:
         if node.data == "blank_node":
             tok = node.children[0]
             assert isinstance(tok, Token)
-            return self.fresh() if tok.type == "ANON" else BlankNode(str(tok)[2:])
+            return self.fresh("anon") if tok.type == "ANON" else BlankNode(str(tok)[2:])
         e = self.exprs.expression(node)
         lit = signed_literal(e)
         if lit is not None:

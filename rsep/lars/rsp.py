@@ -6,8 +6,8 @@ stream pattern (s, ω, g) owns are the BGPs tagged with its index. cs(Q) drops t
 tags (C-SPARQL merges the windows into the default graph); cq(Q) turns each tagged
 BGP into STREAM s ω g (brave) or (STREAM s ω g) UNION g (cautious).
 
-The model is read from the query's rewritten SPARQL (``ContinuousQuery.sparql``)
-with the shared grammar; a CQELS ``STREAM`` pattern (GRAPH <window> there) gives a
+The model is read from the query's pattern tree (``ContinuousQuery.pattern``, which
+rsep.lang reads once); a window's pattern (RSP-QL's WINDOW, a CQELS ``STREAM``) gives a
 tagged BGP, a C-SPARQL ``FROM STREAM`` a stream pattern whose g is found in the data
 (:func:`assign_streams`) or left empty.
 """
@@ -15,21 +15,16 @@ tagged BGP, a C-SPARQL ``FROM STREAM`` a stream pattern whose g is found in the 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lark import Token, Tree
-
+from rsep.algebra import pattern as pt
 from rsep.algebra.dataset import StreamingDataset
-from rsep.algebra.expression import Constant, Literal
+from rsep.algebra.expression import Constant, Iri, Literal, PrefixedName, Variable
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import Boundary, NamedWindow, WindowSpec
-from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
-from rsep.lang.parser import parse_tree
 from rsep.lang.pattern import with_text_pattern
-from rsep.lang.syntax import Syntax
 from rsep.lars.core import LarsError, Var
 from rsep.lars.expr import XSD, from_tree, literal
 
@@ -262,66 +257,54 @@ def assign_streams(q: RSPQuery, stream_triples: dict[str, set[tuple]]) -> RSPQue
                                                for i, s in enumerate(q.S)))
 
 
-# ---------------------------------------------------------------- from the parse tree
+# ---------------------------------------------------------------- from the pattern tree
+
+
+_FRAGMENT = "(BGP, AND, UNION, OPTIONAL, FILTER, MINUS, GRAPH <iri>)"
+_RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+_NUMERIC = {XSD + "integer", XSD + "decimal", XSD + "double"}
 
 
 class _Reader:
-    def __init__(self, syn: Syntax, windows: dict[str, int]) -> None:
-        self.syn = syn
+    """The model's pattern read off the query's pattern tree (rsep.algebra.pattern), with
+    the facts of the text the tree keeps for it: the triples blocks as written
+    (``BGP.blocks``), an OPTIONAL's FILTERs (``LeftJoin.filters``) and which blank nodes
+    are ``[]`` (``BlankNode.made``)."""
+
+    def __init__(self, tree: pt.Query, windows: dict[str, int]) -> None:
+        self.tree = tree
         self.windows = windows  # window IRI -> index into S (stream patterns)
         self.uses: set[str] = set()  # what the query uses outside the fragment (for the message)
-        self.bnodes = 0
-        self.expressions = ExpressionReader(syn.text, RSP_EXTENSIONS)
+        self.anon: dict[str, Var] = {}  # a ``[]``'s label -> its variable, by first use
 
-    def fail(self, what: str, node: Tree | Token | None = None) -> LarsError:
-        return LarsError(f"{what} is outside the LARS translation's fragment "
-                         "(BGP, AND, UNION, OPTIONAL, FILTER, MINUS, GRAPH <iri>)")
+    def fail(self, what: str) -> LarsError:
+        return LarsError(f"{what} is outside the LARS translation's fragment {_FRAGMENT}")
+
+    def iri(self, e: Iri | PrefixedName) -> str:
+        return pt.absolute(e, self.tree.prologue)
 
     # -- terms
-    def term(self, node: Tree | Token) -> Term:
-        if isinstance(node, Token):
-            if node.type in ("VAR1", "VAR2"):
-                return Var(str(node)[1:])
-            if node.type in ("IRIREF", "PNAME_LN", "PNAME_NS"):
-                return f"<{self.syn.iri(node)}>"
-            if node.type == "A":
-                return "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
-            if node.type == "BLANK_NODE_LABEL":
-                return Var("_" + str(node)[2:])
-            if node.type == "ANON":
-                self.bnodes += 1
-                return Var(f"_anon{self.bnodes}")
-            raise self.fail(f"the term {node}", node)
-        d = node.data
-        if d in ("var_or_term", "graph_term", "graph_node_path", "graph_node", "object_path",
-                 "object", "var", "var_or_iri", "blank_node", "prefixed_name"):
-            if d == "var":
-                return Var(str(node.children[0])[1:])
-            if d in ("graph_node_path", "graph_node") and isinstance(node.children[0], Tree) \
-                    and node.children[0].data.startswith("triples_node"):
-                raise self.fail("a blank node property list or collection", node)
-            return self.term(node.children[0])
-        if d == "iri":
-            return f"<{self.syn.iri(node)}>"
-        if d == "rdf_literal":
-            s = node.children[0]
-            lex = _unquote(str(s.children[0]))
-            if len(node.children) > 1:
-                x = node.children[1]
-                if x.data == "langtag":
-                    return literal(lex, lang=str(x.children[0])[1:])
-                return literal(lex, datatype=self.syn.iri(x.children[0]))
-            return literal(lex)
-        if d == "numeric_literal":
-            return self.term(node.children[0])
-        if d.startswith("numeric_literal_"):
-            tok = str(node.children[0])
-            dt = "integer" if re.fullmatch(r"[+-]?\d+", tok) else (
-                "decimal" if "e" not in tok.lower() else "double")
-            return literal(tok.lstrip("+"), datatype=XSD + dt)
-        if d == "boolean_literal":
-            return literal(node.children[0].data, datatype=XSD + "boolean")
-        raise self.fail(f"the term {d}", node)
+    def term(self, t: pt.Term | pt.Path) -> Term:
+        if isinstance(t, Variable):
+            return Var(t.name)
+        if isinstance(t, (Iri, PrefixedName)):
+            return f"<{self.iri(t)}>"
+        if isinstance(t, pt.BlankNode):
+            if t.made == "list":
+                raise self.fail("a blank node property list or collection")
+            if t.made == "anon":
+                return self.anon.setdefault(t.label, Var(f"_anon{len(self.anon) + 1}"))
+            return Var("_" + t.label)
+        if isinstance(t, Literal):
+            if t.language is not None:
+                return literal(t.lexical, lang=t.language)
+            if t.datatype is None:
+                return literal(t.lexical)
+            dt = self.iri(t.datatype)
+            # a number written bare keeps its lexical form but its sign "+"
+            lex = t.lexical.lstrip("+") if dt in _NUMERIC else t.lexical
+            return literal(lex, datatype=dt)
+        raise self.fail("a property path")
 
     def constant(self, c: Constant) -> str:
         """A constant of a FILTER's tree in N-Triples form."""
@@ -329,143 +312,76 @@ class _Reader:
             if c.language is not None:
                 return literal(c.lexical, lang=c.language)
             return literal(c.lexical, datatype=None if c.datatype is None
-                           else self.syn.resolve(c.datatype))
-        return f"<{self.syn.resolve(c)}>"
+                           else self.iri(c.datatype))
+        return f"<{self.iri(c)}>"
 
-    def verb(self, node: Tree) -> Term:
-        if node.data == "verb_simple":
-            return self.term(node.children[0])
-        if node.data == "verb":
-            c = node.children[0]
-            return self.term(c)
-        # verb_path -> path -> path_alternative -> path_sequence -> path_elt_or_inverse
-        # -> path_elt -> path_primary -> iri | A: only plain predicates
-        cur = node
-        while isinstance(cur, Tree) and len(cur.children) == 1 and cur.data != "iri":
-            cur = cur.children[0]
-        if isinstance(cur, Tree) and cur.data == "iri":
-            return self.term(cur)
-        if isinstance(cur, Token) and cur.type == "A":
-            return self.term(cur)
-        raise self.fail("a property path", node)
-
-    # -- triples
-    def triples_block(self, node: Tree) -> list[TP]:
-        out: list[TP] = []
-        for c in node.children:
-            if isinstance(c, Tree) and c.data == "triples_same_subject_path":
-                out += self.same_subject(c)
-            elif isinstance(c, Tree) and c.data == "triples_block":
-                out += self.triples_block(c)
-        return out
-
-    def same_subject(self, node: Tree) -> list[TP]:
-        subj_node, plist = node.children[0], node.children[1]
-        if not (isinstance(subj_node, Tree) and subj_node.data == "var_or_term"):
-            raise self.fail("a blank node property list or collection", node)
-        s = self.term(subj_node)
-        out: list[TP] = []
-        verb: Term | None = None
-        for c in plist.children:
-            if not isinstance(c, Tree):
-                continue
-            if c.data in ("verb_path", "verb_simple", "verb"):
-                verb = self.verb(c)
-            elif c.data in ("object_list_path", "object_list"):
-                assert verb is not None  # (the grammar puts the verb first)
-                out += [TP(s, verb, self.term(o)) for o in self._objects(c)]
-            elif c.data == "property_list_path_not_empty_other":
-                for r in c.children:
-                    if isinstance(r, Tree) and r.data == "property_list_path_not_empty_rest":
-                        v: Term | None = None
-                        for x in r.children:
-                            if isinstance(x, Tree) and x.data in ("verb_path", "verb_simple", "verb"):
-                                v = self.verb(x)
-                            elif isinstance(x, Tree) and x.data in ("object_list", "object_list_path"):
-                                assert v is not None
-                                out += [TP(s, v, self.term(o)) for o in self._objects(x)]
-        return out
-
-    def _objects(self, node: Tree) -> list[Tree]:
-        out: list[Tree] = []
-        for c in node.children:
-            if isinstance(c, Tree) and c.data in ("object_path", "object"):
-                out.append(c)
-            elif isinstance(c, Tree) and c.data in ("object_list_path_other",):
-                out += self._objects(c)
-        return out
+    def triple(self, t: pt.Triple) -> TP:
+        s = self.term(t.subject)
+        if isinstance(t.predicate, (Variable, Iri, PrefixedName)):
+            p = self.term(t.predicate)
+        else:
+            raise self.fail("a property path")
+        return TP(s, p, self.term(t.object))
 
     # -- patterns
-    def group(self, node: Tree) -> Pattern:
-        """group_graph_pattern."""
-        sub = node.children[0]
-        if sub.data == "sub_select":
-            raise self.fail("a sub-select", sub)
-        cur: Pattern | None = None
+    def group(self, p: pt.Pattern) -> Pattern:
+        """A group's pattern, its elements read in the order written (so that the first
+        one outside the fragment is the one the message names), its FILTERs last."""
+        conds = p.conditions if isinstance(p, pt.Filter) else ()
+        after = p.after if isinstance(p, pt.Filter) and p.after else (-1,) * len(conds)
+        us = pt.units(p.arg if isinstance(p, pt.Filter) else p)
         filters: list[tuple] = []
-
-        def join(p: Pattern) -> None:
-            nonlocal cur
-            cur = p if cur is None else Join(cur, p)
-
-        def walk(n: Tree) -> None:
-            nonlocal cur
-            for c in n.children:
-                if not isinstance(c, Tree):
-                    continue
-                if c.data == "triples_block":
-                    ts = self.triples_block(c)
-                    if ts:
-                        join(BGP(tuple(ts)))
-                elif c.data == "group_graph_pattern_sub_other":
-                    walk(c)
-                elif c.data == "graph_pattern_not_triples":
-                    x = c.children[0]
-                    if x.data == "filter":
-                        filters.append(from_tree(self.expressions.constraint(x).expr,
-                                                 self.constant, self.fail, self.uses))
-                    elif x.data == "optional_graph_pattern":
-                        self.uses.add("optional")
-                        cur = Optional(cur if cur is not None else BGP(()), self.group(x.children[1]))
-                    elif x.data == "minus_graph_pattern":
-                        self.uses.add("minus")
-                        cur = Minus(cur if cur is not None else BGP(()), self.group(x.children[1]))
-                    elif x.data == "group_or_union_graph_pattern":
-                        gs = [self.group(g) for g in x.children if isinstance(g, Tree)]
-                        u = gs[0]
-                        for g in gs[1:]:
-                            self.uses.add("union")
-                            u = Union(u, g)
-                        join(u)
-                    elif x.data == "graph_graph_pattern":
-                        target = x.children[1]
-                        if self.syn.is_var(target):
-                            raise self.fail("GRAPH ?var", x)
-                        iri = self.syn.iri(target)
-                        inner = self.group(x.children[2])
-                        if iri in self.windows:
-                            if not isinstance(inner, BGP):
-                                raise self.fail("a stream graph pattern that is not a basic "
-                                                "graph pattern", x)
-                            join(BGP(inner.triples, self.windows[iri]))
-                        else:
-                            join(Graph(f"<{iri}>", inner))
-                    else:
-                        raise self.fail(x.data.replace("_", " "), x)
-
-        walk(sub)
+        cur: Pattern | None = None
+        pending = list(zip(after, conds, strict=True))
+        for k, u in enumerate([*us, None]):
+            while pending and (pending[0][0] == -1 and u is None or 0 <= pending[0][0] <= k):
+                filters.append(from_tree(pending.pop(0)[1], self.constant, self.fail, self.uses))
+            if u is not None:
+                cur = self.unit(u, cur)
         if cur is None:
             cur = BGP(())
         for f in filters:
             cur = Filter(cur, f)
         return cur
 
-def _unquote(s: str) -> str:
-    if s[:3] in ('"""', "'''"):
-        s = s[3:-3]
-    else:
-        s = s[1:-1]
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), s)
+    def unit(self, u: pt.Unit, cur: Pattern | None) -> Pattern:
+        """``cur`` with the next element of its group."""
+        if isinstance(u, tuple):
+            return self._join(cur, BGP(tuple(self.triple(t) for t in pt.block(u))))
+        if isinstance(u, pt.LeftJoin):
+            self.uses.add("optional")
+            right = u.group if u.group is not None else u.right if u.condition is None \
+                else pt.Filter((u.condition,), u.right)
+            return Optional(cur if cur is not None else BGP(()), self.group(right))
+        if isinstance(u, pt.Minus):
+            self.uses.add("minus")
+            return Minus(cur if cur is not None else BGP(()), self.group(u.right))
+        if isinstance(u, pt.Union):
+            left = self.group(u.left)
+            self.uses.add("union")
+            return self._join(cur, Union(left, self.group(u.right)))
+        if isinstance(u, (pt.Graph, pt.WindowGraph)):
+            name = u.name if isinstance(u, pt.Graph) else u.window
+            if isinstance(name, Variable):
+                raise self.fail("GRAPH ?var")
+            iri = self.iri(name)
+            inner = self.group(u.arg)
+            if iri in self.windows:
+                if not isinstance(inner, BGP):
+                    raise self.fail("a stream graph pattern that is not a basic graph pattern")
+                return self._join(cur, BGP(inner.triples, self.windows[iri]))
+            return self._join(cur, Graph(f"<{iri}>", inner))
+        if isinstance(u, pt.SubSelect):
+            raise self.fail("a sub-select")
+        what = {pt.Extend: "bind", pt.Values: "inline data", pt.Service: "service graph pattern",
+                pt.MatchSlot: "match pattern"}
+        if type(u) in what:
+            raise self.fail(what[type(u)])
+        return self._join(cur, self.group(u))  # a nested group
+
+    @staticmethod
+    def _join(cur: Pattern | None, p: Pattern) -> Pattern:
+        return p if cur is None else Join(cur, p)
 
 
 def from_query(q: ContinuousQuery) -> RSPQuery:
@@ -474,32 +390,24 @@ def from_query(q: ContinuousQuery) -> RSPQuery:
         raise LarsError(f"only SELECT queries are translated (this one is {q.form})")
     if q.matches:
         raise LarsError("event patterns (MATCH) are outside the LARS translation's fragment")
+    tree = q.pattern
+    if tree is None or tree.pattern is None:
+        raise LarsError(f"the query has no pattern tree ({q.pattern_refused})")
     ds = q.dataset
     stream_windows = [w for w in ds.windows]
     S = tuple(StreamPattern(w.stream, w.spec) for w in stream_windows)
     windows = {w.iri: i for i, w in enumerate(stream_windows) if not w.in_default}
-    tree = parse_tree(q.sparql)
-    syn = Syntax.of(q.sparql, tree)
-    r = _Reader(syn, windows)
-    body = tree.children[1]
-    sel = next(c for c in body.children if isinstance(c, Tree) and c.data == "select_query")
-    clause = sel.children[0]
+    r = _Reader(tree, windows)
+    m = tree.modifiers
     V: tuple[str, ...] | None = None
-    names = []
-    for c in clause.children:
-        if isinstance(c, Tree) and c.data == "select_clause_var_or_expression":
-            x = c.children[0]
-            if x.data != "var":
-                raise LarsError("SELECT expressions are outside the LARS translation's fragment")
-            names.append(str(x.children[0])[1:])
-    if names:
-        V = tuple(names)
-    for c in sel.children[2:]:
-        if isinstance(c, Tree) and c.data == "solution_modifier" and c.children:
-            raise LarsError("solution modifiers (GROUP BY, ORDER BY, LIMIT) are outside the "
-                            "LARS translation's fragment")
-    where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
-    P = r.group(next(c for c in where.children if isinstance(c, Tree)))
+    if m.projection:
+        if any(x.expr is not None for x in m.projection):
+            raise LarsError("SELECT expressions are outside the LARS translation's fragment")
+        V = tuple(x.var for x in m.projection)
+    if m.group_by or m.having or m.order_by or m.limit is not None or m.offset is not None:
+        raise LarsError("solution modifiers (GROUP BY, ORDER BY, LIMIT) are outside the "
+                        "LARS translation's fragment")
+    P = r.group(tree.pattern)
     g: dict[int, list[TP]] = {}
     for b in _bgps(P):
         if b.stream is not None:

@@ -37,13 +37,13 @@ from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
 import pyoxigraph as ox
-from lark import Token, Tree
 
+from rsep.algebra import pattern as pt
+from rsep.algebra.expression import Aggregate as AggregateNode
+from rsep.algebra.expression import Expression, FunctionCall, Variable, walk
 from rsep.algebra.policy import ReportPolicy
 from rsep.algebra.query import ContinuousQuery
-from rsep.lang.parser import parse_tree
 from rsep.lang.pattern import with_text_pattern
-from rsep.lang.syntax import Syntax
 from rsep.lars.compare import compare, engine_runs
 from rsep.lars.core import LarsError, show_term
 from rsep.lars.rsp import assign_streams, continuous, cs, from_query, to_sparql
@@ -91,39 +91,32 @@ def _refuse(func: str) -> NoAgreementNotion:
         "of the pushed counts), MAX and MIN (max/min of the pushed values)")
 
 
-def _only_child(node: Tree | Token | None, stop: str) -> Tree | None:
-    """Descend single-child trees down to a ``stop`` node (None if the chain branches)."""
-    while isinstance(node, Tree):
-        if node.data == stop:
-            return node
-        kids = [c for c in node.children if not (isinstance(c, Token) and c.type in ("LPAR", "RPAR"))]
-        if len(kids) != 1:
-            return None
-        node = kids[0]
-    return None
+def _tree(q: ContinuousQuery) -> pt.Query:
+    if q.pattern is None:
+        raise LarsError(f"the query has no pattern tree ({q.pattern_refused})")
+    return q.pattern
 
 
-def _var(node: Tree | Token | None) -> str | None:
-    v = _only_child(node, "var")
-    return str(v.children[0])[1:] if v is not None else None
+def _projected(m: pt.Modifiers) -> list[Expression]:
+    return [x.expr for x in m.projection or () if x.expr is not None]
 
 
-def _has(node: Tree | Token | None, data: str) -> bool:
-    return isinstance(node, Tree) and any(isinstance(x, Tree) and x.data == data
-                                          for x in node.iter_subtrees())
+def _has_aggregate(es: list[Expression]) -> bool:
+    return any(isinstance(x, AggregateNode) for e in es for x in walk(e))
 
 
-def _extension_name(node: Tree, syn: Syntax, known: tuple[str, ...]) -> str | None:
+def _extension_name(es: list[Expression], tree: pt.Query, known: tuple[str, ...]) -> str | None:
     """An extension aggregate in the projection: a call iri(...) whose IRI the query uses
     as an aggregate (called with DISTINCT) or whose local name is MEDIAN or AVG (SPARQL
     has no MEDIAN: engines offer it as an extension)."""
-    for sub in node.iter_subtrees_topdown():
-        if sub.data not in ("iri_or_function", "function_call") or len(sub.children) < 2:
-            continue
-        iri = syn.iri(sub.children[0])
-        local = re.split(r"[/#:]", iri.rstrip("/#"))[-1].upper()
-        if iri in known or local in NOT_RECURSIVE:
-            return local
+    for e in es:
+        for x in walk(e):
+            if not isinstance(x, FunctionCall) or isinstance(x.function, str):
+                continue
+            iri = pt.absolute(x.function, tree.prologue)
+            local = re.split(r"[/#:]", iri.rstrip("/#"))[-1].upper()
+            if iri in known or local in NOT_RECURSIVE:
+                return local
     return None
 
 
@@ -133,88 +126,78 @@ def find_aggregate(q: ContinuousQuery) -> tuple[Aggregate, ContinuousQuery] | No
     LarsError) for aggregates and projections without an agreement notion."""
     if q.form != "SELECT":
         return None
-    tree = parse_tree(q.sparql)
-    body = tree.children[1]
-    sel = next((c for c in body.children if isinstance(c, Tree) and c.data == "select_query"), None)
-    if sel is None:
-        return None
-    clause = sel.children[0]
-    mods = [c for c in sel.children if isinstance(c, Tree) and c.data == "solution_modifier"]
-    group_clause = [g for m in mods for g in m.children if isinstance(g, Tree) and g.data == "group_clause"]
-    ext = _extension_name(clause, Syntax.of(q.sparql, tree), q.unknown_aggregates)
-    if not _has(clause, "aggregate") and not group_clause and ext is None:
+    tree = _tree(q)
+    m = tree.modifiers
+    ext = _extension_name(_projected(m), tree, q.unknown_aggregates)
+    if not _has_aggregate(_projected(m)) and not m.group_by and ext is None:
         return None
     if ext is not None:
         raise _refuse(ext)
-    for m in mods:
-        for c in m.children:
-            if isinstance(c, Tree) and c.data != "group_clause":
-                raise LarsError(f"{c.data.replace('_', ' ')} is outside the aggregate comparison "
-                                "(a single COUNT/MAX/MIN, optionally with GROUP BY ?vars)")
+    # the solution modifiers after GROUP BY, in the order the grammar has them
+    other = [name for name, there in (("having clause", m.having), ("order clause", m.order_by),
+                                      ("limit offset clauses", m.limit is not None
+                                       or m.offset is not None)) if there]
+    if other:
+        raise LarsError(f"{other[0]} is outside the aggregate comparison "
+                        "(a single COUNT/MAX/MIN, optionally with GROUP BY ?vars)")
     group: list[str] = []
-    for g in group_clause:
-        for cond in g.children:
-            if isinstance(cond, Tree):
-                v = _var(cond)
-                if v is None:
-                    raise LarsError("only GROUP BY ?var is supported by the aggregate comparison")
-                group.append(v)
+    for k in m.group_by:
+        if k.var is not None or not isinstance(k.expr, Variable):
+            raise LarsError("only GROUP BY ?var is supported by the aggregate comparison")
+        group.append(k.expr.name)
+    if m.projection is None:
+        raise LarsError("SELECT * with GROUP BY: project the group variables and one "
+                        "COUNT/MAX/MIN")
     plain: list[str] = []
     aggs: list[Aggregate] = []
-    for c in clause.children:
-        if isinstance(c, Token):
-            if c.type in ("DISTINCT", "REDUCED"):
-                continue
-            if str(c) == "*":
-                raise LarsError("SELECT * with GROUP BY: project the group variables and one "
-                                "COUNT/MAX/MIN")
+    for item in m.projection:
+        if item.expr is None:
+            plain.append(item.var)
             continue
-        x = c.children[0]
-        if x.data == "var":
-            plain.append(str(x.children[0])[1:])
-            continue
-        expr, alias = x.children[0], str(x.children[-1].children[0])[1:]
-        agg = _only_child(expr, "aggregate")
-        if agg is None:
-            for sub in expr.iter_subtrees():
-                if sub.data == "aggregate":
-                    raise _refuse(str(sub.children[0]).upper()) \
-                        if str(sub.children[0]).upper() not in AGREEABLE else \
+        alias, agg = item.var, item.expr
+        if not isinstance(agg, AggregateNode):
+            for sub in walk(agg):
+                if isinstance(sub, AggregateNode):
+                    raise _refuse(sub.name) if sub.name not in AGREEABLE else \
                         LarsError(f"?{alias}: only a bare COUNT/MAX/MIN(...) AS ?v has an "
                                   "agreement notion, not an expression over it")
             raise LarsError(f"?{alias}: SELECT expressions other than one COUNT/MAX/MIN are "
                             "outside the aggregate comparison")
-        toks = [t for t in agg.children if isinstance(t, Token)]
-        func = str(toks[0]).upper()
+        func = agg.name
         if func not in AGREEABLE:
             raise _refuse(func)
-        distinct = any(t.type == "DISTINCT" or str(t).upper() == "DISTINCT" for t in toks)
-        if func == "COUNT" and distinct:
+        if func == "COUNT" and agg.distinct:
             raise NoAgreementNotion(
                 "COUNT(DISTINCT ...) has no push-pull agreement notion: the sum of the distinct "
                 "counts pushed at the trigger points is not the distinct count of their union "
                 "(001 Sec. 6's sum-of-counts notion needs a recursively definable aggregate)")
-        args = [t for t in agg.children if isinstance(t, Tree)]
         arg = None
-        if args:
-            arg = _var(args[0])
-            if arg is None:
+        if agg.arg is not None:
+            if not isinstance(agg.arg, Variable):
                 raise LarsError(f"{func}: only a variable (or *) argument is supported")
-        aggs.append(Aggregate(func, arg, distinct, alias, tuple(group)))
+            arg = agg.arg.name
+        aggs.append(Aggregate(func, arg, agg.distinct, alias, tuple(group)))
     if len(aggs) != 1:
         raise LarsError(f"the aggregate comparison needs exactly one COUNT/MAX/MIN in the "
                         f"projection (found {len(aggs)})")
     for v in plain:
         if v not in group:
             raise LarsError(f"?{v} is projected but not grouped")
-    return aggs[0], _pattern_query(q, sel)
+    return aggs[0], _pattern_query(q, tree)
 
 
-def _pattern_query(q: ContinuousQuery, sel: Tree) -> ContinuousQuery:
-    """``SELECT * WHERE P``: the aggregate query's pattern, with its dataset and windows."""
-    where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
-    text = q.sparql[:sel.meta.start_pos] + "SELECT * " + q.sparql[where.meta.start_pos:where.meta.end_pos]
-    return with_text_pattern(dataclasses.replace(q, sparql=text, text=text, variables=[]))
+def _pattern_query(q: ContinuousQuery, tree: pt.Query) -> ContinuousQuery:
+    """``SELECT * WHERE P``: the aggregate query's pattern, with its dataset and windows (its
+    tree that of the WHERE clause alone; its text, which only rsep.lars's model reads
+    through the tree, empty when to_sparql refuses what P holds: SERVICE, which the model
+    refuses too)."""
+    inner = dataclasses.replace(tree, modifiers=pt.Modifiers(), values=None)
+    try:
+        text = pt.to_sparql(inner)
+    except pt.PatternRefused:
+        text = ""
+    return dataclasses.replace(q, sparql=text, text=text, variables=[], pattern=inner,
+                               pattern_refused=None)
 
 
 def aggregate_pattern(q: ContinuousQuery) -> ContinuousQuery | None:
@@ -222,19 +205,12 @@ def aggregate_pattern(q: ContinuousQuery) -> ContinuousQuery | None:
     whether or not its aggregate has an agreement notion."""
     if q.form != "SELECT":
         return None
-    tree = parse_tree(q.sparql)
-    sel = next((c for c in tree.children[1].children
-                if isinstance(c, Tree) and c.data == "select_query"), None)
-    if sel is None:
+    tree = _tree(q)
+    m = tree.modifiers
+    if not m.group_by and not _has_aggregate(_projected(m)) and \
+            _extension_name(_projected(m), tree, q.unknown_aggregates) is None:
         return None
-    clause = sel.children[0]
-    grouped = any(isinstance(g, Tree) and g.data == "group_clause"
-                  for m in sel.children if isinstance(m, Tree) and m.data == "solution_modifier"
-                  for g in m.children)
-    if not grouped and not _has(clause, "aggregate") and \
-            _extension_name(clause, Syntax.of(q.sparql, tree), q.unknown_aggregates) is None:
-        return None
-    return _pattern_query(q, sel)
+    return _pattern_query(q, tree)
 
 
 # ---------------------------------------------------------------- values

@@ -1,8 +1,9 @@
-"""The RSP query model (rsep.lars.rsp.from_query) read from the pattern tree, held to the
-reader of the rewritten text it replaced, kept here as the reference (as it stood before
-issue 46's step 3): on every query of the house (tests/query_corpus.py) and on shapes the
-house has few of, both give the same model, or refuse with the same message (the first
-construct outside the fragment in the order written)."""
+"""The RSP query model (rsep.lars.rsp.from_query) and an aggregate query's reading
+(rsep.lars.aggregates.find_aggregate, aggregate_pattern) from the pattern tree, held to the
+readers of the rewritten text they replaced, kept here as the reference (as they stood
+before issue 46's step 3): on every query of the house (tests/query_corpus.py) and on
+shapes the house has few of, both give the same model and aggregate, or refuse with the
+same message (the first construct outside the fragment in the order written)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,16 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.lang import QueryError, parse_query
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
+from rsep.lang.pattern import with_text_pattern
 from rsep.lang.syntax import Syntax
+from rsep.lars.aggregates import (
+    AGREEABLE,
+    NOT_RECURSIVE,
+    Aggregate,
+    NoAgreementNotion,
+    aggregate_pattern,
+    find_aggregate,
+)
 from rsep.lars.core import LarsError, Var
 from rsep.lars.expr import XSD, from_tree, literal
 from rsep.lars.rsp import (
@@ -35,7 +45,6 @@ from rsep.lars.rsp import (
     StreamPattern,
     Term,
     Union,
-    _bgps,
     from_query,
 )
 
@@ -237,6 +246,16 @@ class _TextReader:
             cur = Filter(cur, f)
         return cur
 
+def _old_bgps(p: Pattern) -> list[BGP]:
+    if isinstance(p, BGP):
+        return [p]
+    if isinstance(p, (Join, Union, Optional, Minus)):
+        return _old_bgps(p.left) + _old_bgps(p.right)
+    if isinstance(p, (Filter, Graph)):
+        return _old_bgps(p.pattern)
+    return []
+
+
 def _unquote(s: str) -> str:
     if s[:3] in ('"""', "'''"):
         s = s[3:-3]
@@ -278,7 +297,7 @@ def old_from_query(q: ContinuousQuery) -> RSPQuery:
     where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
     P = r.group(next(c for c in where.children if isinstance(c, Tree)))
     g: dict[int, list[TP]] = {}
-    for b in _bgps(P):
+    for b in _old_bgps(P):
         if b.stream is not None:
             g.setdefault(b.stream, []).extend(t for t in b.triples if t not in g.get(b.stream, []))
     S = tuple(dataclasses.replace(s, g=tuple(g.get(i, ()))) for i, s in enumerate(S))
@@ -288,12 +307,183 @@ def old_from_query(q: ContinuousQuery) -> RSPQuery:
 
 
 
+def _old_bgps(p: Pattern) -> list[BGP]:
+    if isinstance(p, BGP):
+        return [p]
+    if isinstance(p, (Join, Union, Optional, Minus)):
+        return _old_bgps(p.left) + _old_bgps(p.right)
+    if isinstance(p, (Filter, Graph)):
+        return _old_bgps(p.pattern)
+    return []
+
+
 def _unquote(s: str) -> str:
     if s[:3] in ('"""', "'''"):
         s = s[3:-3]
     else:
         s = s[1:-1]
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), s)
+
+
+# ---------------------------------------------------------------- the aggregates (before)
+
+
+def _old_refuse(func: str) -> NoAgreementNotion:
+    if func in NOT_RECURSIVE:
+        return NoAgreementNotion(
+            f"{func} has no push-pull agreement notion (001 Sec. 6): it is not recursively "
+            f"definable, so the {func} C-SPARQL pulls at t2 cannot be recomputed from the values "
+            "CQELS pushes during the interval; only COUNT (sum of the pushed counts), MAX and "
+            "MIN (max/min of the pushed values) are compared")
+    return NoAgreementNotion(
+        f"{func} has no push-pull agreement notion: 001 Sec. 6 defines one only for COUNT (sum "
+        "of the pushed counts), MAX and MIN (max/min of the pushed values)")
+
+
+def _old_only_child(node: Tree | Token | None, stop: str) -> Tree | None:
+    """Descend single-child trees down to a ``stop`` node (None if the chain branches)."""
+    while isinstance(node, Tree):
+        if node.data == stop:
+            return node
+        kids = [c for c in node.children if not (isinstance(c, Token) and c.type in ("LPAR", "RPAR"))]
+        if len(kids) != 1:
+            return None
+        node = kids[0]
+    return None
+
+
+def _old_var(node: Tree | Token | None) -> str | None:
+    v = _old_only_child(node, "var")
+    return str(v.children[0])[1:] if v is not None else None
+
+
+def _old_has(node: Tree | Token | None, data: str) -> bool:
+    return isinstance(node, Tree) and any(isinstance(x, Tree) and x.data == data
+                                          for x in node.iter_subtrees())
+
+
+def _old_extension_name(node: Tree, syn: Syntax, known: tuple[str, ...]) -> str | None:
+    """An extension aggregate in the projection: a call iri(...) whose IRI the query uses
+    as an aggregate (called with DISTINCT) or whose local name is MEDIAN or AVG (SPARQL
+    has no MEDIAN: engines offer it as an extension)."""
+    for sub in node.iter_subtrees_topdown():
+        if sub.data not in ("iri_or_function", "function_call") or len(sub.children) < 2:
+            continue
+        iri = syn.iri(sub.children[0])
+        local = re.split(r"[/#:]", iri.rstrip("/#"))[-1].upper()
+        if iri in known or local in NOT_RECURSIVE:
+            return local
+    return None
+
+
+def old_find_aggregate(q: ContinuousQuery) -> tuple[Aggregate, ContinuousQuery] | None:
+    """The aggregate of an aggregate query and its pattern as a ``SELECT *`` query, or
+    None when the query neither aggregates nor groups. Raises NoAgreementNotion (or
+    LarsError) for aggregates and projections without an agreement notion."""
+    if q.form != "SELECT":
+        return None
+    tree = parse_tree(q.sparql)
+    body = tree.children[1]
+    sel = next((c for c in body.children if isinstance(c, Tree) and c.data == "select_query"), None)
+    if sel is None:
+        return None
+    clause = sel.children[0]
+    mods = [c for c in sel.children if isinstance(c, Tree) and c.data == "solution_modifier"]
+    group_clause = [g for m in mods for g in m.children if isinstance(g, Tree) and g.data == "group_clause"]
+    ext = _old_extension_name(clause, Syntax.of(q.sparql, tree), q.unknown_aggregates)
+    if not _old_has(clause, "aggregate") and not group_clause and ext is None:
+        return None
+    if ext is not None:
+        raise _old_refuse(ext)
+    for m in mods:
+        for c in m.children:
+            if isinstance(c, Tree) and c.data != "group_clause":
+                raise LarsError(f"{c.data.replace('_', ' ')} is outside the aggregate comparison "
+                                "(a single COUNT/MAX/MIN, optionally with GROUP BY ?vars)")
+    group: list[str] = []
+    for g in group_clause:
+        for cond in g.children:
+            if isinstance(cond, Tree):
+                v = _old_var(cond)
+                if v is None:
+                    raise LarsError("only GROUP BY ?var is supported by the aggregate comparison")
+                group.append(v)
+    plain: list[str] = []
+    aggs: list[Aggregate] = []
+    for c in clause.children:
+        if isinstance(c, Token):
+            if c.type in ("DISTINCT", "REDUCED"):
+                continue
+            if str(c) == "*":
+                raise LarsError("SELECT * with GROUP BY: project the group variables and one "
+                                "COUNT/MAX/MIN")
+            continue
+        x = c.children[0]
+        if x.data == "var":
+            plain.append(str(x.children[0])[1:])
+            continue
+        expr, alias = x.children[0], str(x.children[-1].children[0])[1:]
+        agg = _old_only_child(expr, "aggregate")
+        if agg is None:
+            for sub in expr.iter_subtrees():
+                if sub.data == "aggregate":
+                    raise _old_refuse(str(sub.children[0]).upper()) \
+                        if str(sub.children[0]).upper() not in AGREEABLE else \
+                        LarsError(f"?{alias}: only a bare COUNT/MAX/MIN(...) AS ?v has an "
+                                  "agreement notion, not an expression over it")
+            raise LarsError(f"?{alias}: SELECT expressions other than one COUNT/MAX/MIN are "
+                            "outside the aggregate comparison")
+        toks = [t for t in agg.children if isinstance(t, Token)]
+        func = str(toks[0]).upper()
+        if func not in AGREEABLE:
+            raise _old_refuse(func)
+        distinct = any(t.type == "DISTINCT" or str(t).upper() == "DISTINCT" for t in toks)
+        if func == "COUNT" and distinct:
+            raise NoAgreementNotion(
+                "COUNT(DISTINCT ...) has no push-pull agreement notion: the sum of the distinct "
+                "counts pushed at the trigger points is not the distinct count of their union "
+                "(001 Sec. 6's sum-of-counts notion needs a recursively definable aggregate)")
+        args = [t for t in agg.children if isinstance(t, Tree)]
+        arg = None
+        if args:
+            arg = _old_var(args[0])
+            if arg is None:
+                raise LarsError(f"{func}: only a variable (or *) argument is supported")
+        aggs.append(Aggregate(func, arg, distinct, alias, tuple(group)))
+    if len(aggs) != 1:
+        raise LarsError(f"the aggregate comparison needs exactly one COUNT/MAX/MIN in the "
+                        f"projection (found {len(aggs)})")
+    for v in plain:
+        if v not in group:
+            raise LarsError(f"?{v} is projected but not grouped")
+    return aggs[0], _old_pattern_query(q, sel)
+
+
+def _old_pattern_query(q: ContinuousQuery, sel: Tree) -> ContinuousQuery:
+    """``SELECT * WHERE P``: the aggregate query's pattern, with its dataset and windows."""
+    where = next(c for c in sel.children if isinstance(c, Tree) and c.data == "where_clause")
+    text = q.sparql[:sel.meta.start_pos] + "SELECT * " + q.sparql[where.meta.start_pos:where.meta.end_pos]
+    return with_text_pattern(dataclasses.replace(q, sparql=text, text=text, variables=[]))
+
+
+def old_aggregate_pattern(q: ContinuousQuery) -> ContinuousQuery | None:
+    """The pattern of a query that aggregates or groups, as ``SELECT *`` (None otherwise),
+    whether or not its aggregate has an agreement notion."""
+    if q.form != "SELECT":
+        return None
+    tree = parse_tree(q.sparql)
+    sel = next((c for c in tree.children[1].children
+                if isinstance(c, Tree) and c.data == "select_query"), None)
+    if sel is None:
+        return None
+    clause = sel.children[0]
+    grouped = any(isinstance(g, Tree) and g.data == "group_clause"
+                  for m in sel.children if isinstance(m, Tree) and m.data == "solution_modifier"
+                  for g in m.children)
+    if not grouped and not _old_has(clause, "aggregate") and \
+            _old_extension_name(clause, Syntax.of(q.sparql, tree), q.unknown_aggregates) is None:
+        return None
+    return _old_pattern_query(q, sel)
 
 
 # ---------------------------------------------------------------- the comparison
@@ -306,8 +496,23 @@ def _model(f, q: ContinuousQuery) -> RSPQuery | str:
         return f"LarsError: {e}"
 
 
+def _aggregate(find, model, q: ContinuousQuery) -> object:
+    """The aggregate found and the model of its pattern query, or the refusal."""
+    try:
+        got = find(q)
+    except LarsError as e:
+        return f"{type(e).__name__}: {e}"
+    return None if got is None else (got[0], _model(model, got[1]))
+
+
 def same(q: ContinuousQuery) -> None:
     assert _model(from_query, q) == _model(old_from_query, q)
+    assert _aggregate(find_aggregate, from_query, q) == \
+        _aggregate(old_find_aggregate, old_from_query, q)
+    new, was = aggregate_pattern(q), old_aggregate_pattern(q)
+    assert (new is None) == (was is None)
+    if new is not None and was is not None:
+        assert _model(from_query, new) == _model(old_from_query, was)
 
 
 def _parse(text: str) -> ContinuousQuery | None:
@@ -364,6 +569,33 @@ P = "PREFIX : <http://example.org/>\nSELECT * FROM NAMED WINDOW :w ON :s [RANGE 
 ])
 def test_the_shapes_the_house_has_few_of(where: str) -> None:
     q = _parse(P + where)
+    assert q is not None
+    same(q)
+
+
+A = ("PREFIX : <http://example.org/>\nSELECT {} FROM NAMED WINDOW :w ON :s [RANGE 10 STEP 1]\n"
+     "WHERE {{ WINDOW :w {{ ?s :p ?o ; :q ?v }} ?s :on ?r }} {}")
+
+
+@pytest.mark.parametrize(("select", "tail"), [
+    ("?s (COUNT(?o) AS ?n)", "GROUP BY ?s"),
+    ("(MAX(DISTINCT ?v) AS ?m)", ""),
+    ("?r (MIN(?v) AS ?m)", "GROUP BY ?r HAVING (MIN(?v) > 1)"),
+    ("?r (COUNT(*) AS ?n)", "GROUP BY ?r ORDER BY ?r"),
+    ("?r (COUNT(*) AS ?n)", "GROUP BY ?r LIMIT 3"),
+    ("(COUNT(DISTINCT ?v) AS ?n)", ""),
+    ("(AVG(?v) AS ?a)", ""),
+    ("(<http://e/median>(?v) AS ?a)", ""),
+    ("(COUNT(?v) + 1 AS ?a)", ""),
+    ("(SUM(?v) * 2 AS ?a)", ""),
+    ("(STR(?v) AS ?a)", "GROUP BY ?v"),
+    ("(COUNT(?v) AS ?a) (MAX(?v) AS ?b)", ""),
+    ("(COUNT(?v) AS ?a)", "GROUP BY (STR(?r))"),
+    ("(MAX(STR(?v)) AS ?a)", ""),
+    ("?s ?v", ""),
+])
+def test_aggregate_queries(select: str, tail: str) -> None:
+    q = _parse(A.format(select, tail))
     assert q is not None
     same(q)
 

@@ -28,6 +28,8 @@ cdef class OccurrenceStore:
     cpdef _index(self, Occurrence oc)
     @cython.locals(old=list, oc=Occurrence)
     cpdef prune_before(self, object lo)
+    @cython.locals(oc=Occurrence)
+    cpdef prune_kept(self, list kept)
 
 cdef class OnePattern:
     cdef public list consts, eqs, outs

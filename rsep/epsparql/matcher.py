@@ -135,6 +135,12 @@ class OccurrenceStore:
             if keep(oc):
                 self.add(oc)
 
+    def prune_kept(self, kept: list[Occurrence]) -> None:
+        """prune(), keeping ``kept`` (a sublist of the store's occurrences, in its order)."""
+        OccurrenceStore.__init__(self)
+        for oc in kept:
+            self.add(oc)
+
     def prune_before(self, lo: float) -> None:
         """prune(), keeping the occurrences that start at or after lo."""
         old = self.all

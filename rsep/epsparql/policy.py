@@ -35,9 +35,11 @@ from rsep.algebra.epsparql import (
     Var,
     nodes,
     reads_history,
+    variables,
 )
 from rsep.algebra.events import Selection
-from rsep.epsparql.reference import Occurrence, Solution, World, evaluate, project
+from rsep.epsparql.matcher import Occurrence
+from rsep.epsparql.reference import Solution, World, evaluate, project
 from rsep.epsparql.seqindex import ChainIndex, SeqIndex
 
 
@@ -85,6 +87,16 @@ class PolicyState:
         # the reference applies it
         self.index: SeqIndex | ChainIndex | None = (SeqIndex.of(root, policy, self.var)
                                                     or ChainIndex.of(root, policy, self.var))
+        # the SELECT on the index's path, None when it changes nothing: every variable kept,
+        # none computed, no DISTINCT (SELECT ?k ?a ?b over {?k :a ?a} SEQ {?k :b ?b}); each
+        # output then is the solution itself, not a copy made by the reference's project
+        self.select: Project | None = None
+        if isinstance(root, Project):
+            keeps_all = root.items is None or (
+                all(e is None for _, e in root.items)
+                and {v for v, _ in root.items} >= set(variables(root.arg)))
+            if root.distinct or not keeps_all:
+                self.select = root
 
     def note(self, oc: Occurrence, window: float) -> None:
         """A new occurrence: its parts change now, and again when it leaves the window (the
@@ -121,7 +133,7 @@ class PolicyState:
                 return []
             parts, self.dirty = sorted(self.dirty), set()
             ex = w.exprs
-            proj = self.root if isinstance(self.root, Project) else None
+            proj = self.select
             out: list[Solution] = []
             for c in parts:
                 got = index.evaluate(c, ex, lo, strict)

@@ -34,7 +34,7 @@ import re
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import itemgetter
 
 from rsep.algebra import selection
@@ -71,6 +71,11 @@ def _interval(e: Entry) -> tuple[float, float]:
 
 def _rivals(x: Entry, y: Entry) -> bool:
     return x[2].mu == y[2].mu
+
+
+def _pair_order(ab: tuple[Entry, Entry]) -> tuple[int, int]:
+    """The reference's order of a part's outputs: by the right solution, then the left."""
+    return (ab[1][1], ab[0][1])
 
 
 @dataclass(frozen=True)
@@ -173,21 +178,23 @@ def _number(term: str | None) -> float | None:
     return None if math.isnan(x) else x
 
 
-@dataclass
 class _Part:
-    a: list[Entry] = field(default_factory=list)  # left solutions, time order: live from ah on
-    ah: int = 0  # consumed at the head (chronological's case) only move this: no memmove
-    groups: dict[Mu, list[Entry]] = field(default_factory=dict)  # live right ones, by mapping
-    bq: deque[Entry] = field(default_factory=deque)  # every right one, time order (lazy)
-    values: list[tuple[float, int, Mu]] = field(default_factory=list)  # chronological
-    other: set[Mu] = field(default_factory=set)  # groups with no numeric value
-    gkey: dict[Mu, tuple[float, int] | None] = field(default_factory=dict)
-    pending: set[Mu] = field(default_factory=set)
-    last: tuple[int, ...] = ()  # chronological: the left selection last evaluated
-    partner: dict[Mu, tuple[int, ...]] = field(default_factory=dict)  # recent
-    partners: dict[int, set[Mu]] = field(default_factory=dict)  # recent: left seq -> groups
-    maxtw: float = -INF
-    nb: int = 0  # right solutions in groups (bq also holds consumed ones until compacted)
+    """One part's live candidates (a C class in the compiled build: seqindex.pxd)."""
+
+    def __init__(self) -> None:
+        self.a: list[Entry] = []  # left solutions, time order: live from ah on
+        self.ah = 0  # consumed at the head (chronological's case) only move this: no memmove
+        self.groups: dict[Mu, list[Entry]] = {}  # live right ones, by mapping
+        self.bq: deque[Entry] = deque()  # every right one, time order (lazy)
+        self.values: list[tuple[float, int, Mu]] = []  # chronological
+        self.other: set[Mu] = set()  # groups with no numeric value
+        self.gkey: dict[Mu, tuple[float, int] | None] = {}
+        self.pending: set[Mu] = set()
+        self.last: tuple[int, ...] = ()  # chronological: the left selection last evaluated
+        self.partner: dict[Mu, tuple[int, ...]] = {}  # recent
+        self.partners: dict[int, set[Mu]] = {}  # recent: left seq -> groups
+        self.maxtw: float = -INF
+        self.nb = 0  # right solutions in groups (bq also holds consumed ones until compacted)
 
 
 class SeqIndex:
@@ -324,7 +331,7 @@ class SeqIndex:
                     if not g:
                         self._drop_group(p, e[2].mu)
                     if len(p.bq) > 2 * p.nb + 64:  # consumed ones: bq stays within 2x the live
-                        p.bq = deque(sorted((e for g in p.groups.values() for e in g),
+                        p.bq = deque(sorted([e for g in p.groups.values() for e in g],
                                             key=itemgetter(0, 1)))
 
     def keep_items(self, items: set[int]) -> None:
@@ -391,7 +398,8 @@ class SeqIndex:
         p.pending.clear()
         if not pairs:
             return []
-        pairs.sort(key=lambda ab: (ab[1][1], ab[0][1]))
+        if len(pairs) > 1:
+            pairs.sort(key=_pair_order)
         combos = [combine(a[2], b[2]) for a, b in pairs]
         self.tested += len(combos)
         for e in self.shape.conds:
@@ -404,14 +412,20 @@ class SeqIndex:
         # right one: its earliest usable, the front once the dead are dropped
         t0 = p.a[p.ah][0]
         a0 = selection.pick(self.policy, p.a[p.ah:bisect_right(p.a, (t0, INF), lo=p.ah)], _interval)
-        sel = tuple(e[1] for e in a0)
+        sel = tuple([e[1] for e in a0])
         if sel == p.last:
             mus: Iterable[Mu] = p.pending
         else:
             p.last = sel
             mus = self._candidates(p, a0)
-        return [(a, b) for mu in mus if mu in p.groups
-                for b in selection.select(self.policy, p.groups[mu][:1], _interval, _rivals) for a in a0]
+        out = []
+        for mu in mus:
+            g = p.groups.get(mu)
+            if g is not None:
+                for b in selection.select(self.policy, g[:1], _interval, _rivals):
+                    for a in a0:
+                        out.append((a, b))
+        return out
 
     def _candidates(self, p: _Part, a0: list[Entry]) -> set[Mu]:
         cmp = self.shape.cmp
@@ -426,10 +440,10 @@ class SeqIndex:
             eps = 1e-9 * max(1.0, abs(t))  # a superset: the FILTER decides exactly
             if cmp[1] in (">", ">="):
                 lo = bisect_left(p.values, t - eps, key=itemgetter(0))
-                out.update(v[2] for v in p.values[lo:])
+                out.update([v[2] for v in p.values[lo:]])
             else:
                 hi = bisect_right(p.values, t + eps, key=itemgetter(0))
-                out.update(v[2] for v in p.values[:hi])
+                out.update([v[2] for v in p.values[:hi]])
         return out
 
     def _recent(self, p: _Part) -> list[tuple[Entry, Entry]]:
@@ -445,7 +459,7 @@ class SeqIndex:
                 continue
             t = p.a[j - 1][0]
             a1 = selection.pick(self.policy, p.a[bisect_left(p.a, (t, -1), lo=p.ah):j], _interval)
-            sel = tuple(e[1] for e in a1)
+            sel = tuple([e[1] for e in a1])
             old = p.partner.get(mu)
             if old is not None:
                 for s in old:
@@ -453,7 +467,8 @@ class SeqIndex:
             p.partner[mu] = sel
             for s in sel:
                 p.partners.setdefault(s, set()).add(mu)
-            out.extend((a, b) for a in a1)
+            for a in a1:
+                out.append((a, b))
         return out
 
 
@@ -589,7 +604,7 @@ class ChainIndex:
                 p = self.parts.get(part)
                 if p is None:
                     return []
-        if any(not xs for xs in p):
+        if not all(p):  # an operand with no solution
             return []
         sols = self._seq(p, self.n - 1, INF, {})
         self.tested += len(sols)
@@ -623,7 +638,8 @@ class ChainIndex:
                                                       _interval2, _same)}
             for r, ls in lefts:
                 if id(r) in chosen:
-                    out.extend(combine(x, r) for x in selection.pick(policy, ls, _interval2))
+                    for x in selection.pick(policy, ls, _interval2):
+                        out.append(combine(x, r))
         memo[(j, hi)] = out
         return out
 

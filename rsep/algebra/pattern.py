@@ -328,6 +328,19 @@ class Modifiers:
 
 
 @dataclass(frozen=True, slots=True)
+class Written:
+    """A SELECT's clauses as the query's text has them (after its dialect's rewriting, every
+    run of white space one space), which ``rsep explain`` prints as written: the projection's
+    items, GROUP BY's and HAVING's conditions, and the aggregates the projection and HAVING
+    call, in the order written (repeats kept)."""
+
+    items: tuple[str, ...] = ()
+    group_by: tuple[str, ...] | None = None  # None: no GROUP BY
+    having: tuple[str, ...] | None = None  # None: no HAVING
+    aggregates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Prologue:
     """The BASE (None: none given, nor needed) and the prefixes, absolute."""
 
@@ -350,8 +363,8 @@ class Query:
     group's elements in the order written (``triples``, ``FILTER``, ``GRAPH``, ``WINDOW``,
     ``STREAM``, ``group`` for a nested group or UNION, ``OPTIONAL``, ``MINUS``, ``BIND``,
     ``VALUES``, ``SERVICE``, ``MATCH``; Sec. 18.2.2.6 merges triples blocks, gathers the
-    FILTERs and joins a nested group's pattern as if written flat), and ``short_form``,
-    ``CONSTRUCT WHERE { template }``."""
+    FILTERs and joins a nested group's pattern as if written flat), ``short_form``,
+    ``CONSTRUCT WHERE { template }``, and a SELECT's clauses as ``written``."""
 
     form: str
     pattern: Pattern | None
@@ -362,6 +375,7 @@ class Query:
     values: Values | None = None
     elements: tuple[str, ...] = field(default=(), compare=False)
     short_form: bool = field(default=False, compare=False)
+    written: Written | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

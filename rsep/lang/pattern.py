@@ -58,6 +58,7 @@ from rsep.algebra.pattern import (
     Union,
     Values,
     WindowGraph,
+    Written,
     exists,
     units,
 )
@@ -65,7 +66,7 @@ from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.lang.errors import position
 from rsep.lang.expression import ExpressionReader
 from rsep.lang.parser import parse_tree
-from rsep.lang.syntax import FORMS, Syntax, start_of
+from rsep.lang.syntax import FORMS, Syntax, end_of, start_of
 
 RDF_TYPE = Iri(RDF + "type")
 _FIRST, _REST, _NIL = Iri(RDF + "first"), Iri(RDF + "rest"), Iri(RDF + "nil")
@@ -167,8 +168,34 @@ class PatternReader:
                 else tuple(self._var_or_iri(t) for t in targets)
         select = next((c for c in kids if c.data == "select_clause"), None)
         modifiers = self._modifiers(select, mods)
+        written = None if select is None else self._written(select, mods)
         return Query(syn.form, pattern, modifiers, self._prologue(), template, describe, values,
-                     elements, short)
+                     elements, short, written)
+
+    def _text(self, node: Tree) -> str:
+        """A node's text as the rewritten query has it (the dialect's edits inside it
+        applied), every run of white space one space."""
+        s, e = start_of(node), end_of(node)
+        out = self.syn.text[s:e]
+        inside = [(a, b, t) for a, b, t in self.syn.all_edits()
+                  if s <= a and b <= e and not (a == b and a in (s, e))]
+        for a, b, t in sorted(inside, key=lambda x: (x[0], x[1]), reverse=True):
+            out = out[:a - s] + t + out[b - s:]
+        return " ".join(out.split())
+
+    def _written(self, select: Tree, mods: Tree | None) -> Written:
+        items = tuple(self._text(c) for c in _trees(select))
+        aggregates = [self._text(a) for a in select.iter_subtrees_topdown()
+                      if a.data == "aggregate"]
+        group_by = having = None
+        for clause in _trees(mods) if mods is not None else ():
+            if clause.data == "group_clause":
+                group_by = tuple(self._text(c) for c in _trees(clause))
+            elif clause.data == "having_clause":
+                having = tuple(self._text(c) for c in _trees(clause))
+                aggregates += [self._text(a) for a in clause.iter_subtrees_topdown()
+                               if a.data == "aggregate"]
+        return Written(items, group_by, having, tuple(aggregates))
 
     def _prologue(self) -> Prologue:
         syn = self.syn

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 
-from lark import Token, Tree
-
 from rsep.algebra.query import ContinuousQuery
-from rsep.lang.parser import parse_tree
-from rsep.lang.syntax import end_of, start_of
 from rsep.lars.aggregates import NoAgreementNotion, aggregate_pattern, find_aggregate
 from rsep.lars.core import LarsError, Program, show_term
 from rsep.lars.rsp import (
@@ -98,39 +94,20 @@ def _aggregate(cq_: ContinuousQuery) -> tuple[ContinuousQuery, list[str]]:
 def as_written(cq_: ContinuousQuery) -> list[str]:
     """A SELECT query's projection (V), GROUP BY, HAVING and aggregates as its text has
     them (001's V of an aggregate query's pattern is that pattern's, not the query's:
-    ``SELECT *``); nothing for the other forms."""
-    if cq_.form != "SELECT":
+    ``SELECT *``), as the pattern tree keeps them (rsep.algebra.pattern.Written); nothing
+    for the other forms."""
+    tree = cq_.pattern
+    if cq_.form != "SELECT" or tree is None or tree.written is None:
         return []
-    text = cq_.sparql
-    tree = parse_tree(text)
-    sel = next((c for c in tree.children[1].children
-                if isinstance(c, Tree) and c.data == "select_query"), None)
-    if sel is None:
-        return []
-
-    def src(n: Tree | Token) -> str:
-        return " ".join(text[start_of(n):end_of(n)].split())
-
-    clause = sel.children[0]
-    words = [str(c).upper() for c in clause.children
-             if isinstance(c, Token) and str(c).upper() in ("DISTINCT", "REDUCED")]
-    items = [src(c) for c in clause.children if isinstance(c, Tree)]
-    lines = ["V: " + " ".join(words + (items or ["*"]))]
-    aggregates = [src(a) for a in clause.iter_subtrees_topdown() if a.data == "aggregate"]
-    for m in sel.children:
-        if not (isinstance(m, Tree) and m.data == "solution_modifier"):
-            continue
-        for g in m.children:
-            if isinstance(g, Tree) and g.data == "group_clause":
-                lines.append("GROUP BY " + " ".join(src(c) for c in g.children
-                                                     if isinstance(c, Tree)))
-            elif isinstance(g, Tree) and g.data == "having_clause":
-                lines.append("HAVING " + " ".join(src(c) for c in g.children
-                                                  if isinstance(c, Tree)))
-                aggregates += [src(a) for a in g.iter_subtrees_topdown()
-                               if a.data == "aggregate"]
-    if aggregates:
-        lines.append("aggregates: " + ", ".join(dict.fromkeys(aggregates)))
+    w, m = tree.written, tree.modifiers
+    words = ["DISTINCT"] if m.distinct else ["REDUCED"] if m.reduced else []
+    lines = ["V: " + " ".join(words + (list(w.items) or ["*"]))]
+    if w.group_by is not None:
+        lines.append("GROUP BY " + " ".join(w.group_by))
+    if w.having is not None:
+        lines.append("HAVING " + " ".join(w.having))
+    if w.aggregates:
+        lines.append("aggregates: " + ", ".join(dict.fromkeys(w.aggregates)))
     return lines
 
 

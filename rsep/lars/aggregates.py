@@ -43,10 +43,9 @@ from rsep.algebra.expression import Aggregate as AggregateNode
 from rsep.algebra.expression import Expression, FunctionCall, Variable, walk
 from rsep.algebra.policy import ReportPolicy
 from rsep.algebra.query import ContinuousQuery
-from rsep.lang.pattern import with_text_pattern
 from rsep.lars.compare import compare, engine_runs
 from rsep.lars.core import LarsError, show_term
-from rsep.lars.rsp import assign_streams, continuous, cs, from_query, to_sparql
+from rsep.lars.rsp import assign_streams, continuous, cs, from_query, select_tree, to_sparql
 from rsep.stream.event import Event
 
 AGREEABLE = ("COUNT", "MAX", "MIN")
@@ -372,8 +371,12 @@ def compare_aggregate(cq_: ContinuousQuery, events: list[Event], graphs: dict[st
     group = " ".join(f"?{v}" for v in agg.group)
     text = (f"SELECT {group} {agg.sparql()} WHERE {to_sparql(q_cs.P, iris)}"
             + (f" GROUP BY {group}" if group else ""))
-    pull_q = with_text_pattern(dataclasses.replace(pull_q, sparql=text, text=text,
-                                                   variables=[*agg.group, agg.alias]))
+    projection = (*(pt.Projected(g) for g in agg.group),
+                  pt.Projected(agg.alias, AggregateNode(
+                      agg.func, None if agg.arg is None else Variable(agg.arg), agg.distinct)))
+    pull_q = dataclasses.replace(pull_q, sparql=text, text=text,
+                                 variables=[*agg.group, agg.alias],
+                                 pattern=select_tree(q_cs.P, iris, projection, group=agg.group))
     pulled = engine_runs(pull_q, events, graphs, time_unit_ms, base.until)
     rows = []
     for r in base.rows:

@@ -15,16 +15,33 @@ tagged BGP, a C-SPARQL ``FROM STREAM`` a stream pattern whose g is found in the 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyoxigraph as ox
+
 from rsep.algebra import pattern as pt
 from rsep.algebra.dataset import StreamingDataset
-from rsep.algebra.expression import Constant, Iri, Literal, PrefixedName, Variable
+from rsep.algebra.expression import Aggregate as AggregateNode
+from rsep.algebra.expression import (
+    And,
+    Arithmetic,
+    Bound,
+    Compare,
+    Constant,
+    Expression,
+    Iri,
+    Literal,
+    Not,
+    Or,
+    PrefixedName,
+    Variable,
+    conjunction,
+)
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import Boundary, NamedWindow, WindowSpec
-from rsep.lang.pattern import with_text_pattern
 from rsep.lars.core import LarsError, Var
 from rsep.lars.expr import XSD, from_tree, literal
 
@@ -453,6 +470,133 @@ def to_sparql(p: Pattern, window_iri: dict[int, str]) -> str:
     return "{ GRAPH " + p.graph + " " + to_sparql(p.pattern, window_iri) + " }"
 
 
+# ---------------------------------------------------------------- its pattern tree
+
+
+# The tree of the text to_sparql writes for a pattern, built as rsep.lang.pattern reads that
+# text (so that the engine's readers see what they saw when the text was parsed again):
+# every operator a group of its own, the comparisons and arithmetic of a FILTER read back
+# by SPARQL's precedence (show_expr writes them without brackets), a constant from its
+# N-Triples form. tests/lars/test_lars_tree_reader.py holds it to the parse of the text.
+
+_NT = re.compile(r'^"(.*)"(?:@([^"]*)|\^\^<([^>]*)>)?$', re.S)
+_COMPARISONS = ("=", "!=", "<", ">", "<=", ">=")
+
+
+def _constant(term: str) -> Iri | Literal:
+    if term.startswith("<"):
+        return Iri(term[1:-1])
+    m = _NT.match(term)
+    if m is None:
+        raise LarsError(f"not an N-Triples constant: {term}")
+    lit = next(iter(ox.parse(f"<urn:s> <urn:p> {term} .", format=ox.RdfFormat.N_TRIPLES))).object
+    assert isinstance(lit, ox.Literal)
+    return Literal(lit.value, None if m.group(3) is None else Iri(m.group(3)), m.group(2))
+
+
+def _term(t: Term) -> pt.Term:
+    return Variable(t.name) if isinstance(t, Var) else _constant(t)
+
+
+def _expression(e: tuple) -> Expression:
+    k = e[0]
+    if k == "var":
+        return Variable(e[1])
+    if k == "const":
+        return _constant(e[1])
+    if k == "bound":
+        return Bound(Variable(e[1]))
+    if k == "not":
+        return Not(_expression(e[1]))
+    if k in ("and", "or"):
+        return (And if k == "and" else Or)(_expression(e[1]), _expression(e[2]))
+    if k in ("cmp", "arith"):
+        return _chain(_flat(e))
+    raise LarsError(f"not an expression of the fragment: {e!r}")
+
+
+def _flat(e: tuple) -> list:
+    """A comparison or arithmetic as show_expr writes it: operands and operators, flat."""
+    if e[0] in ("cmp", "arith"):
+        return [*_flat(e[2]), e[1], *_flat(e[3])]
+    return [e]
+
+
+def _chain(items: list) -> Expression:
+    """Operands and operators read by SPARQL's precedence: one comparison, then + and -,
+    then * and /, each to the left."""
+    at = [i for i in range(1, len(items), 2) if items[i] in _COMPARISONS]
+    if len(at) > 1:
+        raise LarsError("a FILTER compares a comparison: its SPARQL text does not parse")
+    if at:
+        i = at[0]
+        return Compare(items[i], _chain(items[:i]), _chain(items[i + 1:]))
+    for ops in (("+", "-"), ("*", "/")):
+        cut = [i for i in range(1, len(items), 2) if items[i] in ops]
+        if cut:
+            i = cut[-1]
+            return Arithmetic(items[i], _chain(items[:i]), _chain(items[i + 1:]))
+    assert len(items) == 1
+    return _expression(items[0])
+
+
+def _group(p: Pattern, window_iri: dict[int, str]) -> pt.Pattern:
+    """The tree of ``to_sparql(p, window_iri)``."""
+    if isinstance(p, BGP):
+        ts = tuple(pt.Triple(_term(t.s), _term(t.p), _term(t.o)) for t in p.triples)
+        return pt.BGP(ts, (len(ts),)) if ts else pt.BGP()
+    if isinstance(p, Stream):
+        return pt.Graph(Iri(window_iri[p.index]), _group(p.bgp, window_iri))
+    if isinstance(p, Graph):
+        return pt.Graph(Iri(p.graph[1:-1]), _group(p.pattern, window_iri))
+    if isinstance(p, Union):
+        return pt.Union(_group(p.left, window_iri), _group(p.right, window_iri))
+    left = _group(p.left if isinstance(p, (Join, Optional, Minus)) else p.pattern, window_iri)
+    if isinstance(p, Join):
+        right = _group(p.right, window_iri)
+        return right if _empty(left) else pt.Join(left, right)
+    if isinstance(p, Optional):
+        right = _group(p.right, window_iri)
+        if isinstance(right, pt.Filter):
+            return pt.LeftJoin(left, right.arg, conjunction(list(right.conditions)), right)
+        return pt.LeftJoin(left, right)
+    if isinstance(p, Minus):
+        return pt.Minus(left, _group(p.right, window_iri))
+    assert isinstance(p, Filter)
+    return pt.Filter((_expression(p.expr),), left, (len(pt.units(left)),))
+
+
+def _empty(p: pt.Pattern) -> bool:
+    return isinstance(p, pt.BGP) and not p.triples
+
+
+def _elements(p: Pattern) -> tuple[str, ...]:
+    """The kinds of the elements of ``to_sparql(p)``'s group (Query.elements)."""
+    if isinstance(p, BGP):
+        return ("triples",) if p.triples else ()
+    if isinstance(p, (Stream, Graph)):
+        return ("GRAPH",)
+    return {Join: ("group", "group"), Union: ("group",), Optional: ("group", "OPTIONAL"),
+            Minus: ("group", "MINUS"), Filter: ("group", "FILTER")}[type(p)]
+
+
+def select_tree(p: Pattern, window_iri: dict[int, str], projection: tuple[pt.Projected, ...] | None,
+                distinct: bool = False, group: tuple[str, ...] = ()) -> pt.Query:
+    """The tree of ``SELECT [DISTINCT] projection WHERE to_sparql(p) [GROUP BY group]``,
+    its clauses as written (``Query.written``) those of that text."""
+    items = () if projection is None else tuple(
+        "?" + x.var if x.expr is None else f"({x.expr.to_sparql()} AS ?{x.var})"
+        for x in projection)
+    aggregates = tuple(x.expr.to_sparql() for x in projection or ()
+                       if isinstance(x.expr, AggregateNode))
+    keys = tuple(pt.GroupKey(Variable(g)) for g in group)
+    return pt.Query("SELECT", _group(p, window_iri),
+                    pt.Modifiers(projection, distinct, group_by=keys),
+                    elements=_elements(p),
+                    written=pt.Written(items, tuple("?" + g for g in group) if group else None,
+                                       None, aggregates))
+
+
 def continuous(q: RSPQuery, dialect: str, report: ReportPolicy | None = None,
                r2s: R2S | None = None) -> ContinuousQuery:
     """The engine's query for cs(Q) (dialect "csparql": windows merged into the default
@@ -477,6 +621,8 @@ def continuous(q: RSPQuery, dialect: str, report: ReportPolicy | None = None,
     else:
         rep = report or ReportPolicy(on_arrival=True)
         out = r2s or R2S.ISTREAM
-    return with_text_pattern(ContinuousQuery(
+    projection = None if not q.V else tuple(pt.Projected(v) for v in q.V)
+    return ContinuousQuery(
         name=q.name or dialect, dialect=dialect, form="SELECT", dataset=ds, sparql=text, r2s=out,
-        report=rep, text=text, variables=list(q.V or ())))
+        report=rep, text=text, variables=list(q.V or ()),
+        pattern=select_tree(q.P, iris, projection, distinct=True))

@@ -16,7 +16,9 @@ import pytest
 from lark import Token, Tree
 from query_corpus import house
 
-from rsep.algebra.expression import Constant, Literal
+from rsep.algebra import pattern as pt
+from rsep.algebra.expression import Aggregate as AggregateNode
+from rsep.algebra.expression import Constant, Literal, Variable
 from rsep.algebra.query import ContinuousQuery
 from rsep.lang import QueryError, parse_query
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
@@ -47,7 +49,12 @@ from rsep.lars.rsp import (
     StreamPattern,
     Term,
     Union,
+    continuous,
+    cq,
+    cs,
     from_query,
+    select_tree,
+    to_sparql,
 )
 
 # ---------------------------------------------------------------- the text reader (before)
@@ -663,3 +670,84 @@ def test_a_query_with_no_tree_is_refused_saying_so() -> None:
     bare = dataclasses.replace(q, pattern=None, pattern_refused="why")
     with pytest.raises(LarsError, match=r"^the query has no pattern tree \(why\)$"):
         from_query(bare)
+
+
+# ---------------------------------------------------------------- the engine's queries
+
+
+def _as_parsed(q: ContinuousQuery) -> ContinuousQuery:
+    """The query with the tree its text gives when parsed again (as before step 3)."""
+    return with_text_pattern(dataclasses.replace(q, pattern=None, pattern_refused=None))
+
+
+def _same_tree(q: ContinuousQuery) -> None:
+    # repr: the facts of the text kept out of equality (elements, blocks, after, written)
+    # must be the parse's too
+    assert repr(q.pattern) == repr(_as_parsed(q).pattern), q.sparql
+
+
+def _pull_text(q: RSPQuery, agg: Aggregate) -> ContinuousQuery:
+    """The aggregate pulled by C-SPARQL, as compare_aggregate builds it."""
+    pull = continuous(cs(q), "csparql")
+    iris = {i: w.iri for i, w in enumerate(pull.dataset.windows)}
+    group = " ".join(f"?{v}" for v in agg.group)
+    text = (f"SELECT {group} {agg.sparql()} WHERE {to_sparql(cs(q).P, iris)}"
+            + (f" GROUP BY {group}" if group else ""))
+    projection = (*(pt.Projected(g) for g in agg.group),
+                  pt.Projected(agg.alias, AggregateNode(
+                      agg.func, None if agg.arg is None else Variable(agg.arg), agg.distinct)))
+    return dataclasses.replace(pull, sparql=text, text=text,
+                               pattern=select_tree(cs(q).P, iris, projection, group=agg.group))
+
+
+def _engine_queries(q: RSPQuery) -> list[ContinuousQuery]:
+    every = frozenset(range(len(q.S)))
+    return [continuous(cs(q), "csparql"), continuous(cq(q), "cqels"),
+            continuous(cq(q, every), "cqels")]
+
+
+def test_the_engine_queries_of_the_house_have_their_texts_trees() -> None:
+    done = 0
+    for where, text in house():
+        q = _parse(text)
+        if q is None:
+            continue
+        try:
+            model = from_query(q)
+        except LarsError:
+            continue
+        for e in _engine_queries(model):
+            try:
+                _same_tree(e)
+            except AssertionError as x:
+                raise AssertionError(f"{where}: {x}") from None
+        done += 1
+    assert done >= 30, done
+
+
+@pytest.mark.parametrize("where", [
+    "{ WINDOW :w { ?s :p ?o } FILTER(?o + 1 * ?o - 2 / ?o >= 3 && !(?o = 4) || bound(?z)) }",
+    "{ WINDOW :w { ?s :p ?o } FILTER(-?o < 2) FILTER(?o != \"a\\\"b\\nc\"@en-GB) }",
+    "{ WINDOW :w { ?s :p ?o } OPTIONAL { ?o :q ?z FILTER(?z > 1) FILTER(?z < 5) } }",
+    "{ { WINDOW :w { ?s :p ?o } } UNION { ?s :q \"x\"^^:d } MINUS { ?s :r 2.5 } }",
+    "{ GRAPH <urn:g> { ?s :p ?o } WINDOW :w { ?s :q ?o } OPTIONAL { } }",
+    "{ OPTIONAL { WINDOW :w { ?s :p ?o } } }",
+])
+def test_the_engine_queries_of_shapes_the_house_has_few_of(where: str) -> None:
+    q = _parse(P + where)
+    assert q is not None
+    for e in _engine_queries(from_query(q)):
+        _same_tree(e)
+
+
+@pytest.mark.parametrize(("select", "tail"), [
+    ("?s (COUNT(?o) AS ?n)", "GROUP BY ?s"),
+    ("(MAX(DISTINCT ?v) AS ?m)", ""),
+    ("?r ?s (COUNT(*) AS ?n)", "GROUP BY ?r ?s"),
+])
+def test_the_pulled_aggregate_has_its_texts_tree(select: str, tail: str) -> None:
+    q = _parse(A.format(select, tail))
+    assert q is not None
+    found = find_aggregate(q)
+    assert found is not None
+    _same_tree(_pull_text(from_query(found[1]), found[0]))

@@ -166,7 +166,8 @@ fn read_stream(
 type PySlot = (String, Option<usize>);
 
 /// Run a windowed SELECT of one triple pattern over the events, writing JSON lines to
-/// `out_path`. Returns (the refusal's reason or "", evaluations, rows written); on a
+/// `out_path`. `loose`: the pattern as rsep's locality check reads it, per position (true, _)
+/// for anything or (false, the constant's id, None when the stream has no such term). Returns (the refusal's reason or "", evaluations, rows written); on a
 /// refusal, what was written is to be thrown away.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -177,6 +178,7 @@ fn select_window(
     non_empty: bool,
     r2s: &str,
     pattern: [PySlot; 3],
+    loose: [(bool, Option<TermId>); 3],
     project: Vec<(String, Option<usize>)>,
     limits: (u64, u64),
     out_path: &str,
@@ -206,6 +208,7 @@ fn select_window(
             _ => return Err(PyValueError::new_err(format!("an R2S operator {r2s:?}"))),
         },
         pattern: [slot(&pattern[0])?, slot(&pattern[1])?, slot(&pattern[2])?],
+        loose: loose.map(|(any, id)| if any { None } else { Some(id) }),
         project,
         max_window_triples: limits.0,
         max_results: limits.1,

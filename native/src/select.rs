@@ -44,6 +44,10 @@ pub struct Spec {
     pub non_empty: bool,
     pub r2s: R2s,
     pub pattern: [Slot; 3],
+    /// The pattern as rsep's locality check reads it (rsep/windows/incremental.py's
+    /// Pattern): only IRIs are constants there (`Some`), a literal or a repeated variable
+    /// matches anything; the triples it matches are the ones counted for conflicts.
+    pub loose: [Option<Option<TermId>>; 3],
     /// per output column: its name and the variable it reads (None: never bound)
     pub project: Vec<(String, Option<usize>)>,
     pub max_window_triples: u64,
@@ -199,6 +203,35 @@ pub fn run(
         sol_off.push(sols.len() as u32);
     }
     let sols_of = |k: usize| &sols[sol_off[k] as usize..sol_off[k + 1] as usize];
+    // each event's triples the locality check counts, once each
+    let mut loose_off: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut loose: Vec<[TermId; 3]> = Vec::new();
+    loose_off.push(0);
+    let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
+    for k in 0..n {
+        let (from, triples) = (loose.len(), events.triples_of(k));
+        // (a large event's by a set: a scan of what it found would be quadratic)
+        let many = triples.len() > 16;
+        seen.clear();
+        for t in triples {
+            let hit = spec
+                .loose
+                .iter()
+                .zip(t)
+                .all(|(c, x)| c.is_none_or(|c| c == Some(*x)));
+            if hit
+                && if many {
+                    seen.insert(*t)
+                } else {
+                    !loose[from..].contains(t)
+                }
+            {
+                loose.push(*t);
+            }
+        }
+        loose_off.push(loose.len() as u32);
+    }
+    let loose_of = |k: usize| &loose[loose_off[k] as usize..loose_off[k + 1] as usize];
     // the JSON of each column's name, `"name": `
     let names: Vec<Vec<u8>> = spec
         .project
@@ -233,7 +266,7 @@ pub fn run(
             if times[hi] >= floor {
                 // (an event below the floor passes by without being inside)
                 inside[hi] = true;
-                for t in sols_of(hi) {
+                for t in loose_of(hi) {
                     let h = holders.entry(*t).or_insert(0);
                     *h += 1;
                     if *h == 2 {
@@ -246,7 +279,7 @@ pub fn run(
         }
         while lo < hi && times[lo] < floor {
             if inside[lo] {
-                for t in sols_of(lo) {
+                for t in loose_of(lo) {
                     let h = holders.get_mut(t).expect("counted in");
                     *h -= 1;
                     if *h == 1 {
@@ -406,6 +439,7 @@ mod tests {
             non_empty: false,
             r2s,
             pattern: [Slot::Var(0), Slot::Var(1), Slot::Var(2)],
+            loose: [None; 3],
             project: vec![
                 ("o".into(), Some(2)),
                 ("p".into(), Some(1)),
@@ -498,6 +532,25 @@ mod tests {
             lines(&spec(1, 1, R2s::RStream), &ev, &terms).unwrap().len(),
             2
         );
+    }
+
+    #[test]
+    fn the_locality_check_counts_what_its_looser_pattern_matches() {
+        // ?s ?p "x": the check reads the literal as anything, so <e:a> <e:p> <e:a> in two
+        // live events is a conflict (rsep's store answers), though it is no solution
+        let (ev, terms) = events(&[
+            (0, &["<e:a> <e:p> <e:a>"]),
+            (0, &["<e:a> <e:p> <e:a>"]),
+            (0, &["<e:a> <e:p> \"x\""]),
+        ]);
+        let x = terms.get(&oxrdf::Literal::new_simple_literal("x").into());
+        let mut s = spec(1, 1, R2s::RStream);
+        s.pattern = [Slot::Var(0), Slot::Var(1), Slot::Const(x)];
+        s.project = vec![("s".into(), Some(0))];
+        s.loose = [None, None, Some(x)]; // (were the literal a constant there: no conflict)
+        assert_eq!(lines(&s, &ev, &terms).unwrap().len(), 1);
+        s.loose = [None, None, None];
+        assert!(lines(&s, &ev, &terms).is_err());
     }
 
     #[test]

@@ -19,7 +19,8 @@ from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.lars import explain as lars_explain
 from rsep.lars.core import LarsError
 from rsep.spaseq.explain import explain as nfa_explain
-from rsep.windows.maintained import path
+from rsep.windows.maintained import compile_plan, path
+from rsep.windows.native import available, native_plan
 
 
 def explain(q: Query, *, lars: bool = False, fmt: str = "text",
@@ -63,7 +64,19 @@ def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
         return lars_explain.explain_dot(q, lars, time_unit_ms)
     kind, why = path(q)  # rsep.windows.maintained: which evaluation path, and why
     return (lars_explain.explain_text(q, lars, time_unit_ms) + note
-            + f"\nevaluation: {kind}: {why}\n")
+            + f"\nevaluation: {kind}: {why}\n" + native_line(q))
+
+
+def native_line(q: ContinuousQuery) -> str:
+    """Whether the query takes the native path (rsep.windows.native), and why."""
+    plan = native_plan(q, compile_plan(q), q.report, q.r2s)
+    if isinstance(plan, str):
+        return f"native: not taken: {plan}\n"
+    missing = available()
+    if missing is not None:
+        return f"native: not taken: {missing}\n"
+    return (f"native: taken by `rsep run` over one stream file with --format jsonl and no "
+            f"--graph, --until, --trace or time option: {plan.describe()}\n")
 
 
 def _spaseq(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -24,13 +26,13 @@ from rsep.lang import DIALECTS, apply_option, bounds, dialect_of, parse_query
 from rsep.lang.dialect import OPTIONS, WINDOW_BOUNDS
 from rsep.lang.errors import OptionRefused
 from rsep.runtime.engine import Engine, EngineError, Limits
-from rsep.runtime.sinks import FORMATS, open_sink, read_prefixes
+from rsep.runtime.sinks import FORMATS, FormatSink, open_sink, read_prefixes
 from rsep.runtime.stages import StageClock, table
 from rsep.runtime.trace import attach as attach_tracer
 from rsep.runtime.trace import parse_key
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
-from rsep.stream.files import MAX_RECORD, TimeConfig
+from rsep.stream.files import MAX_RECORD, StreamFile, TimeConfig
 from rsep.stream.messages import MAX_MESSAGE
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
@@ -408,6 +410,87 @@ def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: l
                       source=qf)
 
 
+def native_refusal(args: argparse.Namespace, engine: Engine, files: list,
+                   tc: TimeConfig) -> str | None:
+    """Why this run does not take the native path (rsep.windows.native), or None: the run
+    has one query the native planner took, over one stream file, written as JSON lines,
+    with no option the native path does not keep to (background graphs, --until, traces,
+    stage times, the watchdog, lateness, time read otherwise than from point-time triples
+    in the default graph)."""
+    from rsep.windows import native  # (loaded by a windowed query's runtime already)
+
+    if len(engine.queries) != 1:
+        return "more than one query"
+    rt = engine.queries[0]
+    plan = getattr(rt, "native", "not a windowed query")
+    if isinstance(plan, str):
+        return plan
+    missing = native.available()
+    if missing is not None:
+        return missing
+    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
+            or files[0].text is not None or args.stream[0][1] == "-":
+        return "not one TriG stream file"
+    if args.format != "jsonl":
+        return f"--format {args.format} (the native path writes jsonl)"
+    if args.output is not None and "://" in args.output:
+        return "an output that is not a file"
+    for option in ("--graph", "--graph-updates", "--until", "--trace", "--stage-times",
+                   "--max-eval-seconds", "--allowed-lateness", "--time-in-graph"):
+        if _given(args, option):
+            return f"{option} given"
+    if args.time_predicate == ["arrival"] or tc.in_graph:
+        return "times not read from the default graph's point-time triples"
+    return None
+
+
+def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
+                sink: FormatSink, dead: DeadLetter) -> int | None:
+    """The run on the native path, its exit status; None when it does not take it (then
+    nothing was written: today's path runs)."""
+    if not any(hasattr(rt, "native") for rt in engine.queries):
+        return None  # no windowed query: nothing of the native path is loaded
+    from rsep.windows import native
+
+    why = native_refusal(args, engine, files, tc)
+    if why is not None:
+        native.LAST = native.Outcome(why)
+        return None
+    rt = engine.queries[0]
+    plan = rt.native  # type: ignore[attr-defined]
+    assert isinstance(plan, native.NativePlan)  # (native_refusal's)
+    lim = engine.limits
+    target = args.output if args.output is not None else None
+    fd, tmp = tempfile.mkstemp(prefix=".rsep-native-", suffix=".jsonl",
+                               dir=os.path.dirname(os.path.abspath(target)) if target else None)
+    os.close(fd)
+    try:
+        got = native.run(plan, rt.query, args.stream[0][1], tc.point, files[0].max_record,  # type: ignore[attr-defined]
+                         engine.time_unit_ms, lim.max_window_triples, lim.max_results, tmp)
+        native.LAST = got
+        if got.refused:
+            return None
+        getattr(args, "started", lambda: None)()
+        if target is not None:
+            sink.close()  # (the empty file it made is replaced by the results)
+            os.replace(tmp, target)
+        else:
+            sink.out.flush()
+            with open(tmp, "rb") as f:
+                buffer = getattr(sink.out, "buffer", None)
+                if buffer is not None:
+                    shutil.copyfileobj(f, buffer)
+                    buffer.flush()
+                else:
+                    sink.out.write(f.read().decode("utf-8"))
+            sink.close()
+        dead.close()
+        return EXIT_OK
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def main(args: argparse.Namespace) -> int:
     """``rsep run`` in this process."""
     queries = check_options(args)
@@ -458,6 +541,8 @@ def main(args: argparse.Namespace) -> int:
                  for iri, path in args.stream]
     except FileNotFoundError as e:
         raise EngineError(str(e)) from e
+    if (done := _native_run(args, engine, files, tc, sink, dead)) is not None:
+        return done
     events: Iterable[Event] = merge_streams(files, dead, OrderingPolicy(args.allowed_lateness))
     getattr(args, "started", lambda: None)()
     progress = _Progress(not args.quiet and sys.stderr.isatty())

@@ -40,6 +40,7 @@ from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
 from rsep.windows.incremental import Analysis, LocalWindow, analyse, read_windows
 from rsep.windows.maintained import Maintained, MaintainedWindow, Plan, compile_plan
+from rsep.windows.native import NativePlan, native_plan
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import resolve
 
@@ -104,6 +105,10 @@ class QueryRuntime(Ticks):
         self.maintained: Plan | str = compile_plan(self.query, self.plan) \
             if isinstance(self.plan, Analysis) else self.plan
         self.result: Maintained | None = None
+        # the native path's plan (rsep.windows.native), or why the query does not take it;
+        # a run takes it when its input and options allow too (rsep.cli.run)
+        self.native: NativePlan | str = native_plan(self.query, self.maintained, self.report,
+                                                    self.query.r2s)
         self._default: list[str] = []  # the background graphs merged into the default graph
         self._arrived = 0  # arrivals not advanced into a maintained result's windows yet
 

@@ -1,0 +1,188 @@
+"""The native path of a windowed query (rsep.windows.native, native/src/select.rs) writes
+what today's path writes, byte for byte, and takes the runs it is meant to.
+
+Hypothesis draws streams (gaps between times, simultaneous events, several graphs of one
+time, triples repeated inside an event and across events, literals pyoxigraph's store
+rewrites, now and then a record to reject or a time that goes back), windows (RANGE, STEP,
+both boundaries), R2S operators, report policies and patterns (constants, variables,
+repeated variables, a projection with a variable the pattern does not bind); each run goes
+through ``rsep run`` twice, once as it is and once with RSEP_PURE=1 (today's path), and
+the two outputs, exit statuses and dead-letter files must be equal.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rsep.cli.main import main
+from rsep.windows import native
+
+pytestmark = pytest.mark.skipif(native.available() is not None,
+                                reason=str(native.available()))
+
+# runs the native path refused, took writing nothing, took writing rows: a reader or
+# planner that refused everything, or streams that never match, would prove nothing
+TAKEN = [0, 0, 0]
+EXAMPLES = int(os.environ.get("RSEP_EXAMPLES", "60"))
+PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
+STREAM = "http://e/s"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+SUBJECTS = ["<http://e/a>", "<http://e/b>", "<http://e/c>"]
+PREDICATES = ["<http://e/p>", "<http://e/q>"]
+OBJECTS = SUBJECTS + ['"x"', '"y"@en', f'"5"^^<{XSD}integer>', '"tab\\there \\"q\\" é"']
+RARE = [f'"1.0"^^<{XSD}decimal>', f'"05"^^<{XSD}integer>', f'"true"^^<{XSD}boolean>']
+# (a weighted draw: Hypothesis draws an integer range's ends often, so ``== 0`` is not rare)
+RARELY = st.sampled_from([False] * 60 + [True])
+VALUES = [f'"v{n}"' for n in range(40)]
+BAD = ["<http://e/a> <http://e/p> .", "_:b <http://e/p> <http://e/a> ."]
+
+
+@st.composite
+def streams(draw) -> str:
+    t = draw(st.integers(2, 5))
+    lines = []
+    objects = OBJECTS + (RARE if draw(RARELY) else [])
+    # a few distinct triples, or many: the same triple in two live events, or none
+    objects = objects[:draw(st.integers(1, len(objects)))]
+    spread = draw(st.sampled_from([0, 10, 40]))
+    for i in range(draw(st.integers(0, 24))):
+        t += draw(st.sampled_from([0, 0, 1, 1, 2, 5]))
+        if draw(RARELY):
+            t -= 2  # a time that goes back: rejected there
+        # (objects "v<n>" of many values: a triple comes again in a live event now and then)
+        body = [f"{draw(st.sampled_from(SUBJECTS))} {draw(st.sampled_from(PREDICATES))} "
+                f"{draw(st.sampled_from(objects + VALUES[:spread]))} ."
+                for _ in range(draw(st.integers(1, 3)))]
+        if draw(RARELY):
+            body.append(draw(st.sampled_from(BAD)))
+        lines.append(f"<http://g/{i}> {PROV} {t} .\n<http://g/{i}> {{ {' '.join(body)} }}\n")
+    return "".join(lines)
+
+
+# per position: its own variable most often, ?x now and then (a repeated variable), terms
+TERMS = [["?s", "?s", "?s", "?s", "?x", *SUBJECTS[:2]],
+         ["?p", "?p", "?p", *PREDICATES, "<http://e/nowhere>"],
+         ["?o", "?o", "?o", "?o", "?x", "<http://e/a>", '"x"', '"v3"', f'"5"^^<{XSD}integer>']]
+
+
+@st.composite
+def queries(draw) -> str:
+    pattern = [draw(st.sampled_from(terms)) for terms in TERMS]
+    variables = sorted({x for x in pattern if x.startswith("?")} | {"?w"})
+    if draw(st.booleans()):
+        select = "*"
+    else:
+        select = " ".join(draw(st.lists(st.sampled_from(variables), min_size=1, max_size=3,
+                                        unique=True)))
+    r2s = draw(st.sampled_from(["RSTREAM", "ISTREAM", "DSTREAM"]))
+    return (f"REGISTER {r2s} <http://e/out> AS\nSELECT {select}\n"
+            f"FROM NAMED WINDOW <http://e/w> ON <{STREAM}> "
+            f"[RANGE {draw(st.integers(1, 6))} STEP {draw(st.integers(1, 4))}]\n"
+            f"WHERE {{ WINDOW <http://e/w> {{ {' '.join(pattern)} }} }}\n")
+
+
+def run(tmp: Path, query: str, stream: str, extra: list[str], pure: bool,
+        monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, bytes, native.Outcome | None]:
+    (tmp / "q.rq").write_text(query, encoding="utf-8")
+    (tmp / "s.trig").write_text(stream, encoding="utf-8")
+    tag = "pure" if pure else "native"
+    out, dead = tmp / f"{tag}.jsonl", tmp / f"{tag}.dead.jsonl"
+    with monkeypatch.context() as m:
+        if pure:
+            m.setenv("RSEP_PURE", "1")
+        native.LAST = None
+        rc = main(["run", str(tmp / "q.rq"), "--stream", f"{STREAM}={tmp / 's.trig'}",
+                   "-o", str(out), "--dead-letter", str(dead), "-q", *extra])
+    return rc, out.read_bytes(), dead.read_bytes(), native.LAST
+
+
+def both(tmp: Path, query: str, stream: str, extra: list[str],
+         monkeypatch: pytest.MonkeyPatch) -> native.Outcome:
+    """Run on both paths, check they agree; the native run's outcome."""
+    rc, out, dead, got = run(tmp, query, stream, extra, False, monkeypatch)
+    prc, pout, pdead, _ = run(tmp, query, stream, extra, True, monkeypatch)
+    assert got is not None  # (rsep run of a windowed query always asks)
+    assert (rc, dead) == (prc, pdead)
+    assert out == pout, (got.refused, out.decode(), pout.decode())
+    TAKEN[0 if got.refused else 1 if not got.rows else 2] += 1
+    return got
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(), stream=streams(),
+       report=st.sampled_from([None, "window-close", "window-close,non-empty"]),
+       bounds=st.sampled_from([None, "right-closed", "left-closed"]))
+def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   query: str, stream: str, report: str | None,
+                                   bounds: str | None) -> None:
+    extra = (["--report", report] if report else []) + (["--window-bounds", bounds] if bounds else [])
+    both(tmp_path, query, stream, extra, monkeypatch)
+
+
+def test_the_random_runs_were_mostly_native() -> None:
+    # (after the property test, in file order: its runs counted)
+    refused, empty, rows = TAKEN
+    total = refused + empty + rows
+    assert empty + rows >= total // 3 and rows >= total // 20, TAKEN
+
+
+QUERY = (f"REGISTER RSTREAM <http://e/out> AS\nSELECT *\nFROM NAMED WINDOW <http://e/w> ON <{STREAM}> "
+         "[RANGE 4 STEP 2]\nWHERE { WINDOW <http://e/w> { ?s <http://e/p> ?o } }\n")
+
+
+def stream_of(*events: tuple[int, str]) -> str:
+    return "".join(f"<http://g/{i}> {PROV} {t} .\n<http://g/{i}> {{ {body} }}\n"
+                   for i, (t, body) in enumerate(events))
+
+
+def test_the_common_shape_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = stream_of((0, '<http://e/a> <http://e/p> "x" .'), (1, '<http://e/b> <http://e/p> "y" .'),
+                  (3, "<http://e/c> <http://e/q> <http://e/a> ."))
+    got = both(tmp_path, QUERY, s, [], monkeypatch)
+    assert (got.refused, got.events, got.evaluations, got.rows) == ("", 3, 2, 3)  # 1 + 2 rows
+
+
+@pytest.mark.parametrize(("stream", "why"), [
+    (stream_of((0, '<http://e/a> <http://e/p> "x" .'), (2, '<http://e/a> <http://e/p> "x" .')),
+     "a matching triple is in two live events"),
+    (stream_of((0, "<http://e/a> <http://e/p> .")), "a syntax error at line 2"),
+    (stream_of((2, '<http://e/a> <http://e/p> "x" .'), (1, '<http://e/b> <http://e/p> "x" .')),
+     "a time before"),
+    (stream_of((0, '<http://e/a> <http://e/p> "1.0"^^<http://www.w3.org/2001/XMLSchema#decimal> .')),
+     "reads back in another form"),
+])
+def test_what_it_cannot_promise_runs_as_today(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             stream: str, why: str) -> None:
+    assert why in both(tmp_path, QUERY, stream, [], monkeypatch).refused
+
+
+def test_options_it_does_not_keep_to_run_as_today(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    s = stream_of((0, '<http://e/a> <http://e/p> "x" .'))
+    assert both(tmp_path, QUERY, s, ["--until", "10"], monkeypatch).refused == "--until given"
+    assert "--format" in both(tmp_path, QUERY, s, ["--format", "csv"], monkeypatch).refused
+    odd = QUERY.replace("?o }", f'"05"^^<{XSD}integer> }}')
+    assert "not in canonical form" in both(tmp_path, odd, s, [], monkeypatch).refused
+    group = QUERY.replace("SELECT *", "SELECT (COUNT(*) AS ?n)")
+    assert "GROUP BY" in both(tmp_path, group, s, [], monkeypatch).refused
+
+
+def test_what_the_locality_check_counts_is_its_own(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # ?s ?p "x": the locality check reads the literal as anything, so <a> <p> <a> in two
+    # live events sends rsep to its store (its order), though it is no solution: refused
+    q = QUERY.replace("?s <http://e/p> ?o", '?s ?p "x"')
+    s = stream_of((2, "<http://e/a> <http://e/p> <http://e/a> ."),
+                  (2, "<http://e/a> <http://e/p> <http://e/a> ."),
+                  (2, '<http://e/a> <http://e/p> "x" .'), (2, '<http://e/a> <http://e/q> "x" .'))
+    assert "two live events" in both(tmp_path, q, s, [], monkeypatch).refused
+    got = both(tmp_path, q, stream_of((2, '<http://e/a> <http://e/p> "x" .'),
+                                      (2, '<http://e/a> <http://e/q> "x" .')), [], monkeypatch)
+    assert (got.refused, got.rows) == ("", 2)

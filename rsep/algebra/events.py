@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rsep.algebra.expression import Constraint
 from rsep.algebra.selection import Selection
+
+if TYPE_CHECKING:
+    from rsep.algebra.pattern import Pattern
 
 
 class EventPattern(ABC):
@@ -36,6 +40,9 @@ class BasicEventPattern(EventPattern):
     # the pattern's FILTERs, in the order of the text; None: not read (a pattern made by
     # hand, read by rsep.lang.expression.group_filters where needed)
     filters: tuple[Constraint, ...] | None = None
+    # the pattern as a tree (rsep.algebra.pattern: a BGP, or its FILTERs over one), read once
+    # by rsep.lang; None: a pattern made by hand, or one the tree does not hold
+    tree: Pattern | None = None
 
     def beps(self) -> list[BasicEventPattern]:
         return [self]

@@ -12,14 +12,18 @@ more than one is left to pyoxigraph, whose order the outputs show.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
 
+from rsep.algebra import pattern as pt
 from rsep.algebra.events import BasicEventPattern
+from rsep.algebra.expression import Constraint
 from rsep.events.reference import Mu
 from rsep.lang.expression import group_filters
+from rsep.sparql.filters import NotCompiled, prefixes_of
 from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_pattern
+from rsep.sparql.pattern import triple_patterns
 from rsep.sparql.store import quads
 from rsep.stream.event import Event
 
@@ -39,6 +43,23 @@ def solve_item(bep: BasicEventPattern, triples: tuple[ox.Triple, ...]) -> list[M
     res = store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}")
     assert isinstance(res, ox.QuerySolutions)
     return [mu for _, mu in _rows(res)]
+
+
+def compile_bep(bep: BasicEventPattern, canon: Canon,
+                filters: Sequence[Constraint]) -> CompiledGPM | None:
+    """A BEP compiled from its tree's triples (its text, read by rsep.sparql.pattern's
+    GroupReader, when it has no tree: one made by hand), or None: pyoxigraph decides."""
+    tree = bep.tree
+    if tree is None:
+        return compile_pattern(bep.prologue, bep.pattern, canon, filters)
+    bgp = tree.arg if isinstance(tree, pt.Filter) else tree
+    if not isinstance(bgp, pt.BGP):  # (rsep.lang refuses such a BEP: kept safe)
+        return None
+    try:
+        triples = triple_patterns(bgp.triples, prefixes_of(bep.prologue))
+    except NotCompiled:
+        return None
+    return compile_pattern(bep.prologue, triples, canon, filters)
 
 
 class BatchSolver:
@@ -61,7 +82,7 @@ class BatchSolver:
             if self.compiled:
                 filters = bep.filters if bep.filters is not None else \
                     group_filters(bep.pattern, bep.prologue)
-                c = compile_pattern(bep.prologue, bep.pattern, self.canon, filters)
+                c = compile_bep(bep, self.canon, filters)
             self._compiled[bep.name] = c
             return c
 

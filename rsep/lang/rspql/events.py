@@ -18,7 +18,9 @@ from rsep.algebra.events import (
     Selection,
     Seq,
 )
+from rsep.algebra.pattern import Pattern, PatternRefused
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
+from rsep.lang.pattern import PatternReader
 from rsep.lang.syntax import Syntax, end_of, start_of
 
 # What a basic event pattern may contain: a BGP with FILTERs (000 Sec. 3.3 (1)).
@@ -51,10 +53,20 @@ def _check_bep(syn: Syntax, pattern: Tree) -> None:
             raise syn.error("an EVENT pattern is a basic graph pattern: property paths are not allowed", node)
 
 
+def _tree(reader: PatternReader, pattern: Tree) -> Pattern | None:
+    """A BEP's group as a tree (the compiled matcher reads its triples from it), or None
+    when the tree cannot hold it (the text still runs)."""
+    try:
+        return reader.group(pattern)
+    except (PatternRefused, RecursionError):
+        return None
+
+
 def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPattern]:
     beps: dict[str, BasicEventPattern] = {}
     prologue = syn.prologue_text()
     reader = ExpressionReader(syn.text, RSP_EXTENSIONS)
+    reader_of_patterns = PatternReader(syn)
     for node in syn.nodes("event_decl"):
         iri_node = node.children[2]
         pattern = node.children[3]
@@ -72,7 +84,7 @@ def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPatte
         filters = tuple(reader.constraint(f, prologue) for f in pattern.iter_subtrees_topdown()
                         if f.data == "filter")
         beps[name] = BasicEventPattern(name, w, text, _bep_variables(syn, pattern), prologue,
-                                       filters)
+                                       filters, _tree(reader_of_patterns, pattern))
     return beps
 
 

@@ -15,6 +15,7 @@
 use crate::dictionary::{TermId, Terms};
 use crate::stream::Events;
 use hashbrown::HashMap;
+use std::collections::VecDeque;
 use std::io::{self, Write};
 
 /// A position of the pattern: a term that must be there (its id; `None` when the stream
@@ -135,16 +136,35 @@ impl Spec {
 /// escapes with ensure_ascii=False), made once per term.
 struct Encoded<'a> {
     terms: &'a Terms,
-    cache: HashMap<TermId, Vec<u8>>,
+    cache: Vec<Option<Box<[u8]>>>, // by id
 }
 
 impl Encoded<'_> {
     fn get(&mut self, id: TermId) -> &[u8] {
+        let i = id as usize;
+        if i >= self.cache.len() {
+            self.cache.resize(i + 1, None);
+        }
         let terms = self.terms;
-        self.cache.entry(id).or_insert_with(|| {
+        self.cache[i].get_or_insert_with(|| {
             let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
-            json_string(&text)
+            json_string(&text).into_boxed_slice()
         })
+    }
+
+    /// A row's bindings as JSON members (`"name": "term", ...`) appended to `out`.
+    fn members(&mut self, names: &[Vec<u8>], key: &Key, out: &mut Vec<u8>) {
+        let mut first = true;
+        for (name, v) in names.iter().zip(key) {
+            if let Some(id) = v {
+                if !first {
+                    out.extend_from_slice(b", ");
+                }
+                first = false;
+                out.extend_from_slice(name);
+                out.extend_from_slice(self.get(*id));
+            }
+        }
     }
 }
 
@@ -244,7 +264,16 @@ pub fn run(
         .collect();
     let mut enc = Encoded {
         terms,
-        cache: HashMap::new(),
+        cache: Vec::new(),
+    };
+    // RSTREAM: each live event's rows' members, made once as it enters (it is written at
+    // every close it is live at: RANGE / STEP times), aligned with the live events lo..hi
+    let mut frags: VecDeque<(Vec<u8>, Vec<u32>)> = VecDeque::new();
+    let key = |t: &[TermId; 3]| -> Key {
+        spec.project
+            .iter()
+            .map(|(_, v)| v.and_then(|v| spec.value(t, v)))
+            .collect()
     };
     let times = &events.times;
     let last = *times.last().expect("an event");
@@ -275,6 +304,14 @@ pub fn run(
                 }
                 live_triples += events.triples_of(hi).len() as u64;
             }
+            let mut frag = (Vec::new(), Vec::new());
+            if spec.r2s == R2s::RStream && inside[hi] {
+                for t in sols_of(hi) {
+                    enc.members(&names, &key(t), &mut frag.0);
+                    frag.1.push(frag.0.len() as u32);
+                }
+            }
+            frags.push_back(frag);
             hi += 1;
         }
         while lo < hi && times[lo] < floor {
@@ -290,6 +327,7 @@ pub fn run(
                 }
                 live_triples -= events.triples_of(lo).len() as u64;
             }
+            frags.pop_front();
             lo += 1;
         }
         if live_triples > spec.max_window_triples {
@@ -316,28 +354,12 @@ pub fn run(
             )));
         }
         done.evaluations += 1;
-        let key = |t: &[TermId; 3]| -> Key {
-            spec.project
-                .iter()
-                .map(|(_, v)| v.and_then(|v| spec.value(t, v)))
-                .collect()
-        };
         let mut write = |key: &Key, delete: bool, line: &mut Vec<u8>| -> io::Result<()> {
             line.clear();
             line.extend_from_slice(b"{\"time\": ");
             line.extend_from_slice(c.to_string().as_bytes());
             line.extend_from_slice(b", \"bindings\": {");
-            let mut first = true;
-            for (name, v) in names.iter().zip(key) {
-                if let Some(id) = v {
-                    if !first {
-                        line.extend_from_slice(b", ");
-                    }
-                    first = false;
-                    line.extend_from_slice(name);
-                    line.extend_from_slice(enc.get(*id));
-                }
-            }
+            enc.members(&names, key, line);
             line.extend_from_slice(if delete {
                 b"}, \"op\": \"delete\"}\n".as_slice()
             } else {
@@ -349,10 +371,16 @@ pub fn run(
         };
         match spec.r2s {
             R2s::RStream => {
-                for k in lo..hi {
-                    for t in sols_of(k) {
-                        write(&key(t), false, &mut line)?;
+                let head = format!("{{\"time\": {c}, \"bindings\": {{");
+                for (frag, ends) in &frags {
+                    let mut at = 0;
+                    for &end in ends {
+                        out.write_all(head.as_bytes())?;
+                        out.write_all(&frag[at..end as usize])?;
+                        out.write_all(b"}}\n")?;
+                        at = end as usize;
                     }
+                    done.rows += ends.len() as u64;
                 }
             }
             R2s::IStream | R2s::DStream => {

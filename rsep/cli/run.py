@@ -473,6 +473,7 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
         getattr(args, "started", lambda: None)()
         if target is not None:
             sink.close()  # (the empty file it made is replaced by the results)
+            shutil.copymode(target, tmp)  # (its mode: the umask's, or the file's own)
             os.replace(tmp, target)
         else:
             sink.out.flush()

@@ -12,7 +12,8 @@ the native reader takes only files of the common shape with nothing to reject, a
 operator refuses an input on which rsep's own order of rows or a limit of the run would
 come into play (see native/src/select.rs), so what it writes is what today's path writes,
 byte for byte; on a refusal nothing is written and the caller runs today's path.
-``RSEP_PURE=1`` turns the path off (the pure build runs Python only).
+``RSEP_PURE=1`` turns the path off (the pure build runs Python only), and so does
+``RSEP_NATIVE=0`` alone (today's path with the compiled build, as measured against it).
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def available() -> str | None:
     """Why the native core cannot run here, or None."""
     if os.environ.get("RSEP_PURE", "") not in ("", "0"):
         return "RSEP_PURE=1: the pure build runs Python only"
+    if os.environ.get("RSEP_NATIVE", "") == "0":
+        # (today's path with the compiled build: what the native path is measured against)
+        return "RSEP_NATIVE=0: the native path is turned off"
     try:
         core()
     except ImportError as e:

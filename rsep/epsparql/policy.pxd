@@ -4,16 +4,18 @@
 # such.
 cimport cython
 from rsep.epsparql.matcher cimport Occurrence
+from rsep.epsparql.seqindex cimport CandidateIndex
 
 cdef class PolicyState:
-    cdef public object root, policy, var, index, select
+    cdef public object root, policy, var, select
+    cdef public CandidateIndex index
     cdef public set consumed, dirty
     cdef public list positions, expiry
     cdef public dict item_parts
     cdef public bint full, consumed_since
-    @cython.locals(held=tuple)
+    @cython.locals(held=tuple, index=CandidateIndex)
     cpdef note(self, Occurrence oc, object window)
-    @cython.locals(out=list, got=list)
+    @cython.locals(out=list, got=list, index=CandidateIndex)
     cpdef list evaluate(self, object w, object tau, tuple window)
     cpdef consume(self, object items)
     @cython.locals(ex=list)

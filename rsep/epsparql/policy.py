@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from heapq import heappop, heappush
 
 from rsep.algebra import selection
 from rsep.algebra.epsparql import (
@@ -118,13 +119,13 @@ class PolicyState:
                 self.item_parts[oc.item] = (*held, part)
         if window != float("inf"):
             for part in parts or ("",):
-                heapq.heappush(self.expiry, (oc.ta, oc.item, part))
+                heappush(self.expiry, (oc.ta, oc.item, part))
 
     def evaluate(self, w: World, tau: int, window: tuple[float, bool]) -> list[Solution]:
         h, strict = window
         lo = tau - h
         while self.expiry and (self.expiry[0][0] <= lo if strict else self.expiry[0][0] < lo):
-            self.dirty.add(heapq.heappop(self.expiry)[2])
+            self.dirty.add(heappop(self.expiry)[2])
         self.consumed_since = False
         index = self.index
         if index is not None and not index.slow and not self.full:
@@ -185,12 +186,12 @@ class PolicyState:
         while ex:
             ta, item, part = ex[0]
             if item in self.consumed:
-                heapq.heappop(ex)  # invisible already: its leaving changes nothing
+                heappop(ex)  # invisible already: its leaving changes nothing
                 continue
             t = math.ceil(ta + h) if strict else math.floor(ta + h) + 1
             if t > after:
                 return t
-            self.dirty.add(heapq.heappop(ex)[2])  # left unseen (derived with a past interval)
+            self.dirty.add(heappop(ex)[2])  # left unseen (derived with a past interval)
         return None
 
     def keep_items(self, items: set[int]) -> None:

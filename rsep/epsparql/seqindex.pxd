@@ -16,8 +16,13 @@ cdef class _Part:
     cdef public set other, pending
     cdef public tuple last
 
-cdef class SeqIndex:
-    cdef public object shape, policy, sides
+cdef class CandidateIndex:
+    cpdef list note(self, Occurrence oc)
+    cpdef list evaluate(self, object part, object ex, object lo=*, bint strict=*)
+    cpdef consume(self, object items)
+
+cdef class SeqIndex(CandidateIndex):
+    cdef public object shape, policy, sides, by_p
     cdef public bint chrono
     cdef public dict parts, by_item
     cdef public set slow
@@ -41,14 +46,15 @@ cdef class SeqIndex:
     @cython.locals(out=list, g=list, b=tuple, j=Py_ssize_t, a1=list, sel=tuple)
     cpdef list _recent(self, _Part p)
 
-cdef class ChainIndex:
-    cdef public object chain, policy, var, sides, slow
+cdef class ChainIndex(CandidateIndex):
+    cdef public object chain, policy, var, sides, slow, by_p
     cdef public Py_ssize_t n, tested
     cdef public dict parts, by_item
     @cython.locals(keys=list, side=OnePattern, s=Solution, p=list, held=list, j=Py_ssize_t)
     cpdef list note(self, Occurrence oc)
     @cython.locals(p=list, xs=list, i=Py_ssize_t)
     cpdef _remove(self, object items)
+    cpdef consume(self, object items)
     @cython.locals(p=list, sols=list)
     cpdef list evaluate(self, object part, object ex, object lo=*, bint strict=*)
     @cython.locals(got=list, out=list, lefts=list, r=Solution, ls=list, x=Solution)

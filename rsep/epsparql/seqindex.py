@@ -73,6 +73,20 @@ def _rivals(x: Entry, y: Entry) -> bool:
     return x[2].mu == y[2].mu
 
 
+def _by_predicate(sides: Iterable[tuple], at: int) -> dict[str, tuple] | None:
+    """The sides (each with its OnePattern at index ``at``) by their triple pattern's
+    constant predicate, so that an occurrence is matched only against the patterns of its
+    predicate (the others would refuse it on that constant); None when a predicate is a
+    variable."""
+    out: dict[str, tuple] = {}
+    for side in sides:
+        pred = dict(side[at].consts).get(1)
+        if pred is None:
+            return None
+        out[pred] = (*out.get(pred, ()), side)
+    return out
+
+
 def _pair_order(ab: tuple[Entry, Entry]) -> tuple[int, int]:
     """The reference's order of a part's outputs: by the right solution, then the left."""
     return (ab[1][1], ab[0][1])
@@ -197,7 +211,26 @@ class _Part:
         self.nb = 0  # right solutions in groups (bq also holds consumed ones until compacted)
 
 
-class SeqIndex:
+class CandidateIndex:
+    """What the policy state (rsep.epsparql.policy) asks of an index of a query's live
+    candidates: :class:`SeqIndex` and :class:`ChainIndex` are the two. (A C class in the
+    compiled build, so that the policy state's calls, one or two an occurrence, are C calls.)"""
+
+    def note(self, oc: Occurrence) -> list[str]:
+        """Take an occurrence in; the parts whose content it changes."""
+        raise NotImplementedError
+
+    def evaluate(self, part: str, ex: ExprEvaluator, lo: float = -INF,
+                 strict: bool = False) -> list[Solution]:
+        """What the reference evaluator gives for the part now, the window starting at lo."""
+        raise NotImplementedError
+
+    def consume(self, items: Iterable[int]) -> None:
+        """P^c / P^r: the items an output used are invisible from now on."""
+        raise NotImplementedError
+
+
+class SeqIndex(CandidateIndex):
     """The live candidates of a chronological / recent query of :class:`Shape`."""
 
     def __init__(self, shape: Shape, policy: Selection) -> None:
@@ -211,6 +244,7 @@ class SeqIndex:
         self.tested = 0  # pairs tested (a measure of the work)
         # each side's matcher compiled once: this runs for every occurrence
         self.sides = ((False, OnePattern(shape.left)), (True, OnePattern(shape.right)))
+        self.by_p = _by_predicate(self.sides, 1)
 
     @staticmethod
     def of(root: Node, policy: Selection, var: str | None) -> SeqIndex | None:
@@ -248,7 +282,8 @@ class SeqIndex:
         self.seq += 1
         sh = self.shape
         keys: list[str] = []
-        for is_b, side in self.sides:
+        by_p = self.by_p
+        for is_b, side in self.sides if by_p is None else by_p.get(oc.p, ()):
             for s in side.match([oc]):
                 key = s.get(sh.var)
                 assert key is not None
@@ -510,7 +545,7 @@ def chain_of(root: Node, var: str | None) -> Chain | None:
     return Chain(tuple(tps), tuple(reversed(conds)))
 
 
-class ChainIndex:
+class ChainIndex(CandidateIndex):
     """A chronological / recent query of :class:`Chain`, evaluated part by part from the
     part's own visible occurrences, as the reference evaluates it (000 Eq. (10) / (11) at
     every SEQ, docs/semantics.md "Indexed selection"), without the reference's general
@@ -530,6 +565,7 @@ class ChainIndex:
         for j, tp in enumerate(chain.patterns):
             by_tp.setdefault(tp, []).append(j)
         self.sides = [(OnePattern(tp), tuple(js)) for tp, js in by_tp.items()]
+        self.by_p = _by_predicate(self.sides, 0)
         self.parts: dict[str, list[list[Solution]]] = {}
         self.slow: frozenset[str] = frozenset()  # (SeqIndex's parts for the reference: none)
         self.by_item: dict[int, list[tuple[str, int, Solution]]] = {}
@@ -556,7 +592,8 @@ class ChainIndex:
     def note(self, oc: Occurrence) -> list[str]:
         """Take an occurrence in; the parts whose content it changes."""
         keys: list[str] = []
-        for side, js in self.sides:
+        by_p = self.by_p
+        for side, js in self.sides if by_p is None else by_p.get(oc.p, ()):
             for s in side.match([oc]):
                 key = s.get(self.var)
                 assert key is not None

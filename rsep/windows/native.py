@@ -59,9 +59,11 @@ def available() -> str | None:
         # (today's path with the compiled build: what the native path is measured against)
         return "RSEP_NATIVE=0: the native path is turned off"
     try:
-        core()
+        c = core()
     except ImportError as e:
         return f"the native core is not built ({e})"
+    if not hasattr(c, "select_window"):
+        return "the native core was built before its operator (run `make`)"
     return None
 
 

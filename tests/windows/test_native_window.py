@@ -13,6 +13,8 @@ the two outputs, exit statuses and dead-letter files must be equal.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,25 @@ def test_what_the_locality_check_counts_is_its_own(tmp_path: Path,
     got = both(tmp_path, q, stream_of((2, '<http://e/a> <http://e/p> "x" .'),
                                       (2, '<http://e/a> <http://e/q> "x" .')), [], monkeypatch)
     assert (got.refused, got.rows) == ("", 2)
+
+
+def test_to_standard_output(tmp_path: Path) -> None:
+    (tmp_path / "q.rq").write_text(QUERY, encoding="utf-8")
+    s = tmp_path / "s.trig"
+    s.write_text(stream_of((0, '<http://e/a> <http://e/p> "é\\n" .'),
+                           (2, '<http://e/b> <http://e/p> "y" .')), encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    outs = []
+    for extra in ({}, {"RSEP_NATIVE": "0"}):
+        env = {**os.environ, "PYTHONPATH": str(root), **extra}
+        got = subprocess.run([sys.executable, "-c", "import sys; from rsep.cli.start import main; "
+                              "sys.exit(main())", "run", str(tmp_path / "q.rq"),
+                              "--stream", f"{STREAM}={s}"], env=env, capture_output=True,
+                             check=True)
+        outs.append(got.stdout)
+    assert outs[0] == outs[1] and outs[0].count(b"\n") == 3
+
+
+def test_a_core_older_than_the_operator_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "core", lambda: object())
+    assert native.available() == "the native core was built before its operator (run `make`)"

@@ -181,6 +181,7 @@ fn select_window(
     loose: [(bool, Option<TermId>); 3],
     project: Vec<(String, Option<usize>)>,
     limits: (u64, u64),
+    format: &str,
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
     let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
@@ -212,6 +213,11 @@ fn select_window(
         project,
         max_window_triples: limits.0,
         max_results: limits.1,
+        tsv: match format {
+            "jsonl" => false,
+            "tsv" => true,
+            _ => return Err(PyValueError::new_err(format!("a format {format:?}"))),
+        },
     };
     let file = std::fs::File::create(out_path)
         .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;

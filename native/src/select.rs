@@ -53,6 +53,8 @@ pub struct Spec {
     pub project: Vec<(String, Option<usize>)>,
     pub max_window_triples: u64,
     pub max_results: u64,
+    /// `--format tsv` (rsep/runtime/sinks.py's): else jsonl
+    pub tsv: bool,
 }
 
 /// Why the operator did not run the query to its end (nothing it wrote is to be kept).
@@ -137,6 +139,7 @@ impl Spec {
 struct Encoded<'a> {
     terms: &'a Terms,
     cache: Vec<Option<Box<[u8]>>>, // by id
+    tsv: bool,                     // the N-Triples form as it is, not a JSON string
 }
 
 impl Encoded<'_> {
@@ -145,15 +148,29 @@ impl Encoded<'_> {
         if i >= self.cache.len() {
             self.cache.resize(i + 1, None);
         }
-        let terms = self.terms;
+        let (terms, tsv) = (self.terms, self.tsv);
         self.cache[i].get_or_insert_with(|| {
             let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
-            json_string(&text).into_boxed_slice()
+            if tsv {
+                text.into_bytes().into_boxed_slice()
+            } else {
+                json_string(&text).into_boxed_slice()
+            }
         })
     }
 
-    /// A row's bindings as JSON members (`"name": "term", ...`) appended to `out`.
+    /// A row's bindings appended to `out`: JSON members (`"name": "term", ...`), or with
+    /// `tsv` each column's term after a tab (nothing for an unbound one).
     fn members(&mut self, names: &[Vec<u8>], key: &Key, out: &mut Vec<u8>) {
+        if self.tsv {
+            for v in key {
+                out.push(b'\t');
+                if let Some(id) = v {
+                    out.extend_from_slice(self.get(*id));
+                }
+            }
+            return;
+        }
         let mut first = true;
         for (name, v) in names.iter().zip(key) {
             if let Some(id) = v {
@@ -265,7 +282,25 @@ pub fn run(
     let mut enc = Encoded {
         terms,
         cache: Vec::new(),
+        tsv: spec.tsv,
     };
+    // TSV's header, before the first row: `time op ?v ...` (a column named as time or op
+    // is marked too, as the sink's `"?" + c if c in cols` does)
+    let mut header: Option<Vec<u8>> = spec.tsv.then(|| {
+        let cols: Vec<&str> = spec.project.iter().map(|(n, _)| n.as_str()).collect();
+        let mark = |c: &str| {
+            if cols.contains(&c) {
+                format!("?{c}")
+            } else {
+                c.to_owned()
+            }
+        };
+        let mut row: Vec<String> = vec![mark("time"), mark("op")];
+        row.extend(cols.iter().map(|c| format!("?{c}")));
+        let mut b = row.join("\t").into_bytes();
+        b.push(b'\n');
+        b
+    });
     // RSTREAM: each live event's rows' members, made once as it enters (it is written at
     // every close it is live at: RANGE / STEP times), aligned with the live events lo..hi
     let mut frags: VecDeque<(Vec<u8>, Vec<u32>)> = VecDeque::new();
@@ -356,28 +391,45 @@ pub fn run(
         done.evaluations += 1;
         let mut write = |key: &Key, delete: bool, line: &mut Vec<u8>| -> io::Result<()> {
             line.clear();
-            line.extend_from_slice(b"{\"time\": ");
-            line.extend_from_slice(c.to_string().as_bytes());
-            line.extend_from_slice(b", \"bindings\": {");
-            enc.members(&names, key, line);
-            line.extend_from_slice(if delete {
-                b"}, \"op\": \"delete\"}\n".as_slice()
+            if let Some(h) = header.take() {
+                line.extend_from_slice(&h);
+            }
+            if spec.tsv {
+                line.extend_from_slice(c.to_string().as_bytes());
+                line.extend_from_slice(if delete { b"\tdelete" } else { b"\tinsert" });
+                enc.members(&names, key, line);
+                line.push(b'\n');
             } else {
-                b"}}\n".as_slice()
-            });
+                line.extend_from_slice(b"{\"time\": ");
+                line.extend_from_slice(c.to_string().as_bytes());
+                line.extend_from_slice(b", \"bindings\": {");
+                enc.members(&names, key, line);
+                line.extend_from_slice(if delete {
+                    b"}, \"op\": \"delete\"}\n".as_slice()
+                } else {
+                    b"}}\n".as_slice()
+                });
+            }
             out.write_all(line)?;
             done.rows += 1;
             Ok(())
         };
         match spec.r2s {
             R2s::RStream => {
-                let head = format!("{{\"time\": {c}, \"bindings\": {{");
+                let (head, tail): (String, &[u8]) = if spec.tsv {
+                    (format!("{c}\tinsert"), b"\n")
+                } else {
+                    (format!("{{\"time\": {c}, \"bindings\": {{"), b"}}\n")
+                };
                 for (frag, ends) in &frags {
                     let mut at = 0;
                     for &end in ends {
+                        if let Some(h) = header.take() {
+                            out.write_all(&h)?;
+                        }
                         out.write_all(head.as_bytes())?;
                         out.write_all(&frag[at..end as usize])?;
-                        out.write_all(b"}}\n")?;
+                        out.write_all(tail)?;
                         at = end as usize;
                     }
                     done.rows += ends.len() as u64;
@@ -475,6 +527,7 @@ mod tests {
             ],
             max_window_triples: 10_000_000,
             max_results: 1_000_000,
+            tsv: false,
         }
     }
 
@@ -579,6 +632,27 @@ mod tests {
         assert_eq!(lines(&s, &ev, &terms).unwrap().len(), 1);
         s.loose = [None, None, None];
         assert!(lines(&s, &ev, &terms).is_err());
+    }
+
+    #[test]
+    fn tsv_rows_after_one_header() {
+        let (ev, terms) = events(&[(0, &["<e:a> <e:p> \"x\""]), (2, &["<e:b> <e:p> <e:c>"])]);
+        let mut s = spec(3, 2, R2s::RStream);
+        s.tsv = true;
+        s.project = vec![("s".into(), Some(0)), ("time".into(), None)];
+        assert_eq!(
+            lines(&s, &ev, &terms).unwrap(),
+            [
+                "time\top\t?s\t?time",
+                "0\tinsert\t<e:a>\t",
+                "2\tinsert\t<e:a>\t",
+                "2\tinsert\t<e:b>\t"
+            ]
+            .map(str::to_owned)
+            .map(|l| l.replacen("time\top", "?time\top", 1))
+        );
+        s.r2s = R2s::DStream;
+        assert_eq!(lines(&s, &ev, &terms).unwrap().len(), 0); // (nothing leaves by time 2)
     }
 
     #[test]

@@ -75,8 +75,8 @@ def native_line(q: ContinuousQuery) -> str:
     missing = available()
     if missing is not None:
         return f"native: not taken: {missing}\n"
-    return (f"native: taken by `rsep run` over one stream file with --format jsonl and no "
-            f"--graph, --until, --trace or time option: {plan.describe()}\n")
+    return (f"native: taken by `rsep run` over one stream file with --format jsonl or tsv and "
+            f"no --graph, --until, --trace or time option: {plan.describe()}\n")
 
 
 def _spaseq(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:

@@ -413,7 +413,7 @@ def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: l
 def native_refusal(args: argparse.Namespace, engine: Engine, files: list,
                    tc: TimeConfig) -> str | None:
     """Why this run does not take the native path (rsep.windows.native), or None: the run
-    has one query the native planner took, over one stream file, written as JSON lines,
+    has one query the native planner took, over one stream file, written as jsonl or tsv,
     with no option the native path does not keep to (background graphs, --until, traces,
     stage times, the watchdog, lateness, time read otherwise than from point-time triples
     in the default graph)."""
@@ -431,8 +431,8 @@ def native_refusal(args: argparse.Namespace, engine: Engine, files: list,
     if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
             or files[0].text is not None or args.stream[0][1] == "-":
         return "not one TriG stream file"
-    if args.format != "jsonl":
-        return f"--format {args.format} (the native path writes jsonl)"
+    if args.format not in ("jsonl", "tsv"):
+        return f"--format {args.format} (the native path writes jsonl and tsv)"
     if args.output is not None and "://" in args.output:
         return "an output that is not a file"
     for option in ("--graph", "--graph-updates", "--until", "--trace", "--stage-times",
@@ -466,7 +466,8 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     os.close(fd)
     try:
         got = native.run(plan, rt.query, args.stream[0][1], tc.point, files[0].max_record,  # type: ignore[attr-defined]
-                         engine.time_unit_ms, lim.max_window_triples, lim.max_results, tmp)
+                         engine.time_unit_ms, lim.max_window_triples, lim.max_results, tmp,
+                         args.format)
         native.LAST = got
         if got.refused:
             return None

@@ -163,9 +163,10 @@ LAST: Outcome | None = None
 
 def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, ...],
         max_record: int, time_unit_ms: int | None, max_window_triples: int, max_results: int,
-        out_path: str) -> Outcome:
-    """Run the query over the stream file at ``path``, writing its JSON lines to
-    ``out_path``; or say why not (then ``out_path`` holds nothing to keep)."""
+        out_path: str, fmt: str = "jsonl") -> Outcome:
+    """Run the query over the stream file at ``path``, writing its results to ``out_path``
+    in ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them); or say why not (then
+    ``out_path`` holds nothing to keep)."""
     ev, why = core().read_stream(path, list(points), max_record)
     if ev is None:
         return Outcome(f"the native reader does not take {path}: {why}")
@@ -187,7 +188,7 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     refused, evaluations, rows = core().select_window(
         ev, (rw.alpha, rw.beta, rw.offset, rw.origin, rw.boundary is Boundary.RIGHT_CLOSED),
         plan.non_empty, plan.r2s.value, pattern, loose, list(plan.project),
-        (max_window_triples, max_results), out_path)
+        (max_window_triples, max_results), fmt, out_path)
     if refused:
         return Outcome(refused)
     return Outcome("", len(ev), ev.triples(), evaluations, rows)

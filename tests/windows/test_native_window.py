@@ -120,11 +120,13 @@ def both(tmp: Path, query: str, stream: str, extra: list[str],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(query=queries(), stream=streams(),
        report=st.sampled_from([None, "window-close", "window-close,non-empty"]),
+       fmt=st.sampled_from(["jsonl", "tsv"]),
        bounds=st.sampled_from([None, "right-closed", "left-closed"]))
 def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   query: str, stream: str, report: str | None,
+                                   query: str, stream: str, report: str | None, fmt: str,
                                    bounds: str | None) -> None:
-    extra = (["--report", report] if report else []) + (["--window-bounds", bounds] if bounds else [])
+    extra = (["--report", report] if report else []) + (["--window-bounds", bounds] if bounds else []) \
+        + ["--format", fmt]
     both(tmp_path, query, stream, extra, monkeypatch)
 
 
@@ -176,6 +178,8 @@ def test_options_it_does_not_keep_to_run_as_today(tmp_path: Path,
     s = stream_of((0, '<http://e/a> <http://e/p> "x" .'))
     assert both(tmp_path, QUERY, s, ["--until", "10"], monkeypatch).refused == "--until given"
     assert "--format" in both(tmp_path, QUERY, s, ["--format", "csv"], monkeypatch).refused
+    got = both(tmp_path, QUERY, s, ["--format", "tsv"], monkeypatch)
+    assert (got.refused, got.rows) == ("", 1)
     odd = QUERY.replace("?o }", f'"05"^^<{XSD}integer> }}')
     assert "not in canonical form" in both(tmp_path, odd, s, [], monkeypatch).refused
     group = QUERY.replace("SELECT *", "SELECT (COUNT(*) AS ?n)")

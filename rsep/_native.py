@@ -43,6 +43,7 @@ MODULES = (
     "rsep.spaseq.runtime",
     "rsep.epsparql.matcher",
     "rsep.epsparql.expr",
+    "rsep.epsparql.plan",
     "rsep.epsparql.delta",
     "rsep.epsparql.seqindex",
     "rsep.epsparql.policy",

@@ -1,9 +1,12 @@
 """The incremental evaluator of EP-SPARQL's unrestricted setting: at each instant, each node's
-solutions ending then, from its operands' earlier solutions and theirs at the instant."""
+solutions ending then, from its operands' earlier solutions and theirs at the instant.
+
+Here are the semi-naive operators of every node (:meth:`Delta._delta`) and their lazy forms
+(:meth:`Delta.each`); the stores of earlier solutions (``Keyed``) and the plan an event
+pattern is compiled to are rsep.epsparql.plan's."""
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import cast
@@ -15,7 +18,6 @@ from rsep.algebra.epsparql import (
     Binary,
     EqJoin,
     EqLeftJoin,
-    Expr,
     Extend,
     Filter,
     Join,
@@ -32,7 +34,6 @@ from rsep.algebra.epsparql import (
     static,
     variables,
 )
-from rsep.epsparql.expr import Fallback, Fn, holds
 from rsep.epsparql.matcher import (
     Occurrence,
     OnePattern,
@@ -45,8 +46,19 @@ from rsep.epsparql.matcher import (
     compatible,
     match_bgp,
 )
+from rsep.epsparql.plan import (
+    FILTER,
+    ONE,
+    PROJECT,
+    SEQ,
+    Keyed,
+    Step,
+    compile_plan,
+    kind_of,
+    run,
+    run_step,
+)
 from rsep.epsparql.reference import (
-    ExprEvaluator,
     World,
     evaluate,
     extend_solutions,
@@ -57,193 +69,10 @@ from rsep.epsparql.reference import (
     removes,
 )
 from rsep.epsparql.rewrites import certain
-from rsep.stream.time import TimeKind
 
 
 def _tw(s: Solution) -> float:
     return s.tw
-
-
-_ONE, _FILTER, _PROJECT, _SEQ, _OTHER = range(5)
-
-
-def _kind(n: Node) -> int:
-    if isinstance(n, BGP) and len(n.patterns) == 1:
-        return _ONE
-    if isinstance(n, SeqJoin):
-        return _SEQ
-    if isinstance(n, Filter):
-        return _FILTER
-    if isinstance(n, Project):
-        return _PROJECT
-    return _OTHER
-
-
-class Keyed:
-    """A node's earlier solutions, bucketed by the values of its parent's join key (the
-    variables both operands always bind); each bucket is in t_omega order (solutions are
-    added instant by instant), with its t_omegas beside it for bisection."""
-
-    def __init__(self, key: tuple[str, ...]) -> None:
-        self.key = key
-        self.buckets: dict[tuple, list[Solution]] = {}
-        self.ends: dict[tuple, list[float]] = {}  # per bucket: its solutions' t_omega
-        self.n = 0
-        self.kept = 0
-
-    def of(self, s: Solution) -> tuple:
-        key = self.key
-        if not key:
-            return ()
-        if len(key) == 1:  # the common case: no dict of mu
-            v = key[0]
-            for k, x in s.mu:
-                if k == v:
-                    return (x,)
-            return (None,)
-        d = dict(s.mu)
-        return tuple([d.get(v) for v in key])
-
-    def add(self, sols: Iterable[Solution]) -> None:
-        for s in sols:
-            k = self.of(s)
-            b = self.buckets.get(k)
-            if b is None:
-                b = self.buckets[k] = []
-                self.ends[k] = []
-            b.append(s)
-            self.ends[k].append(s.tw)
-            self.n += 1
-
-    def get(self, k: tuple, lo: float = -INF) -> list[Solution]:
-        """The bucket's solutions starting at or after lo."""
-        return self.before(k, INF, lo)
-
-    def before(self, k: tuple, t: float, lo: float = -INF) -> list[Solution]:
-        """The bucket's solutions ending before t and starting at or after lo (older ones
-        wait for the amortised pruning; they could not be part of a future solution)."""
-        b = self.buckets.get(k)
-        if not b:
-            return []
-        e = self.ends[k]
-        i = bisect.bisect_left(e, lo) if lo != -INF else 0
-        j = bisect.bisect_left(e, t) if t != INF else len(b)
-        return [s for s in b[i:j] if s.ta >= lo] if lo != -INF else b[i:j]
-
-    def prune(self, lo: float) -> None:
-        if self.n < 2 * self.kept + 64:
-            return
-        n = 0
-        for k in list(self.buckets):
-            b = [s for s in self.buckets[k] if s.ta >= lo]
-            if b:
-                self.buckets[k] = b
-                self.ends[k] = [s.tw for s in b]
-                n += len(b)
-            else:
-                del self.buckets[k]
-                del self.ends[k]
-        self.n = self.kept = n
-
-    def all(self) -> list[Solution]:
-        return [s for b in self.buckets.values() for s in b]
-
-
-_MAX_STEPS = 62  # a plan's leaves are bits of one mask
-
-
-def _bit(k: object) -> int:
-    """``1 << k`` as a Python int: compiled, ``1 << len(...)`` is C's shift of an ``int``,
-    which wraps from the 32nd leaf on (the mask itself is 64 bits wide)."""
-    one: object = 1
-    return cast(int, one) << cast(int, k)
-
-
-class _Step:
-    """One node of a compiled plan (:meth:`Delta._compile`): its operator, its operands'
-    positions in the plan, the leaves under it (a bit mask) and what its operator reads."""
-
-    __slots__ = ("kind", "node", "a", "b", "mask", "one", "cond", "fn", "fn_for", "keep", "same", "old",
-                 "chk", "left", "store")
-
-    def __init__(self, kind: int, node: Node) -> None:
-        self.kind = kind
-        self.node = node
-        self.a = self.b = -1
-        self.mask = 0
-        self.one: OnePattern | None = None
-        self.cond: Expr | None = None
-        self.fn: Fn | None = None  # FILTER: cond compiled (None: ExprEvaluator.filter decides)
-        self.fn_for: object = _Step  # the kind of time fn is for (none yet)
-        self.keep: frozenset[str] | None = None  # SELECT: the variables kept (None: project())
-        self.same = False  # SELECT: keeps every variable its operand binds (mu as it is)
-        self.old: Keyed | None = None  # SEQ: its left operand's earlier solutions
-        self.chk = False  # SEQ: a compatibility check beyond the join key needed
-        self.left = 0  # SEQ: id of the left operand (its horizon's key)
-        self.store: Keyed | None = None  # where commit keeps the step's solutions, if anywhere
-
-
-def run(plan: list[_Step], fresh: list[Occurrence], hit: int, tau: int, hs: dict[int, float],
-        ex: ExprEvaluator) -> list[list[Solution]]:
-    """Each step's solutions ending at tau, in plan order (operands first): Delta._d's
-    operators for the plan's fragment, without its memo (a step reads its operands by
-    position) and with no step evaluated none of whose leaves matches an occurrence
-    of the instant (``hit``: the leaves' bits that do)."""
-    vals: list[list[Solution]] = []
-    for st in plan:
-        out: list[Solution] = []
-        if st.mask & hit:
-            kind = st.kind
-            # (asserts, not typing.cast: compiled, a cast is still a Python call per event)
-            if kind == _ONE:
-                one = st.one
-                assert one is not None
-                out = one.match(fresh)
-            elif kind == _SEQ:
-                db = vals[st.b]
-                if db:
-                    lo = tau - hs.get(st.left, INF)
-                    oa = st.old
-                    assert oa is not None
-                    chk = st.chk
-                    for y in db:
-                        for x in oa.before(oa.of(y), y.ta, lo):
-                            if not chk or compatible(x.mu, y.mu):
-                                out.append(combine(x, y))
-            else:
-                got = vals[st.a]
-                if got:
-                    out = _step(st, got, ex)
-        vals.append(out)
-    return vals
-
-
-def _step(st: _Step, got: list[Solution], ex: ExprEvaluator) -> list[Solution]:
-    """A FILTER or SELECT step of a plan over its operand's solutions ``got`` (not empty)."""
-    if st.kind == _FILTER:
-        cond = st.cond
-        assert cond is not None
-        if st.fn_for is not ex.kind:
-            st.fn = ex.compiled(cond)
-            st.fn_for = ex.kind
-        return _filtered(st.fn, cond, got, ex)
-    if st.same:
-        return got
-    if st.keep is not None:
-        keep = st.keep
-        return [Solution(tuple([kv for kv in y.mu if kv[0] in keep]), y.ta, y.tw, y.just) for y in got]
-    return project(cast(Project, st.node), got, ex)
-
-
-def _filtered(f: Fn | None, e: Expr, sols: list[Solution], ex: ExprEvaluator) -> list[Solution]:
-    """ex.filter(e, sols), with e compiled beforehand (``f``; None: not compiled)."""
-    if f is not None:
-        try:
-            keep = holds(f, [(s.mu, s.ta, s.tw) for s in sols], ex.kind is TimeKind.DATETIME)
-        except Fallback:
-            return ex.filter(e, sols)
-        return [s for s, k in zip(sols, keep, strict=True) if k]
-    return ex.filter(e, sols)
 
 
 # each(): how many solutions the operators above the root's producer read at a time, and
@@ -332,7 +161,7 @@ class Delta:
         self._compat: dict[int, bool] = {}  # per binary node: a check beyond the key needed
         self._statics: dict[int, bool] = {id(n): static(n) for n in nodes(root)}
         # per node: its operator, as a small int (_delta's dispatch, no isinstance chain)
-        self._kind: dict[int, int] = {id(n): _kind(n) for n in nodes(root)}
+        self._kind: dict[int, int] = {id(n): kind_of(n) for n in nodes(root)}
         self._one: dict[int, OnePattern] = {id(n): OnePattern(n.patterns[0]) for n in nodes(root)
                                             if isinstance(n, BGP) and len(n.patterns) == 1}
         # per node: the one-pattern BGPs under it when every other leaf under it is timeless
@@ -362,64 +191,13 @@ class Delta:
         self._kept: tuple[dict[int, float], list[tuple[int, Keyed, float]]] | None = None
         self._pruned: tuple[dict[int, float], list[tuple[Keyed, float]]] | None = None
 
-    def _compile(self) -> list[_Step] | None:
-        """The tree as steps in post-order, each reading its operands' results by position,
-        when it is made of one-pattern BGPs, SEQ, FILTER and SELECT only (EP-SPARQL's event
-        patterns; anything else, or more leaves than a mask holds: the generic _d below)."""
-        steps: list[_Step] = []
-        at: dict[int, int] = {}  # a node met twice (a shared subtree) is one step
-        masks: dict[int, tuple[int, object]] = {}  # leaf -> its bit, its predicate
-        # the stores a step reads: a SEQ's left operand's (a right operand's solutions are
-        # read at their instant only, so they are not kept)
-        read = {id(n.left) for n in nodes(self.root) if isinstance(n, SeqJoin)}
-
-        def walk(n: Node) -> int | None:
-            k = id(n)
-            if k in at:
-                return at[k]
-            kind = self._kind[k]
-            if self._statics[k] or kind == _OTHER or len(steps) >= _MAX_STEPS:
-                return None
-            st = _Step(kind, n)
-            if kind == _ONE:
-                st.one = self._one[k]
-                st.mask = _bit(len(masks))
-                masks[k] = (st.mask, cast(BGP, n).patterns[0][1])
-            else:
-                kids = [walk(x) for x in n.kids]
-                if any(i is None for i in kids):
-                    return None
-                st.a = cast(int, kids[0])
-                st.mask = steps[st.a].mask
-                if kind == _SEQ:
-                    st.b = cast(int, kids[1])
-                    st.mask |= steps[st.b].mask
-                    st.old = self.done[id(cast(SeqJoin, n).left)]
-                    st.chk = self._compat[k]
-                    st.left = id(cast(SeqJoin, n).left)
-                elif kind == _FILTER:
-                    st.cond = cast(Filter, n).cond
-                else:
-                    pr = cast(Project, n)
-                    # SELECT of variables only: the mu restricted to them, here
-                    st.keep = None if pr.items is None or pr.distinct or any(
-                        e is not None for _, e in pr.items) else frozenset(v for v, _ in pr.items)
-                    # ... and nothing to restrict when they include every variable below
-                    st.same = st.keep is not None and st.keep.issuperset(variables(pr.arg))
-            st.store = self.done.get(k) if k in read else None
-            at[k] = len(steps)
-            steps.append(st)
-            return at[k]
-
-        if walk(self.root) is None:
+    def _compile(self) -> list[Step] | None:
+        """The plan of the tree (rsep.epsparql.plan.compile_plan), with the leaves' bits
+        _run reads the occurrences of an instant with (None: the generic _d below)."""
+        got = compile_plan(self.root, self._kind, self._statics, self._one, self.done, self._compat)
+        if got is None:
             return None
-        self._pmask: dict[str, int] = {}
-        self._anymask = 0
-        for m, p in masks.values():
-            if isinstance(p, str):
-                self._pmask[p] = self._pmask.get(p, 0) | m
-            else:
-                self._anymask |= m
+        steps, self._pmask, self._anymask = got
         return steps
 
     def _leaves_of(self, n: Node) -> frozenset[int] | None:
@@ -428,7 +206,7 @@ class Delta:
             return self._leaves[k]
         got: frozenset[int] | None = frozenset()  # a static node has no leaf of its own
         if not self._statics[k]:
-            if self._kind[k] == _ONE:
+            if self._kind[k] == ONE:
                 got = frozenset((k,))
                 p = cast(BGP, n).patterns[0][1]
                 if isinstance(p, str):
@@ -523,7 +301,7 @@ class Delta:
             if self._plan is not None:
                 for st in steps:
                     if batch:
-                        batch = _step(st, batch, ex)
+                        batch = run_step(st, batch, ex)
             else:
                 for n in reversed(chain):
                     if batch:
@@ -709,23 +487,23 @@ class Delta:
         if self._statics[k]:
             return []
         kind = self._kind[k]
-        if kind == _ONE:  # one triple pattern: the occurrences at tau it matches
+        if kind == ONE:  # one triple pattern: the occurrences at tau it matches
             occ = self.w.occ
             return self._one[k].match(occ.fresh) if occ.fresh_tau == tau else []
-        if kind == _FILTER:
+        if kind == FILTER:
             got = self._d(cast(Filter, n).arg)
             return ex.filter(cast(Filter, n).cond, got) if got else got
-        if kind == _PROJECT:
+        if kind == PROJECT:
             got = self._d(cast(Project, n).arg)
             return project(cast(Project, n), got, ex) if got else got
-        if kind == _SEQ:
+        if kind == SEQ:
             return self._seq(cast(SeqJoin, n))
         if isinstance(n, Path):
             d = self.w.needs_data()
             return path_solutions(n, d, d.by_end.get(tau, ()))
         if isinstance(n, BGP):
             now, before, upto = self._bgp_sources()
-            m = len(n.patterns)  # (one pattern: _ONE above)
+            m = len(n.patterns)  # (one pattern: ONE above)
             out: list[Solution] = []
             for i in range(m):  # semi-naive: pattern i at tau, earlier ones before, later ones up to
                 out.extend(match_bgp(n.patterns, [before] * i + [now] + [upto] * (m - i - 1), first=i))

@@ -19,7 +19,8 @@ from rsep.runtime.trace import MAX_LINES
 from rsep.runtime.watermark import WatermarkPolicy
 from rsep.serve.app import build_app
 from rsep.serve.guard import MiB, Protection
-from rsep.serve.hub import HISTORY, MAX_PENDING, Hub, Settings
+from rsep.serve.hub import MAX_PENDING, Hub, Settings
+from rsep.serve.worker import HISTORY
 from rsep.stream.files import TimeConfig
 from rsep.stream.source import DeadLetter
 from rsep.stream.time import parse_time_unit

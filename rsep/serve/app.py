@@ -33,7 +33,7 @@ from rsep.algebra.query import Query
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import QueryError
 from rsep.serve.guard import CONTROL_BYTES, Guard, Protection, Refused, clip, nesting, read_body
-from rsep.serve.hub import Busy, DuplicateName, Hub, Item, NoTrace, QueryWorker, graph_results
+from rsep.serve.hub import Busy, DuplicateName, Hub, NoTrace
 from rsep.serve.ingest import FORMATS as EVENT_FORMATS
 from rsep.serve.ingest import body_format
 from rsep.serve.openapi import schema
@@ -47,6 +47,7 @@ from rsep.serve.push import (
     negotiate_subprotocol,
     result_format,
 )
+from rsep.serve.worker import Item, QueryWorker, graph_results
 from rsep.spaseq.explain import to_dot
 
 KEEPALIVE_S = 15.0  # an SSE comment this often, so a gone client is noticed

@@ -12,7 +12,7 @@ from rsep.runtime.sinks import FormatSink
 
 
 class MqttPublisher:
-    """A channel subscriber (rsep.serve.hub.Channel) that publishes the items (hub.Item)
+    """A channel subscriber (rsep.serve.worker.Channel) that publishes the items (worker.Item)
     it is handed. Connects on creation (OSError: the broker cannot be reached); when
     publishing fails later, it stops and says why in :meth:`describe` (the query and its
     other subscribers go on)."""

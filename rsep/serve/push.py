@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from rsep.runtime.mqtt_output import delimited_frames
 from rsep.runtime.sinks import FormatSink
-from rsep.serve.hub import Item
+from rsep.serve.worker import Item
 from rsep.stream.writer import payload
 
 # ?format= -> the media type announcing it (RDF Messages: the version parameter,

@@ -15,6 +15,10 @@ pattern: P over the window's contents, written ``GRAPH w { P }`` as rsep's evalu
 hold each window as a named graph) and :class:`MatchSlot` (where an RSEP-QL MATCH's
 solutions enter: written as the empty VALUES block the runtime fills in).
 
+A query's (and a sub-query's) projection and solution modifiers are
+rsep.algebra.modifiers' records (:class:`Modifiers`, written by its ``select_head`` and
+``modifiers_text``).
+
 Terms and expressions are rsep.algebra.expression's nodes, kept as written (a prefixed
 name stays one; :class:`Prologue` carries the declarations that read them). What SPARQL
 has but rsep does not evaluate is held in the tree and refused, located, when it is
@@ -30,6 +34,15 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from rsep.algebra.expression import Exists, Expression, Iri, Literal, PrefixedName, Variable, walk
+
+# The solution modifiers are part of the tree (a Query's and a SubSelect's): its readers
+# (rsep.lang, rsep.lars, rsep.windows) read them here as the tree's other nodes.
+from rsep.algebra.modifiers import GroupKey as GroupKey
+from rsep.algebra.modifiers import Modifiers as Modifiers
+from rsep.algebra.modifiers import OrderKey as OrderKey
+from rsep.algebra.modifiers import Projected as Projected
+from rsep.algebra.modifiers import Written as Written
+from rsep.algebra.modifiers import expressions, modifiers_text, select_head
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 # The base of relative IRIs when the query declares none (SPARQL leaves it to the
@@ -288,58 +301,6 @@ class SubSelect(Pattern):
         return (self.pattern,)
 
 
-# ---------------------------------------------------------------- solution modifiers
-
-
-@dataclass(frozen=True, slots=True)
-class Projected:
-    """A SELECT item: ``?var``, or ``(expr AS ?var)``."""
-
-    var: str
-    expr: Expression | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GroupKey:
-    """A GROUP BY condition: an expression (a variable, a call, or ``(expr [AS ?var])``)."""
-
-    expr: Expression
-    var: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class OrderKey:
-    expr: Expression
-    descending: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Modifiers:
-    """SELECT's projection (None: ``*``) and the solution modifiers (Sec. 15)."""
-
-    projection: tuple[Projected, ...] | None = None
-    distinct: bool = False
-    reduced: bool = False
-    group_by: tuple[GroupKey, ...] = ()
-    having: tuple[Expression, ...] = ()
-    order_by: tuple[OrderKey, ...] = ()
-    limit: int | None = None
-    offset: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    """A SELECT's clauses as the query's text has them (after its dialect's rewriting, every
-    run of white space one space), which ``rsep explain`` prints as written: the projection's
-    items, GROUP BY's and HAVING's conditions, and the aggregates the projection and HAVING
-    call, in the order written (repeats kept)."""
-
-    items: tuple[str, ...] = ()
-    group_by: tuple[str, ...] | None = None  # None: no GROUP BY
-    having: tuple[str, ...] | None = None  # None: no HAVING
-    aggregates: tuple[str, ...] = ()
-
-
 @dataclass(frozen=True, slots=True)
 class Prologue:
     """The BASE (None: none given, nor needed) and the prefixes, absolute."""
@@ -463,7 +424,7 @@ def every_pattern(tree: Query | Pattern) -> Iterator[Pattern]:
     if isinstance(tree, Query):
         if tree.pattern is not None:
             yield from every_pattern(tree.pattern)
-        yield from _expression_patterns(_modifier_expressions(tree.modifiers))
+        yield from _expression_patterns(expressions(tree.modifiers))
         return
     yield tree
     for k in tree.kids():
@@ -475,12 +436,7 @@ def every_pattern(tree: Query | Pattern) -> Iterator[Pattern]:
     elif isinstance(tree, Extend):
         yield from _expression_patterns((tree.expr,))
     elif isinstance(tree, SubSelect):
-        yield from _expression_patterns(_modifier_expressions(tree.modifiers))
-
-
-def _modifier_expressions(m: Modifiers) -> list[Expression]:
-    return [*(p.expr for p in m.projection or () if p.expr is not None),
-            *(k.expr for k in m.group_by), *m.having, *(k.expr for k in m.order_by)]
+        yield from _expression_patterns(expressions(tree.modifiers))
 
 
 def _expression_patterns(es: tuple[Expression, ...] | list[Expression]) -> Iterator[Pattern]:
@@ -583,7 +539,7 @@ def to_sparql(tree: Query | Pattern) -> str:
         head += f"PREFIX {prefix}: {Iri(iri).to_sparql()}\n"
     m = tree.modifiers
     if tree.form == "SELECT":
-        head += _select_head(m)
+        head += select_head(m)
     elif tree.form == "CONSTRUCT":
         head += "CONSTRUCT { " + _triples(tree.template) + "}\n"
     elif tree.form == "ASK":
@@ -595,34 +551,7 @@ def to_sparql(tree: Query | Pattern) -> str:
         raise ValueError(f"unknown query form {tree.form}")
     body = "" if tree.pattern is None else "WHERE " + group(tree.pattern) + "\n"
     tail = "" if tree.values is None else _values(tree.values) + "\n"
-    return head + body + _modifiers(m) + tail
-
-
-def _select_head(m: Modifiers) -> str:
-    out = "SELECT " + ("DISTINCT " if m.distinct else "REDUCED " if m.reduced else "")
-    if m.projection is None:
-        return out + "*\n"
-    return out + " ".join("?" + p.var if p.expr is None else f"({p.expr.to_sparql()} AS ?{p.var})"
-                          for p in m.projection) + "\n"
-
-
-def _modifiers(m: Modifiers) -> str:
-    out = ""
-    if m.group_by:
-        out += "GROUP BY " + " ".join(
-            k.expr.to_sparql() if k.var is None and isinstance(k.expr, Variable)
-            else f"({k.expr.to_sparql()}{'' if k.var is None else ' AS ?' + k.var})"
-            for k in m.group_by) + "\n"
-    if m.having:
-        out += "HAVING " + " ".join(f"({h.to_sparql()})" for h in m.having) + "\n"
-    if m.order_by:
-        out += "ORDER BY " + " ".join(f"{'DESC' if k.descending else 'ASC'}({k.expr.to_sparql()})"
-                                      for k in m.order_by) + "\n"
-    if m.limit is not None:
-        out += f"LIMIT {m.limit}\n"
-    if m.offset is not None:
-        out += f"OFFSET {m.offset}\n"
-    return out
+    return head + body + modifiers_text(m) + tail
 
 
 def group(p: Pattern) -> str:
@@ -659,8 +588,8 @@ def _elements(p: Pattern) -> list[str]:
         return [p.slot]
     if isinstance(p, SubSelect):
         tail = "" if p.values is None else " " + _values(p.values)
-        return ["{ " + _select_head(p.modifiers) + "WHERE " + group(p.pattern) + "\n"
-                + _modifiers(p.modifiers) + tail + " }"]
+        return ["{ " + select_head(p.modifiers) + "WHERE " + group(p.pattern) + "\n"
+                + modifiers_text(p.modifiers) + tail + " }"]
     if isinstance(p, Service):
         line, col = p.at or (None, None)
         raise PatternRefused("SERVICE: rsep queries no remote endpoint", line, col)

@@ -39,12 +39,12 @@ from rsep.epsparql.matcher import (
     OnePattern,
     Solution,
     Source,
-    _bind,
-    _join_order,
-    _match,
+    bind_term,
     combine,
     compatible,
+    join_order,
     match_bgp,
+    match_pattern,
 )
 from rsep.epsparql.plan import (
     FILTER,
@@ -93,9 +93,9 @@ def _bgp_solutions(patterns: tuple, sources: Sequence[Source], order: list[int],
             return
         i = order[k]
         tp = patterns[i]
-        s, p, o = (_bind(t, mu) for t in tp)
+        s, p, o = (bind_term(t, mu) for t in tp)
         for oc in sources[i](s, p, o):
-            mm = _match(tp, (oc.s, oc.p, oc.o), mu)
+            mm = match_pattern(tp, (oc.s, oc.p, oc.o), mu)
             if mm is not None:
                 seqs[i] = oc.seq
                 yield from rec(k + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
@@ -109,7 +109,7 @@ def _bgp_term(patterns: tuple, sources: Sequence[Source], first: int) -> Iterato
     (every source lists occurrences in the order they were added, as match_bgp relies on)."""
     m = len(patterns)
     seqs = [0] * m
-    order = _join_order(patterns, first)
+    order = join_order(patterns, first)
     if order == list(range(m)):
         yield from _bgp_solutions(patterns, sources, order, seqs)
         return

@@ -198,13 +198,13 @@ class OccurrenceStore:
         return self.all
 
 
-def _bind(t: Term, mu: dict[str, str]) -> str | None:
+def bind_term(t: Term, mu: dict[str, str]) -> str | None:
     if isinstance(t, Var):
         return mu.get(t.name)
     return t
 
 
-def _match(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> dict[str, str] | None:
+def match_pattern(tp: TriplePattern, oc: tuple[str, str, str], mu: dict[str, str]) -> dict[str, str] | None:
     out = mu
     for t, v in zip(tp, oc, strict=True):
         if isinstance(t, Var):
@@ -230,7 +230,7 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
     pattern); the solutions come in the same order as without it."""
     results: list[Solution] = []
     m = len(patterns)
-    order = list(range(m)) if first is None else _join_order(patterns, first)
+    order = list(range(m)) if first is None else join_order(patterns, first)
     reordered = order != list(range(m))
     keys: list[tuple[int, ...]] = []  # reordered: each result's occurrences, in pattern order
     seqs = [0] * m
@@ -244,9 +244,9 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
             return
         i = order[k]
         tp = patterns[i]
-        s, p, o = (_bind(t, mu) for t in tp)
+        s, p, o = (bind_term(t, mu) for t in tp)
         for oc in sources[i](s, p, o):
-            mm = _match(tp, (oc.s, oc.p, oc.o), mu)
+            mm = match_pattern(tp, (oc.s, oc.p, oc.o), mu)
             if mm is not None:
                 seqs[i] = oc.seq
                 rec(k + 1, mm, min(ta, oc.ta), max(tw, oc.tw), just | {oc.item})
@@ -259,7 +259,7 @@ def match_bgp(patterns: tuple[TriplePattern, ...], sources: Sequence[Source],
     return results
 
 
-def _join_order(patterns: tuple[TriplePattern, ...], first: int) -> list[int]:
+def join_order(patterns: tuple[TriplePattern, ...], first: int) -> list[int]:
     """``first``, then repeatedly the lowest-numbered pattern sharing a variable with those
     already placed (the lowest-numbered one left when none does)."""
     def names(tp: TriplePattern) -> set[str]:

@@ -220,3 +220,14 @@ def test_to_standard_output(tmp_path: Path) -> None:
 def test_a_core_older_than_the_operator_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "core", lambda: object())
     assert native.available() == "the native core was built before its operator (run `make`)"
+
+
+def test_a_file_over_the_native_readers_bound_runs_as_today(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # the native reader holds a file whole: past its bound today's path (which streams)
+    # runs, so a run's memory does not grow with the file
+    s = stream_of((0, '<http://e/a> <http://e/p> "x" .'), (1, '<http://e/b> <http://e/p> "y" .'))
+    got = both(tmp_path, QUERY, s, [], monkeypatch)
+    assert (got.refused, got.rows) == ("", 1)
+    monkeypatch.setattr(native, "MAX_FILE_BYTES", len(s.encode()) - 1)
+    assert "holds a file whole" in both(tmp_path, QUERY, s, [], monkeypatch).refused

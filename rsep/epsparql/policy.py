@@ -117,7 +117,7 @@ class PolicyState:
             held = self.item_parts.get(oc.item, ())
             if part not in held:
                 self.item_parts[oc.item] = (*held, part)
-        if window != float("inf"):
+        if window != INF:
             for part in parts or ("",):
                 heappush(self.expiry, (oc.ta, oc.item, part))
 

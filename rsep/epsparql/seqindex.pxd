@@ -27,7 +27,8 @@ cdef class SeqIndex(CandidateIndex):
     cdef public dict parts, by_item
     cdef public set slow
     cdef public Py_ssize_t seq, tested
-    @cython.locals(p=_Part, keys=list, s=Solution, is_b=bint, side=OnePattern, e=tuple, g=list)
+    @cython.locals(p=_Part, keys=list, s=Solution, is_b=bint, side=OnePattern, e=tuple, g=list,
+                   at=Py_ssize_t)
     cpdef list note(self, Occurrence oc)
     cpdef _index_group(self, _Part p, Solution s)
     cpdef _drop_group(self, _Part p, object mu)
@@ -50,7 +51,8 @@ cdef class ChainIndex(CandidateIndex):
     cdef public object chain, policy, var, sides, slow, by_p
     cdef public Py_ssize_t n, tested
     cdef public dict parts, by_item
-    @cython.locals(keys=list, side=OnePattern, s=Solution, p=list, held=list, j=Py_ssize_t)
+    @cython.locals(keys=list, side=OnePattern, s=Solution, p=list, held=list, j=Py_ssize_t,
+                   at=Py_ssize_t)
     cpdef list note(self, Occurrence oc)
     @cython.locals(p=list, xs=list, i=Py_ssize_t)
     cpdef _remove(self, object items)

@@ -87,6 +87,12 @@ def _by_predicate(sides: Iterable[tuple], at: int) -> dict[str, tuple] | None:
     return out
 
 
+def _position(tp: TriplePattern, var: str) -> int:
+    """Where the partition variable stands in a triple pattern: a matching occurrence's
+    term there is its part (read off the occurrence, not looked up in the solution)."""
+    return next(i for i, t in enumerate(tp) if isinstance(t, Var) and t.name == var)
+
+
 def _pair_order(ab: tuple[Entry, Entry]) -> tuple[int, int]:
     """The reference's order of a part's outputs: by the right solution, then the left."""
     return (ab[1][1], ab[0][1])
@@ -243,7 +249,8 @@ class SeqIndex(CandidateIndex):
         self.seq = 0
         self.tested = 0  # pairs tested (a measure of the work)
         # each side's matcher compiled once: this runs for every occurrence
-        self.sides = ((False, OnePattern(shape.left)), (True, OnePattern(shape.right)))
+        self.sides = ((False, OnePattern(shape.left), _position(shape.left, shape.var)),
+                      (True, OnePattern(shape.right), _position(shape.right, shape.var)))
         self.by_p = _by_predicate(self.sides, 1)
 
     @staticmethod
@@ -268,7 +275,7 @@ class SeqIndex(CandidateIndex):
         if oc.item in self.by_item:
             return True
         if self.slow:
-            for _, side in self.sides:
+            for _, side, _ in self.sides:
                 for s in side.match([oc]):
                     if dict(s.mu)[self.shape.var] in self.slow:
                         return True
@@ -280,13 +287,11 @@ class SeqIndex(CandidateIndex):
         """Take an occurrence in; the parts whose content it changes (those of the sides it
         matches: no other part's evaluation reads it)."""
         self.seq += 1
-        sh = self.shape
         keys: list[str] = []
         by_p = self.by_p
-        for is_b, side in self.sides if by_p is None else by_p.get(oc.p, ()):
+        for is_b, side, at in self.sides if by_p is None else by_p.get(oc.p, ()):
             for s in side.match([oc]):
-                key = s.get(sh.var)
-                assert key is not None
+                key = oc.s if at == 0 else oc.p if at == 1 else oc.o
                 keys.append(key)
                 if key in self.slow:
                     continue
@@ -564,7 +569,7 @@ class ChainIndex(CandidateIndex):
         by_tp: dict[TriplePattern, list[int]] = {}
         for j, tp in enumerate(chain.patterns):
             by_tp.setdefault(tp, []).append(j)
-        self.sides = [(OnePattern(tp), tuple(js)) for tp, js in by_tp.items()]
+        self.sides = [(OnePattern(tp), tuple(js), _position(tp, var)) for tp, js in by_tp.items()]
         self.by_p = _by_predicate(self.sides, 0)
         self.parts: dict[str, list[list[Solution]]] = {}
         self.slow: frozenset[str] = frozenset()  # (SeqIndex's parts for the reference: none)
@@ -593,10 +598,9 @@ class ChainIndex(CandidateIndex):
         """Take an occurrence in; the parts whose content it changes."""
         keys: list[str] = []
         by_p = self.by_p
-        for side, js in self.sides if by_p is None else by_p.get(oc.p, ()):
+        for side, js, at in self.sides if by_p is None else by_p.get(oc.p, ()):
             for s in side.match([oc]):
-                key = s.get(self.var)
-                assert key is not None
+                key = oc.s if at == 0 else oc.p if at == 1 else oc.o
                 keys.append(key)
                 p = self.parts.get(key)
                 if p is None:

@@ -148,6 +148,18 @@ pub fn read_events(
     Ok(ev)
 }
 
+/// The longest term (an IRI, a literal's lexical form) the native reader takes.
+const MAX_TERM_BYTES: usize = 1 << 20;
+
+fn term_len(t: &Term) -> usize {
+    match t {
+        Term::NamedNode(n) => n.as_str().len(),
+        Term::Literal(l) => l.value().len(),
+        #[allow(unreachable_patterns)]
+        _ => 0,
+    }
+}
+
 fn take(
     q: Quad,
     terms: &mut Terms,
@@ -210,6 +222,14 @@ fn take(
                 #[allow(unreachable_patterns)]
                 _ => return Err("a triple term".into()),
             };
+            // pyoxigraph refuses a term over 16 MiB (today's path dead-letters its record):
+            // well below that, the file goes to today's path rather than differ
+            if subject.as_str().len() > MAX_TERM_BYTES
+                || q.predicate.as_str().len() > MAX_TERM_BYTES
+                || term_len(&o) > MAX_TERM_BYTES
+            {
+                return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
+            }
             let s = terms.intern(subject.into());
             let p = terms.intern(q.predicate.into());
             let o = terms.intern(o);

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from functools import cache
 from pathlib import Path
+
+from rsep.algebra.query import ContinuousQuery
+from rsep.lang import QueryError, parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = "http://example.org/"
@@ -78,3 +82,14 @@ def house() -> list[tuple[str, str]]:
     for f in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         out += [(f"{f.relative_to(ROOT)}#{i}", s) for i, s in enumerate(_blocks(f))]
     return list({t: (w, t) for w, t in out}.values())
+
+
+def parsed_query(text: str) -> ContinuousQuery | None:
+    """A continuous query with its pattern tree, or None (not one, refused, or no tree)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = parse_query(text)
+    except (QueryError, ValueError):
+        return None
+    return q if isinstance(q, ContinuousQuery) and q.pattern is not None else None

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import warnings
 
 import pytest
 from lark import Token, Tree
-from query_corpus import house
+from query_corpus import house, parsed_query
 
 from rsep.algebra import pattern as pt
 from rsep.algebra.expression import Aggregate as AggregateNode
 from rsep.algebra.expression import Constant, Literal, Variable
 from rsep.algebra.query import ContinuousQuery
-from rsep.lang import QueryError, parse_query
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
 from rsep.lang.pattern import with_text_pattern
@@ -567,20 +565,10 @@ def same(q: ContinuousQuery) -> None:
         assert _model(from_query, new) == _model(old_from_query, was)
 
 
-def _parse(text: str) -> ContinuousQuery | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            q = parse_query(text)
-    except (QueryError, ValueError):
-        return None
-    return q if isinstance(q, ContinuousQuery) and q.pattern is not None else None
-
-
 def test_the_house_queries_read_as_their_text_was() -> None:
     done = translated = 0
     for where, text in house():
-        q = _parse(text)
+        q = parsed_query(text)
         if q is None:
             continue
         try:
@@ -620,7 +608,7 @@ P = "PREFIX : <http://example.org/>\nSELECT * FROM NAMED WINDOW :w ON :s [RANGE 
     "{ }",
 ])
 def test_the_shapes_the_house_has_few_of(where: str) -> None:
-    q = _parse(P + where)
+    q = parsed_query(P + where)
     assert q is not None
     same(q)
 
@@ -649,14 +637,14 @@ A = ("PREFIX : <http://example.org/>\nSELECT {} FROM NAMED WINDOW :w ON :s [RANG
     ("REDUCED ?r", ""),
 ])
 def test_aggregate_queries(select: str, tail: str) -> None:
-    q = _parse(A.format(select, tail))
+    q = parsed_query(A.format(select, tail))
     assert q is not None
     same(q)
 
 
 def test_a_dialect_rewriting_the_projection() -> None:
     """C-SPARQL's timestamp() in the projection: the clauses as the rewritten text has them."""
-    q = _parse("REGISTER QUERY q AS PREFIX : <http://example.org/>\n"
+    q = parsed_query("REGISTER QUERY q AS PREFIX : <http://example.org/>\n"
                "SELECT ?x (MAX(timestamp(?x, :v, ?v)) AS ?t) FROM STREAM :s [RANGE 10 STEP 1] "
                "WHERE { ?x :v ?v } GROUP BY ?x HAVING (MAX(timestamp(?x, :v, ?v)) > 1)")
     assert q is not None and q.dialect == "csparql"
@@ -665,7 +653,7 @@ def test_a_dialect_rewriting_the_projection() -> None:
 
 
 def test_a_query_with_no_tree_is_refused_saying_so() -> None:
-    q = _parse(P + "{ WINDOW :w { ?s :p ?o } }")
+    q = parsed_query(P + "{ WINDOW :w { ?s :p ?o } }")
     assert q is not None
     bare = dataclasses.replace(q, pattern=None, pattern_refused="why")
     with pytest.raises(LarsError, match=r"^the query has no pattern tree \(why\)$"):
@@ -709,7 +697,7 @@ def _engine_queries(q: RSPQuery) -> list[ContinuousQuery]:
 def test_the_engine_queries_of_the_house_have_their_texts_trees() -> None:
     done = 0
     for where, text in house():
-        q = _parse(text)
+        q = parsed_query(text)
         if q is None:
             continue
         try:
@@ -734,7 +722,7 @@ def test_the_engine_queries_of_the_house_have_their_texts_trees() -> None:
     "{ OPTIONAL { WINDOW :w { ?s :p ?o } } }",
 ])
 def test_the_engine_queries_of_shapes_the_house_has_few_of(where: str) -> None:
-    q = _parse(P + where)
+    q = parsed_query(P + where)
     assert q is not None
     for e in _engine_queries(from_query(q)):
         _same_tree(e)
@@ -746,7 +734,7 @@ def test_the_engine_queries_of_shapes_the_house_has_few_of(where: str) -> None:
     ("?r ?s (COUNT(*) AS ?n)", "GROUP BY ?r ?s"),
 ])
 def test_the_pulled_aggregate_has_its_texts_tree(select: str, tail: str) -> None:
-    q = _parse(A.format(select, tail))
+    q = parsed_query(A.format(select, tail))
     assert q is not None
     found = find_aggregate(q)
     assert found is not None

@@ -9,18 +9,16 @@ refusals."""
 from __future__ import annotations
 
 import re
-import warnings
 
 import pyoxigraph as ox
 import pytest
 from lark import Token, Tree
-from query_corpus import house
+from query_corpus import house, parsed_query
 
 from rsep.algebra.dataset import NamedWindow, StreamingDataset
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import WindowKind, WindowSpec
-from rsep.lang import QueryError, parse_query
 from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
 from rsep.lang.parser import parse_tree
 from rsep.lang.pattern import with_text_pattern
@@ -229,20 +227,10 @@ def same(q: ContinuousQuery) -> None:
                 assert _unlabelled(got) == _unlabelled(was)
 
 
-def _parse(text: str) -> ContinuousQuery | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            q = parse_query(text)
-    except (QueryError, ValueError):
-        return None
-    return q if isinstance(q, ContinuousQuery) and q.pattern is not None else None
-
-
 def test_the_house_queries_are_analysed_as_their_text_was() -> None:
     done = 0
     for where, text in house():
-        q = _parse(text)
+        q = parsed_query(text)
         if q is None or not q.dataset.windows:
             continue
         try:

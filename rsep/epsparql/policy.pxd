@@ -10,7 +10,8 @@ cdef class PolicyState:
     cdef public object root, policy, var, select
     cdef public CandidateIndex index
     cdef public set consumed, dirty
-    cdef public list positions, expiry
+    cdef public list positions
+    cdef public object fifo, heap, last_start
     cdef public dict item_parts
     cdef public bint full, consumed_since
     @cython.locals(held=tuple, index=CandidateIndex)
@@ -18,5 +19,6 @@ cdef class PolicyState:
     @cython.locals(out=list, got=list, index=CandidateIndex)
     cpdef list evaluate(self, object w, object tau, tuple window)
     cpdef consume(self, object items)
-    @cython.locals(ex=list)
     cpdef object deadline(self, object after, tuple window)
+    @cython.locals(heap=list)
+    cpdef tuple _pop(self)

@@ -27,6 +27,7 @@ from rsep.epsparql.rewrites import (
     push_filters,
     window,
 )
+from rsep.epsparql.seqindex import CandidateIndex
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
 
@@ -101,6 +102,11 @@ class EpContext:
         self._derived = 0
         self.prune = True  # False: keep every occurrence and solution (the unpruned evaluator)
         self._kept = 0
+        self._prune_at = self.PRUNE_SLACK  # the store's size at which forget() runs next
+        self.occ = self.world.occ  # (the world's, never replaced: read once an event)
+        # (PolicyState, window) of each chronological / recent query, for noting each new
+        # occurrence; None once a query is registered or bound, until the next instant
+        self._noting: list[tuple[PolicyState, float]] | None = None
         self.policies = False  # a chronological / recent query registered (deadlines)
         self._rules: list[EpSparqlRuntime] = []  # the CONSTRUCT rules of runtimes
         self._queries: list[EpSparqlRuntime] = []  # the others
@@ -120,14 +126,15 @@ class EpContext:
         its window (with none: while its SeqIndex can still use it, when it has one and no
         CONSTRUCT rule can derive an occurrence out of time order; else every unconsumed
         one). Amortised: done once the store has doubled since the last time."""
-        if self.prune and len(self.world.occ.all) >= self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK:
+        if self.prune and len(self.occ.all) >= self._prune_at:
             self._forget(tau)
 
     def _forget(self, tau: int) -> None:
         # (apart from forget: compiled, a function with a closure makes its scope at every call)
         occ = self.world.occ
         h = -INF
-        policies: list[tuple[float, set[int], Callable[[Occurrence], bool] | None]] = []
+        # (window start, consumed, the index whose needs() decides, if it may)
+        policies: list[tuple[float, set[int], CandidateIndex | None]] = []
         in_order = not any(rt.query.construct for rt in self.runtimes)
         for rt in self.runtimes:
             if rt.query.policy is Selection.UNRESTRICTED:
@@ -135,21 +142,14 @@ class EpContext:
             else:
                 index = rt.policy_state.index
                 policies.append((tau - rt.window[0], rt.policy_state.consumed,
-                                 index.needs if index is not None and in_order else None))
+                                 index if in_order else None))
         lo = tau - h
 
         def keep(oc: Occurrence) -> bool:
-            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c and (needs is None or needs(oc))
-                                      for lo_p, c, needs in policies)
+            return oc.ta >= lo or any(oc.ta >= lo_p and oc.item not in c and (ix is None or ix.needs(oc))
+                                      for lo_p, c, ix in policies)
         if len(policies) == 1 and h == -INF:
-            # the one chronological / recent query alone (the common case), its test
-            # spelt out: the closure and its generator cost ~1.5 k instructions an event
-            lo_p, c, needs = policies[0]
-            if needs is None:
-                occ.prune_kept([oc for oc in occ.all if oc.ta >= lo_p and oc.item not in c])
-            else:
-                occ.prune_kept([oc for oc in occ.all
-                                if oc.ta >= lo_p and oc.item not in c and needs(oc)])
+            self._prune_one(*policies[0])
         elif policies:
             occ.prune(keep)
         elif h < INF:
@@ -162,6 +162,18 @@ class EpContext:
             if self.world.data is not None:
                 self.world.data.keep(items)
         self._kept = len(occ)
+        self._prune_at = self.PRUNE_FACTOR * self._kept + self.PRUNE_SLACK
+
+    def _prune_one(self, lo: float, consumed: set[int], index: CandidateIndex | None) -> None:
+        # the one chronological / recent query alone (the common case), _forget's test
+        # spelt out: the closure and its generator cost ~1.5 k instructions an event, and
+        # here the index's needs() is a C call in the compiled build
+        occ = self.occ
+        kept = []
+        for oc in occ.all:
+            if oc.ta >= lo and oc.item not in consumed and (index is None or index.needs(oc)):
+                kept.append(oc)
+        occ.prune_kept(kept)
 
     def deadline(self) -> int | None:
         """The first instant after the last one processed at which a chronological / recent
@@ -175,7 +187,8 @@ class EpContext:
         last = self.last
         for rt in self.runtimes:
             if not rt.unrestricted:
-                d = rt.policy_state.deadline(last, rt.window)
+                ps = rt.policy_state
+                d = ps.deadline(last, rt.window)
                 if d is not None and (best is None or d < best):
                     best = d
         self._dl = best
@@ -203,7 +216,10 @@ class EpContext:
 
     def insert(self, e: Event) -> None:
         # every runtime passes each event on: kept once
-        self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
+        at = self.pending.get(e.end)
+        if at is None:
+            at = self.pending[e.end] = {}
+        at.setdefault(e.seq or id(e), e)
 
     def _alone(self) -> bool:
         """An occurrence is the triple alone: no RDFS consequences, no history data, no
@@ -235,27 +251,28 @@ class EpContext:
         self._dl_valid = False
         got = self.pending.pop(tau, None)
         if got is not None:
+            occ = self.occ
             if self._alone():  # _add's first case, spelt out: this runs per triple
-                add = self.world.occ.add
                 for e in got.values():
                     start, end, item = e.start, e.end, e.seq
                     for t in e.triples:
                         a, b, c = strings(t)
-                        add(Occurrence(a, b, c, start, end, item))
+                        occ.add(Occurrence(a, b, c, start, end, item))
             elif self.world.data is None and self.schema.empty:
                 # _add with no RDFS consequences and no history data, spelt out: each new
                 # occurrence noted by the chronological / recent queries
-                add = self.world.occ.add
-                noting = [(rt.policy_state.note, rt.window[0]) for rt in self.runtimes
-                          if not rt.unrestricted]
+                noting = self._noting
+                if noting is None:
+                    noting = self._noting = [(rt.policy_state, rt.window[0]) for rt in self.runtimes
+                                             if not rt.unrestricted]
                 for e in got.values():
                     start, end, item = e.start, e.end, e.seq
                     for t in e.triples:
                         a, b, c = strings(t)
                         oc = Occurrence(a, b, c, start, end, item)
-                        if add(oc):
-                            for note, h in noting:
-                                note(oc, h)
+                        if occ.add(oc):
+                            for ps, h in noting:
+                                ps.note(oc, h)
             else:
                 for e in got.values():
                     for t in e.triples:
@@ -339,6 +356,7 @@ class EpSparqlRuntime:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)
         self.ctx._dl_valid = False
+        self.ctx._noting = None
         (self.ctx._rules if query.construct else self.ctx._queries).append(self)
         self.unrestricted = query.policy is Selection.UNRESTRICTED
         if not self.unrestricted:
@@ -368,6 +386,7 @@ class EpSparqlRuntime:
         # EXISTS sees every earlier occurrence; a path, those of the current instant
         self.leaf_horizon = INF if reads_history(self.plan) else occurrence_horizon(self.plan, hs)
         self.window = window(self.query.pattern, kind)
+        self.ctx._noting = None
         if self.ctx.prune:
             self.delta.hs = hs
 

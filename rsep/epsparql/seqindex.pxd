@@ -20,6 +20,7 @@ cdef class CandidateIndex:
     cpdef list note(self, Occurrence oc)
     cpdef list evaluate(self, object part, object ex, object lo=*, bint strict=*)
     cpdef consume(self, object items)
+    cpdef bint needs(self, Occurrence oc)
 
 cdef class SeqIndex(CandidateIndex):
     cdef public object shape, policy, sides, by_p
@@ -30,6 +31,7 @@ cdef class SeqIndex(CandidateIndex):
     @cython.locals(p=_Part, keys=list, s=Solution, is_b=bint, side=OnePattern, e=tuple, g=list,
                    at=Py_ssize_t)
     cpdef list note(self, Occurrence oc)
+    cpdef bint needs(self, Occurrence oc)
     cpdef _index_group(self, _Part p, Solution s)
     cpdef _drop_group(self, _Part p, object mu)
     @cython.locals(p=_Part, g=list, i=Py_ssize_t, e=tuple)
@@ -54,6 +56,7 @@ cdef class ChainIndex(CandidateIndex):
     @cython.locals(keys=list, side=OnePattern, s=Solution, p=list, held=list, j=Py_ssize_t,
                    at=Py_ssize_t)
     cpdef list note(self, Occurrence oc)
+    cpdef bint needs(self, Occurrence oc)
     @cython.locals(p=list, xs=list, i=Py_ssize_t)
     cpdef _remove(self, object items)
     cpdef consume(self, object items)

@@ -235,6 +235,11 @@ class CandidateIndex:
         """P^c / P^r: the items an output used are invisible from now on."""
         raise NotImplementedError
 
+    def needs(self, oc: Occurrence) -> bool:
+        """Whether the query can still use an unconsumed occurrence in its window (the
+        store forgets the others)."""
+        raise NotImplementedError
+
 
 class SeqIndex(CandidateIndex):
     """The live candidates of a chronological / recent query of :class:`Shape`."""

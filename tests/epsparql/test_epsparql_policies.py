@@ -140,7 +140,7 @@ def test_policy_state_stays_bounded(policy):
 
         def spy(tau, process=process, st=st, held=held, ctx=ctx):
             process(tau)
-            held.append(len(ctx.world.occ) + len(st.consumed) + len(st.expiry) + len(st.item_parts))
+            held.append(len(ctx.world.occ) + len(st.consumed) + len(st.fifo) + len(st.heap or ()) + len(st.item_parts))
         ctx.process = spy
         outs = list(eng.run(stock_stream(n, 3)))
         assert outs

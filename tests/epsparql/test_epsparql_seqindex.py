@@ -177,8 +177,7 @@ def test_the_store_keeps_only_the_live_candidates(policy):
     index = ps.index
     assert index is not None and not index.slow
     unconsumed = sum(1 for e in events if e.seq not in ps.consumed)
-    ctx.PRUNE_FACTOR = ctx.PRUNE_SLACK = 0
-    ctx.forget(2999)
+    ctx._forget(2999)  # now, not once the store has doubled
     held = {oc.item for oc in ctx.world.occ.all}
     assert held == set(index.by_item) and len(held) == index.live()
     assert all(oc.p != EX + "c" for oc in ctx.world.occ.all)

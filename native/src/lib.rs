@@ -9,6 +9,7 @@
 //! (subject, predicate, object, graph; graph 0 is the default graph) in document order, with
 //! every syntax error located (line, column) beside them while the parse goes on.
 
+pub mod bgp;
 pub mod dictionary;
 pub mod reader;
 pub mod select;

@@ -139,6 +139,31 @@ impl StreamEvents {
             .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {term}: {e}")))?;
         Ok(self.terms.get(&t))
     }
+
+    /// Objects read back in another form by pyoxigraph's store, each pair (the literal as
+    /// written, as the store gives it back) in N-Triples syntax: every triple's object
+    /// replaced by its stored form (what today's path matches and writes).
+    fn restore(&mut self, pairs: Vec<(String, String)>) -> PyResult<()> {
+        let mut map = hashbrown::HashMap::new();
+        for (from, to) in &pairs {
+            let parse = |s: &str| {
+                Term::from_str(s)
+                    .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {s}: {e}")))
+            };
+            let (a, b) = (parse(from)?, parse(to)?);
+            if let Some(a) = self.terms.get(&a) {
+                map.insert(a, self.terms.intern(b));
+            }
+        }
+        if !map.is_empty() {
+            for t in &mut self.events.triples {
+                if let Some(&to) = map.get(&t[2]) {
+                    t[2] = to;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Read the stream file at `path` into events, or say why the native reader does not take
@@ -237,12 +262,162 @@ fn select_window(
     }
 }
 
+/// A pattern as the locality check reads it: per position (true, _) anything or (false, the
+/// IRI's id), and the positions it counts (none: the whole triple).
+type PyCheck = ([(bool, Option<TermId>); 3], Vec<usize>);
+/// A FILTER: (variable, operator, exact value's lexical form or None, double or None).
+type PyCond = (usize, String, Option<String>, Option<f64>);
+/// GROUP BY: (keys, aggregates as (COUNT | MIN | MAX, variable or None), implicit).
+type PyGroup = (Vec<usize>, Vec<(String, Option<usize>)>, bool);
+
+/// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over the events
+/// (native/src/bgp.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
+/// rows written); on a refusal, what was written is to be thrown away.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn bgp_window(
+    py: Python<'_>,
+    ev: PyRef<'_, StreamEvents>,
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    patterns: Vec<[PySlot; 3]>,
+    vars: usize,
+    checks: Vec<PyCheck>,
+    filters: Vec<PyCond>,
+    group: Option<PyGroup>,
+    project: Vec<(String, String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::bgp::{Agg, AggKind, Check, Col, Cond, Constant, Grouping, Op, Spec as BgpSpec};
+    let bad = |what: String| PyValueError::new_err(what);
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match (kind.as_str(), n) {
+            ("var", Some(v)) if *v < vars => Ok(Slot::Var(*v)),
+            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+        }
+    };
+    let mut pats = Vec::new();
+    for p in &patterns {
+        pats.push([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]);
+    }
+    let mut conds = Vec::new();
+    for (var, op, exact, double) in filters {
+        let exact = match exact {
+            Some(lex) => Some(
+                oxsdatatypes::Decimal::from_str(&lex)
+                    .map_err(|e| bad(format!("a decimal {lex:?}: {e}")))?,
+            ),
+            None => None,
+        };
+        if var >= vars {
+            return Err(bad(format!("a FILTER's variable {var}")));
+        }
+        conds.push(Cond {
+            var,
+            op: Op::parse(&op).ok_or_else(|| bad(format!("an operator {op:?}")))?,
+            constant: Constant { exact, double },
+        });
+    }
+    let group = match group {
+        None => None,
+        Some((keys, aggs, implicit)) => {
+            let mut out = Vec::new();
+            for (name, var) in aggs {
+                let kind = match name.as_str() {
+                    "COUNT" => AggKind::Count,
+                    "MIN" => AggKind::Min,
+                    "MAX" => AggKind::Max,
+                    _ => return Err(bad(format!("an aggregate {name:?}"))),
+                };
+                if var.is_some_and(|v| v >= vars) || var.is_none() && kind != AggKind::Count {
+                    return Err(bad(format!("{name}'s variable")));
+                }
+                out.push(Agg { kind, var });
+            }
+            if keys.iter().any(|&k| k >= vars) {
+                return Err(bad("a GROUP BY variable".into()));
+            }
+            Some(Grouping {
+                keys,
+                aggs: out,
+                implicit,
+            })
+        }
+    };
+    let naggs = group.as_ref().map_or(0, |g| g.aggs.len());
+    let mut cols = Vec::new();
+    for (name, kind, n) in project {
+        cols.push((
+            name,
+            match (kind.as_str(), n) {
+                ("var", n) if n.is_none_or(|v| v < vars) => Col::Var(n),
+                ("agg", Some(a)) if a < naggs => Col::Agg(a),
+                _ => return Err(bad(format!("a column ({kind:?}, {n:?})"))),
+            },
+        ));
+    }
+    let (range, step, offset, origin, right_closed) = window;
+    let spec = BgpSpec {
+        range,
+        step,
+        offset,
+        origin,
+        right_closed,
+        non_empty,
+        r2s: match r2s {
+            "RSTREAM" => R2s::RStream,
+            "ISTREAM" => R2s::IStream,
+            "DSTREAM" => R2s::DStream,
+            _ => return Err(bad(format!("an R2S operator {r2s:?}"))),
+        },
+        patterns: pats,
+        vars,
+        checks: checks
+            .into_iter()
+            .map(|(consts, tracked)| Check {
+                consts: consts.map(|(any, id)| if any { None } else { Some(id) }),
+                tracked,
+            })
+            .collect(),
+        filters: conds,
+        group,
+        project: cols,
+        max_window_triples: limits.0,
+        max_results: limits.1,
+        tsv: match format {
+            "jsonl" => false,
+            "tsv" => true,
+            _ => return Err(bad(format!("a format {format:?}"))),
+        },
+    };
+    let file = std::fs::File::create(out_path).map_err(|e| bad(format!("{out_path}: {e}")))?;
+    let ev = &*ev;
+    let got = py.detach(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let r = crate::bgp::run(&spec, &ev.events, &ev.terms, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        Ok::<_, std::io::Error>(r)
+    });
+    match got {
+        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
+        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
+        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "{out_path}: {e}"
+        ))),
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Terms>()?;
     m.add_class::<StreamEvents>()?;
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_window, m)?)?;
+    m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

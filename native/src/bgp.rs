@@ -1,0 +1,901 @@
+//! A windowed `SELECT` whose WHERE clause is one window block: a basic graph pattern of one
+//! or more triple patterns joined on shared variables, FILTERs comparing a variable with a
+//! number, and optionally GROUP BY with COUNT, MIN and MAX; evaluated on ids.
+//!
+//! It computes what rsep's maintained path (rsep/windows/maintained.py) outputs for such a
+//! query while rsep's locality check holds (no join term of the block in two live events,
+//! rsep/windows/incremental.py): the window's solutions are then the union of each live
+//! event's own solutions (the BGP over the event's triples, once each), in arrival order;
+//! groups come out in the order of their earliest live solution (rsep/windows/groups.py).
+//! The operator evaluates the BGP of each event once, and per evaluation reads the live
+//! events' solutions again (no incremental maintenance).
+//!
+//! It *refuses* (the caller runs today's path) whatever it cannot promise to write as rsep
+//! does: the locality check failing (rsep answers from pyoxigraph's store then), a limit of
+//! the run crossed, an event with two solutions of a block of several patterns (their order
+//! is the compiled matcher's), a value a FILTER or MIN / MAX reads whose comparison it does
+//! not decide exactly (xsd:float, derived integer types, ill-typed numbers, a decimal
+//! against a double, `!=` against a non-number), MIN / MAX over values of mixed datatypes,
+//! NaN, or equal values of different terms.
+
+use crate::dictionary::{TermId, Terms};
+use crate::select::{json_string, R2s, Refused, Slot};
+use crate::stream::Events;
+use hashbrown::{HashMap, HashSet};
+use oxrdf::vocab::xsd;
+use oxrdf::{Literal, Term};
+use oxsdatatypes::{Decimal, Double, Integer};
+use std::cmp::Ordering;
+use std::io::{self, Write};
+use std::str::FromStr;
+
+/// A pattern as rsep's locality check reads it (incremental.Pattern): per position an IRI
+/// that must be there (`Some`; `Some(None)`: one the stream does not have) or anything, and
+/// the positions whose terms it counts (none: the whole triple).
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub consts: [Option<Option<TermId>>; 3],
+    pub tracked: Vec<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Op {
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "=" => Op::Eq,
+            "!=" => Op::Ne,
+            _ => return None,
+        })
+    }
+
+    fn holds(self, o: Option<Ordering>) -> bool {
+        match (self, o) {
+            (Op::Ne, None) => true, // (NaN: `!=` is not `=`)
+            (_, None) => false,
+            (Op::Lt, Some(o)) => o == Ordering::Less,
+            (Op::Le, Some(o)) => o != Ordering::Greater,
+            (Op::Gt, Some(o)) => o == Ordering::Greater,
+            (Op::Ge, Some(o)) => o != Ordering::Less,
+            (Op::Eq, Some(o)) => o == Ordering::Equal,
+            (Op::Ne, Some(o)) => o != Ordering::Equal,
+        }
+    }
+}
+
+/// A FILTER's numeric constant: its exact value when it is an xsd:integer or xsd:decimal,
+/// and its value as a double when that is exact (an xsd:double, or an integer or decimal a
+/// double holds exactly: SPARQL promotes it to a double against a double).
+#[derive(Clone, Copy, Debug)]
+pub struct Constant {
+    pub exact: Option<Decimal>,
+    pub double: Option<f64>,
+}
+
+/// `?var op constant`.
+#[derive(Clone, Copy, Debug)]
+pub struct Cond {
+    pub var: usize,
+    pub op: Op,
+    pub constant: Constant,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggKind {
+    Count,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Agg {
+    pub kind: AggKind,
+    pub var: Option<usize>, // None: COUNT(*)
+}
+
+/// GROUP BY: the key variables (none and `implicit`: aggregates without GROUP BY, one
+/// group even when empty) and the aggregates.
+#[derive(Clone, Debug)]
+pub struct Grouping {
+    pub keys: Vec<usize>,
+    pub aggs: Vec<Agg>,
+    pub implicit: bool,
+}
+
+/// An output column: a variable (None: never bound) or an aggregate.
+#[derive(Clone, Copy, Debug)]
+pub enum Col {
+    Var(Option<usize>),
+    Agg(usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub range: i64,
+    pub step: i64,
+    pub offset: i64,
+    pub origin: i64,
+    pub right_closed: bool,
+    pub non_empty: bool,
+    pub r2s: R2s,
+    pub patterns: Vec<[Slot; 3]>,
+    pub vars: usize,
+    pub checks: Vec<Check>,
+    pub filters: Vec<Cond>,
+    pub group: Option<Grouping>,
+    pub project: Vec<(String, Col)>,
+    pub max_window_triples: u64,
+    pub max_results: u64,
+    pub tsv: bool,
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    pub evaluations: u64,
+    pub rows: u64,
+}
+
+/// A term's value as a FILTER or MIN / MAX reads it.
+#[derive(Clone, Copy, Debug)]
+enum Val {
+    Int(i64),
+    Dec(Decimal),
+    Dbl(f64),
+    /// a number whose comparisons this operator does not decide exactly
+    Unsure,
+    /// no number: an IRI, a string, a boolean, a date...
+    Other,
+}
+
+const TWO_53: i64 = 1 << 53;
+
+fn value_of(t: Option<&Term>) -> Val {
+    let Some(Term::Literal(l)) = t else {
+        return Val::Other;
+    };
+    literal_value(l)
+}
+
+fn literal_value(l: &Literal) -> Val {
+    let (dt, v) = (l.datatype(), l.value());
+    if dt == xsd::INTEGER {
+        Integer::from_str(v).map_or(Val::Unsure, |i| Val::Int(i64::from(i)))
+    } else if dt == xsd::DECIMAL {
+        Decimal::from_str(v).map_or(Val::Unsure, Val::Dec)
+    } else if dt == xsd::DOUBLE {
+        Double::from_str(v).map_or(Val::Unsure, |d| Val::Dbl(f64::from(d)))
+    } else if dt == xsd::FLOAT
+        || dt.as_str().starts_with("http://www.w3.org/2001/XMLSchema#")
+            && is_derived_number(dt.as_str())
+    {
+        Val::Unsure
+    } else if dt.as_str().starts_with("http://www.w3.org/2001/XMLSchema#") || l.language().is_some()
+    {
+        Val::Other
+    } else {
+        // a datatype of its own: an error against a number either way, but not proven
+        Val::Unsure
+    }
+}
+
+fn is_derived_number(dt: &str) -> bool {
+    let local = &dt["http://www.w3.org/2001/XMLSchema#".len()..];
+    matches!(
+        local,
+        "long"
+            | "int"
+            | "short"
+            | "byte"
+            | "nonNegativeInteger"
+            | "nonPositiveInteger"
+            | "negativeInteger"
+            | "positiveInteger"
+            | "unsignedLong"
+            | "unsignedInt"
+            | "unsignedShort"
+            | "unsignedByte"
+    )
+}
+
+/// `value op constant`: Some(verdict), or None when not decided exactly here.
+fn compare(v: Val, op: Op, c: &Constant) -> Option<bool> {
+    let ord = match v {
+        Val::Other => return if op == Op::Ne { None } else { Some(false) },
+        Val::Unsure => return None,
+        Val::Dbl(x) => x.partial_cmp(&c.double?),
+        Val::Int(i) => match c.exact {
+            Some(e) => Some(Decimal::from(i).cmp(&e)),
+            None if (-TWO_53..=TWO_53).contains(&i) => (i as f64).partial_cmp(&c.double?),
+            None => return None,
+        },
+        Val::Dec(d) => Some(d.cmp(&c.exact?)),
+    };
+    Some(op.holds(ord))
+}
+
+/// The order of two values of MIN / MAX, None when not decided here (other datatypes).
+fn order(a: Val, b: Val) -> Option<Ordering> {
+    match (a, b) {
+        (Val::Int(x), Val::Int(y)) => Some(x.cmp(&y)),
+        (Val::Dec(x), Val::Dec(y)) => Some(x.cmp(&y)),
+        (Val::Dbl(x), Val::Dbl(y)) => x.partial_cmp(&y),
+        _ => None,
+    }
+}
+
+/// An output term: a term's id, or a count not among the stream's terms (`COUNT_BASE + n`).
+type Out = u64;
+const COUNT_BASE: u64 = 1 << 32;
+type Key = Vec<Option<Out>>;
+
+struct Writer<'a> {
+    terms: &'a Terms,
+    cache: HashMap<Out, Box<[u8]>>,
+    counts: HashMap<u64, Out>,
+    tsv: bool,
+    names: Vec<Vec<u8>>,
+    header: Option<Vec<u8>>,
+}
+
+impl Writer<'_> {
+    /// COUNT's value: the stream's own term when it has this xsd:integer (so that rows
+    /// compare as their terms do), else a count of its own.
+    fn count(&mut self, n: u64) -> Out {
+        let terms = self.terms;
+        *self.counts.entry(n).or_insert_with(|| {
+            let t = Term::from(Literal::new_typed_literal(n.to_string(), xsd::INTEGER));
+            terms.get(&t).map_or(COUNT_BASE + n, u64::from)
+        })
+    }
+
+    fn get(&mut self, o: Out) -> &[u8] {
+        let (terms, tsv) = (self.terms, self.tsv);
+        self.cache.entry(o).or_insert_with(|| {
+            let text = if o >= COUNT_BASE {
+                Literal::new_typed_literal((o - COUNT_BASE).to_string(), xsd::INTEGER).to_string()
+            } else {
+                terms
+                    .term(o as TermId)
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            };
+            if tsv {
+                text.into_bytes().into_boxed_slice()
+            } else {
+                json_string(&text).into_boxed_slice()
+            }
+        })
+    }
+
+    fn row(&mut self, c: i64, key: &Key, delete: bool, out: &mut impl Write) -> io::Result<()> {
+        let mut line = Vec::with_capacity(128);
+        if let Some(h) = self.header.take() {
+            line.extend_from_slice(&h);
+        }
+        if self.tsv {
+            line.extend_from_slice(c.to_string().as_bytes());
+            line.extend_from_slice(if delete { b"\tdelete" } else { b"\tinsert" });
+            for v in key {
+                line.push(b'\t');
+                if let Some(o) = v {
+                    let b = self.get(*o).to_vec();
+                    line.extend_from_slice(&b);
+                }
+            }
+            line.push(b'\n');
+        } else {
+            line.extend_from_slice(b"{\"time\": ");
+            line.extend_from_slice(c.to_string().as_bytes());
+            line.extend_from_slice(b", \"bindings\": {");
+            let mut first = true;
+            for (i, v) in key.iter().enumerate() {
+                if let Some(o) = v {
+                    if !first {
+                        line.extend_from_slice(b", ");
+                    }
+                    first = false;
+                    line.extend_from_slice(&self.names[i]);
+                    let b = self.get(*o).to_vec();
+                    line.extend_from_slice(&b);
+                }
+            }
+            line.extend_from_slice(if delete {
+                b"}, \"op\": \"delete\"}\n".as_slice()
+            } else {
+                b"}}\n".as_slice()
+            });
+        }
+        out.write_all(&line)
+    }
+}
+
+impl Spec {
+    fn next_close(&self, after: i64) -> i64 {
+        self.origin + ((after - self.origin).div_euclid(self.step) + 1) * self.step
+    }
+
+    fn limits(&self, c: i64) -> (i64, i64) {
+        let aligned = self.origin + (c - self.origin).div_euclid(self.step) * self.step;
+        let (lo, hi) = (aligned - self.range, aligned - self.offset);
+        if self.right_closed {
+            (lo + 1, hi + 1)
+        } else {
+            (lo, hi)
+        }
+    }
+
+    /// The BGP's solutions over one event's triples (each a binding of every variable),
+    /// distinct, in the order of a nested loop over the patterns in the event's order.
+    fn solutions(&self, triples: &[[TermId; 3]], out: &mut Vec<Vec<TermId>>) {
+        let mut distinct: Vec<[TermId; 3]> = Vec::with_capacity(triples.len());
+        let mut seen: HashSet<[TermId; 3]> = HashSet::new();
+        for t in triples {
+            if seen.insert(*t) {
+                distinct.push(*t);
+            }
+        }
+        let mut binding: Vec<Option<TermId>> = vec![None; self.vars];
+        let mut found: HashSet<Vec<TermId>> = HashSet::new();
+        self.extend(0, &distinct, &mut binding, &mut found, out);
+    }
+
+    fn extend(
+        &self,
+        p: usize,
+        triples: &[[TermId; 3]],
+        binding: &mut Vec<Option<TermId>>,
+        found: &mut HashSet<Vec<TermId>>,
+        out: &mut Vec<Vec<TermId>>,
+    ) {
+        if p == self.patterns.len() {
+            let sol: Vec<TermId> = binding.iter().map(|b| b.unwrap_or(0)).collect();
+            if found.insert(sol.clone()) {
+                out.push(sol);
+            }
+            return;
+        }
+        let pattern = &self.patterns[p];
+        'next: for t in triples {
+            let mut set: [Option<usize>; 3] = [None; 3];
+            for (i, slot) in pattern.iter().enumerate() {
+                match *slot {
+                    Slot::Const(c) => {
+                        if c != Some(t[i]) {
+                            for v in set.iter().flatten() {
+                                binding[*v] = None;
+                            }
+                            continue 'next;
+                        }
+                    }
+                    Slot::Var(v) => match binding[v] {
+                        Some(b) if b != t[i] => {
+                            for v in set.iter().flatten() {
+                                binding[*v] = None;
+                            }
+                            continue 'next;
+                        }
+                        Some(_) => {}
+                        None => {
+                            binding[v] = Some(t[i]);
+                            set[i] = Some(v);
+                        }
+                    },
+                }
+            }
+            self.extend(p + 1, triples, binding, found, out);
+            for v in set.iter().flatten() {
+                binding[*v] = None;
+            }
+        }
+    }
+
+    /// The terms of an event the locality check counts, once each: (0, a term) or (1, a
+    /// whole triple).
+    fn check_terms(&self, triples: &[[TermId; 3]], out: &mut HashSet<(u8, [TermId; 3])>) {
+        for t in triples {
+            for ch in &self.checks {
+                if !ch
+                    .consts
+                    .iter()
+                    .zip(t)
+                    .all(|(c, x)| c.is_none_or(|c| c == Some(*x)))
+                {
+                    continue;
+                }
+                if ch.tracked.is_empty() {
+                    out.insert((1, *t));
+                }
+                for &pos in &ch.tracked {
+                    out.insert((0, [t[pos], 0, 0]));
+                }
+            }
+        }
+    }
+}
+
+/// Run the query over the events, writing its rows to `out`.
+pub fn run(
+    spec: &Spec,
+    events: &Events,
+    terms: &Terms,
+    out: &mut impl Write,
+) -> Result<Result<Done, Refused>, io::Error> {
+    let mut done = Done::default();
+    let n = events.len();
+    if n == 0 {
+        return Ok(Ok(done));
+    }
+    if spec.step <= 0 {
+        return Ok(Err(Refused("a step that is not positive".into())));
+    }
+    let refuse = |why: &str| Ok(Err(Refused(why.to_owned())));
+    let mut vals: HashMap<TermId, Val> = HashMap::new();
+    let mut val =
+        |id: TermId| -> Val { *vals.entry(id).or_insert_with(|| value_of(terms.term(id))) };
+    // each event's solutions the FILTERs keep (None: one they do not decide), flattened
+    let w = spec.vars.max(1);
+    let mut sol_off: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut sols: Vec<TermId> = Vec::new();
+    let mut undecided = vec![false; n];
+    sol_off.push(0);
+    let mut scratch = Vec::new();
+    for (k, unsure) in undecided.iter_mut().enumerate() {
+        scratch.clear();
+        spec.solutions(events.triples_of(k), &mut scratch);
+        let mut kept = 0;
+        'sol: for s in &scratch {
+            for f in &spec.filters {
+                match compare(val(s[f.var]), f.op, &f.constant) {
+                    Some(true) => {}
+                    Some(false) => continue 'sol,
+                    None => {
+                        *unsure = true;
+                        continue 'sol;
+                    }
+                }
+            }
+            kept += 1;
+            if spec.vars == 0 {
+                sols.push(0);
+            } else {
+                sols.extend_from_slice(s);
+            }
+        }
+        if kept > 1 && spec.patterns.len() > 1 {
+            *unsure = true; // (two solutions: their order is the compiled matcher's)
+        }
+        sol_off.push((sols.len() / w) as u32);
+    }
+    let sols_of = |k: usize| &sols[sol_off[k] as usize * w..sol_off[k + 1] as usize * w];
+    // each event's terms the locality check counts
+    let mut check_off: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut checked: Vec<(u8, [TermId; 3])> = Vec::new();
+    check_off.push(0);
+    let mut set = HashSet::new();
+    for k in 0..n {
+        set.clear();
+        spec.check_terms(events.triples_of(k), &mut set);
+        checked.extend(set.iter().copied());
+        check_off.push(checked.len() as u32);
+    }
+    let checked_of = |k: usize| &checked[check_off[k] as usize..check_off[k + 1] as usize];
+    let names: Vec<Vec<u8>> = spec
+        .project
+        .iter()
+        .map(|(name, _)| {
+            let mut b = json_string(name);
+            b.extend_from_slice(b": ");
+            b
+        })
+        .collect();
+    let header = spec.tsv.then(|| {
+        let cols: Vec<&str> = spec.project.iter().map(|(n, _)| n.as_str()).collect();
+        let mark = |c: &str| {
+            if cols.contains(&c) {
+                format!("?{c}")
+            } else {
+                c.to_owned()
+            }
+        };
+        let mut row: Vec<String> = vec![mark("time"), mark("op")];
+        row.extend(cols.iter().map(|c| format!("?{c}")));
+        let mut b = row.join("\t").into_bytes();
+        b.push(b'\n');
+        b
+    });
+    let mut wr = Writer {
+        terms,
+        cache: HashMap::new(),
+        counts: HashMap::new(),
+        tsv: spec.tsv,
+        names,
+        header,
+    };
+    let times = &events.times;
+    let last = *times.last().expect("an event");
+    let (mut lo, mut hi) = (0usize, 0usize);
+    let mut holders: HashMap<(u8, [TermId; 3]), u32> = HashMap::new();
+    let mut conflicts = 0u64;
+    let mut inside = vec![false; n];
+    let mut live_triples = 0u64;
+    let mut previous: Vec<Key> = Vec::new();
+    let mut c = spec.next_close(times[0] - 1);
+    let beyond = spec.next_close(last - 1);
+    while c <= beyond {
+        let (floor, ceil) = spec.limits(c);
+        while hi < n && times[hi] < ceil {
+            if times[hi] >= floor {
+                inside[hi] = true;
+                for t in checked_of(hi) {
+                    let h = holders.entry(*t).or_insert(0);
+                    *h += 1;
+                    if *h == 2 {
+                        conflicts += 1;
+                    }
+                }
+                live_triples += events.triples_of(hi).len() as u64;
+            }
+            hi += 1;
+        }
+        while lo < hi && times[lo] < floor {
+            if inside[lo] {
+                for t in checked_of(lo) {
+                    let h = holders.get_mut(t).expect("counted in");
+                    *h -= 1;
+                    if *h == 1 {
+                        conflicts -= 1;
+                    } else if *h == 0 {
+                        holders.remove(t);
+                    }
+                }
+                live_triples -= events.triples_of(lo).len() as u64;
+            }
+            lo += 1;
+        }
+        if live_triples > spec.max_window_triples {
+            return refuse("the window's triples go over the limit");
+        }
+        if c > last {
+            break;
+        }
+        if spec.non_empty && live_triples == 0 {
+            c = spec.next_close(c);
+            continue;
+        }
+        if conflicts > 0 {
+            return refuse("a join term is in two live events (rsep answers from its store then)");
+        }
+        let live = (lo..hi).filter(|&k| inside[k]);
+        if live.clone().any(|k| undecided[k]) {
+            return refuse(
+                "a live event whose solutions it does not order or filter as rsep does \
+                 (two solutions of a block of several patterns, or a value its FILTER does not \
+                 compare exactly)",
+            );
+        }
+        let count: u64 = live.clone().map(|k| (sols_of(k).len() / w) as u64).sum();
+        if count > spec.max_results {
+            return refuse("an evaluation's rows go over the limit");
+        }
+        done.evaluations += 1;
+        let current: Vec<Key> = match &spec.group {
+            None => {
+                let mut rows = Vec::with_capacity(count as usize);
+                for k in live {
+                    for s in sols_of(k).chunks_exact(w) {
+                        rows.push(
+                            spec.project
+                                .iter()
+                                .map(|(_, col)| match col {
+                                    Col::Var(Some(v)) => Some(u64::from(s[*v])),
+                                    _ => None,
+                                })
+                                .collect(),
+                        );
+                    }
+                }
+                rows
+            }
+            Some(g) => match grouped(
+                spec,
+                g,
+                live.flat_map(|k| sols_of(k).chunks_exact(w)),
+                &mut val,
+                &mut wr,
+            ) {
+                Ok(rows) => rows,
+                Err(why) => return Ok(Err(why)),
+            },
+        };
+        match spec.r2s {
+            R2s::RStream => {
+                for k in &current {
+                    wr.row(c, k, false, out)?;
+                    done.rows += 1;
+                }
+            }
+            R2s::IStream => {
+                let mut budget = counts(&current);
+                for (k, m) in counts(&previous) {
+                    if let Some(b) = budget.get_mut(&k) {
+                        *b -= m;
+                    }
+                }
+                for k in &current {
+                    let b = budget.get_mut(k).expect("counted");
+                    if *b > 0 {
+                        *b -= 1;
+                        wr.row(c, k, false, out)?;
+                        done.rows += 1;
+                    }
+                }
+            }
+            R2s::DStream => {
+                let now = counts(&current);
+                let mut order: Vec<&Key> = Vec::new();
+                let mut had: HashMap<&Key, i64> = HashMap::new();
+                for k in &previous {
+                    let e = had.entry(k).or_insert(0);
+                    if *e == 0 {
+                        order.push(k);
+                    }
+                    *e += 1;
+                }
+                for k in order {
+                    let gone = had[k] - now.get(k).copied().unwrap_or(0);
+                    for _ in 0..gone.max(0) {
+                        wr.row(c, k, true, out)?;
+                        done.rows += 1;
+                    }
+                }
+            }
+        }
+        if spec.r2s != R2s::RStream {
+            previous = current;
+        }
+        c = spec.next_close(c);
+    }
+    Ok(Ok(done))
+}
+
+struct State {
+    rep: Vec<TermId>, // the group's first solution (its keys' values)
+    n: u64,
+    best: Vec<Option<(TermId, Val)>>, // per aggregate: MIN / MAX so far
+}
+
+/// The groups' rows, in the order of their first solution (`sols` in arrival order).
+fn grouped<'s>(
+    spec: &Spec,
+    g: &Grouping,
+    sols: impl Iterator<Item = &'s [TermId]>,
+    val: &mut impl FnMut(TermId) -> Val,
+    wr: &mut Writer<'_>,
+) -> Result<Vec<Key>, Refused> {
+    let mut index: HashMap<Vec<TermId>, usize> = HashMap::new();
+    let mut groups: Vec<State> = Vec::new();
+    let fresh = |rep: Vec<TermId>| State {
+        rep,
+        n: 0,
+        best: vec![None; g.aggs.len()],
+    };
+    if g.implicit {
+        groups.push(fresh(vec![0; spec.vars]));
+        index.insert(Vec::new(), 0);
+    }
+    for s in sols {
+        let key: Vec<TermId> = g.keys.iter().map(|&v| s[v]).collect();
+        let gi = *index.entry(key).or_insert_with(|| {
+            groups.push(fresh(s.to_vec()));
+            groups.len() - 1
+        });
+        let st = &mut groups[gi];
+        st.n += 1;
+        for (a, agg) in g.aggs.iter().enumerate() {
+            let (AggKind::Min | AggKind::Max, Some(v)) = (agg.kind, agg.var) else {
+                continue;
+            };
+            let id = s[v];
+            let x = val(id);
+            if !matches!(x, Val::Int(_) | Val::Dec(_) | Val::Dbl(_)) {
+                return Err(Refused(
+                    "MIN / MAX of a value it does not order as rsep does (not an xsd:integer, \
+                     xsd:decimal or xsd:double)"
+                        .into(),
+                ));
+            }
+            match st.best[a] {
+                None => st.best[a] = Some((id, x)),
+                Some((bid, b)) => {
+                    let Some(o) = order(x, b) else {
+                        return Err(Refused(
+                            "MIN / MAX over values of mixed datatypes, or NaN".into(),
+                        ));
+                    };
+                    if o == Ordering::Equal && bid != id {
+                        return Err(Refused(
+                            "MIN / MAX with equal values of different terms".into(),
+                        ));
+                    }
+                    let better = if agg.kind == AggKind::Max {
+                        o == Ordering::Greater
+                    } else {
+                        o == Ordering::Less
+                    };
+                    if better {
+                        st.best[a] = Some((id, x));
+                    }
+                }
+            }
+        }
+    }
+    Ok(groups
+        .iter()
+        .map(|st| {
+            spec.project
+                .iter()
+                .map(|(_, col)| match *col {
+                    Col::Var(Some(v)) if !g.implicit => Some(u64::from(st.rep[v])),
+                    Col::Var(_) => None,
+                    Col::Agg(a) => match g.aggs[a].kind {
+                        AggKind::Count => Some(wr.count(st.n)),
+                        AggKind::Min | AggKind::Max => st.best[a].map(|(id, _)| u64::from(id)),
+                    },
+                })
+                .collect()
+        })
+        .collect())
+}
+
+fn counts(keys: &[Key]) -> HashMap<Key, i64> {
+    let mut m: HashMap<Key, i64> = HashMap::new();
+    for k in keys {
+        *m.entry(k.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::read_events;
+
+    const T: &str = "<http://www.w3.org/ns/prov#generatedAtTime>";
+
+    fn events(spec: &[(i64, &str)]) -> (Events, Terms) {
+        let mut doc = String::new();
+        for (i, (t, body)) in spec.iter().enumerate() {
+            doc += &format!("<http://g/{i}> {T} {t} .\n<http://g/{i}> {{ {body} }}\n");
+        }
+        let mut terms = Terms::new();
+        let points = ["http://www.w3.org/ns/prov#generatedAtTime".to_owned()];
+        let ev = read_events(doc.as_bytes(), &mut terms, &points, 1 << 26).unwrap();
+        (ev, terms)
+    }
+
+    fn id(terms: &Terms, iri: &str) -> Option<TermId> {
+        terms.get(&oxrdf::NamedNode::new_unchecked(iri).into())
+    }
+
+    #[test]
+    fn a_join_a_filter_and_groups() {
+        // ?o <e:by> ?s . ?o <e:v> ?v . FILTER (?v > 10) GROUP BY ?s: MAX(?v), COUNT(*)
+        let (ev, terms) = events(&[
+            (0, "<e:o1> <e:by> <e:a> . <e:o1> <e:v> 12 ."),
+            (1, "<e:o2> <e:by> <e:b> . <e:o2> <e:v> 5 ."),
+            (1, "<e:o3> <e:by> <e:a> . <e:o3> <e:v> 30 ."),
+        ]);
+        let (by, v) = (id(&terms, "e:by"), id(&terms, "e:v"));
+        let spec = Spec {
+            range: 10,
+            step: 1,
+            offset: 0,
+            origin: 0,
+            right_closed: true,
+            non_empty: false,
+            r2s: R2s::RStream,
+            patterns: vec![
+                [Slot::Var(0), Slot::Const(by), Slot::Var(1)],
+                [Slot::Var(0), Slot::Const(v), Slot::Var(2)],
+            ],
+            vars: 3,
+            checks: vec![
+                Check {
+                    consts: [None, Some(by), None],
+                    tracked: vec![0],
+                },
+                Check {
+                    consts: [None, Some(v), None],
+                    tracked: vec![0],
+                },
+            ],
+            filters: vec![Cond {
+                var: 2,
+                op: Op::Gt,
+                constant: Constant {
+                    exact: Some(Decimal::from(10)),
+                    double: Some(10.0),
+                },
+            }],
+            group: Some(Grouping {
+                keys: vec![1],
+                aggs: vec![
+                    Agg {
+                        kind: AggKind::Max,
+                        var: Some(2),
+                    },
+                    Agg {
+                        kind: AggKind::Count,
+                        var: None,
+                    },
+                ],
+                implicit: false,
+            }),
+            project: vec![
+                ("s".into(), Col::Var(Some(1))),
+                ("m".into(), Col::Agg(0)),
+                ("n".into(), Col::Agg(1)),
+            ],
+            max_window_triples: 1000,
+            max_results: 1000,
+            tsv: true,
+        };
+        let mut out = Vec::new();
+        assert_eq!(
+            run(&spec, &ev, &terms, &mut out).unwrap(),
+            Ok(Done {
+                evaluations: 2,
+                rows: 2
+            })
+        );
+        let int = "<http://www.w3.org/2001/XMLSchema#integer>";
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            // closes 0 and 1: (-10, 0] holds event 0, (-9, 1] all (o2's 5 is filtered out)
+            format!(
+                "time\top\t?s\t?m\t?n\n0\tinsert\t<e:a>\t\"12\"^^{int}\t\"1\"^^{int}\n\
+                 1\tinsert\t<e:a>\t\"30\"^^{int}\t\"2\"^^{int}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn comparisons_are_exact_or_undecided() {
+        let dec = |s: &str| Decimal::from_str(s).unwrap();
+        let c = Constant {
+            exact: Some(dec("100.1")),
+            double: None,
+        };
+        assert_eq!(compare(Val::Dec(dec("100.1")), Op::Eq, &c), Some(true));
+        assert_eq!(compare(Val::Int(101), Op::Gt, &c), Some(true));
+        assert_eq!(compare(Val::Dbl(100.1), Op::Gt, &c), None); // (100.1 is no double)
+        let c = Constant {
+            exact: Some(dec("100")),
+            double: Some(100.0),
+        };
+        assert_eq!(compare(Val::Dbl(100.5), Op::Gt, &c), Some(true));
+        assert_eq!(compare(Val::Dbl(f64::NAN), Op::Ne, &c), Some(true));
+        assert_eq!(compare(Val::Dbl(f64::NAN), Op::Le, &c), Some(false));
+        assert_eq!(compare(Val::Other, Op::Lt, &c), Some(false));
+        assert_eq!(compare(Val::Other, Op::Ne, &c), None);
+        assert_eq!(compare(Val::Unsure, Op::Eq, &c), None);
+        let l = |v: &str, dt| literal_value(&Literal::new_typed_literal(v, dt));
+        assert!(matches!(l("1.5", xsd::FLOAT), Val::Unsure));
+        assert!(matches!(l("1", xsd::INT), Val::Unsure));
+        assert!(matches!(l("x", xsd::INTEGER), Val::Unsure));
+        assert!(matches!(l("true", xsd::BOOLEAN), Val::Other));
+        assert!(matches!(l("1e1", xsd::DOUBLE), Val::Dbl(x) if x == 10.0));
+    }
+}

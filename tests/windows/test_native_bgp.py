@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_window import PROV, STREAM, TERMS, XSD, both, stream_of
+from test_native_window import STREAM, TERMS, XSD, both, stream_of
 from test_native_window import streams as window_streams
 
 from rsep.bench import queries as bq
@@ -330,7 +330,3 @@ def test_the_benchmark_query_sensors_window(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "run").mkdir()
     got = both(tmp_path / "run", query, stream, [], monkeypatch)
     assert got.refused == "" and got.events == 3000 and got.rows > 100, got
-
-
-def test_prov_is_the_time_predicate() -> None:
-    assert PROV.startswith("<http://www.w3.org/ns/prov#")  # (the helpers' stream shape)

@@ -216,10 +216,7 @@ class EpContext:
 
     def insert(self, e: Event) -> None:
         # every runtime passes each event on: kept once
-        at = self.pending.get(e.end)
-        if at is None:
-            at = self.pending[e.end] = {}
-        at.setdefault(e.seq or id(e), e)
+        self.pending.setdefault(e.end, {}).setdefault(e.seq or id(e), e)
 
     def _alone(self) -> bool:
         """An occurrence is the triple alone: no RDFS consequences, no history data, no

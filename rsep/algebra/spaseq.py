@@ -32,6 +32,7 @@ from rsep.algebra.mapping import mapping as mapping
 from rsep.algebra.mapping import merge as merge
 from rsep.algebra.mapping import project as project
 from rsep.algebra.mapping import variables_of as variables_of
+from rsep.algebra.pattern import Pattern
 from rsep.stream.time import Duration
 
 # ---------------------------------------------------------------- mappings (Def. 5)
@@ -99,6 +100,9 @@ class GPM:
     # variables every solution binds (triple patterns of the top-level group and its GRAPH)
     required_variables: frozenset[str] = frozenset()
     local_filters: tuple[Constraint, ...] = ()
+    # local_pattern as a tree (rsep.algebra.pattern), read once by rsep.lang; None where
+    # the tree does not hold it (pyoxigraph matches the text)
+    local_tree: Pattern | None = None
 
     @property
     def stateful_filters(self) -> tuple[str, ...]:

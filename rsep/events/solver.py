@@ -16,14 +16,14 @@ from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
 
-from rsep.algebra import pattern as pt
 from rsep.algebra.events import BasicEventPattern
 from rsep.algebra.expression import Constraint
+from rsep.algebra.pattern import PatternRefused
 from rsep.events.reference import Mu
+from rsep.lang.errors import QueryError
 from rsep.lang.expression import group_filters
-from rsep.sparql.filters import NotCompiled, prefixes_of
+from rsep.lang.pattern import group_pattern
 from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_pattern
-from rsep.sparql.pattern import triple_patterns
 from rsep.sparql.store import quads
 from rsep.stream.event import Event
 
@@ -47,19 +47,15 @@ def solve_item(bep: BasicEventPattern, triples: tuple[ox.Triple, ...]) -> list[M
 
 def compile_bep(bep: BasicEventPattern, canon: Canon,
                 filters: Sequence[Constraint]) -> CompiledGPM | None:
-    """A BEP compiled from its tree's triples (its text, read by rsep.sparql.pattern's
-    GroupReader, when it has no tree: one made by hand), or None: pyoxigraph decides."""
+    """A BEP compiled from its tree (read by rsep.lang; for one made by hand, read here
+    from its text, once), or None: pyoxigraph decides."""
     tree = bep.tree
     if tree is None:
-        return compile_pattern(bep.prologue, bep.pattern, canon, filters)
-    bgp = tree.arg if isinstance(tree, pt.Filter) else tree
-    if not isinstance(bgp, pt.BGP):  # (rsep.lang refuses such a BEP: kept safe)
-        return None
-    try:
-        triples = triple_patterns(bgp.triples, prefixes_of(bep.prologue))
-    except NotCompiled:
-        return None
-    return compile_pattern(bep.prologue, triples, canon, filters)
+        try:
+            tree = group_pattern(bep.pattern, bep.prologue)
+        except (PatternRefused, RecursionError, QueryError):
+            return None
+    return compile_pattern(bep.prologue, tree, canon, filters)
 
 
 class BatchSolver:

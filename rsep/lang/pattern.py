@@ -574,3 +574,13 @@ def with_text_pattern(q: ContinuousQuery) -> ContinuousQuery:
     tests'), with the tree of that text (its windows' ``GRAPH <w>`` blocks as
     :class:`Graph`)."""
     return with_pattern(q, Syntax.of(q.sparql, parse_tree(q.sparql)))
+
+
+def group_pattern(pattern: str, prologue: str = "") -> Pattern:
+    """A group graph pattern given as text (``{ ... }``, with the prologue its names need)
+    as a tree, read once: a SPASEQ GPM's local pattern, an RSEP-QL BEP made by hand.
+    PatternRefused where the tree does not hold it."""
+    text = f"{prologue}\nSELECT * WHERE {pattern}"
+    got = read_query(Syntax.of(text, parse_tree(text))).pattern
+    assert got is not None  # (a SELECT with its WHERE)
+    return got

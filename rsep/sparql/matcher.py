@@ -6,8 +6,8 @@ patterns whose body is a plain BGP with FILTERs the FILTER compiler
 (rsep.sparql.filters) takes are compiled here, SPASEQ's GPMs and RSEP-QL's BEPs
 alike; anything else (OPTIONAL, UNION, GRAPH, functions, blank nodes in the
 pattern, BASE) is left to pyoxigraph. The triple patterns come from the pattern
-tree (the windows') or are read from the pattern's text (SPASEQ's, the BEPs'; both in
-rsep.sparql.pattern), the FILTERs' trees come from the algebra.
+tree (rsep.algebra.pattern, read once by rsep.lang: the windows' blocks, SPASEQ's GPMs,
+RSEP-QL's BEPs; rsep.sparql.pattern), the FILTERs' trees from the algebra.
 
 Exactness against pyoxigraph: a FILTER that cannot be decided raises
 :class:`Fallback` and the caller asks pyoxigraph for that row or item. Typed
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
+from rsep.algebra import pattern as pt
 from rsep.algebra.expression import Constraint
 from rsep.algebra.mapping import SolutionMapping
 from rsep.sparql.filters import (
@@ -39,7 +40,7 @@ from rsep.sparql.filters import (
     prefixes_of,
 )
 from rsep.sparql.filters import value_of as value_of  # re-exported: SPASEQ's NFA reads it here
-from rsep.sparql.pattern import GroupReader, Triple
+from rsep.sparql.pattern import Triple, group_triples
 
 if TYPE_CHECKING:  # a hint only: an RSP run (BEPs) never loads SPASEQ's algebra
     from rsep.algebra.spaseq import GPM
@@ -123,18 +124,16 @@ class CompiledGPM:
     elsewhere (a GPM's stateful ones), as Python functions: a SPASEQ GPM's local pattern
     and an RSEP-QL BEP are the same thing."""
 
-    def __init__(self, prologue: str, pattern: str | Sequence[Triple],
+    def __init__(self, prologue: str, pattern: pt.Pattern | Sequence[Triple],
                  filters: Sequence[Constraint] | None,
                  stateful_filters: Sequence[Constraint], canon: Canon) -> None:
         prefixes = prefixes_of(prologue)
-        if isinstance(pattern, str):  # a group's text (SPASEQ's GPMs, RSEP-QL's BEPs)
-            reader = GroupReader(pattern, prefixes, canon.term)
-            self.triples = reader.group()
-            written: int | None = reader.filters
-        else:  # triple patterns read from the tree (rsep.sparql.pattern.triple_patterns)
-            term = canon.term
-            self.triples = [(term(s), term(p), term(o)) for s, p, o in pattern]
-            written = None
+        written: int | None = None
+        if isinstance(pattern, pt.Pattern):  # a group's tree (SPASEQ's GPMs, RSEP-QL's BEPs)
+            pattern, written = group_triples(pattern, prefixes)
+        # (triple patterns as rsep.sparql.pattern.triple_patterns gives them)
+        term = canon.term
+        self.triples = [(term(s), term(p), term(o)) for s, p, o in pattern]
         if not self.triples:
             raise NotCompiled("no triple pattern")
         if filters is None:  # the basic graph pattern alone: its FILTERs are the caller's
@@ -405,16 +404,16 @@ def _match_shape_generic(shape: tuple, ev: Indexed) -> list[tuple]:
 
 def compile_gpm(gpm: GPM, canon: Canon) -> CompiledGPM | None:
     """The compiled form, or None when the GPM needs pyoxigraph."""
-    if gpm.background:
+    if gpm.background or gpm.local_tree is None:
         return None
-    return compile_pattern(gpm.prologue, gpm.local_pattern, canon, gpm.local_filters,
+    return compile_pattern(gpm.prologue, gpm.local_tree, canon, gpm.local_filters,
                            gpm.stateful)
 
 
-def compile_bgp(prologue: str, pattern: str | Sequence[Triple], canon: Canon
+def compile_bgp(prologue: str, pattern: pt.Pattern | Sequence[Triple], canon: Canon
                 ) -> CompiledGPM | None:
-    """The basic graph pattern of a group ``{ triples . FILTER ... }`` (or its triple
-    patterns, as :func:`rsep.sparql.pattern.triple_patterns` gives them), its FILTERs left
+    """The basic graph pattern of a group ``{ triples . FILTER ... }`` as a tree (or its
+    triple patterns, as :func:`rsep.sparql.pattern.triple_patterns` gives them), its FILTERs left
     out (the caller decides them), or None when it needs pyoxigraph. Its solutions over an
     event: ``match_plan(gpm.plan, ev)``, value tuples indexed as ``gpm.names``."""
     try:
@@ -429,10 +428,10 @@ def match_plan(plan: tuple, ev: Indexed) -> list[tuple]:
     return _match_plan(plan, ev)
 
 
-def compile_pattern(prologue: str, pattern: str | Sequence[Triple], canon: Canon,
+def compile_pattern(prologue: str, pattern: pt.Pattern | Sequence[Triple], canon: Canon,
                     filters: Sequence[Constraint] = (),
                     stateful_filters: Sequence[Constraint] = ()) -> CompiledGPM | None:
-    """A group graph pattern ``{ ... }`` (or its triple patterns, as
+    """A group graph pattern ``{ ... }`` as a tree (or its triple patterns, as
     :func:`rsep.sparql.pattern.triple_patterns` gives them) compiled, or None when it needs
     pyoxigraph. ``filters``: the trees of the FILTERs at its top level, in the order of the
     text."""

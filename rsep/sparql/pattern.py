@@ -1,233 +1,46 @@
-"""A group pattern read for the matcher (rsep.sparql.matcher): from the pattern tree
-(rsep.algebra.pattern: :func:`triple_patterns`, the windows' blocks and the maintained
-path's), or from its text ``{ triples . FILTER ... }`` (:class:`GroupReader`: SPASEQ's GPMs
-and RSEP-QL's BEPs, whose dialects give text) into its triple patterns, with the number of
-its FILTERs.
+"""A group pattern read for the matcher (rsep.sparql.matcher) from the pattern tree
+(rsep.algebra.pattern, read once by rsep.lang): :func:`triple_patterns` gives a block's
+triple patterns in the matcher's form, :func:`group_triples` those of a group that is a
+BGP with its FILTERs (a SPASEQ GPM's local pattern, an RSEP-QL BEP).
 
 The FILTERs are not read here: their trees come from the algebra (rsep.algebra.expression,
-read by rsep.lang), in the order they stand in the text; their text is only skipped.
-Anything this small reader does not take (OPTIONAL, UNION, GRAPH, sub-groups, property
-paths, collections, long strings, ``\\u`` escapes ...) raises NotCompiled: the pattern is
-left to pyoxigraph.
+read by rsep.lang), in the order they stand in the text. Anything the matcher does not
+take (OPTIONAL, UNION, GRAPH, sub-groups, property paths, relative IRIs ...) raises
+NotCompiled: the pattern is left to pyoxigraph.
 """
 
 from __future__ import annotations
-
-import re
-from collections.abc import Callable
 
 import pyoxigraph as ox
 
 from rsep.algebra import pattern as pt
 from rsep.algebra.expression import Iri, Literal, PrefixedName, Variable
-from rsep.sparql.filters import DECIMAL, DOUBLE, INTEGER, RDF_TYPE, XSD, NotCompiled
-
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+|\#[^\n]*)
-  | (?P<iri><[^<>"{}|^`\\\s]*>)
-  | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<lang>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*)
-  | (?P<var>[?$]\w+)
-  | (?P<num>[0-9]+\.[0-9]*[eE][+-]?[0-9]+|[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+(?:[eE][+-]?[0-9]+)?)
-  | (?P<op>\^\^|&&|\|\||!=|<=|>=|[{}\[\]().;,=<>!+*/-])
-  | (?P<pname>(?:[A-Za-z][\w.-]*)?:(?:[\w-](?:[\w.-]*[\w-])?)?)
-  | (?P<word>[A-Za-z_]+)
-""", re.VERBOSE)
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise NotCompiled(f"unexpected text at {text[pos:pos + 10]!r}")
-        pos = m.end()
-        if m.lastgroup != "ws":
-            out.append((m.lastgroup or "", m.group()))
-    return out
-
-
-_ESC = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    i = 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "\\":
-            nxt = s[i + 1]
-            if nxt not in _ESC:
-                raise NotCompiled("unicode escape")
-            out.append(_ESC[nxt])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
+from rsep.sparql.filters import NotCompiled
 
 # A triple pattern: terms, and ("var", name) for variables and blank nodes
 Triple = tuple[object, object, object]
 
 
-class GroupReader:
-    """The tokens of a group pattern's text, read into triple patterns; ``canon`` gives a
-    typed literal as the store returns it."""
-
-    def __init__(self, text: str, prefixes: dict[str, str],
-                 canon: Callable[[object], object]) -> None:
-        self.toks = _tokens(text)
-        self.i = 0
-        self.prefixes = prefixes
-        self.canon = canon
-        self.blanks = 0
-        self.filters = 0  # the FILTERs skipped
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        tok = self.peek()
-        if tok is None or (value is not None and tok[1] != value):
-            raise NotCompiled(f"expected {value!r}")
-        self.i += 1
-        return tok
-
-    def at(self, value: str) -> bool:
-        tok = self.peek()
-        return tok is not None and tok[1] == value and tok[0] in ("op", "word")
-
-    # ---------------------------------------------------------------- terms
-
-    def iri(self, kind: str, text: str) -> ox.NamedNode:
-        if kind == "iri":
-            iri = text[1:-1]
-            if ":" not in iri:
-                raise NotCompiled("relative IRI")
-            return ox.NamedNode(iri)
-        prefix, _, local = text.partition(":")
-        if prefix not in self.prefixes or "\\" in local or "%" in local:
-            raise NotCompiled("prefixed name")
-        return ox.NamedNode(self.prefixes[prefix] + local)
-
-    def term(self) -> object:
-        kind, text = self.take()
-        if kind == "var":
-            return ("var", text[1:])
-        if kind in ("iri", "pname"):
-            return self.iri(kind, text)
-        if kind == "word" and text == "a":
-            return RDF_TYPE
-        if kind == "word" and text in ("true", "false"):
-            return ox.Literal(text, datatype=ox.NamedNode(XSD + "boolean"))
-        if kind == "str":
-            if text.startswith(('"""', "'''")):
-                raise NotCompiled("long string")
-            value = _unescape(text[1:-1])
-            nxt = self.peek()
-            if nxt and nxt[0] == "lang":
-                self.take()
-                return ox.Literal(value, language=nxt[1][1:])
-            if nxt and nxt[1] == "^^":
-                self.take()
-                dk, dtext = self.take()
-                return self.canon(ox.Literal(value, datatype=self.iri(dk, dtext)))
-            return ox.Literal(value)
-        if kind == "num":
-            dt = DOUBLE if "e" in text.lower() else DECIMAL if "." in text else INTEGER
-            return self.canon(ox.Literal(text, datatype=dt))
-        raise NotCompiled(f"term {text!r}")
-
-    # ---------------------------------------------------------------- the group
-
-    def group(self) -> list[Triple]:
-        """``{ triples . FILTER ... }``: the triple patterns (the FILTERs are counted)."""
-        self.take("{")
-        triples: list[Triple] = []
-        while not self.at("}"):
-            tok = self.peek()
-            if tok is None:
-                raise NotCompiled("unclosed group")
-            if tok[0] == "word" and tok[1].upper() == "FILTER":
-                self.take()
-                self.skip_constraint()
-                self.filters += 1
-                if self.at("."):
-                    self.take()
-                continue
-            if tok[0] == "word" and tok[1] != "a" or tok[1] == "{":
-                raise NotCompiled(f"{tok[1]} in a GPM")
-            s: object
-            if tok[1] == "[":
-                s = self.anonymous(triples)
-                if self.at(".") or self.at("}"):  # [ p o ] . on its own
-                    if self.at("."):
-                        self.take()
-                    continue
-            else:
-                s = self.term()
-            self.properties(s, triples)
-            if self.at("."):
-                self.take()
-        self.take("}")
-        if self.peek() is not None:
-            raise NotCompiled("text after the group")
-        return triples
-
-    def skip_constraint(self) -> None:
-        """A FILTER's constraint: ``( ... )``, or a call ``name( ... )``."""
-        tok = self.peek()
-        if tok is not None and tok[0] in ("word", "pname", "iri") and tok[1] != "(":
-            self.take()
-        self.take("(")
-        depth = 1
-        while depth:
-            kind, text = self.take()
-            if kind == "op" and text == "(":
-                depth += 1
-            elif kind == "op" and text == ")":
-                depth -= 1
-
-    def properties(self, s: object, triples: list[Triple]) -> None:
-        """``p o, o ; p o ...`` of subject s."""
-        while True:
-            p = self.term()
-            while True:
-                o = self.anonymous(triples) if self.at("[") else self.term()
-                triples.append((s, p, o))
-                if not self.at(","):
-                    break
-                self.take()
-            if not self.at(";"):
-                break
-            self.take()
-            if self.at(".") or self.at("}") or self.at("]"):
-                break
-
-    def anonymous(self, triples: list[Triple]) -> tuple[str, str]:
-        """``[ p o ; ... ]``: a blank node, matched as a variable that no mapping shows
-        (its name, with a colon, is no SPARQL variable's)."""
-        self.take("[")
-        self.blanks += 1
-        b = ("var", f"_:b{self.blanks}")
-        if not self.at("]"):
-            self.properties(b, triples)
-        self.take("]")
-        return b
-
-
 # ---------------------------------------------------------------- from the tree
+
+
+def group_triples(tree: pt.Pattern, prefixes: dict[str, str]) -> tuple[list[Triple], int]:
+    """A group that is a BGP with its FILTERs (``{ triples . FILTER ... }``): its triple
+    patterns in the matcher's form, and how many FILTERs it has; NotCompiled for any
+    other group."""
+    bgp, filters = tree, 0
+    if isinstance(tree, pt.Filter):
+        bgp, filters = tree.arg, len(tree.conditions)
+    if not isinstance(bgp, pt.BGP):
+        raise NotCompiled(f"{type(bgp).__name__} in the group")
+    return triple_patterns(bgp.triples, prefixes), filters
 
 
 def triple_patterns(triples: tuple[pt.Triple, ...], prefixes: dict[str, str]) -> list[Triple]:
     """Triple patterns of the tree in the matcher's form: a variable ``("var", name)``, a
     blank node ``("var", "_:<label>")`` (matched as a variable no mapping shows), a
-    constant its pyoxigraph term (NotCompiled for a property path, a relative IRI or a
-    prefixed name GroupReader does not read either)."""
+    constant its pyoxigraph term (NotCompiled for a property path, a relative IRI, or a
+    prefixed name with an escape or a percent sign in its local part)."""
     return [(_term(t.subject, prefixes), _term(t.predicate, prefixes), _term(t.object, prefixes))
             for t in triples]
 

@@ -11,7 +11,7 @@ ORDER BY variables, projection, DISTINCT and LIMIT / OFFSET. Where the aggregate
 read from per-side summaries, :func:`factorise` gives their factorised form
 (:class:`Factors`).
 
-Triple patterns are given in the matcher's form (rsep.sparql.pattern.GroupReader's): a
+Triple patterns are given in the matcher's form (rsep.sparql.pattern.triple_patterns'): a
 variable ``("var", name)``, a blank node a variable of its own group
 (``("var", "_:<group>.<label>")``), a constant its pyoxigraph term.
 """

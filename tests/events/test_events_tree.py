@@ -1,6 +1,6 @@
 """An RSEP-QL basic event pattern compiled from its pattern tree (BasicEventPattern.tree,
 read by rsep.lang; rsep.events.solver.compile_bep) against the compiled matcher's reading
-of its text (rsep.sparql.pattern.GroupReader, what it replaced): where the text reader
+of its text (tests/group_reader.py: rsep.sparql.pattern's GroupReader, what it replaced): where the text reader
 reads a BEP, the tree gives the same triple patterns and FILTERs, on every BEP of the
 house's queries (tests/query_corpus.py) and on shapes the house has few of; and the
 compiled BEP answers as pyoxigraph does on an item."""
@@ -11,13 +11,14 @@ import warnings
 
 import pyoxigraph as ox
 import pytest
+from group_reader import compiled_from_text
 from query_corpus import house
 
 from rsep.algebra.events import BasicEventPattern
 from rsep.algebra.query import ContinuousQuery
 from rsep.events.solver import compile_bep
 from rsep.lang import QueryError, parse_query
-from rsep.sparql.matcher import Canon, Indexed, compile_pattern
+from rsep.sparql.matcher import Canon, Indexed
 
 
 def _beps(text: str) -> list[BasicEventPattern]:
@@ -48,7 +49,7 @@ def same(b: BasicEventPattern) -> bool:
     """Whether the text reader compiles ``b``; when it does, the tree's compiled form is
     the same."""
     assert b.tree is not None and b.filters is not None
-    was = compile_pattern(b.prologue, b.pattern, Canon(), b.filters)
+    was = compiled_from_text(b.prologue, b.pattern, Canon(), b.filters)
     got = compile_bep(b, Canon(), b.filters)
     if was is None:
         return False

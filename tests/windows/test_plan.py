@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from group_reader import GroupReader
 
 from rsep.algebra import pattern as pt
 from rsep.algebra.query import ContinuousQuery
 from rsep.lang import parse_query
 from rsep.sparql.filters import prefixes_of
-from rsep.sparql.pattern import GroupReader
 from rsep.windows.plan import (
     EVENT_LOCAL,
     MAINTAINED,

@@ -12,6 +12,7 @@ import re
 
 import pyoxigraph as ox
 import pytest
+from group_reader import GroupReader
 from lark import Token, Tree
 from query_corpus import house, parsed_query
 
@@ -25,7 +26,6 @@ from rsep.lang.pattern import with_text_pattern
 from rsep.lang.syntax import Syntax, end_of, nodes_in, start_of
 from rsep.sparql.filters import prefixes_of
 from rsep.sparql.matcher import Canon
-from rsep.sparql.pattern import GroupReader
 from rsep.windows import incremental as inc
 
 # ---------------------------------------------------------------- the text reader (before)

@@ -9,6 +9,7 @@ binds, misplaced ``+ ? !``, and (through pyoxigraph) the SPARQL of each GPM.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 
@@ -16,6 +17,7 @@ import pyoxigraph as ox
 from lark import Lark, Token, Tree
 
 from rsep.algebra.expression import Constraint
+from rsep.algebra.pattern import PatternRefused
 from rsep.algebra.spaseq import (
     GPM,
     And,
@@ -32,6 +34,7 @@ from rsep.lang.common import refuse_unknown_calls
 from rsep.lang.errors import QueryError, position
 from rsep.lang.expression import ExpressionReader
 from rsep.lang.parser import READABLE, grammar_beside, parse_with, sparql_lalr
+from rsep.lang.pattern import group_pattern
 from rsep.lang.syntax import Terms, token
 from rsep.lang.syntax import end_of as _end
 from rsep.lang.syntax import start_of as _start
@@ -286,6 +289,13 @@ class _Builder(Terms):
                 required_variables=frozenset(_required_variables(inner)),
                 local_filters=tuple(local_filters))
         self._validate(g, start)
+        # The local pattern's tree, read once, for the compiled matcher; where the tree
+        # does not hold it (or the shared grammar reads it otherwise than pyoxigraph, which
+        # has just taken it), pyoxigraph matches the text.
+        try:
+            g = dataclasses.replace(g, local_tree=group_pattern(local, prologue))
+        except (PatternRefused, RecursionError, QueryError):
+            pass
         return g
 
     def _validate(self, g: GPM, start: int) -> None:

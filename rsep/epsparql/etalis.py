@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
     from rsep.algebra.epsparql import EpSparqlQuery
     from rsep.algebra.output import Output
-    from rsep.runtime.engine import Engine
+    from rsep.algebra.runtime import Host
     from rsep.stream.event import Event
 
 
@@ -402,7 +402,7 @@ class EtalisRuntime:
     :class:`rsep.runtime.engine.Engine`: each item is taken in at its end, in arrival
     order, and what it completes is output then."""
 
-    def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
+    def __init__(self, query: EpSparqlQuery, engine: Host, name: str,
                  callback: Callable[[Output], None] | None = None) -> None:
         assert isinstance(query.policy, EtalisPolicy)
         self.query = query

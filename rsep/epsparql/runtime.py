@@ -32,7 +32,7 @@ from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
 
 if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine
+    from rsep.algebra.runtime import Host
 
 
 @dataclass(slots=True, init=False)
@@ -89,7 +89,7 @@ class EpContext:
     PRUNE_FACTOR = 2
     PRUNE_SLACK = 64
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self.runtimes: list[EpSparqlRuntime] = []
         graphs = {iri: [(str(t.subject), str(t.predicate), str(t.object)) for t in ts]
@@ -196,7 +196,7 @@ class EpContext:
         return self._dl
 
     @staticmethod
-    def of(engine: Engine) -> EpContext:
+    def of(engine: Host) -> EpContext:
         """The engine's one context, made for its first EP-SPARQL query (Engine.shared)."""
         return engine.shared(EpContext, lambda: EpContext(engine))
 
@@ -334,7 +334,7 @@ class EpContext:
 class EpSparqlRuntime:
     """A registered EP-SPARQL query or rule, driven by :class:`Engine`."""
 
-    def __init__(self, query: EpSparqlQuery, engine: Engine, name: str,
+    def __init__(self, query: EpSparqlQuery, engine: Host, name: str,
                  callback: Callable[[Output], None] | None = None) -> None:
 
         self.query = query

@@ -1,33 +1,77 @@
 """Which runtime runs a query: one per family of query algebra, found by the query's dialect
 (rsep.lang.dialect's registry, as sqlglot finds a dialect by name), so that no query object builds its own
-runtime and the algebra stays plain data. RSP-QL, C-SPARQL and CQELS queries (one algebra,
-:class:`rsep.algebra.query.ContinuousQuery`) run on the engine's own window runtime. Each
-runtime is a :class:`rsep.algebra.runtime.Runtime` and sees the engine as a
+runtime and the algebra stays plain data. Every family is an entry of :data:`FAMILIES`: the
+RSP family (RSP-QL, C-SPARQL, CQELS, RSEP-QL MATCH: one algebra,
+:class:`rsep.algebra.query.ContinuousQuery`) runs on the window runtime
+(rsep.runtime.windowed.QueryRuntime), SPASEQ and EP-SPARQL on their automata. Each runtime is
+a :class:`rsep.algebra.runtime.Runtime` and sees the engine as a
 :class:`rsep.algebra.runtime.Host`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from rsep.algebra.output import Output
-from rsep.algebra.query import Query
+from rsep.algebra.policy import R2S, ReportPolicy
+from rsep.algebra.query import ContinuousQuery, Query
 from rsep.algebra.runtime import Host, Runtime
-from rsep.lang.dialect import EPSPARQL, SPASEQ, dialect_of, entry
+from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ, dialect_of, entry
+from rsep.lang.errors import QueryError
 
 if TYPE_CHECKING:
     from rsep.algebra.epsparql import EpSparqlQuery
 
+Callback = Callable[[Output], None] | None
 
-def _spaseq(query: Query, engine: Host, name: str,
-            callback: Callable[[Output], None] | None) -> Runtime:
+
+@dataclass(frozen=True)
+class Family:
+    """A family's part of the engine: what registering one of its queries checks and sets
+    before the query is named (``prepare``: the query, the engine, the source named in
+    errors, the R2S operator and report policy given, each None if not), and the runtime it
+    builds (``runtime``: the query, the engine, its name, its callback)."""
+
+    runtime: Callable[[Query, Host, str, Callback], Runtime]
+    prepare: Callable[[Query, Host, str | None, R2S | None, ReportPolicy | None], None] | None = None
+
+
+def _rsp_prepare(query: Query, engine: Host, source: str | None, r2s: R2S | None,
+                 report: ReportPolicy | None) -> None:
+    assert isinstance(query, ContinuousQuery)  # (the family's algebra)
+    if query.service_at is not None:
+        line, col = query.service_at
+        raise QueryError("SERVICE is refused: a query cannot reach the network", line, col, source)
+    if query.unknown_at:
+        kind, iri, line, col = query.unknown_at[0]
+        raise QueryError(f"unknown {kind} <{iri}>: neither pyoxigraph nor rsep implements it",
+                         line, col, source)
+    if not query.dataset.windows:
+        raise QueryError("the query reads no stream: declare a window (FROM NAMED WINDOW, "
+                         "FROM STREAM, or a STREAM pattern)", source=source)
+    for g in query.dataset.default_graphs + query.dataset.named_graphs:
+        engine.need_graph(g, source)
+    if r2s is not None:
+        query.r2s = r2s
+    if report is not None:
+        query.report = report
+
+
+def _rsp(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
+    # the window runtime, with the background graphs as they stand (rsep.runtime.windowed)
+    rt = entry("rsep.runtime.windowed:QueryRuntime")(query, name, engine, callback)
+    rt.load_background(engine.graphs)
+    return cast(Runtime, rt)
+
+
+def _spaseq(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
     assert isinstance(query, entry("rsep.algebra.spaseq:SpaseqQuery"))  # (the family's algebra)
     rt: Runtime = entry("rsep.spaseq.runtime:SpaseqRuntime")(query, engine, name, callback)
     return rt
 
 
-def _epsparql(query: Query, engine: Host, name: str,
-              callback: Callable[[Output], None] | None) -> Runtime:
+def _epsparql(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
     assert isinstance(query, entry("rsep.algebra.epsparql:EpSparqlQuery"))  # (its algebra)
     # ETALIS's policies have their own step-wise consumption
     etalis = isinstance(cast("EpSparqlQuery", query).policy,
@@ -38,21 +82,20 @@ def _epsparql(query: Query, engine: Host, name: str,
     return rt
 
 
-# The runtime of each family with an automaton of its own (rsep.lang.dialect); the RSP family
-# runs on the engine's own window runtime (rsep.runtime.windowed.QueryRuntime). Each family's
-# runtime module is imported (by name, rsep.lang.dialect.entry) when its first query is
-# registered: an RSP run never loads the automata.
-RUNTIMES: dict[str, Callable[[Query, Host, str, Callable[[Output], None] | None], Runtime]] = {
-    SPASEQ: _spaseq, EPSPARQL: _epsparql}
+# Each family's entry (rsep.lang.dialect's families). A family's runtime module is imported
+# (by name, rsep.lang.dialect.entry) when its first query is registered: an RSP run never
+# loads the automata, a SPASEQ or EP-SPARQL run never loads the window machinery.
+FAMILIES: dict[str, Family] = {
+    RSP: Family(_rsp, _rsp_prepare), SPASEQ: Family(_spaseq), EPSPARQL: Family(_epsparql)}
 
 
-def runtime_for(query: Query, engine: Host, name: str,
-                callback: Callable[[Output], None] | None) -> Runtime:
-    """The runtime the engine drives for a query with an automaton of its own (a
-    :class:`Runtime`; a :class:`rsep.algebra.runtime.Deferring` one if it defers
-    decisions), found by its dialect's family."""
-    d = dialect_of(query)
-    if d.family not in RUNTIMES:
-        raise TypeError(f"no automaton runtime for a {d.title} query (the engine's window "
-                        "runtime runs it)")
-    return RUNTIMES[d.family](query, engine, name, callback)
+def family_of(query: Query) -> Family:
+    """The entry of the family of ``query``'s dialect."""
+    return FAMILIES[dialect_of(query).family]
+
+
+def runtime_for(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
+    """The runtime the engine drives for a query (a :class:`Runtime`; a
+    :class:`rsep.algebra.runtime.Deferring` one if it defers decisions), built by its
+    dialect's family; nothing of :attr:`Family.prepare` is checked."""
+    return family_of(query).runtime(query, engine, name, callback)

@@ -18,7 +18,7 @@ import pyoxigraph as ox
 
 from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
-from rsep.algebra.query import ContinuousQuery, Query
+from rsep.algebra.query import Query
 from rsep.algebra.runtime import Deferring, Flushing, Runtime
 from rsep.lang import QueryError, dialect_of, parse_query
 from rsep.runtime.background import Background
@@ -26,7 +26,7 @@ from rsep.runtime.common import (
     Limits,
     relaxed_collector,
 )
-from rsep.runtime.dialects import runtime_for
+from rsep.runtime.dialects import FAMILIES
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind, format_time
@@ -80,49 +80,24 @@ class Engine:
                  source: str | None = None, default_name: str | None = None) -> Runtime:
         """Register a query (text in any dialect, or algebra); errors are raised before it runs."""
         q = parse_query(query, dialect, source=source) if isinstance(query, str) else query
-        if not isinstance(q, ContinuousQuery):
-            # A query kind with a runtime of its own (an automaton): rsep.runtime.dialects
-            # R2S and report policies are RSP-QL's (000 Def. 5): its dialect refuses them
-            for opt, given in (("--r2s", r2s), ("--report", report)):
-                if given is not None:
-                    dialect_of(q).check(opt, source)
-            n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
-            if any(rt.name == n for rt in self.queries):
-                raise QueryError(f"a query named {n!r} is already registered", source=source)
-            rt = runtime_for(q, self, n, callback)
-            if self.kind is not None:
-                rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
-            self.queries.append(rt)
-            if callable(getattr(rt, "deadline", None)):
-                self._deferring.add(id(rt))
-            return rt
-        if q.service_at is not None:
-            line, col = q.service_at
-            raise QueryError("SERVICE is refused: a query cannot reach the network", line, col, source)
-        if q.unknown_at:
-            kind, iri, line, col = q.unknown_at[0]
-            raise QueryError(f"unknown {kind} <{iri}>: neither pyoxigraph nor rsep implements it",
-                             line, col, source)
-        if not q.dataset.windows:
-            raise QueryError("the query reads no stream: declare a window (FROM NAMED WINDOW, "
-                             "FROM STREAM, or a STREAM pattern)", source=source)
-        for g in q.dataset.default_graphs + q.dataset.named_graphs:
-            self.need_graph(g, source)
-        if r2s is not None:
-            q.r2s = r2s
-        if report is not None:
-            q.report = report
-        n = name or q.name or default_name or f"q{len(self.queries) + 1}"
+        d = dialect_of(q)
+        # R2S and report policies are RSP-QL's (000 Def. 5): the other dialects refuse them
+        for opt, given in (("--r2s", r2s), ("--report", report)):
+            if given is not None:
+                d.check(opt, source)
+        # the query's family builds its runtime (rsep.runtime.dialects' registry)
+        family = FAMILIES[d.family]
+        if family.prepare is not None:
+            family.prepare(q, self, source, r2s, report)
+        n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
         if any(rt.name == n for rt in self.queries):
             raise QueryError(f"a query named {n!r} is already registered", source=source)
-        # imported here: a run with no windowed query never loads the window machinery
-        from rsep.runtime.windowed import QueryRuntime
-
-        rt = QueryRuntime(q, n, self, callback)
-        rt.load_background(self.graphs)
+        rt = family.runtime(q, self, n, callback)
         if self.kind is not None:
             rt.bind(self.kind, self.time_unit_ms, self.now if self.now is not None else 0)
         self.queries.append(rt)
+        if callable(getattr(rt, "deadline", None)):
+            self._deferring.add(id(rt))
         return rt
 
     def shared(self, key: Hashable, factory: Callable[[], T]) -> T:

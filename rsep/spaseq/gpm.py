@@ -11,7 +11,8 @@ VALUES block), cached per row for the instant.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import collections.abc as abc
+from collections.abc import Callable, Iterable, Sequence
 
 import pyoxigraph as ox
 
@@ -32,7 +33,7 @@ class GPMEvaluator:
     ``owns`` refuses is not one of this evaluator's, so no run starts, goes on or dies by
     it (one engine per group of values, as Spark's buckets are)."""
 
-    def __init__(self, gpms: Iterable[GPM], graphs: dict[str, list[ox.Triple]], *,
+    def __init__(self, gpms: Iterable[GPM], graphs: abc.Mapping[str, Sequence[ox.Triple]], *,
                  compiled: bool = True, shared: bool = True,
                  partition: tuple[str, Callable[[object], bool]] | None = None) -> None:
         self.gpms = list(gpms)

@@ -34,7 +34,7 @@ from rsep.stream.time import TimeError, TimeKind, format_time
 _STEPS = attrgetter("steps")
 
 if TYPE_CHECKING:
-    from rsep.runtime.engine import Engine
+    from rsep.algebra.runtime import Host
 
 
 @dataclass(slots=True)
@@ -86,7 +86,7 @@ def engine_options(query: SpaseqQuery) -> NFAOptions:
 class SpaseqRuntime:
     """A registered SPASEQ query: its NFA_scep, the events of the current instant, its outputs."""
 
-    def __init__(self, query: SpaseqQuery, engine: Engine, name: str,
+    def __init__(self, query: SpaseqQuery, engine: Host, name: str,
                  callback: Callable[[Output], None] | None = None) -> None:
         self.query = query
         self.engine = engine

@@ -12,7 +12,9 @@ from rsep.cli.explain import EXPLAIN
 from rsep.cli.main import main
 from rsep.lang import DIALECTS, dialect_of, parse_query
 from rsep.lang.dialect import OPTIONS
-from rsep.runtime.dialects import RUNTIMES
+from rsep.runtime import dialects
+from rsep.runtime.dialects import FAMILIES, Family
+from rsep.runtime.engine import Engine
 from rsep.spark.plan import PARTITIONING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +44,34 @@ def test_every_family_has_a_runtime_a_partitioning_and_an_explanation():
     families = {d.family for d in DIALECTS.values()}
     assert families == {"rsp", "spaseq", "epsparql"}
     assert set(PARTITIONING) == families and set(EXPLAIN) == families
-    assert set(RUNTIMES) == families - {"rsp"}  # (the engine's own window runtime runs RSP)
+    assert set(FAMILIES) == families
+
+
+# each family's runtime, by the class's qualified name
+RUNTIME_OF = {"rspql": "rsep.runtime.windowed.QueryRuntime",
+              "csparql": "rsep.runtime.windowed.QueryRuntime",
+              "cqels": "rsep.runtime.windowed.QueryRuntime",
+              "spaseq": "rsep.spaseq.runtime.SpaseqRuntime",
+              "epsparql": "rsep.epsparql.runtime.EpSparqlRuntime"}
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_the_engine_builds_every_family_s_runtime_through_the_registry(name, monkeypatch):
+    """No family is a special case of Engine.register: the RSP family's window runtime is
+    built by its registry entry, as the automata are."""
+    family = dialect_of(parse_query(QUERIES[name])).family
+    built: list[tuple[str, str]] = []
+    entry = FAMILIES[family]
+
+    def runtime(q, engine, n, callback):
+        rt = entry.runtime(q, engine, n, callback)
+        built.append((n, f"{type(rt).__module__}.{type(rt).__qualname__}"))
+        return rt
+
+    monkeypatch.setitem(dialects.FAMILIES, family, Family(runtime, entry.prepare))
+    rt = Engine().register(QUERIES[name], name="q1")
+    assert built == [("q1", RUNTIME_OF[name])]
+    assert f"{type(rt).__module__}.{type(rt).__qualname__}" == RUNTIME_OF[name]
 
 
 @pytest.mark.parametrize("name", sorted(DIALECTS))

@@ -118,6 +118,16 @@ def test_no_module_the_engine_imports_imports_it_back():
     g = grimp.build_graph("rsep", exclude_type_checking_imports=False)
     engine = "rsep.runtime.engine"
     imported, importers = g.find_upstream_modules(engine), g.find_downstream_modules(engine)
-    assert "rsep.runtime.windowed" in imported and "rsep.serve.hub" in importers
+    assert "rsep.runtime.dialects" in imported and "rsep.serve.hub" in importers
     assert sorted(imported & importers) == []
+    # every family's runtime is imported by name, by its registry entry (rsep.runtime.dialects),
+    # the RSP family's window runtime too: none of them imports the engine either
+    assert _under(imported, ("rsep.runtime.windowed", "rsep.spaseq", "rsep.epsparql")) == []
+    for runtime in ("rsep.runtime.windowed", "rsep.spaseq.runtime", "rsep.epsparql.runtime",
+                    "rsep.epsparql.etalis"):
+        assert engine not in g.find_upstream_modules(runtime), runtime
     assert engine not in g.find_upstream_modules("rsep.algebra.runtime")
+
+
+def _under(modules: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == r or m.startswith(r + ".") for r in roots))

@@ -3,6 +3,7 @@ the code gives (``python -m rsep.testing architecture`` rewrites it)."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 from rsep.testing import architecture_doc_with_diagram
@@ -29,3 +30,87 @@ def test_every_package_is_in_the_layer_table():
     packages = sorted(p.name for p in (ROOT / "rsep").iterdir()
                       if p.is_dir() and (p / "__init__.py").exists())
     assert [p for p in packages if f"`rsep/{p}`" not in text] == []
+
+
+# An rsep module imported inside a function is a dependency the import graph hides until the
+# function runs: left only where deferring it is needed, an optional dependency (MQTT,
+# Kafka, Jelly, Spark) or start-up time measured (issue 46), each saying why in a comment.
+MAX_DEFERRED = 10
+
+
+def deferred_imports(source: str) -> list[tuple[int, str, bool]]:
+    """The imports of rsep modules (absolute or relative) inside a function of ``source``:
+    (line, module, whether a comment says why: on the line, or among the lines above it back
+    to the statement before the imports it is in a run of)."""
+    lines = source.splitlines()
+    found: list[tuple[int, str, bool]] = []
+
+    def walk(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            module = None
+            if inside and isinstance(child, ast.ImportFrom) and (
+                    child.level or (child.module or "").split(".")[0] == "rsep"):
+                module = "." * child.level + (child.module or "")
+            elif inside and isinstance(child, ast.Import):
+                module = next((a.name for a in child.names if a.name.split(".")[0] == "rsep"), None)
+            if module is not None:
+                found.append((child.lineno, module, _explained(lines, child.lineno)))
+            walk(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                     ast.Lambda)))
+
+    walk(ast.parse(source), False)
+    return found
+
+
+def _explained(lines: list[str], lineno: int) -> bool:
+    if "#" in lines[lineno - 1]:
+        return True
+    i = lineno - 2
+    while i >= 0 and (not lines[i].strip() or lines[i].lstrip().startswith(("from ", "import "))):
+        i -= 1
+    return i >= 0 and lines[i].lstrip().startswith("#")
+
+
+def _deferred() -> list[tuple[str, int, str, bool]]:
+    return [(str(p.relative_to(ROOT)), line, module, why)
+            for p in sorted((ROOT / "rsep").rglob("*.py"))
+            for line, module, why in deferred_imports(p.read_text(encoding="utf-8"))]
+
+
+def test_at_most_ten_rsep_imports_are_deferred_into_functions_each_saying_why():
+    found = _deferred()
+    assert len(found) <= MAX_DEFERRED, "\n".join(f"{p}:{n} {m}" for p, n, m, _ in found)
+    assert [f"{p}:{n} {m}" for p, n, m, why in found if not why] == []
+    # (the ones left today: the optional dependencies and start-up's)
+    assert sorted({m for _, _, m, _ in found}) == [
+        "rsep.cli.main", "rsep.runtime.kafka_output", "rsep.runtime.mqtt_output",
+        "rsep.serve.protocol", "rsep.spark.pipeline", "rsep.spark.session", "rsep.stream",
+        "rsep.stream.jelly", "rsep.stream.mapping"]
+
+
+def test_the_count_of_deferred_imports_sees_every_kind():
+    source = '''
+import rsep.lang
+from rsep.algebra import query
+
+
+def f():
+    # why: start-up
+    from rsep.windows import native
+    from . import sibling
+    import os
+    import rsep.stream.live
+
+    def g():
+        from rsep.x import y  # an optional dependency
+    return lambda: __import__("rsep.z")
+
+
+class C:
+    def m(self):
+        x = 1
+        from ..up import z
+'''
+    assert deferred_imports(source) == [(8, "rsep.windows", True), (9, ".", True),
+                                        (11, "rsep.stream.live", True), (14, "rsep.x", True),
+                                        (21, "..up", False)]

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 from rsep.algebra.output import Output
@@ -410,15 +411,13 @@ def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: l
                       source=qf)
 
 
-def native_refusal(args: argparse.Namespace, engine: Engine, files: list,
-                   tc: TimeConfig) -> str | None:
+def native_refusal(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
+                   native: ModuleType) -> str | None:
     """Why this run does not take the native path (rsep.windows.native), or None: the run
     has one query the native planner took, over one stream file, written as jsonl or tsv,
     with no option the native path does not keep to (background graphs, --until, traces,
     stage times, the watchdog, lateness, time read otherwise than from point-time triples
-    in the default graph)."""
-    from rsep.windows import native  # (loaded by a windowed query's runtime already)
-
+    in the default graph). ``native``: rsep.windows.native, as a windowed runtime gives it."""
     if len(engine.queries) != 1:
         return "more than one query"
     rt = engine.queries[0]
@@ -448,13 +447,15 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
                 sink: FormatSink, dead: DeadLetter) -> int | None:
     """The run on the native path, its exit status; None when it does not take it (then
     nothing was written: today's path runs)."""
-    if not any(hasattr(rt, "native") for rt in engine.queries):
-        return None  # no windowed query: nothing of the native path is loaded
-    from rsep.windows import native
-
-    why = native_refusal(args, engine, files, tc)
+    # the native path's module, from a windowed query's runtime (rsep.runtime.windowed imports
+    # it): a run with no windowed query loads none of the window machinery
+    native: ModuleType | None = next((rt.native_path for rt in engine.queries
+                                      if hasattr(rt, "native_path")), None)
+    if native is None:
+        return None
+    why = native_refusal(args, engine, files, tc, native)
     if why is not None:
-        native.LAST = native.Outcome(why)
+        native.record(native.Outcome(why))
         return None
     rt = engine.queries[0]
     plan = rt.native  # type: ignore[attr-defined]
@@ -468,7 +469,7 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
         got = native.run(plan, rt.query, args.stream[0][1], tc.point, files[0].max_record,  # type: ignore[attr-defined]
                          engine.time_unit_ms, lim.max_window_triples, lim.max_results, tmp,
                          args.format)
-        native.LAST = got
+        native.record(got)
         if got.refused:
             return None
         getattr(args, "started", lambda: None)()

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from rsep.cli.explain import explain
 from rsep.runtime.engine import Limits
 from rsep.runtime.trace import MAX_LINES
 from rsep.runtime.watermark import WatermarkPolicy
@@ -197,7 +198,7 @@ def main(args: argparse.Namespace) -> int:
         return 1
     sock.listen(2048)
     port = sock.getsockname()[1]
-    from rsep.cli.explain import explain
+    # (imported here: uvicorn and h11 cost ~30 ms, and rsep --version imports this module)
     from rsep.serve.protocol import GuardedH11
 
     app = build_app(hub, args.token, protection,

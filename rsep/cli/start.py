@@ -75,6 +75,8 @@ def main() -> int:
     gc.disable()
     try:
         methods = MethodCode.install()
+        # (imported here, once the dataclasses' methods come from the cache and with the GC
+        # paused: what rsep's imports allocate is frozen below, never traversed again)
         from rsep.cli.main import main as rsep_main
     finally:
         gc.freeze()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from rsep.algebra.query import ContinuousQuery, Query
+from rsep.algebra.window import Boundary, WindowKind
 from rsep.lang.errors import OptionRefused, QueryError
 
 if TYPE_CHECKING:
@@ -160,8 +161,6 @@ WINDOW_BOUNDS = {"right-closed": "(o,c]", "left-closed": "[o,c)"}
 def _with_windows(q: Query, **change: Any) -> Query:
     """``q`` with every time window's spec changed (the other windows have no grid nor
     bounds of time)."""
-    from rsep.algebra.window import WindowKind  # (the RSP algebra, loaded with its queries)
-
     assert isinstance(q, ContinuousQuery)  # (the dialects that take the window options)
     # in place, as the query was parsed for this run: its other parts (the pattern tree, the
     # SPARQL text) name the windows by IRI and stay as they are
@@ -173,8 +172,6 @@ def _with_windows(q: Query, **change: Any) -> Query:
 
 
 def _with_bounds(q: Query, value: str) -> Query:
-    from rsep.algebra.window import Boundary
-
     if value not in WINDOW_BOUNDS:
         raise QueryError(f"--window-bounds {value!r}: expected one of {', '.join(WINDOW_BOUNDS)}")
     return _with_windows(q, boundary=Boundary(WINDOW_BOUNDS[value]))

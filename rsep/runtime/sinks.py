@@ -118,6 +118,7 @@ def open_sink(path: str | None, fmt: str, *, with_query: bool = False,
 
         return FormatSink(MqttOutput(path, fmt), fmt, with_query=with_query, owned=True)
     if path.startswith("kafka://"):
+        # (imported here: a run that writes no Kafka topic loads no Kafka producer)
         from rsep.runtime.kafka_output import KafkaOutput
 
         return FormatSink(KafkaOutput(path, fmt), fmt, with_query=with_query, owned=True)

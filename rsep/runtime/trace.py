@@ -11,12 +11,15 @@ from typing import IO, Any
 
 from rsep.algebra.query import Query
 from rsep.lang import dialect_of
-from rsep.lang.dialect import EPSPARQL, SPASEQ
+from rsep.lang.dialect import EPSPARQL, SPASEQ, entry
 from rsep.lang.errors import OptionRefused
 from rsep.runtime.sinks import Prefixes, display
 
 KEY_SYNTAX = "?VAR=VALUE (e.g. ?sensor=<http://example.org/s1>)"
 MAX_LINES = 1_000  # default: the lines rsep serve keeps of one query's trace
+# The tracer of each family that has one, by the dialect registry's family (rsep.lang.dialect),
+# as "module:class": imported when a trace of that family is first asked for
+TRACERS = {SPASEQ: "rsep.spaseq.why:Tracer", EPSPARQL: "rsep.epsparql.why:EpTracer"}
 
 
 def parse_key(text: str) -> tuple[str, str]:
@@ -70,14 +73,8 @@ def attach(rt: Any, q: Query, key: tuple[str, str] | None, declared: dict[str, s
     var, value = key if key is not None else (None, "")
     value = resolve(value, declared)
     show = shower(declared)
-    if dialect_of(q).family == SPASEQ:
-        from rsep.spaseq.why import Tracer
-
-        tracer: Any = Tracer(var, value, out, name, show=show, sink=sink)
-    else:
-        from rsep.epsparql.why import EpTracer
-
-        tracer = EpTracer(var, value, out, name, show=show, sink=sink)
+    tracer: Any = entry(TRACERS[dialect_of(q).family])(var, value, out, name, show=show,
+                                                      sink=sink)
     tracer.attach(rt)
     return tracer
 

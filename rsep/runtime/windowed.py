@@ -12,7 +12,8 @@ import time as _time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar
 
 import pyoxigraph as ox
 
@@ -38,6 +39,7 @@ from rsep.runtime.ticks import BoundWindow, Ticks
 from rsep.sparql.store import SnapshotStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeError, TimeKind, format_time
+from rsep.windows import native as native_module
 from rsep.windows.incremental import Analysis, LocalWindow, analyse, read_windows
 from rsep.windows.maintained import Maintained, MaintainedWindow, Plan, compile_plan
 from rsep.windows.native import NativePlan, native_plan
@@ -56,6 +58,10 @@ SYNC_BATCH = 16
 @dataclass
 class QueryRuntime(Ticks):
     """A registered query and its state: windows, snapshot store, R2S history."""
+
+    # the native path (rsep.windows.native), which rsep run takes when it can (rsep.cli.run):
+    # given by the runtime, so that a run with no windowed query never loads it
+    native_path: ClassVar[ModuleType] = native_module
 
     query: ContinuousQuery
     name: str

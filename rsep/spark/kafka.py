@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
+from rsep.spark.mqtt import mqtt_stream
 from rsep.spark.pipeline import SparkPipeline, ordered
+from rsep.spark.session import get_session
 from rsep.spark.spool import SpoolError
 from rsep.stream.kafka import KafkaUrl, is_kafka, kafka_url
 from rsep.stream.messages import messages_mode
@@ -118,8 +120,6 @@ def run_live(pipe: SparkPipeline, on_batch: Callable[[DataFrame, int], None], *,
     came for the longest of them (the files being read whole); then the end of input closes
     every query, as a replay of files ends."""
     import tempfile
-
-    from rsep.spark.mqtt import mqtt_stream
 
     ck = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="rsep-spark-"))
     control = ck / "control"
@@ -292,8 +292,6 @@ def fetch() -> None:
     kafka-deps), so that a run or a test starts without downloading them."""
     if connector_cached():
         return
-    from rsep.spark.session import get_session
-
     get_session("local[1]", conf=packages_conf({})).stop()
     if not connector_cached():
         raise SystemExit(f"{CONNECTOR} was not resolved into ~/.ivy2.5.2")

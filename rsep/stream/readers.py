@@ -59,22 +59,24 @@ def open_stream(iri: str, path: str, *, fmt: str = "auto", time: TimeConfig | No
             path += ("&" if "?" in path else "?") + "format=jelly"
         # imported here, as the RML reader below: a run of files needs no sockets or
         # threads, CSV or time zones (start-up, docs/benchmarks.md)
-        live: LiveStream | KafkaStream
+        # (one import: rsep.stream.kafka reads with rsep.stream.live's helpers, and loads its
+        # client, confluent_kafka, only when it connects)
+        from rsep.stream import kafka, live
+
+        stream: LiveStream | KafkaStream
         if path.startswith("kafka://"):
-            from rsep.stream.kafka import KafkaStream
-
-            live = KafkaStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+            stream = kafka.KafkaStream(path, iri, messages=fmt == "rdfm", time=time,
+                                       arrival=arrival)
         else:
-            from rsep.stream.live import LiveStream
-
-            live = LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
-        if arrival and not live.messages:
+            stream = live.LiveStream(path, iri, messages=fmt == "rdfm", time=time, arrival=arrival)
+        if arrival and not stream.messages:
             raise ValueError(f"--time-predicate {ARRIVAL} applies to RDF Message Logs "
                              "(give --stream-format rdfm or jelly)")
-        return live
+        return stream
     if path != STDIN and not Path(path).is_file():
         raise FileNotFoundError(f"stream file not found: {path}")
     if path.lower().endswith(RML_SUFFIXES):
+        # (imported here: CSV and time zones only for a mapped stream, as the live readers above)
         from rsep.stream.mapping import MappedStreamFile
 
         return MappedStreamFile(path, iri)

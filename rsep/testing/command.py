@@ -7,6 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from rsep.testing import csrbench, rsp4j
 from rsep.testing.architecture import architecture_doc_with_diagram
 from rsep.testing.suite import DIALECTS
 from rsep.testing.w3c import report
@@ -19,14 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         doc.write_text(architecture_doc_with_diagram(doc.read_text(encoding="utf-8")), encoding="utf-8")
         return 0
     if args[:1] == ["rsp4j"]:  # RSP4J's published queries, read from $RSEP_RSP4J
-        from rsep.testing.rsp4j import main as rsp4j  # loads the engine: only when asked
-
-        return rsp4j(args[1:])
+        return rsp4j.main(args[1:])
     if args[:1] == ["csrbench"]:  # rsep against YASPER's and C-SPARQL 2.0's recorded answers
-        from rsep.testing.csrbench import main as csrbench  # loads the engine: only when asked
-
         warnings.simplefilter("ignore")
-        return csrbench(args[1:])
+        return csrbench.main(args[1:])
     if not args or args[0] != "w3c":
         print("usage: python -m rsep.testing w3c [DIALECT ...] [--quiet] | rsp4j [--manifest FILE] "
               "| csrbench [rspql|rsp4j ...] | architecture", file=sys.stderr)

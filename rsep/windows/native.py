@@ -317,6 +317,12 @@ class Outcome:
 LAST: Outcome | None = None
 
 
+def record(outcome: Outcome) -> None:
+    """The CLI's run ended so (:data:`LAST`)."""
+    global LAST
+    LAST = outcome
+
+
 def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, ...],
         max_record: int, time_unit_ms: int | None, max_window_triples: int, max_results: int,
         out_path: str, fmt: str = "jsonl") -> Outcome:

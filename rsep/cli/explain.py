@@ -18,6 +18,7 @@ from rsep.lang import dialect_of
 from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.lars import explain as lars_explain
 from rsep.lars.core import LarsError
+from rsep.runtime.windowed import query_strategy
 from rsep.spaseq.explain import explain as nfa_explain
 from rsep.windows.maintained import compile_plan, path
 from rsep.windows.native import available, native_plan
@@ -62,9 +63,14 @@ def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
                 "counts these; --time-unit gives another)\n")
     if fmt == "dot":
         return lars_explain.explain_dot(q, lars, time_unit_ms)
-    kind, why = path(q)  # rsep.windows.maintained: which evaluation path, and why
+    # which evaluation path the runtime's strategy takes (rsep.runtime.windowed), and why
+    # (rsep.windows.plan)
+    strategy = query_strategy(q)
+    kind, why = path(q)
+    assert kind == strategy.path, (kind, strategy)  # (one choice, read twice)
     return (lars_explain.explain_text(q, lars, time_unit_ms) + note
-            + f"\nevaluation: {kind}: {why}\n" + native_line(q))
+            + f"\nevaluation: {kind}: {why}\n"
+            + f"strategy: {strategy.__name__} (rsep.runtime.windowed)\n" + native_line(q))
 
 
 def native_line(q: ContinuousQuery) -> str:

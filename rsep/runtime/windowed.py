@@ -44,6 +44,7 @@ from rsep.windows.incremental import Analysis, LocalWindow, analyse, read_window
 from rsep.windows.maintained import Maintained, MaintainedWindow, Plan, compile_plan
 from rsep.windows.native import NativePlan, native_plan
 from rsep.windows.operator import WindowOperator
+from rsep.windows.plan import EVENT_LOCAL, FACTORISED, MAINTAINED, SNAPSHOT
 from rsep.windows.resolved import resolve
 
 if TYPE_CHECKING:
@@ -53,6 +54,136 @@ if TYPE_CHECKING:
 # arrivals into an event-local window between two syncs of its store graph (and into a
 # maintained result's windows between two advances)
 SYNC_BATCH = 16
+
+
+class Strategy:
+    """How a windowed query's windows become its rows: one of the four evaluation paths,
+    chosen once, when the query is registered, by what its plan allows (:func:`strategy_for`;
+    ``rsep explain`` prints it). This one, the snapshot path, is every query's fallback: the
+    windows' triples go into the snapshot store, which pyoxigraph queries at each
+    evaluation. The strategies keep no state of their own: the runtime's is theirs."""
+
+    path = SNAPSHOT  # as rsep explain names it (rsep.windows.plan)
+
+    def local(self, rt: QueryRuntime, iri: str, op: WindowOperator) -> LocalWindow | None:
+        """The event-local form of the window ``iri`` (its operator ``op``) as ``bind``
+        makes it, or None: the store takes the window's triples."""
+        return None
+
+    def arrived(self, rt: QueryRuntime) -> bool:
+        """An event came into a window: whether the windows advance now (else later)."""
+        return True
+
+    def advanced(self, rt: QueryRuntime) -> None:
+        """After an arrival's advance: what the store follows of it."""
+
+    def rows(self, rt: QueryRuntime, tau: int, t0: float) -> list[Row] | None:
+        """The rows at ``tau`` without pyoxigraph, or None: pyoxigraph runs the query."""
+        return None
+
+
+class EventLocalStore(Strategy):
+    """Every window's graph patterns are event-local (rsep.windows.incremental): each
+    event's solutions are found on arrival, and only the triples of events with solutions
+    enter the store, which pyoxigraph queries at each evaluation."""
+
+    path = EVENT_LOCAL
+
+    def local(self, rt: QueryRuntime, iri: str, op: WindowOperator) -> LocalWindow | None:
+        plan = rt.plan
+        assert isinstance(plan, Analysis)  # (strategy_for's)
+        op.track_items = True
+        op.track_triples = False  # the store follows the items (LocalWindow.sync)
+        return LocalWindow(plan.prologue, plan.blocks[iri])
+
+    def advanced(self, rt: QueryRuntime) -> None:
+        # decided on arrival, so the store follows, in small batches (pyoxigraph's per-call
+        # cost), leaving an evaluation little to do
+        for bw in rt.windows:
+            local = bw.local
+            if local is not None and local.unsynced >= SYNC_BATCH:
+                rt._sync()
+                return
+
+
+class MaintainedResult(EventLocalStore):
+    """The result is maintained from the events' solutions (rsep.windows.maintained: joins
+    by index, GROUP BY and aggregates under insertion and expiry); pyoxigraph runs only
+    while the locality check fails (a join term in two live events)."""
+
+    path = MAINTAINED
+
+    def local(self, rt: QueryRuntime, iri: str, op: WindowOperator) -> LocalWindow | None:
+        plan, maintained = rt.plan, rt.maintained
+        assert isinstance(plan, Analysis) and isinstance(maintained, Plan)  # (strategy_for's)
+        if rt.result is None:
+            rt.result = Maintained(maintained)
+            rt.result.set_background(rt._background())
+        op.track_items = True
+        op.track_triples = False
+        return MaintainedWindow(plan.prologue, plan.blocks[iri], rt.result, len(rt.windows))
+
+    def arrived(self, rt: QueryRuntime) -> bool:
+        # the result takes its arrivals in small batches (an advance has a cost of its own;
+        # an evaluation has at most a batch left to take in)
+        rt._arrived += 1
+        if rt._arrived < SYNC_BATCH:
+            return False
+        rt._arrived = 0
+        return True
+
+    def rows(self, rt: QueryRuntime, tau: int, t0: float) -> list[Row] | None:
+        conflicts = any(bw.local is not None and bw.local.conflicts for bw in rt.windows)
+        self._load_windows(rt, conflicts)
+        if conflicts:
+            return None  # the locality check fails: pyoxigraph, on the live events' triples
+        assert rt.result is not None  # (made by local, at bind)
+        maintained = rt.result.rows()
+        if len(maintained) > rt.engine.limits.max_results:
+            rt._too_many(tau)
+        rt._took(tau, t0)
+        return maintained
+
+    @staticmethod
+    def _load_windows(rt: QueryRuntime, load: bool) -> None:
+        """While the locality check fails (``load``), the window graphs of the store hold
+        every live event's matching triples, as the event-local store path's do; they
+        follow the events from then on, and are emptied once it holds again."""
+        for bw in rt.windows:
+            local = bw.local
+            if isinstance(local, MaintainedWindow) and (load or local.loaded):
+                added, removed = local.delta(load)
+                if added or removed:
+                    rt.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
+
+
+class FactorisedResult(MaintainedResult):
+    """The maintained path whose aggregates are read from per-side summaries (the WHERE
+    clause a join of sides that meet only on GROUP BY keys: rsep.windows.plan.Factors), no
+    joined solution enumerated; the maintained result builds that form from its plan."""
+
+    path = FACTORISED
+
+
+STRATEGIES: tuple[type[Strategy], ...] = (Strategy, EventLocalStore, MaintainedResult,
+                                          FactorisedResult)
+
+
+def strategy_for(plan: Analysis | str, maintained: Plan | str) -> type[Strategy]:
+    """The strategy a query takes: its event-local analysis (rsep.windows.incremental) and
+    its maintained result's plan (rsep.windows.plan), or why it has none."""
+    if not isinstance(plan, Analysis):
+        return Strategy
+    if not isinstance(maintained, Plan):
+        return EventLocalStore
+    return MaintainedResult if maintained.factors is None else FactorisedResult
+
+
+def query_strategy(query: ContinuousQuery) -> type[Strategy]:
+    """The strategy a query takes when it is registered (``rsep explain``)."""
+    plan = analyse(query)
+    return strategy_for(plan, compile_plan(query, plan) if isinstance(plan, Analysis) else plan)
+
 
 
 @dataclass
@@ -117,6 +248,8 @@ class QueryRuntime(Ticks):
                                                     self.query.r2s)
         self._default: list[str] = []  # the background graphs merged into the default graph
         self._arrived = 0  # arrivals not advanced into a maintained result's windows yet
+        # the evaluation path, chosen once, here (the plan says which)
+        self.strategy: Strategy = strategy_for(self.plan, self.maintained)()
 
     @property
     def consumes(self) -> bool:
@@ -189,19 +322,7 @@ class QueryRuntime(Ticks):
                 # read by EVENT declarations alone: items reach the MATCH, no triple the
                 # store (a landmark window's would be the whole stream's)
                 op.track_triples = False
-            local: LocalWindow | None = None
-            if isinstance(self.plan, Analysis) and isinstance(self.maintained, Plan):
-                if self.result is None:
-                    self.result = Maintained(self.maintained)
-                    self.result.set_background(self._background())
-                local = MaintainedWindow(self.plan.prologue, self.plan.blocks[w.iri], self.result,
-                                         len(self.windows))
-                op.track_items = True
-                op.track_triples = False
-            elif isinstance(self.plan, Analysis):
-                local = LocalWindow(self.plan.prologue, self.plan.blocks[w.iri])
-                op.track_items = True
-                op.track_triples = False  # the store follows the items (LocalWindow.sync)
+            local = self.strategy.local(self, w.iri, op)
             self.windows.append(BoundWindow(w.iri, w.stream, rw, op, graph, local))
         # E_1 SEQ^c/r E_2 matchers may drop what they can never use again when no item
         # enters a window twice (a count window takes an item in again with fewer triples)
@@ -238,13 +359,9 @@ class QueryRuntime(Ticks):
         if hit:
             t = self.arrival = e.end  # (e.time, without the property's call)
             if self._stage:
-                # a maintained result takes its arrivals in small batches (an advance has a
-                # cost of its own; an evaluation has at most a batch left to take in)
-                if self.result is not None:
-                    self._arrived += 1
-                    if self._arrived < SYNC_BATCH:
-                        return
-                    self._arrived = 0
+                strategy = self.strategy
+                if not strategy.arrived(self):
+                    return
                 # every evaluation before e.time is done; the next is at the first slide
                 # >= e.time, and advancing to it early is what evaluate would do then
                 ws = self.windows
@@ -254,11 +371,7 @@ class QueryRuntime(Ticks):
                 else:
                     self._advance(min(bw.window.origin - (-(t - bw.window.origin) // bw.window.beta)
                                       * bw.window.beta for bw in ws))
-                # event-local windows: decided on arrival, so the store follows, in small
-                # batches (pyoxigraph's per-call cost), leaving an evaluation little to do
-                if any(bw.local is not None and bw.local.unsynced >= SYNC_BATCH
-                       for bw in self.windows):
-                    self._sync()
+                strategy.advanced(self)
 
     def _advance(self, tau: int) -> None:
         """Bring the windows and the snapshot store to their content at tau."""
@@ -446,16 +559,9 @@ class QueryRuntime(Ticks):
             return self._direct(tau)
         lim = self.engine.limits
         t0 = _time.perf_counter()
-        if self.result is not None:
-            conflicts = any(bw.local is not None and bw.local.conflicts for bw in self.windows)
-            self._load_windows(conflicts)
-            if not conflicts:
-                maintained = self.result.rows()
-                if len(maintained) > lim.max_results:
-                    self._too_many(tau)
-                self._took(tau, t0)
-                return maintained
-            # the locality check fails: pyoxigraph, on the live events' matching triples
+        got = self.strategy.rows(self, tau, t0)
+        if got is not None:
+            return got
         sparql = self._match_text(tau) if self.query.matches else self.query.sparql
         self._sync()
         if self._unmatched and self.query.empty_without_match:
@@ -501,17 +607,6 @@ class QueryRuntime(Ticks):
                 f"query {self.name}: evaluation at {format_time(tau, self.engine.kind)} took "
                 f"{took:.2f} s, over the limit of {lim.max_eval_seconds} s (--max-eval-seconds)")
 
-    def _load_windows(self, load: bool) -> None:
-        """While the locality check fails (``load``), the window graphs of the store hold
-        every live event's matching triples, as the event-local store path's do; they
-        follow the events from then on, and are emptied once it holds again."""
-        for bw in self.windows:
-            local = bw.local
-            if isinstance(local, MaintainedWindow) and (load or local.loaded):
-                added, removed = local.delta(load)
-                if added or removed:
-                    self.store.apply(bw.graph, ((t, None) for t in added), ((t, 0) for t in removed))
-
     def _too_many(self, tau: int) -> None:
         raise EngineError(
             f"query {self.name}: more than {self.engine.limits.max_results} results at "
@@ -523,6 +618,13 @@ class QueryRuntime(Ticks):
             return None
         t = self.store.latest_time(ox.Triple(s, p, o))
         return None if t is None else ox.Literal(str(t), datatype=XSD_INTEGER)
+
+    def take(self, strategy: type[Strategy]) -> None:
+        """Before ``bind``: take another path than the plan's (a test compares the paths;
+        the snapshot path is open to every query, the event-local store to one with an
+        event-local analysis)."""
+        assert not self.windows, "take is for a runtime not bound yet"
+        self.strategy = strategy()
 
     def idle(self) -> bool:
         return all(bw.op.idle for bw in self.windows)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pyoxigraph as ox
 
 from rsep import Engine
+from rsep.runtime.windowed import EventLocalStore
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
 
@@ -72,7 +73,7 @@ def test_long_stream_keeps_store_bounded_and_counts_exact():
         seen.append((o.time, int(o.bindings["n"].split('"')[1]), len(st), st.garbage))
 
     rt = engine.register(QUERY, callback=check)
-    rt.maintained = "the test reads the event-local store path's store"
+    rt.take(EventLocalStore)  # (the test reads the event-local store path's store)
     peak_live = peak_garbage = 0
     for i, e in enumerate(events(EVENTS)):
         engine.push(e)

@@ -23,7 +23,7 @@ from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
 from rsep.lang import parse_query
 from rsep.lang.pattern import with_text_pattern
 from rsep.runtime import reference
-from rsep.runtime.windowed import SYNC_BATCH, QueryRuntime
+from rsep.runtime.windowed import SYNC_BATCH, EventLocalStore, QueryRuntime, Strategy
 from rsep.stream.event import Event
 from rsep.stream.time import TimeKind
 from rsep.testing.snippets import triples
@@ -84,7 +84,7 @@ def query(body: int, spec1: WindowSpec, spec2: WindowSpec, policy: ReportPolicy,
 
 def event_local(rt: QueryRuntime) -> QueryRuntime:
     """The runtime takes the event-local store path (not the maintained one), before bind."""
-    rt.maintained = "the test takes the event-local store path"
+    rt.take(EventLocalStore)
     return rt
 
 
@@ -95,7 +95,7 @@ def run(q: ContinuousQuery, events: list[Event], until: int, snapshot: bool) -> 
     assert isinstance(rt, QueryRuntime)
     event_local(rt)
     if snapshot:
-        rt.plan = "the test takes the snapshot path"
+        rt.take(Strategy)  # the snapshot path
     out = list(eng.run(events, until=until))
     return [(o.time, o.op, o.variables, o.bindings, o.triple, o.boolean) for o in out]
 

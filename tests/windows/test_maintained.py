@@ -38,7 +38,7 @@ from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind, WindowSpec
 from rsep.lang.pattern import with_text_pattern
 from rsep.runtime import reference, windowed
-from rsep.runtime.windowed import QueryRuntime
+from rsep.runtime.windowed import MaintainedResult, QueryRuntime, Strategy
 from rsep.sparql import aggregates as ag
 from rsep.sparql.rows import rows_block, to_term
 from rsep.stream.event import Event
@@ -256,7 +256,7 @@ def run(q: ContinuousQuery, events: list[Event], until: int, moves: list, *,
     if not factorise:
         assert rt.result is None or rt.result.factorised is None
     if snapshot:
-        rt.plan = "the test takes the snapshot path"
+        rt.take(Strategy)  # the snapshot path
     log: list[tuple[list[dict], list]] = []
     original = Maintained.rows
 
@@ -266,14 +266,14 @@ def run(q: ContinuousQuery, events: list[Event], until: int, moves: list, *,
         return got
 
     loads = [0]
-    original_load = QueryRuntime._load_windows
+    original_load = MaintainedResult._load_windows
 
-    def load(self: QueryRuntime, conflicts: bool) -> None:
+    def load(rt: QueryRuntime, conflicts: bool) -> None:
         loads[0] += conflicts
-        original_load(self, conflicts)
+        original_load(rt, conflicts)
 
     with mock.patch.object(Maintained, "rows", rows), \
-            mock.patch.object(QueryRuntime, "_load_windows", load):
+            mock.patch.object(MaintainedResult, "_load_windows", staticmethod(load)):
         out = list(eng.run(events, until=until))
     return Run([(o.time, o.op, o.variables, o.bindings, o.triple, o.boolean) for o in out], log,
                rt.result is not None, loads[0])

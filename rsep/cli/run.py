@@ -33,7 +33,7 @@ from rsep.runtime.trace import attach as attach_tracer
 from rsep.runtime.trace import parse_key
 from rsep.runtime.watchdog import Watchdog
 from rsep.stream.event import Event, Rejected
-from rsep.stream.files import MAX_RECORD, StreamFile, TimeConfig
+from rsep.stream.files import MAX_RECORD, TimeConfig
 from rsep.stream.messages import MAX_MESSAGE
 from rsep.stream.readers import STREAM_FORMATS, open_stream
 from rsep.stream.source import DeadLetter, OrderingPolicy, merge_streams
@@ -418,17 +418,10 @@ def native_refusal(args: argparse.Namespace, engine: Engine, files: list, tc: Ti
     with no option the native path does not keep to (background graphs, --until, traces,
     stage times, the watchdog, lateness, time read otherwise than from point-time triples
     in the default graph). ``native``: rsep.windows.native, as a windowed runtime gives it."""
-    if len(engine.queries) != 1:
-        return "more than one query"
-    rt = engine.queries[0]
-    plan = getattr(rt, "native", "not a windowed query")
-    if isinstance(plan, str):
-        return plan
-    missing = native.available()
-    if missing is not None:
-        return missing
-    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
-            or files[0].text is not None or args.stream[0][1] == "-":
+    why = native.refusal(engine.queries, files)  # (what the bench's rsep worker refuses too)
+    if why is not None:
+        return why
+    if args.stream[0][1] == "-":
         return "not one TriG stream file"
     if args.format not in ("jsonl", "tsv"):
         return f"--format {args.format} (the native path writes jsonl and tsv)"

@@ -36,6 +36,8 @@ import importlib
 import math
 import os
 import re
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -49,6 +51,7 @@ from rsep.algebra.query import CSPARQL_TIMESTAMP
 from rsep.algebra.window import Boundary, WindowKind
 from rsep.sparql.matcher import Canon
 from rsep.sparql.pattern import triple_patterns
+from rsep.stream.files import StreamFile
 from rsep.stream.time import TimeError, TimeKind
 from rsep.windows.plan import Plan
 from rsep.windows.resolved import resolve
@@ -87,6 +90,28 @@ def available() -> str | None:
         return f"the native core is not built ({e})"
     if not hasattr(c, "select_window"):
         return "the native core was built before its operator (run `make`)"
+    return None
+
+
+def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
+    """Why a run of these registered queries (rsep.runtime's) over these stream readers does
+    not take the native path, or None: one query the planner took (its ``native``), the core
+    built and not turned off, one TriG stream file read as a file (no text given) with times
+    from the default graph's point-time triples. What ``rsep run`` (rsep.cli.run, which
+    refuses options of its own besides) and the bench's rsep worker share."""
+    if len(queries) != 1:
+        return "more than one query"
+    plan = getattr(queries[0], "native", "not a windowed query")
+    if isinstance(plan, str):
+        return plan
+    missing = available()
+    if missing is not None:
+        return missing
+    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
+            or files[0].text is not None:
+        return "not one TriG stream file"
+    if files[0].time.in_graph:
+        return "times not read from the default graph's point-time triples"
     return None
 
 
@@ -310,6 +335,7 @@ class Outcome:
     triples: int = 0
     evaluations: int = 0
     rows: int = 0
+    read_s: float = 0.0  # seconds in the reader (the file into ids), of the run's
 
 
 # The last run's outcome (the CLI's, for tests and --stage-times-like questions): whether
@@ -336,7 +362,9 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     if size > MAX_FILE_BYTES:
         return Outcome(f"the native reader does not take {path}: {size:,} bytes, over its "
                        f"{MAX_FILE_BYTES:,} (it holds a file whole; today's path streams it)")
+    t0 = time.perf_counter()
     ev, why = core().read_stream(path, list(points), max_record)
+    read_s = time.perf_counter() - t0
     if ev is None:
         return Outcome(f"the native reader does not take {path}: {why}")
     # literals whose form pyoxigraph's store may change: taken only if it does not
@@ -374,7 +402,7 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
             (max_window_triples, max_results), fmt, out_path)
         if refused:
             return Outcome(refused)
-        return Outcome("", len(ev), ev.triples(), evaluations, rows)
+        return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)
     pattern = [("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in plan.pattern]
     loose = [(True, None) if c is None else (False, ev.id(c)) for c in plan.loose]
     refused, evaluations, rows = core().select_window(
@@ -382,4 +410,4 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
         (max_window_triples, max_results), fmt, out_path)
     if refused:
         return Outcome(refused)
-    return Outcome("", len(ev), ev.triples(), evaluations, rows)
+    return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)

@@ -378,3 +378,32 @@ def test_citybench_join_agrees_with_the_naive_baseline(tmp_path, monkeypatch):
     text = report.paired(list(rows.values()))
     assert "| citybench-join | naive | 2 | " in text and text.count("\n") == 2
     assert rows["rsep"]["outputs"] == rows["naive"]["outputs"]
+
+
+@pytest.mark.parametrize("switch", ["", "RSEP_NATIVE", "RSEP_PURE"])
+def test_sensors_window_worker_takes_the_native_path_as_rsep_run_does(tmp_path, monkeypatch,
+                                                                     switch):
+    """sensors-window's rsep worker runs the query on the native path (rsep.windows.native),
+    as `rsep run` does, and says so; its rows per window are the naive baseline's. With
+    RSEP_NATIVE=0 or RSEP_PURE=1 it runs today's path, as `rsep run` then does."""
+    if switch:
+        monkeypatch.setenv(switch, "0" if switch == "RSEP_NATIVE" else "1")
+    monkeypatch.chdir(tmp_path)
+    assert runner.main("sensors-window", 3000, "local", "rsep,naive", 1, "o", plots=False,
+                       log=lambda s: None) == 0
+    with open(tmp_path / "o" / "measurements.csv", encoding="utf-8", newline="") as f:
+        rows = {r["peer"]: r for r in csv.DictReader(f)}
+    assert rows["rsep"]["status"] == rows["naive"]["status"] == "ok"
+    assert rows["naive"]["agreement"].startswith("agree (")
+    assert rows["rsep"]["outputs"] == rows["naive"]["outputs"]
+    run = tmp_path / "o" / "runs" / "sensors-window" / "rsep"
+    note = json.loads((run / "result.json").read_text())["note"]
+    if switch:
+        assert rows["rsep"]["engine"] == "local"
+        assert note.startswith("path: today's (RSEP_")
+    else:
+        assert rows["rsep"]["engine"] == "local, native path"
+        assert note.startswith("path: native (")
+        stages = json.loads((run / "result.json").read_text())["stages"]
+        assert set(stages) == {"read_s", "engine_s"} and stages["read_s"] > 0
+    assert not list(run.glob("*.native.jsonl"))  # (the native run's own output, rewritten)

@@ -1,5 +1,8 @@
-//! `cargo run --release --example read -- FILE [FORMAT [parse|ids]]`: the reader on a file,
-//! oxttl's parse alone of a slice (`parse`) or of a reader (`reader`), or the parse into ids (`ids`); time each process's CPU.
+//! `cargo run --release --example read -- FILE [FORMAT [parse|ids|events]]`: the reader on a
+//! file, oxttl's parse alone of a slice (`parse`), the parse into ids (`ids`), or a stream
+//! file into events of ids as the native path reads it (`events`, `rsep._core.read_stream`:
+//! the default point-time predicates); time each process's CPU.
+use _core::stream::read_events;
 use _core::{parse, Format, Terms};
 use oxttl::TriGParser;
 use std::time::Instant;
@@ -11,6 +14,18 @@ fn main() {
     let only = args.next().unwrap_or_else(|| "ids".into());
     let data = std::fs::read(&path).expect("readable file");
     let t = Instant::now();
+    if only == "lenient" {
+        let n = TriGParser::new()
+            .lenient()
+            .for_slice(&data)
+            .filter(Result::is_ok)
+            .count();
+        println!(
+            "oxttl alone, lenient: {n} quads in {:.3} s",
+            t.elapsed().as_secs_f64()
+        );
+        return;
+    }
     if only == "parse" {
         let n = TriGParser::new()
             .for_slice(&data)
@@ -23,6 +38,21 @@ fn main() {
         return;
     }
     let mut terms = Terms::new();
+    if only == "events" {
+        let points = [
+            "http://www.w3.org/ns/prov#generatedAtTime".to_owned(),
+            "http://streamreasoning.org/timeVocab#startsAtTime".to_owned(),
+        ];
+        let ev = read_events(&data, &mut terms, &points, 64 << 20).expect("a stream file");
+        println!(
+            "into events: {} events, {} triples, {} terms in {:.3} s",
+            ev.len(),
+            ev.triples.len(),
+            terms.len(),
+            t.elapsed().as_secs_f64()
+        );
+        return;
+    }
     let b = parse(&data, format, &mut terms, None, false).expect("parsed");
     println!(
         "into ids: {} quads, {} terms in {:.3} s",

@@ -210,11 +210,16 @@ fn take(
             *state = State::Timed(g);
         }
         GraphName::NamedNode(graph) => {
-            let g = terms.get(&Term::NamedNode(graph)).unwrap_or(0);
-            match *state {
-                State::Timed(cur) | State::Content(cur) if cur == g && g != 0 => {}
+            // the graph is the one whose time came last: compared with that term's text, not
+            // looked up (one hash less a quad)
+            let g = match *state {
+                State::Timed(cur) | State::Content(cur)
+                    if is_iri(terms.term(cur), graph.as_str()) =>
+                {
+                    cur
+                }
                 _ => return Err("a graph not right after its own time".into()),
-            }
+            };
             let o = match q.object {
                 Term::BlankNode(_) => return Err("a blank node".into()),
                 #[allow(unreachable_patterns)]
@@ -230,7 +235,11 @@ fn take(
             {
                 return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
             }
-            let s = terms.intern(subject.into());
+            // a subject is most often the last triple's (`;` in Turtle): its id without a lookup
+            let s = match ev.triples.last() {
+                Some(&[last, _, _]) if is_iri(terms.term(last), subject.as_str()) => last,
+                _ => terms.intern(subject.into()),
+            };
             let p = terms.intern(q.predicate.into());
             let o = terms.intern(o);
             ev.triples.push([s, p, o]);
@@ -241,6 +250,11 @@ fn take(
         GraphName::BlankNode(_) => return Err("a blank node as a graph name".into()),
     }
     Ok(())
+}
+
+/// Whether `term` is the IRI `iri`.
+fn is_iri(term: Option<&Term>, iri: &str) -> bool {
+    matches!(term, Some(Term::NamedNode(n)) if n.as_str() == iri)
 }
 
 fn has_long_string(data: &[u8]) -> bool {

@@ -224,3 +224,17 @@ def compiled_from_text(prologue: str, pattern: str, canon: Canon,
     if reader.filters != len(filters):
         return None
     return compile_pattern(prologue, triples, canon, filters, stateful)
+
+
+def unlabelled(triples: list | None) -> list | None:
+    """Triples with each blank node's name replaced by its number of first occurrence (this
+    reader names ``[]`` ``_:b<n>``, the tree ``_:rsep<n>``)."""
+    if triples is None:
+        return None
+    seen: dict[str, str] = {}
+
+    def one(x: object) -> object:
+        if isinstance(x, tuple) and x[1].startswith("_:"):
+            return ("var", seen.setdefault(x[1], f"_:{len(seen)}"))
+        return x
+    return [tuple(one(x) for x in tp) for tp in triples]

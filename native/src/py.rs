@@ -227,12 +227,7 @@ fn select_window(
         origin,
         right_closed,
         non_empty,
-        r2s: match r2s {
-            "RSTREAM" => R2s::RStream,
-            "ISTREAM" => R2s::IStream,
-            "DSTREAM" => R2s::DStream,
-            _ => return Err(PyValueError::new_err(format!("an R2S operator {r2s:?}"))),
-        },
+        r2s: r2s_of(r2s)?,
         pattern: [slot(&pattern[0])?, slot(&pattern[1])?, slot(&pattern[2])?],
         loose: loose.map(|(any, id)| if any { None } else { Some(id) }),
         project,
@@ -368,12 +363,7 @@ fn bgp_window(
         origin,
         right_closed,
         non_empty,
-        r2s: match r2s {
-            "RSTREAM" => R2s::RStream,
-            "ISTREAM" => R2s::IStream,
-            "DSTREAM" => R2s::DStream,
-            _ => return Err(bad(format!("an R2S operator {r2s:?}"))),
-        },
+        r2s: r2s_of(r2s)?,
         patterns: pats,
         vars,
         checks: checks
@@ -420,4 +410,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
+}
+
+/// The R2S operator the planner names (rsep.algebra.policy.R2S's value).
+fn r2s_of(name: &str) -> PyResult<R2s> {
+    match name {
+        "RSTREAM" => Ok(R2s::RStream),
+        "ISTREAM" => Ok(R2s::IStream),
+        "DSTREAM" => Ok(R2s::DStream),
+        _ => Err(PyValueError::new_err(format!("an R2S operator {name:?}"))),
+    }
 }

@@ -11,7 +11,7 @@ import warnings
 
 import pyoxigraph as ox
 import pytest
-from group_reader import compiled_from_text
+from group_reader import compiled_from_text, unlabelled
 from query_corpus import house
 
 from rsep.algebra.events import BasicEventPattern
@@ -33,18 +33,6 @@ def _beps(text: str) -> list[BasicEventPattern]:
     return [b for m in q.matches for b in m.expr.beps()]
 
 
-def _unlabelled(triples: list) -> list:
-    """Blank nodes named by first occurrence (the text reader names ``[]`` ``_:b<n>``, the
-    tree ``_:rsep<n>``)."""
-    seen: dict[str, str] = {}
-
-    def one(x: object) -> object:
-        if isinstance(x, tuple) and x[1].startswith("_:"):
-            return ("var", seen.setdefault(x[1], f"_:{len(seen)}"))
-        return x
-    return [tuple(one(x) for x in tp) for tp in triples]
-
-
 def same(b: BasicEventPattern) -> bool:
     """Whether the text reader compiles ``b``; when it does, the tree's compiled form is
     the same."""
@@ -54,9 +42,9 @@ def same(b: BasicEventPattern) -> bool:
     if was is None:
         return False
     assert got is not None, b.pattern
-    assert _unlabelled(got.triples) == _unlabelled(was.triples), b.pattern
-    assert _unlabelled([tuple(("var", n) for n in got.names)]) == \
-        _unlabelled([tuple(("var", n) for n in was.names)])
+    assert unlabelled(got.triples) == unlabelled(was.triples), b.pattern
+    assert unlabelled([tuple(("var", n) for n in got.names)]) == \
+        unlabelled([tuple(("var", n) for n in was.names)])
     assert len(got.local_filters) == len(was.local_filters)
     return True
 

@@ -11,7 +11,7 @@ import warnings
 
 import pyoxigraph as ox
 import pytest
-from group_reader import compiled_from_text
+from group_reader import compiled_from_text, unlabelled
 from query_corpus import house
 
 from rsep.algebra.spaseq import GPM, SpaseqQuery
@@ -31,18 +31,6 @@ def _gpms(text: str) -> list[GPM]:
     return list(q.gpms.values()) if isinstance(q, SpaseqQuery) else []
 
 
-def _unlabelled(triples: list) -> list:
-    """Blank nodes named by first occurrence (the text reader names ``[]`` ``_:b<n>``, the
-    tree ``_:rsep<n>``)."""
-    seen: dict[str, str] = {}
-
-    def one(x: object) -> object:
-        if isinstance(x, tuple) and x[1].startswith("_:"):
-            return ("var", seen.setdefault(x[1], f"_:{len(seen)}"))
-        return x
-    return [tuple(one(x) for x in tp) for tp in triples]
-
-
 def same(g: GPM) -> bool:
     """Whether the text reader compiles ``g``; when it does, the tree's compiled form is
     the same."""
@@ -52,9 +40,9 @@ def same(g: GPM) -> bool:
     if was is None:
         return False
     assert got is not None, g.local_pattern
-    assert _unlabelled(got.triples) == _unlabelled(was.triples), g.local_pattern
-    assert got.names == was.names or _unlabelled([tuple(("var", n) for n in got.names)]) == \
-        _unlabelled([tuple(("var", n) for n in was.names)])
+    assert unlabelled(got.triples) == unlabelled(was.triples), g.local_pattern
+    assert got.names == was.names or unlabelled([tuple(("var", n) for n in got.names)]) == \
+        unlabelled([tuple(("var", n) for n in was.names)])
     assert len(got.local_filters) == len(was.local_filters)
     assert len(got.stateful) == len(was.stateful)
     return True

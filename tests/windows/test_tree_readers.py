@@ -12,7 +12,7 @@ import re
 
 import pyoxigraph as ox
 import pytest
-from group_reader import GroupReader
+from group_reader import GroupReader, unlabelled
 from lark import Token, Tree
 from query_corpus import house, parsed_query
 
@@ -186,20 +186,6 @@ def _old_compiled(prologue: str, b: list) -> list | None:
         return None
 
 
-def _unlabelled(triples: list | None) -> list | None:
-    """Triples with each blank node's name replaced by its number of first occurrence (the
-    text reader names ``[]`` ``_:b<n>``, the tree ``_:rsep<n>``)."""
-    if triples is None:
-        return None
-    seen: dict[str, str] = {}
-
-    def one(x: object) -> object:
-        if isinstance(x, tuple) and x[1].startswith("_:"):
-            return ("var", seen.setdefault(x[1], f"_:{len(seen)}"))
-        return x
-    return [tuple(one(x) for x in tp) for tp in triples]
-
-
 # ---------------------------------------------------------------- the comparison
 
 
@@ -224,7 +210,7 @@ def same(q: ContinuousQuery) -> None:
             got = None if ts is None else [tuple(canon.term(x) for x in t) for t in ts]
             was = _old_compiled(prologue, [text])
             if was is not None:  # (where GroupReader reads the block, the tree gives the same)
-                assert _unlabelled(got) == _unlabelled(was)
+                assert unlabelled(got) == unlabelled(was)
 
 
 def test_the_house_queries_are_analysed_as_their_text_was() -> None:

@@ -26,8 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="rsep's engine (spark: the Spark pipeline on local[2], replaying the "
                    "stream as a batch job, as `rsep run --engine spark --batch`)")
     b.add_argument("--peers", help="comma-separated subset of rsep,reference,core,flink,rspjs,"
-                   "naive,esper,rsprs (rsep.bench.peers; epsparql-etalis: of rsep,etalis,"
-                   "etalis-gc)")
+                   "naive,esper,rsprs (rsep.bench.peers; epsparql-etalis: of rsep (the "
+                   "ETALIS modes), rsep-formal (RSEP-QL's chronological and recent), "
+                   "etalis, etalis-gc)")
     b.add_argument("--runs", type=int, default=3, help="runs per engine; the median is reported")
     b.add_argument("--out", default="benchmarks/results/peers", help="output folder")
     b.add_argument("--no-plots", action="store_true")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rsep.algebra.epsparql import Var
 from rsep.epsparql.etalis_rules import Atom, Op, Program, Where
-from rsep.epsparql.reference import Var
 from rsep.stream.time import TimeKind
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

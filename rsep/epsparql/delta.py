@@ -46,6 +46,15 @@ from rsep.epsparql.matcher import (
     match_bgp,
     match_pattern,
 )
+from rsep.epsparql.operators import (
+    World,
+    extend_solutions,
+    left_join,
+    no_later,
+    path_solutions,
+    project,
+    removes,
+)
 from rsep.epsparql.plan import (
     FILTER,
     ONE,
@@ -58,16 +67,13 @@ from rsep.epsparql.plan import (
     run,
     run_step,
 )
-from rsep.epsparql.reference import (
-    World,
-    evaluate,
-    extend_solutions,
-    left_join,
-    no_later,
-    path_solutions,
-    project,
-    removes,
-)
+
+# The reference's evaluate is Delta's general evaluator of what it does not derive
+# incrementally: the static parts (reading no stream: the background, VALUES), evaluated
+# whole once, and the kept solutions of the parts that read the background, recomputed
+# when it changes. The differential tests compare Delta, those parts included, with the
+# reference over whole streams.
+from rsep.epsparql.reference import evaluate
 from rsep.epsparql.rewrites import certain
 
 

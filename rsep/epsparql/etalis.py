@@ -60,7 +60,7 @@ from rsep.epsparql.etalis_rules import (
     tr_clauses,
 )
 from rsep.epsparql.matcher import Solution, strings
-from rsep.epsparql.reference import ExprEvaluator
+from rsep.epsparql.operators import ExprEvaluator
 from rsep.epsparql.rewrites import mismatched_bounds
 from rsep.epsparql.runtime import EpOutput
 from rsep.lang.errors import QueryError

@@ -15,7 +15,7 @@ from typing import cast
 from rsep.algebra.epsparql import BGP, INF, Expr, Filter, Node, Project, SeqJoin, nodes, variables
 from rsep.epsparql.expr import Fallback, Fn, holds
 from rsep.epsparql.matcher import Occurrence, OnePattern, Solution, combine, compatible
-from rsep.epsparql.reference import ExprEvaluator, project
+from rsep.epsparql.operators import ExprEvaluator, project
 from rsep.stream.time import TimeKind
 
 # a node's operator, as a small int (a plan's dispatch, and Delta._delta's: no isinstance

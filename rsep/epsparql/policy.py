@@ -40,8 +40,13 @@ from rsep.algebra.epsparql import (
     variables,
 )
 from rsep.algebra.events import Selection
-from rsep.epsparql.matcher import Occurrence
-from rsep.epsparql.reference import Solution, World, evaluate, project
+from rsep.epsparql.matcher import Occurrence, Solution
+from rsep.epsparql.operators import World, project
+
+# The reference's evaluate is the general evaluator for what the index does not take (a
+# pattern with no partition variable, a partition the index cannot decide, a policy's
+# full evaluation): the differential tests compare the index against it.
+from rsep.epsparql.reference import evaluate
 from rsep.epsparql.seqindex import ChainIndex, SeqIndex
 
 

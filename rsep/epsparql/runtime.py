@@ -17,9 +17,9 @@ from rsep.algebra.events import Selection
 from rsep.algebra.output import EngineError, Output
 from rsep.epsparql.delta import Delta
 from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution, strings
+from rsep.epsparql.operators import ExprEvaluator, World
 from rsep.epsparql.policy import PolicyState
 from rsep.epsparql.rdfs import Graphs, Schema
-from rsep.epsparql.reference import ExprEvaluator, World
 from rsep.epsparql.rewrites import (
     horizons,
     mismatched_bounds,

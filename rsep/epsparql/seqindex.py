@@ -53,7 +53,7 @@ from rsep.algebra.epsparql import (
 from rsep.algebra.events import Selection
 from rsep.algebra.expression import Arithmetic, Compare, Expression, Iri, Variable, signed_literal
 from rsep.epsparql.matcher import Occurrence, OnePattern, Solution, combine
-from rsep.epsparql.reference import ExprEvaluator
+from rsep.epsparql.operators import ExprEvaluator
 from rsep.epsparql.rewrites import conjuncts
 from rsep.sparql.filters import Fallback, nt_value
 

@@ -26,8 +26,8 @@ from rsep.algebra.events import (
     Selection,
     Seq,
 )
-from rsep.events import reference as events_reference
-from rsep.events.reference import EventMapping, Mu, compatible, merge
+from rsep.events import reference as events_reference  # (evaluate, Context: see below)
+from rsep.events.mappings import EventMapping, Mu, compatible, interval, merge
 from rsep.events.solver import BatchSolver
 from rsep.stream.event import Event
 
@@ -296,7 +296,7 @@ class IncrementalMatcher:
         picked = {id(m2): self._pick(m2) for m2 in rights}
         usable = [m2 for m2 in rights if picked[id(m2)]]
         out: list[EventMapping] = []
-        for m2 in selection.select(sel, usable, events_reference.interval, _compatible):
+        for m2 in selection.select(sel, usable, interval, _compatible):
             for m1 in picked[id(m2)]:
                 out.append(EventMapping(merge(m1.mu, m2.mu), m1.t1, m2.t2, m1.just | m2.just))
         return out
@@ -340,6 +340,8 @@ class IncrementalMatcher:
                 return [m for _, _, m in cands if (hi is None or m.t2 <= hi) and m.t1 >= 0
                         and not (consumed and m.just & consumed)]
 
+            # Outside delta mode the reference's evaluate is the general evaluator, over the
+            # indexed mappings (the lookup): the differential tests compare delta mode with it.
             # (the lookup applies consumption; the context's set is read only without one)
             ctx = events_reference.Context({}, self.solver, frozenset(), lookup)
             return events_reference.evaluate(self.match.expr, self.match.selection, ctx)

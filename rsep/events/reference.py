@@ -19,34 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
 
 from rsep.algebra import selection
 from rsep.algebra.events import BasicEventPattern, EventPattern, First, Last, Selection, Seq
-from rsep.algebra.mapping import SolutionMapping
-from rsep.algebra.mapping import compatible as compatible  # re-exported for the evaluators
-from rsep.algebra.mapping import merge as merge
+
+# The event mappings both evaluators build (rsep.events.mappings); this module keeps the
+# equations, the oracle the differential tests compare rsep.events.incremental with.
+from rsep.events.mappings import (  # noqa: F401 - justification: read with the evaluator
+    EventMapping,
+    Mu,
+    compatible,
+    interval,
+    justification,
+    merge,
+)
 from rsep.stream.event import Event
 from rsep.stream.time import precedes
-
-Mu = SolutionMapping[str]  # sorted (variable, N-Triples term) pairs
-
-
-@dataclass(frozen=True, slots=True)
-class EventMapping:
-    """(mu, t1, t2), with the stream items that justify it (Appendix A)."""
-
-    mu: Mu
-    t1: int
-    t2: int
-    just: frozenset[int]  # item numbers (Event.seq)
-
-    def as_dict(self) -> dict[str, str]:
-        return dict(self.mu)
-
-
-# An event mapping's interval (t1, t2), read in C: selection reads it once per candidate.
-interval: Callable[[EventMapping], tuple[int, int]] = attrgetter("t1", "t2")
 
 
 def first(ms: list[EventMapping]) -> list[EventMapping]:
@@ -127,8 +115,3 @@ def _seq(e: Seq, sel: Selection, ctx: Context, hi: int | None, subst: Mu) -> lis
 
 def _compatible(a: EventMapping, b: EventMapping) -> bool:
     return compatible(a.mu, b.mu)
-
-
-def justification(results: Iterable[EventMapping]) -> set[int]:
-    """just(MATCH E, I, t): the items the outputs were built from (Appendix A)."""
-    return selection.justification(m.just for m in results)

@@ -19,7 +19,7 @@ import pyoxigraph as ox
 from rsep.algebra.events import BasicEventPattern
 from rsep.algebra.expression import Constraint
 from rsep.algebra.pattern import PatternRefused
-from rsep.events.reference import Mu
+from rsep.events.mappings import Mu
 from rsep.lang.errors import QueryError
 from rsep.lang.expression import group_filters
 from rsep.lang.pattern import group_pattern

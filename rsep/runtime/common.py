@@ -14,7 +14,7 @@ import pyoxigraph as ox
 from rsep.algebra.events import MatchPattern
 from rsep.algebra.output import Output
 from rsep.algebra.runtime import Limits as Limits
-from rsep.events.reference import EventMapping
+from rsep.events.mappings import EventMapping
 from rsep.runtime.r2s import Payload, Selected
 from rsep.stream.time import TimeKind
 

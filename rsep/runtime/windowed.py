@@ -23,9 +23,8 @@ from rsep.algebra.output import EngineError, Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
-from rsep.events import reference as events_reference
 from rsep.events.incremental import IncrementalMatcher
-from rsep.events.reference import EventMapping
+from rsep.events.mappings import EventMapping, justification
 from rsep.events.solver import BatchSolver
 from rsep.runtime.common import (
     XSD_INTEGER,
@@ -488,7 +487,7 @@ class QueryRuntime(Ticks):
 
     def _consume(self, tau: int, found: list[EventMapping]) -> None:
         """P^c / P^r: what justified this evaluation's output is gone for the next."""
-        just = events_reference.justification(found)
+        just = justification(found)
         self._consumed |= just
         if self._forget and just:
             for matcher in self._matchers:

@@ -307,7 +307,7 @@ def test_generated_hierarchy_subclass_query_matches_the_closure():
     assert got == want
 
 
-SELECTION_CALLERS = ("rsep.events.reference", "rsep.events.incremental", "rsep.epsparql.reference",
+SELECTION_CALLERS = ("rsep.events.reference", "rsep.events.mappings", "rsep.events.incremental", "rsep.epsparql.reference",
                      "rsep.epsparql.seqindex", "rsep.epsparql.policy")
 
 
@@ -362,7 +362,7 @@ def test_table1_rows_go_through_the_one_policy_implementation(row, figure1, monk
         # RSEP-QL's E_1 SEQ E_2 of two BEPs on the live ones (rsep.events.incremental): both
         # leave the choice among them to the same functions
         assert {m for _, m in selects} == {"rsep.events.incremental", "rsep.epsparql.seqindex"}
-        assert {m for m, items in consumes if items} == {"rsep.events.reference",
+        assert {m for m, items in consumes if items} == {"rsep.events.mappings",
                                                           "rsep.epsparql.policy"}
     else:
         assert selects == [] and consumes == []

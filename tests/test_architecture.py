@@ -114,3 +114,77 @@ class C:
     assert deferred_imports(source) == [(8, "rsep.windows", True), (9, ".", True),
                                         (11, "rsep.stream.live", True), (14, "rsep.x", True),
                                         (21, "..up", False)]
+
+
+# Oracles stay oracles (issue 46): production imports the operators the evaluators share
+# (rsep.epsparql.operators, rsep.events.mappings), not the reference evaluators, so that a
+# bug in one shows up in the differential tests. Left: where production's general case *is*
+# the reference's evaluate, each import saying so in a comment.
+ORACLES = ("rsep.epsparql.reference", "rsep.events.reference")
+ORACLE_IMPORTS_ALLOWED = {
+    # Delta's static parts (the background, VALUES), evaluated whole
+    ("rsep/epsparql/delta.py", "rsep.epsparql.reference", ("evaluate",)),
+    # the policies' general case: what the index does not take
+    ("rsep/epsparql/policy.py", "rsep.epsparql.reference", ("evaluate",)),
+    # MATCH outside delta mode: the equations over the indexed mappings
+    ("rsep/events/incremental.py", "rsep.events.reference", ("*",)),
+}
+
+
+def _module_name(path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def oracle_imports(source: str, module: str, is_package: bool = False) -> list[tuple[int, str, tuple[str, ...]]]:
+    """The imports of a reference evaluator in ``source`` (the module named ``module``):
+    (line, the reference module, the names taken from it; ``*`` for the module itself)."""
+    package = module if is_package else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, ("*",)) for a in node.names if a.name in ORACLES]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([base] if base else [])])
+            if base in ORACLES:
+                found.append((node.lineno, base, tuple(sorted(a.name for a in node.names))))
+            found += [(node.lineno, f"{base}.{a.name}", ("*",)) for a in node.names
+                      if f"{base}.{a.name}" in ORACLES]
+    return found
+
+
+def _oracle_imports() -> list[tuple[str, int, str, tuple[str, ...], bool]]:
+    out = []
+    for p in sorted((ROOT / "rsep").rglob("*.py")):
+        if p.stem in ("reference", "why", "explain"):
+            continue  # the oracles themselves, and what explains a run by them
+        source = p.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        out += [(str(p.relative_to(ROOT)), line, m, names, _explained(lines, line))
+                for line, m, names in oracle_imports(source, _module_name(p), p.stem == "__init__")]
+    return out
+
+
+def test_production_imports_no_reference_evaluator_but_the_documented_general_cases():
+    found = _oracle_imports()
+    assert {(p, m, names) for p, _, m, names, _ in found} == ORACLE_IMPORTS_ALLOWED, found
+    assert [f"{p}:{n}" for p, n, _, _, why in found if not why] == []
+
+
+def test_the_oracle_import_check_sees_every_kind():
+    source = '''
+import rsep.epsparql.reference
+from rsep.events import reference as r
+from rsep.epsparql.reference import evaluate, World
+from .reference import Context
+from . import reference
+from rsep.epsparql.operators import project
+'''
+    assert oracle_imports(source, "rsep.events.incremental") == [
+        (2, "rsep.epsparql.reference", ("*",)), (3, "rsep.events.reference", ("*",)),
+        (4, "rsep.epsparql.reference", ("World", "evaluate")),
+        (5, "rsep.events.reference", ("Context",)), (6, "rsep.events.reference", ("*",))]

@@ -28,8 +28,9 @@ written (:class:`Service`: :class:`PatternRefused`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -594,6 +595,23 @@ def _elements(p: Pattern) -> list[str]:
         line, col = p.at or (None, None)
         raise PatternRefused("SERVICE: rsep queries no remote endpoint", line, col)
     raise TypeError(f"not a graph pattern: {p!r}")
+
+
+def fill_match_slots(tree: Query, filled: Mapping[int, Values]) -> Query:
+    """``tree`` with each :class:`MatchSlot` of the given indexes replaced by its VALUES
+    (RSEP-QL's Eq. (8): a MATCH's solutions at an instant join the WHERE pattern)."""
+    if tree.pattern is None:
+        return tree
+    return replace(tree, pattern=_fill(tree.pattern, filled))
+
+
+def _fill(p: Pattern, filled: Mapping[int, Values]) -> Pattern:
+    if isinstance(p, MatchSlot):
+        return filled.get(p.index, p)
+    node: Any = p  # (every Pattern but the base is a dataclass)
+    changes = {f.name: _fill(v, filled) for f in fields(node)
+               if isinstance(v := getattr(node, f.name), Pattern) and not isinstance(v, Values)}
+    return replace(node, **changes) if changes else p
 
 
 def _values(v: Values) -> str:

@@ -20,6 +20,8 @@ import pyoxigraph as ox
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
 from rsep.algebra.output import EngineError, Output
+from rsep.algebra.pattern import PatternRefused, Values, fill_match_slots, to_sparql
+from rsep.algebra.pattern import Query as PatternQuery
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
@@ -29,6 +31,7 @@ from rsep.events.solver import BatchSolver
 from rsep.runtime.common import (
     XSD_INTEGER,
     match_values,
+    match_values_node,
     outputs,
     time_literal,
     unskolemize,
@@ -228,6 +231,7 @@ class QueryRuntime(Ticks):
         self._unmatched = False  # a MATCH had no solution at the last evaluation
         self._consumes = any(m.selection.consumes for m in self.query.matches)
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
+        self._tree = self._match_tree() if self.query.matches else None
         self._projection: tuple[str, ...] = ()
         self._delta_r2s = False
         self._stage = False
@@ -452,24 +456,45 @@ class QueryRuntime(Ticks):
         self.evaluations += 1
         return outputs(self.name, tau, self.engine.kind, self.query.form, self.r2s.apply(rows))
 
+    def _match_tree(self) -> PatternQuery | None:
+        """The query's pattern tree when its MATCH solutions can enter through it: every
+        MatchSlot reached by fill_match_slots, the tree written by to_sparql (None: the
+        text path, for a query the tree could not hold)."""
+        tree = self.query.pattern
+        if tree is None:
+            return None
+        empty = {i: Values((), ()) for i in range(len(self.query.matches))}
+        try:
+            text = to_sparql(fill_match_slots(tree, empty))
+        except PatternRefused:
+            return None
+        return None if "# rsep-match-" in text else tree
+
     def _match_text(self, tau: int) -> str:
-        """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES."""
+        """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES:
+        each MatchSlot of the query's tree filled with a VALUES node and the tree written
+        once; for a query with no tree, each slot of the text replaced."""
         changes = {bw.iri: bw.op.take_item_changes() for bw in self.windows}
         text = self.query.sparql
+        tree = self._tree
+        filled: dict[int, Values] = {}
         floor = self._floor() if self._forget else None  # (read only when forgetting)
         self._unmatched = False
-        for m, matcher in zip(self.query.matches, self._matchers, strict=True):
+        for i, (m, matcher) in enumerate(zip(self.query.matches, self._matchers, strict=True)):
             found = matcher.evaluate(changes, self._consumed, floor)
             if not found:
                 self._unmatched = True
             if len(found) > self.engine.limits.max_results:
                 self._too_many(tau)
-            text = text.replace(m.slot, match_values(m, found))
+            if tree is None:
+                text = text.replace(m.slot, match_values(m, found))
+            else:
+                filled[i] = match_values_node(m, found)
             if m.selection.consumes:
                 self._consume(tau, found)
         self._solver.clear()  # the matchers keep what they need per item
         self._release(changes, floor)
-        return text
+        return text if tree is None else to_sparql(fill_match_slots(tree, filled))
 
     def _direct(self, tau: int) -> list[Row]:
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""

@@ -9,6 +9,7 @@ from rsep.algebra.events import Selection
 from rsep.algebra.window import WindowKind
 from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
+from rsep.runtime.windowed import QueryRuntime
 from rsep.testing.snippets import EX, ev, run, short, table
 from rsep.windows import reference
 from rsep.windows.resolved import Window
@@ -227,3 +228,39 @@ def test_match_at_the_end_of_the_input(policy, report):
     if gone:
         assert table(run(dels, events, until=gone - 1, report=rp)) == []
     assert table(run(dels, events, report=rp)) == []
+
+
+@pytest.mark.parametrize("policy", ["", "CHRONOLOGICAL", "RECENT"])
+def test_match_solutions_enter_through_the_tree_as_through_the_text(policy, monkeypatch):
+    """A MATCH's solutions join the WHERE pattern as a VALUES node of the query's tree
+    (rsep.algebra.pattern.fill_match_slots, written by to_sparql); the text path, for a
+    query with no tree, replaces the slot in the text: both give the same outputs, for
+    literals with escapes and language tags, typed literals, blank nodes and ?_from ?_to."""
+    a, b = EX + "A", EX + "B"
+    events = [ev(a, 1, ':u1 :says "a \\"q\\"\\n\\u00e9"@en .'), ev(b, 2, "_:x :follows :u1 ."),
+              ev(a, 3, ':u2 :says "7"^^<http://www.w3.org/2001/XMLSchema#decimal> .'),
+              ev(b, 4, ":u3 :follows :u2 ."), ev(b, 5, "_:y :follows :u2 .")]
+    q = f"""PREFIX : <{EX}>
+REGISTER RSTREAM :q AS
+SELECT ?who ?what ?fan ?_from ?_to (STR(?what) AS ?s)
+FROM NAMED :A WIN [RANGE 10] AS :said
+FROM NAMED :B WIN [RANGE 10] AS :follows
+EVENT ON :said {{ ?who :says ?what . }} AS Say
+EVENT ON :follows {{ ?fan :follows ?who . }} AS Follow
+WHERE {{ MATCH {policy} {{ Say SEQ Follow }} FILTER (BOUND(?who)) }}"""
+    trees = []
+    real = QueryRuntime._match_tree
+
+    def spy(self):
+        got = real(self)
+        trees.append(got)
+        return got
+
+    monkeypatch.setattr(QueryRuntime, "_match_tree", spy)
+    via_tree = run(q, events)
+    assert trees and all(t is not None for t in trees)
+    monkeypatch.setattr(QueryRuntime, "_match_tree", lambda self: None)
+    via_text = run(q, events)
+    assert via_tree == via_text and len(via_tree) >= 2
+    said = [o["bindings"] for o in via_tree]
+    assert any('\\"q\\"' in o["what"] for o in said) and any(o["fan"].startswith("_:") for o in said)

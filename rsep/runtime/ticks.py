@@ -1,22 +1,21 @@
 """When a windowed query is evaluated: the report policies' instants, the quiet-instant
-skip, and the due check (the tick logic of rsep.runtime.windowed.QueryRuntime, a mixin)."""
+skip, and the due check (:class:`Ticks`, an object that rsep.runtime.windowed.QueryRuntime
+holds and gives, when it is made, all it reads of the query: its windows, report policy,
+R2S operator, the background graphs it reads and where their changes are asked for)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.window import WindowKind
-from rsep.runtime.r2s import R2SOperator, Row
+from rsep.runtime.r2s import Row
 from rsep.windows.incremental import LocalWindow
 from rsep.windows.operator import WindowOperator
 from rsep.windows.resolved import Window
-
-if TYPE_CHECKING:
-    from rsep.algebra.runtime import Host
 
 
 @dataclass
@@ -33,24 +32,37 @@ _NEVER = float("inf")
 
 
 class Ticks:
-    """The evaluation instants of a QueryRuntime, from its state (declared here)."""
+    """The evaluation instants of one windowed query: what it is given when it is made (and
+    reads as it runs: the runtime fills ``windows`` when it is bound, ``reads`` when it
+    loads the background), and the state it keeps of the evaluations so far."""
 
-    engine: Host
-    windows: list[BoundWindow]
-    report: ReportPolicy
-    r2s: R2SOperator
-    start: int | None
-    last_tick: int | None
-    arrival: int | None
-    _period: int
-    _consumes: bool
-    _versions: tuple[int, ...] | None
-    _cache: list[Row] | None
-    _reads: dict[str, list[ox.NamedNode | ox.DefaultGraph]]  # the background graphs read
-    _graphs_version: int  # bumped when one of them changes
-    # _grid's answer, (after, until, grid): the same for every ``after`` from the first up to
-    # (not including) ``until``, its first instant; the engine asks once an event
-    _grid_memo: tuple[int, float, list[int]] | None = None
+    def __init__(self, windows: list[BoundWindow], report: ReportPolicy, r2s: R2S,
+                 consumes: bool, reads: dict[str, list[ox.NamedNode | ox.DefaultGraph]],
+                 next_graph_change: Callable[[int, Iterable[str]], int | None]) -> None:
+        self.windows = windows
+        self.report = report
+        self._rstream = r2s is R2S.RSTREAM
+        self._consumes = consumes  # (a consuming MATCH is never quiet)
+        self._reads = reads  # the background graphs read (by IRI)
+        # when one of them next changes (rsep.algebra.runtime.Host.next_graph_change)
+        self._next_graph_change = next_graph_change
+        self.start: int | None = None
+        self.last_tick: int | None = None
+        self.arrival: int | None = None  # the time of the last event a window took
+        self.period = 0  # the periodic report's, in timeline units (bind)
+        # the content versions and rows of the last evaluation that ran the query
+        self.versions: tuple[int, ...] | None = None
+        self.cache: list[Row] | None = None
+        self.graphs_version = 0  # bumped when one of the graphs read changes
+        # _grid's answer, (after, until, grid): the same for every ``after`` from the first up
+        # to (not including) ``until``, its first instant; the engine asks once an event
+        self._grid_memo: tuple[int, float, list[int]] | None = None
+
+    def bind(self, start: int, period: int) -> None:
+        """The clock is known: the instant the grids count from, the report period."""
+        self.start = start
+        self.period = period
+        self._grid_memo = None
 
     def _grid(self, after: int) -> list[int]:
         """Report instants of the time-driven policies, the first one after ``after``."""
@@ -62,7 +74,7 @@ class Ticks:
                 if w.kind is WindowKind.TIME or (w.kind is WindowKind.LANDMARK and w.stepped):
                     out.append(w.next_close(after))
         if rp.periodic is not None:
-            out.append((after // self._period + 1) * self._period)
+            out.append((after // self.period + 1) * self.period)
         if rp.at:
             nxt = next((a for a in rp.at if a > after), None)
             if nxt is not None:
@@ -73,16 +85,17 @@ class Ticks:
         """Would an evaluation now output nothing new? (content unchanged, nothing to repeat)"""
         if self._consumes:
             return False
-        if self._versions is None:
+        if self.versions is None:
             return all(bw.op.idle for bw in self.windows) and self.report.non_empty
-        if self._versions != self._current_versions():
+        if self.versions != self.current_versions():
             return False
         if self.report.non_empty and all(bw.op.empty for bw in self.windows):
             return True
-        return self.r2s.op is not R2S.RSTREAM or not self._cache
+        return not self._rstream or not self.cache
 
-    def _current_versions(self) -> tuple[int, ...]:
-        return (*(bw.op.version for bw in self.windows), self._graphs_version)
+    def current_versions(self) -> tuple[int, ...]:
+        """The versions of the windows' content and of the background graphs read."""
+        return (*(bw.op.version for bw in self.windows), self.graphs_version)
 
     def _next_changes(self) -> list[int]:
         return [c for bw in self.windows if (c := bw.op.next_change()) is not None]
@@ -111,7 +124,7 @@ class Ticks:
             # Nothing would come out until the content changes: jump to that change.
             # (a background graph's change, too: the evaluation after it may answer anew)
             changes = self._next_changes()
-            graph = self.engine.next_graph_change(after, self._reads) if self._reads else None
+            graph = self._next_graph_change(after, self._reads) if self._reads else None
             first = min(changes + ([arrival] if arrival is not None else [])
                         + ([graph] if graph is not None else []), default=None)
             if first is None:
@@ -126,13 +139,15 @@ class Ticks:
         cands = [c for c in cands if after < c < bound]
         return min(cands) if cands else None
 
-    def _due(self, tau: int, changed: bool) -> bool:
+    def due(self, tau: int, changed: bool) -> bool:
+        """Whether the report policy reports at ``tau`` (``changed``: the windows' content
+        changed since the last evaluation)."""
         rp = self.report
         if rp.on_arrival and self.arrival == tau:
             return True
         if rp.content_change and changed:
             return True
-        if rp.periodic is not None and tau % self._period == 0:
+        if rp.periodic is not None and tau % self.period == 0:
             return True
         if tau in rp.at:
             return True

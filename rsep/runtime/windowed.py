@@ -189,8 +189,9 @@ def query_strategy(query: ContinuousQuery) -> type[Strategy]:
 
 
 @dataclass
-class QueryRuntime(Ticks):
-    """A registered query and its state: windows, snapshot store, R2S history."""
+class QueryRuntime:
+    """A registered query and its state: windows, snapshot store, R2S history; when it is
+    evaluated is its :class:`rsep.runtime.ticks.Ticks`' (``ticks``)."""
 
     # the native path (rsep.windows.native), which rsep run takes when it can (rsep.cli.run):
     # given by the runtime, so that a run with no windowed query never loads it
@@ -203,11 +204,8 @@ class QueryRuntime(Ticks):
     windows: list[BoundWindow] = field(default_factory=list)
     store: SnapshotStore = field(default_factory=SnapshotStore)
     evaluations: int = 0
-    last_tick: int | None = None
-    arrival: int | None = None
-    start: int | None = None
-    _versions: tuple[int, ...] | None = None
-    _cache: list[Row] | None = None
+    # the ticks' next_tick, bound once (the engine asks once an event: no call of our own)
+    next_tick: Callable[[int], int | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.r2s = R2SOperator(self.query.r2s)
@@ -215,7 +213,6 @@ class QueryRuntime(Ticks):
         self.streams = set(self.query.dataset.streams)
         self._named: list[ox.NamedNode | ox.BlankNode] = []
         self._reads: dict[str, list[ox.NamedNode | ox.DefaultGraph]] = {}  # graph -> store graphs
-        self._graphs_version = 0
         # rsep's one extension function; every other call is pyoxigraph's own (a custom
         # function would override its built-in of the same IRI), unknown ones are refused.
         self._functions: dict[ox.NamedNode, Callable[..., ox.Literal | ox.NamedNode | ox.BlankNode
@@ -230,6 +227,9 @@ class QueryRuntime(Ticks):
         self._forget = False
         self._unmatched = False  # a MATCH had no solution at the last evaluation
         self._consumes = any(m.selection.consumes for m in self.query.matches)
+        self.ticks = Ticks(self.windows, self.report, self.query.r2s, self._consumes,
+                           self._reads, self.engine.next_graph_change)
+        self.next_tick = self.ticks.next_tick
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
         self._tree = self._match_tree() if self.query.matches else None
         self._projection: tuple[str, ...] = ()
@@ -262,6 +262,15 @@ class QueryRuntime(Ticks):
         rsep.spark.state.horizon, would be wrong)."""
         return self._consumes
 
+    @property
+    def last_tick(self) -> int | None:
+        """The last evaluation instant (the ticks'; the engine moves it past quiet ones)."""
+        return self.ticks.last_tick
+
+    @last_tick.setter
+    def last_tick(self, tau: int | None) -> None:
+        self.ticks.last_tick = tau
+
     # ------------------------------------------------------------ setup
 
     def load_background(self, graphs: dict[str, list[ox.Triple]]) -> None:
@@ -285,7 +294,7 @@ class QueryRuntime(Ticks):
             self.store.apply(name, (), [(t, 0) for t in old - new])
             self.store.apply(name, [(t, None) for t in new - old], ())
         if iri in self._reads:
-            self._graphs_version += 1
+            self.ticks.graphs_version += 1
         if self.result is not None and (iri in self._default or iri in self._reads):
             self.result.set_background(self._background())
 
@@ -302,8 +311,6 @@ class QueryRuntime(Ticks):
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         """Resolve window parameters once the stream's kind of time is known."""
-        self.start = start
-        self._grid_memo = None
         # the windows the store must hold: those the graph patterns read, and every one when
         # timestamp() looks triples' times up in it (only a MATCH's windows may be left out)
         read = (read_windows(self.query) if self.query.matches and not self._track_time
@@ -343,11 +350,13 @@ class QueryRuntime(Ticks):
                        and not (rp.content_change or rp.on_arrival or rp.at)
                        and not self.query.matches
                        and all(bw.window.kind is WindowKind.TIME for bw in self.windows))
+        period = 0
         if self.report.periodic is not None:
             try:
-                self._period = self.report.periodic.units(kind, time_unit_ms)
+                period = self.report.periodic.units(kind, time_unit_ms)
             except TimeError as e:
                 raise EngineError(f"query {self.name}: report period: {e}") from None
+        self.ticks.bind(start, period)
 
     # ------------------------------------------------------------ input
 
@@ -360,7 +369,7 @@ class QueryRuntime(Ticks):
                     bw.local.arrive(e)
                 hit = True
         if hit:
-            t = self.arrival = e.end  # (e.time, without the property's call)
+            t = self.ticks.arrival = e.end  # (e.time, without the property's call)
             if self._stage:
                 strategy = self.strategy
                 if not strategy.arrived(self):
@@ -430,29 +439,31 @@ class QueryRuntime(Ticks):
 
     def evaluate(self, tau: int) -> list[Output]:
         self._advance(tau)
-        self.last_tick = tau
-        versions = self._current_versions()
-        changed = versions != self._versions
+        ticks = self.ticks
+        ticks.last_tick = tau
+        versions = ticks.current_versions()
+        seen = ticks.versions
+        changed = versions != seen
         # (content change is the windows': a background graph's change is read, not reported)
-        if not self._due(tau, self._versions is None or versions[:-1] != self._versions[:-1]):
+        if not ticks.due(tau, seen is None or versions[:-1] != seen[:-1]):
             return []
         if self.report.non_empty and all(bw.op.empty for bw in self.windows):
             if not self._delta_r2s:
                 # This content is seen (its answer is nothing, never output): without the
-                # versions kept, _quiet never finds the empty windows unchanged and the
-                # ticks step through every empty close up to the next event, however far
+                # versions kept, the quiet skip never finds the empty windows unchanged and
+                # the ticks step through every empty close up to the next event, however far
                 # (an event at 10^29 ran forever). No cache: the next content is run anew.
-                self._versions, self._cache = versions, None
+                ticks.versions, ticks.cache = versions, None
             return []
         if self._delta_r2s:
             self.evaluations += 1
             return self._direct_delta(tau)
-        if changed or self._cache is None or self._consumes:
+        if changed or ticks.cache is None or self._consumes:
             rows = self._run(tau)
-            self._cache = rows
-            self._versions = versions
+            ticks.cache = rows
+            ticks.versions = versions
         else:
-            rows = self._cache
+            rows = ticks.cache
         self.evaluations += 1
         return outputs(self.name, tau, self.engine.kind, self.query.form, self.r2s.apply(rows))
 

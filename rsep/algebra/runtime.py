@@ -75,11 +75,6 @@ class Host(Protocol):
         a runtime skipping quiet instants must not skip that one."""
         ...
 
-    def need_graph(self, g: str, source: str | None) -> None:
-        """A background graph ``g`` a query reads: there, or fetched from its IRI if the engine
-        allows dereferencing; a QueryError otherwise (``source`` names the query's file)."""
-        ...
-
     def shared(self, key: Hashable, factory: Callable[[], T]) -> T:
         """The engine's one object for ``key``, made by ``factory()`` the first time it is
         asked for: the state the runtimes of one family share on one engine (EP-SPARQL's
@@ -92,7 +87,9 @@ class Runtime(Protocol):
 
     1. Made by its family's factory in the dialect registry (rsep.runtime.dialects), given
        the query, the :class:`Host`, its name and its callback; the query's errors are
-       raised here, before anything runs.
+       raised here, before anything runs. The background graphs the query reads (its
+       family's ``graphs``) are in :attr:`Host.graphs` already: the engine had them given,
+       or fetched them, first.
     2. :meth:`bind`, once: when the engine's clock starts (its first event, or
        ``Engine.start_at``), or at once if it had started when the query was registered.
     3. For each event, in time order: first :meth:`next_tick` and :meth:`evaluate` for

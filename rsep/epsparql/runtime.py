@@ -344,11 +344,9 @@ class EpSparqlRuntime:
         self.streams: set[str] = set()  # EP-SPARQL reads one stream: every input event
         self.last_tick: int | None = None
         self.kind: TimeKind | None = None
-        for iri in query.background:
-            engine.need_graph(iri, query.source)
         self.ctx = EpContext.of(engine)
         graphs = self.ctx.background.graphs
-        for iri in query.background:  # fetched after the context was made
+        for iri in query.background:  # (the engine's, given or fetched after the context was made)
             if iri not in graphs:
                 graphs[iri] = [(str(t.subject), str(t.predicate), str(t.object)) for t in engine.graphs[iri]]
         self.ctx.runtimes.append(self)

@@ -6,13 +6,19 @@ before its first evaluation at or after t (Engine._evaluate), so an evaluation a
 G(t), and tells every registered runtime which graphs changed, so that the stores and
 indexes they built from the background follow. A change is no evaluation instant of its
 own: the report policies decide those from the streams (docs/semantics.md).
+
+:class:`Background` holds the changes, not the graphs: the engine owns those
+(``Engine.graphs``). It reads a graph as it stands and the engine's clock through the
+functions it is given, and reports each new content through its ``on_change`` callback
+(the engine stores it and tells its runtimes); :meth:`Background.load` and
+:meth:`Background.fetch` give the triples they read back to the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -25,7 +31,6 @@ from rsep.stream.time import format_time
 from rsep.stream.updates import GraphUpdate
 
 if TYPE_CHECKING:
-    from rsep.algebra.runtime import Runtime
     from rsep.stream.time import TimeKind
 
 
@@ -33,28 +38,29 @@ if TYPE_CHECKING:
 MAX_FETCH = 64 << 20
 
 
-class Owner(Protocol):
-    """What :class:`Background` reads and writes of its engine (rsep.runtime.engine)."""
+# on_change(iri, old, new): graph ``iri`` is ``new`` from now on, where it was ``old``
+# (equal when only its form changed: the triples as a store gives them back)
+OnChange = Callable[[str, Graph, Graph], None]
 
-    graphs: dict[str, list[ox.Triple]]  # written: each graph as it stands now
-    allow_dereference: bool
-    kind: TimeKind | None
-    now: int | None
 
-    @property
-    def queries(self) -> Sequence[Runtime]:
-        """The runtimes told of each change (Runtime.graph_changed)."""
-        ...
+def _no_clock() -> tuple[TimeKind | None, int | None]:
+    return None, None
 
 
 class Background:
-    """The graphs of one engine (``engine.graphs``: each as it stands at the engine's
-    time) and the changes of the time-varying ones not yet applied. Applied changes are
-    dropped (a server takes changes for ever): each TimeVaryingGraph then holds G from
-    the engine's time on, its ``initial`` the graph as it stands."""
+    """The changes of the time-varying graphs of one engine not yet applied, each applied
+    at the engine's time and reported to ``on_change``. Applied changes are dropped (a
+    server takes changes for ever): each TimeVaryingGraph then holds G from the engine's
+    time on, its ``initial`` the graph as it stands.
 
-    def __init__(self, engine: Owner) -> None:
-        self.engine = engine
+    ``graph(iri)``: the graph as it stands (empty if there is none); ``clock()``: the kind
+    of the events' times and the engine's time, each None before its clock starts."""
+
+    def __init__(self, on_change: OnChange, graph: Callable[[str], Sequence[ox.Triple]],
+                 clock: Callable[[], tuple[TimeKind | None, int | None]] = _no_clock) -> None:
+        self.on_change = on_change
+        self.graph = graph
+        self.clock = clock
         self.varying: dict[str, TimeVaryingGraph] = {}
         self._live: dict[str, LiveGraph] = {}
         self.due: int | None = None  # the time of the first change not applied
@@ -65,8 +71,10 @@ class Background:
     # ------------------------------------------------------------ set-up
 
     def load(self, iri: str, data: str | Path | Iterable[ox.Triple],
-             fmt: ox.RdfFormat | None = None) -> None:
-        """Content of graph ``iri`` (a file, or triples), added to what it has."""
+             fmt: ox.RdfFormat | None = None) -> list[ox.Triple]:
+        """Content of graph ``iri`` (a file, or triples), to be added to what it has: the
+        triples read (an EngineError if the file does not parse, or if the graph's changes
+        were given already)."""
         if isinstance(data, (str, Path)):
             path = Path(data)
             try:
@@ -78,12 +86,13 @@ class Background:
         if iri in self.varying:
             raise EngineError(f"graph {iri} changes over time: give its content before its "
                               "updates")
-        self.engine.graphs.setdefault(iri, []).extend(triples)
+        return triples
 
-    def fetch(self, g: str, source: str | None) -> None:
-        """A graph a query reads and no one gave: fetched from its IRI when the engine
-        allows dereferencing (--allow-dereference); a QueryError otherwise."""
-        if not self.engine.allow_dereference:
+    def fetch(self, g: str, source: str | None, allowed: bool) -> list[ox.Triple]:
+        """A graph a query reads and no one gave: its triples, fetched from its IRI when the
+        engine allows dereferencing (``allowed``: --allow-dereference); a QueryError
+        otherwise."""
+        if not allowed:
             raise QueryError(
                 f"<{g}> names no graph supplied to the engine (use --graph {g}=PATH); "
                 "graph IRIs are not dereferenced unless --allow-dereference is given",
@@ -111,7 +120,7 @@ class Background:
                              "it with --graph", source=source)
         fmt = ox.RdfFormat.from_media_type(ctype) or ox.RdfFormat.TURTLE
         try:
-            self.engine.graphs[g] = [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
+            return [q.triple for q in ox.parse(body, format=fmt, base_iri=g)]
         except (SyntaxError, MemoryError) as e:
             raise QueryError(f"<{g}> as fetched does not parse: {e}", source=source) from None
 
@@ -120,12 +129,12 @@ class Background:
         graph as given so far is its content before the first."""
         g = self.varying.get(iri)
         if g is None:
-            initial = canonical(self.engine.graphs.get(iri, ()))
+            given = self.graph(iri)
+            initial = canonical(given)
             g = self.varying[iri] = TimeVaryingGraph(iri, tuple(initial))
             self._live[iri] = LiveGraph(initial)
             # the same graph, in the forms a store gives back (changes are differences)
-            self._replace(iri, frozenset(self.engine.graphs.get(iri, ())), initial)
-            self.engine.graphs[iri] = list(initial)
+            self.on_change(iri, frozenset(given), initial)
         for u in changes:
             g.add(u)
         self._schedule()
@@ -133,13 +142,13 @@ class Background:
     def change_now(self, u: GraphUpdate) -> None:
         """A change applied at the engine's current time (``rsep serve``): before any event,
         at once; else stamped with the engine's time, for its next evaluations."""
-        eng = self.engine
-        if eng.now is None or eng.kind is None:
+        kind, now = self.clock()
+        if now is None or kind is None:
             self.add_changes(u.graph, ())
             self._apply(u.graph, [u])
             self.varying[u.graph].initial = tuple(self._live[u.graph].graph)
             return
-        self.add_changes(u.graph, [GraphUpdate(u.graph, eng.now, eng.kind, u.version,
+        self.add_changes(u.graph, [GraphUpdate(u.graph, now, kind, u.version,
                                                u.update, u.origin)])
 
     # ------------------------------------------------------------ running
@@ -169,7 +178,7 @@ class Background:
     def _apply(self, iri: str, changes: list[GraphUpdate]) -> None:
         live = self._live[iri]
         old = live.graph
-        kind = self.engine.kind
+        kind = self.clock()[0]
         for u in changes:
             try:
                 if kind is not None and u.kind is not kind:
@@ -185,14 +194,8 @@ class Background:
                                      0, str(e).split(": ", 1)[-1], u.update or ""))
                 continue
             self.applied += 1
-        self._replace(iri, old, live.graph)
-
-    def _replace(self, iri: str, old: Graph, new: Graph) -> None:
-        if old == new:
-            return
-        self.engine.graphs[iri] = list(new)
-        for rt in self.engine.queries:
-            rt.graph_changed(iri, old, new)
+        if live.graph != old:
+            self.on_change(iri, old, live.graph)
 
     def _schedule(self) -> None:
         due = None

@@ -9,7 +9,7 @@ a :class:`rsep.algebra.runtime.Runtime` and sees the engine as a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -22,19 +22,27 @@ from rsep.lang.errors import QueryError
 
 if TYPE_CHECKING:
     from rsep.algebra.epsparql import EpSparqlQuery
+    from rsep.algebra.spaseq import SpaseqQuery
 
 Callback = Callable[[Output], None] | None
+
+
+def _no_graphs(query: Query) -> Sequence[str]:
+    return ()
 
 
 @dataclass(frozen=True)
 class Family:
     """A family's part of the engine: what registering one of its queries checks and sets
     before the query is named (``prepare``: the query, the engine, the source named in
-    errors, the R2S operator and report policy given, each None if not), and the runtime it
-    builds (``runtime``: the query, the engine, its name, its callback)."""
+    errors, the R2S operator and report policy given, each None if not), the background
+    graphs it reads (``graphs``: their IRIs, which the engine has, given or fetched, before
+    it builds the runtime), and the runtime it builds (``runtime``: the query, the engine,
+    its name, its callback)."""
 
     runtime: Callable[[Query, Host, str, Callback], Runtime]
     prepare: Callable[[Query, Host, str | None, R2S | None, ReportPolicy | None], None] | None = None
+    graphs: Callable[[Query], Sequence[str]] = _no_graphs
 
 
 def _rsp_prepare(query: Query, engine: Host, source: str | None, r2s: R2S | None,
@@ -50,12 +58,15 @@ def _rsp_prepare(query: Query, engine: Host, source: str | None, r2s: R2S | None
     if not query.dataset.windows:
         raise QueryError("the query reads no stream: declare a window (FROM NAMED WINDOW, "
                          "FROM STREAM, or a STREAM pattern)", source=source)
-    for g in query.dataset.default_graphs + query.dataset.named_graphs:
-        engine.need_graph(g, source)
     if r2s is not None:
         query.r2s = r2s
     if report is not None:
         query.report = report
+
+
+def _rsp_graphs(query: Query) -> Sequence[str]:
+    assert isinstance(query, ContinuousQuery)
+    return query.dataset.default_graphs + query.dataset.named_graphs  # (FROM, FROM NAMED)
 
 
 def _rsp(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
@@ -69,6 +80,12 @@ def _spaseq(query: Query, engine: Host, name: str, callback: Callback) -> Runtim
     assert isinstance(query, entry("rsep.algebra.spaseq:SpaseqQuery"))  # (the family's algebra)
     rt: Runtime = entry("rsep.spaseq.runtime:SpaseqRuntime")(query, engine, name, callback)
     return rt
+
+
+def _automaton_graphs(query: Query) -> Sequence[str]:
+    # the GRAPH <iri> patterns' of SPASEQ (its GPMs') and EP-SPARQL (rsep.algebra.spaseq,
+    # rsep.algebra.epsparql)
+    return cast("SpaseqQuery | EpSparqlQuery", query).background
 
 
 def _epsparql(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
@@ -86,7 +103,8 @@ def _epsparql(query: Query, engine: Host, name: str, callback: Callback) -> Runt
 # (by name, rsep.lang.dialect.entry) when its first query is registered: an RSP run never
 # loads the automata, a SPASEQ or EP-SPARQL run never loads the window machinery.
 FAMILIES: dict[str, Family] = {
-    RSP: Family(_rsp, _rsp_prepare), SPASEQ: Family(_spaseq), EPSPARQL: Family(_epsparql)}
+    RSP: Family(_rsp, _rsp_prepare, _rsp_graphs), SPASEQ: Family(_spaseq, graphs=_automaton_graphs),
+    EPSPARQL: Family(_epsparql, graphs=_automaton_graphs)}
 
 
 def family_of(query: Query) -> Family:

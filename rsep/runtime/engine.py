@@ -51,7 +51,8 @@ class Engine:
         # --max-eval-seconds while an evaluation runs (the CLI sets one; rsep.runtime.watchdog)
         self.watchdog: Watchdog | None = None
         self.graphs: dict[str, list[ox.Triple]] = {}  # each as it stands at the engine's time
-        self.background = Background(self)
+        # the time-varying graphs' changes: each new content comes back to _graph_changed
+        self.background = Background(self._graph_changed, self._graph, self._clock)
         self.queries: list[Runtime] = []
         self.kind: TimeKind | None = None
         self.now: int | None = None
@@ -71,7 +72,23 @@ class Engine:
                   fmt: ox.RdfFormat | None = None) -> None:
         """A background graph: ``iri`` names it ("default" for the default graph). Its
         changes over time: ``self.background.add_changes``."""
-        self.background.load(iri, data, fmt)
+        self.graphs.setdefault(iri, []).extend(self.background.load(iri, data, fmt))
+
+    def _graph(self, iri: str) -> Sequence[ox.Triple]:
+        """(the background's) Graph ``iri`` as it stands, empty if there is none."""
+        return self.graphs.get(iri, ())
+
+    def _clock(self) -> tuple[TimeKind | None, int | None]:
+        """(the background's) The kind of the events' times and the engine's time."""
+        return self.kind, self.now
+
+    def _graph_changed(self, iri: str, old: frozenset[ox.Triple], new: frozenset[ox.Triple]) -> None:
+        """(the background's callback) Graph ``iri`` is ``new`` from now on: the engine keeps
+        it, and tells every runtime if its content changed (Runtime.graph_changed)."""
+        self.graphs[iri] = list(new)
+        if old != new:
+            for rt in self.queries:
+                rt.graph_changed(iri, old, new)
 
     def register(self, query: str | Query, *, dialect: str | None = None,
                  name: str | None = None, r2s: R2S | None = None,
@@ -89,6 +106,10 @@ class Engine:
         family = FAMILIES[d.family]
         if family.prepare is not None:
             family.prepare(q, self, source, r2s, report)
+        # the background graphs the query reads are here before its runtime is built (their
+        # errors name the source given, else the query's own)
+        for g in family.graphs(q):
+            self.need_graph(g, source if source is not None else getattr(q, "source", None))
         n = name or getattr(q, "name", "") or default_name or f"q{len(self.queries) + 1}"
         if any(rt.name == n for rt in self.queries):
             raise QueryError(f"a query named {n!r} is already registered", source=source)
@@ -119,7 +140,7 @@ class Engine:
         """A background graph a query reads: given with add_graph, or fetched from its IRI
         when the engine allows dereferencing (--allow-dereference); a QueryError otherwise."""
         if g not in self.graphs:
-            self.background.fetch(g, source)
+            self.graphs[g] = self.background.fetch(g, source, self.allow_dereference)
 
     # ------------------------------------------------------------ running
 

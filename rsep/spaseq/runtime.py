@@ -95,8 +95,6 @@ class SpaseqRuntime:
         self.streams: set[str] = set(query.streams.values())
         self.last_tick: int | None = None
         self.variables = query.variables
-        for iri in query.background:
-            engine.need_graph(iri, query.source)
         self.nfa: NFA = compile_query(query)
         self.options = engine_options(query)
         self.options.max_instant = engine.limits.max_matches

@@ -283,7 +283,8 @@ class Engine:
         skipped, so no later arrival can reach back into them."""
         self._fire(bound)
         for rt in self.queries:
-            if rt.last_tick is None or rt.last_tick < bound - 1:
+            lt = rt.last_tick  # (read once: the window runtime's is its ticks', a property)
+            if lt is None or lt < bound - 1:
                 rt.last_tick = bound - 1
 
     def _emit(self, rt: Runtime, o: Output) -> None:

@@ -605,6 +605,36 @@ def fill_match_slots(tree: Query, filled: Mapping[int, Values]) -> Query:
     return replace(tree, pattern=_fill(tree.pattern, filled))
 
 
+def slot_template(tree: Query) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """``to_sparql(tree)`` cut where its MatchSlots are written: the texts around them and,
+    per cut, the index of the MATCH whose VALUES block goes there. Joining the texts with
+    the blocks gives ``to_sparql(fill_match_slots(tree, filled))`` for the same blocks
+    without writing the tree again at each evaluation (tests/algebra/test_pattern.py holds
+    the two equal). None where to_sparql refuses the tree, or a slot is not written exactly
+    once where fill_match_slots reaches it."""
+    slots = [] if tree.pattern is None else [n for n in nodes(tree.pattern)
+                                             if isinstance(n, MatchSlot)]
+    try:
+        text = to_sparql(tree)
+        reached = to_sparql(fill_match_slots(tree, {s.index: Values((), ()) for s in slots}))
+    except PatternRefused:
+        return None
+    if "# rsep-match-" in reached or any(text.count(s.slot) != 1 for s in slots):
+        return None
+    parts, order, pos = [], [], 0
+    for i, s in sorted(((text.index(s.slot), s) for s in slots), key=lambda x: x[0]):
+        parts.append(text[pos:i])
+        order.append(s.index)
+        pos = i + len(s.slot)
+    parts.append(text[pos:])
+    return tuple(parts), tuple(order)
+
+
+def values_text(v: Values) -> str:
+    """A VALUES block as to_sparql writes it in a group."""
+    return _values(v)
+
+
 def _fill(p: Pattern, filled: Mapping[int, Values]) -> Pattern:
     if isinstance(p, MatchSlot):
         return filled.get(p.index, p)

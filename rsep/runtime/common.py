@@ -5,17 +5,14 @@ solutions as VALUES, and the relaxed cyclic collector."""
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import cast
 
 import pyoxigraph as ox
 
-from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
-from rsep.algebra.expression import Iri, Literal
+from rsep.algebra.events import MatchPattern
 from rsep.algebra.output import Output
-from rsep.algebra.pattern import Values
 from rsep.algebra.runtime import Limits as Limits
 from rsep.events.mappings import EventMapping
 from rsep.runtime.r2s import Payload, Selected
@@ -66,42 +63,6 @@ def match_values(m: MatchPattern, found: list[EventMapping]) -> str:
         rows.append("(" + " ".join(vals) + ")")
     head = m.slot.split("{", 1)[0]
     return head + "{ " + " ".join(rows) + " }\n"
-
-
-_NT_ESCAPE = re.compile(r'\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))')
-_NT_CHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def _unescape(m: re.Match[str]) -> str:
-    code = m.group(1) or m.group(2)
-    return chr(int(code, 16)) if code else _NT_CHAR[m.group(3)]
-
-
-def nt_term(v: str) -> Iri | Literal:
-    """An N-Triples IRI or literal (a MATCH's value, skolemized) as a term of the tree."""
-    if v.startswith("<"):
-        return Iri(v[1:-1])
-    end = v.rindex('"')
-    lexical = _NT_ESCAPE.sub(_unescape, v[1:end])
-    rest = v[end + 1:]
-    if rest.startswith("^^<"):
-        return Literal(lexical, Iri(rest[3:-1]))
-    if rest.startswith("@"):
-        return Literal(lexical, None, rest[1:])
-    return Literal(lexical)
-
-
-def match_values_node(m: MatchPattern, found: list[EventMapping]) -> Values:
-    """:func:`match_values` as the tree's VALUES node, for the query's :class:`MatchSlot`."""
-    names = list(m.expr.variables)
-    rows = []
-    for em in found:
-        d = em.as_dict()
-        row: list[Iri | Literal | None] = [nt_term(skolemize(d[n])) if n in d else None for n in names]
-        if m.expose_interval:
-            row += [nt_term(time_literal(em.t1)), nt_term(time_literal(em.t2))]
-        rows.append(tuple(row))
-    return Values(tuple([*names, *((FROM_VAR, TO_VAR) if m.expose_interval else ())]), tuple(rows))
 
 
 def unskolemize(v: str) -> str:

@@ -345,3 +345,42 @@ def test_generated_patterns_answer_as_their_text(head: str, body: str, tail: str
     if q is None:  # (out of scope, a BIND of a bound variable ...: refused by both parsers)
         return
     assert check(q, _store(q, 0)).startswith("equal")
+
+
+@cache
+def _match_trees() -> list[tuple[str, ContinuousQuery]]:
+    out = []
+    for where, text in house():
+        try:
+            q = parse_query(text)
+        except (QueryError, ValueError):
+            continue
+        if isinstance(q, ContinuousQuery) and q.matches and q.pattern is not None:
+            out.append((where, q))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(rnd=st.randoms(use_true_random=False))
+def test_the_slot_template_writes_what_the_filled_tree_writes(rnd: random.Random) -> None:
+    """The windowed runtime writes a MATCH query at each evaluation by joining the tree's
+    text, cut at its MatchSlots (pt.slot_template), with each MATCH's VALUES block: the
+    text to_sparql writes for the tree with its slots filled (pt.fill_match_slots)."""
+    trees = _match_trees()
+    assert len(trees) >= 3, len(trees)  # (at this writing: 4 house queries with a MATCH)
+    where, q = rnd.choice(trees)
+    assert q.pattern is not None
+    got = pt.slot_template(q.pattern)
+    assert got is not None, where
+    parts, order = got
+    assert sorted(order) == list(range(len(q.matches)))
+    terms = [Iri("http://example.org/a"), Literal('x "y"\n', None, "en"),
+             Literal("7", Iri("http://www.w3.org/2001/XMLSchema#decimal")), None]
+    filled = {}
+    for i, m in enumerate(q.matches):
+        names = tuple(m.expr.variables)
+        rows = tuple(tuple(rnd.choice(terms) for _ in names) for _ in range(rnd.randint(0, 3)))
+        filled[i] = pt.Values(names, rows)
+    joined = parts[0] + "".join(pt.values_text(filled[i]) + parts[k + 1]
+                                for k, i in enumerate(order))
+    assert joined == pt.to_sparql(pt.fill_match_slots(q.pattern, filled)), where

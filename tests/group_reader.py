@@ -238,3 +238,14 @@ def unlabelled(triples: list | None) -> list | None:
             return ("var", seen.setdefault(x[1], f"_:{len(seen)}"))
         return x
     return [tuple(one(x) for x in tp) for tp in triples]
+
+
+def assert_compiled_alike(got: CompiledGPM | None, was: CompiledGPM, what: str) -> None:
+    """The tree's compiled group is the text reader's: the same triple patterns, variables
+    (blank nodes up to their names) and FILTERs."""
+    assert got is not None, what
+    assert unlabelled(got.triples) == unlabelled(was.triples), what
+    assert unlabelled([tuple(("var", n) for n in got.names)]) == \
+        unlabelled([tuple(("var", n) for n in was.names)]), what
+    assert len(got.local_filters) == len(was.local_filters), what
+    assert len(got.stateful) == len(was.stateful), what

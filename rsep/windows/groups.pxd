@@ -42,7 +42,7 @@ cdef class _Extreme(_State):
     cdef public bint largest
     cdef public list heap
     cdef public Traits traits
-    cdef public Py_ssize_t err
+    cdef public Py_ssize_t err, pushed
     @cython.locals(info=list, k=Py_ssize_t)
     cpdef add(self, object v, object jid, Py_ssize_t sign)
     @cython.locals(heap=list, sols=dict, a=tuple)

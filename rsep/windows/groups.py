@@ -192,16 +192,20 @@ class _Sum(_State):
 
 class _Extreme(_State):
     """MIN or MAX (DISTINCT or not: the first of equal values wins either way): a heap of
-    (order key, arrival, term) with lazy deletion, valid while the live values are ordered
-    exactly (:class:`rsep.sparql.aggregates.Traits`)."""
+    (order key, arrival, push, term) with lazy deletion, valid while the live values are
+    ordered exactly (:class:`rsep.sparql.aggregates.Traits`). ``push`` numbers the entries:
+    one solution may be pushed again with another term of the same order key (``2`` and
+    ``2.0e0``, after it left and came back), and pyoxigraph's terms do not compare, so
+    the tuples must differ before the term."""
 
-    __slots__ = ("largest", "heap", "traits", "err")
+    __slots__ = ("largest", "heap", "traits", "err", "pushed")
 
     def __init__(self, largest: bool) -> None:
         self.largest = largest
         self.heap: list[tuple] = []
         self.traits = ag.Traits()
         self.err = 0
+        self.pushed = 0
 
     def add(self, v: Term, jid: Jid, sign: int) -> None:
         if v is ERROR:
@@ -216,7 +220,8 @@ class _Extreme(_State):
             key = info[k]
             if key is None:
                 key = info[k] = (ag.reverse_key if self.largest else ag.order_key)(info[0])
-            heapq.heappush(self.heap, (key, jid, v))
+            self.pushed += 1
+            heapq.heappush(self.heap, (key, jid, self.pushed, v))
 
     def value(self, g: Group, i: int) -> Term:
         if self.err or not self.traits.n:
@@ -226,10 +231,10 @@ class _Extreme(_State):
         heap, sols = self.heap, g.sols
         if len(heap) > 2 * self.traits.n + 32:  # leavers pile up under a long-lived top
             self.heap = heap = [e for e in heap if (a := sols.get(e[1])) is not None
-                                and a[i] == e[2]]
+                                and a[i] == e[3]]
             heapq.heapify(heap)
         while True:
-            _, jid, v = heap[0]
+            _, jid, _, v = heap[0]
             a = sols.get(jid)
             if a is not None and a[i] == v:
                 return v

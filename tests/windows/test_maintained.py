@@ -46,6 +46,7 @@ from rsep.stream.time import TimeKind
 from rsep.stream.updates import GraphUpdate
 from rsep.testing.snippets import triples
 from rsep.testing.strategies import d, observations, policies, window_specs
+from rsep.windows.groups import _Extreme
 from rsep.windows.maintained import (
     EVENT_LOCAL,
     FACTORISED,
@@ -576,3 +577,20 @@ def test_the_citybench_query_is_factorised():
     from rsep.lang import parse_query
     kind, why = path(parse_query(rspql_citybench(1000, 250)))
     assert kind == FACTORISED and "a join of 2 sides that meet only on GROUP BY keys" in why
+
+
+def test_min_max_take_a_solution_back_with_an_equal_value_of_another_term() -> None:
+    """A solution that leaves and comes back with ``2.0e0`` where it had ``2`` (equal order
+    keys, the same arrival) is pushed beside its stale entry: the heap must never compare
+    the two pyoxigraph terms, which do not order (a TypeError, found by the property test
+    above). The newer entry comes after the older one."""
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    two = ox.Literal("2", datatype=ox.NamedNode(xsd + "integer"))
+    two_d = ox.Literal("2.0e0", datatype=ox.NamedNode(xsd + "double"))
+    for largest in (False, True):
+        e = _Extreme(largest)
+        e.add(two, 1, 1)
+        e.add(two, 1, -1)
+        e.add(two_d, 1, 1)
+        e.add(two, 1, 1)
+        assert [entry[-1] for entry in sorted(e.heap)] == [two, two_d, two]

@@ -20,7 +20,7 @@ import pyoxigraph as ox
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
 from rsep.algebra.output import EngineError, Output
-from rsep.algebra.pattern import slot_template
+from rsep.algebra.pattern import PatternRefused, slot_template, to_sparql
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
@@ -230,6 +230,7 @@ class QueryRuntime:
         self.next_tick = self.ticks.next_tick
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
         self._tree = self._match_tree() if self.query.matches else None
+        self._text = self._written()
         self._projection: tuple[str, ...] = ()
         self._delta_r2s = False
         self._stage = False
@@ -465,6 +466,17 @@ class QueryRuntime:
         self.evaluations += 1
         return outputs(self.name, tau, self.engine.kind, self.query.form, self.r2s.apply(rows))
 
+    def _written(self) -> str:
+        """What pyoxigraph is given: the query's tree written by to_sparql, once (the
+        query's text for a query with no tree, or one to_sparql refuses)."""
+        tree = self.query.pattern
+        if tree is None:
+            return self.query.sparql
+        try:
+            return to_sparql(tree)
+        except PatternRefused:
+            return self.query.sparql
+
     def _match_tree(self) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
         """The query's tree written once, cut at its MatchSlots (slot_template), when its
         MATCH solutions can enter through it; None: the text path, for a query the tree
@@ -600,7 +612,7 @@ class QueryRuntime:
         got = self.strategy.rows(self, tau, t0)
         if got is not None:
             return got
-        sparql = self._match_text(tau) if self.query.matches else self.query.sparql
+        sparql = self._match_text(tau) if self.query.matches else self._text
         self._sync()
         if self._unmatched and self.query.empty_without_match:
             # an empty VALUES joined into the WHERE group: pyoxigraph's answer is no row

@@ -19,7 +19,7 @@
 //! NaN, or equal values of different terms.
 
 use crate::dictionary::{TermId, Terms};
-use crate::select::{json_string, R2s, Refused, Slot};
+use crate::select::{json_string, Holders, R2s, Refused, Slot};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
 use oxrdf::vocab::xsd;
@@ -526,8 +526,7 @@ pub fn run(
     let times = &events.times;
     let last = *times.last().expect("an event");
     let (mut lo, mut hi) = (0usize, 0usize);
-    let mut holders: HashMap<(u8, [TermId; 3]), u32> = HashMap::new();
-    let mut conflicts = 0u64;
+    let mut holders: Holders<(u8, [TermId; 3])> = Holders::default();
     let mut inside = vec![false; n];
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
@@ -538,28 +537,14 @@ pub fn run(
         while hi < n && times[hi] < ceil {
             if times[hi] >= floor {
                 inside[hi] = true;
-                for t in checked_of(hi) {
-                    let h = holders.entry(*t).or_insert(0);
-                    *h += 1;
-                    if *h == 2 {
-                        conflicts += 1;
-                    }
-                }
+                holders.enter(checked_of(hi));
                 live_triples += events.triples_of(hi).len() as u64;
             }
             hi += 1;
         }
         while lo < hi && times[lo] < floor {
             if inside[lo] {
-                for t in checked_of(lo) {
-                    let h = holders.get_mut(t).expect("counted in");
-                    *h -= 1;
-                    if *h == 1 {
-                        conflicts -= 1;
-                    } else if *h == 0 {
-                        holders.remove(t);
-                    }
-                }
+                holders.leave(checked_of(lo));
                 live_triples -= events.triples_of(lo).len() as u64;
             }
             lo += 1;
@@ -574,7 +559,7 @@ pub fn run(
             c = spec.next_close(c);
             continue;
         }
-        if conflicts > 0 {
+        if holders.conflicts > 0 {
             return refuse("a join term is in two live events (rsep answers from its store then)");
         }
         let live = (lo..hi).filter(|&k| inside[k]);

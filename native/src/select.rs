@@ -18,6 +18,55 @@ use hashbrown::HashMap;
 use std::collections::VecDeque;
 use std::io::{self, Write};
 
+/// How many live events hold each term rsep's locality check reads (a triple, or the terms
+/// it counts), and how many such terms two live events hold: a conflict, where rsep answers
+/// from its store and the window operators refuse the run.
+pub struct Holders<K> {
+    counts: HashMap<K, u32>,
+    pub conflicts: u64,
+}
+
+impl<K> Default for Holders<K> {
+    fn default() -> Self {
+        Holders {
+            counts: HashMap::new(),
+            conflicts: 0,
+        }
+    }
+}
+
+impl<K: Copy + Eq + std::hash::Hash> Holders<K> {
+    /// An event's terms come into the window.
+    pub fn enter<'a>(&mut self, keys: impl IntoIterator<Item = &'a K>)
+    where
+        K: 'a,
+    {
+        for t in keys {
+            let h = self.counts.entry(*t).or_insert(0);
+            *h += 1;
+            if *h == 2 {
+                self.conflicts += 1;
+            }
+        }
+    }
+
+    /// An event's terms leave the window (each counted in by `enter`).
+    pub fn leave<'a>(&mut self, keys: impl IntoIterator<Item = &'a K>)
+    where
+        K: 'a,
+    {
+        for t in keys {
+            let h = self.counts.get_mut(t).expect("counted in");
+            *h -= 1;
+            if *h == 1 {
+                self.conflicts -= 1;
+            } else if *h == 0 {
+                self.counts.remove(t);
+            }
+        }
+    }
+}
+
 /// A position of the pattern: a term that must be there (its id; `None` when the stream
 /// has no such term: nothing matches), or a variable (its number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -314,8 +363,7 @@ pub fn run(
     let last = *times.last().expect("an event");
     // the live events are lo..hi; how many live events hold each matching triple
     let (mut lo, mut hi) = (0usize, 0usize);
-    let mut holders: HashMap<[TermId; 3], u32> = HashMap::new();
-    let mut conflicts = 0u64;
+    let mut holders: Holders<[TermId; 3]> = Holders::default();
     let mut inside = vec![false; n];
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
@@ -330,13 +378,7 @@ pub fn run(
             if times[hi] >= floor {
                 // (an event below the floor passes by without being inside)
                 inside[hi] = true;
-                for t in loose_of(hi) {
-                    let h = holders.entry(*t).or_insert(0);
-                    *h += 1;
-                    if *h == 2 {
-                        conflicts += 1;
-                    }
-                }
+                holders.enter(loose_of(hi));
                 live_triples += events.triples_of(hi).len() as u64;
             }
             let mut frag = (Vec::new(), Vec::new());
@@ -351,15 +393,7 @@ pub fn run(
         }
         while lo < hi && times[lo] < floor {
             if inside[lo] {
-                for t in loose_of(lo) {
-                    let h = holders.get_mut(t).expect("counted in");
-                    *h -= 1;
-                    if *h == 1 {
-                        conflicts -= 1;
-                    } else if *h == 0 {
-                        holders.remove(t);
-                    }
-                }
+                holders.leave(loose_of(lo));
                 live_triples -= events.triples_of(lo).len() as u64;
             }
             frags.pop_front();
@@ -377,7 +411,7 @@ pub fn run(
             c = spec.next_close(c);
             continue;
         }
-        if conflicts > 0 {
+        if holders.conflicts > 0 {
             return Ok(Err(Refused(
                 "a matching triple is in two live events (rsep answers from its store then)".into(),
             )));

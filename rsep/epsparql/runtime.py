@@ -131,7 +131,7 @@ class EpContext:
 
     def _forget(self, tau: int) -> None:
         # (apart from forget: compiled, a function with a closure makes its scope at every call)
-        occ = self.world.occ
+        occ = self.occ
         h = -INF
         # (window start, consumed, the index whose needs() decides, if it may)
         policies: list[tuple[float, set[int], CandidateIndex | None]] = []
@@ -362,7 +362,7 @@ class EpSparqlRuntime:
         self.delta = Delta(self.plan, self.ctx.world)
         self.leaf_horizon = INF  # set by bind, once the kind of time is known
         self.window: tuple[float, bool] = (INF, False)  # chronological / recent: see :func:`window`
-        # (ETALIS's policies have a runtime of their own: rsep.runtime.dialects.runtime_for)
+        # (ETALIS's policies have a runtime of their own: rsep.runtime.dialects.FAMILIES)
         assert isinstance(query.policy, Selection)
         self.policy_state = PolicyState(query.pattern, query.policy)  # chronological / recent
         self.outbox: dict[int, list[Output]] = {}

@@ -17,7 +17,7 @@ from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import ContinuousQuery, Query
 from rsep.algebra.runtime import Host, Runtime
-from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ, dialect_of, entry
+from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ, entry
 from rsep.lang.errors import QueryError
 
 if TYPE_CHECKING:
@@ -105,15 +105,3 @@ def _epsparql(query: Query, engine: Host, name: str, callback: Callback) -> Runt
 FAMILIES: dict[str, Family] = {
     RSP: Family(_rsp, _rsp_prepare, _rsp_graphs), SPASEQ: Family(_spaseq, graphs=_automaton_graphs),
     EPSPARQL: Family(_epsparql, graphs=_automaton_graphs)}
-
-
-def family_of(query: Query) -> Family:
-    """The entry of the family of ``query``'s dialect."""
-    return FAMILIES[dialect_of(query).family]
-
-
-def runtime_for(query: Query, engine: Host, name: str, callback: Callback) -> Runtime:
-    """The runtime the engine drives for a query (a :class:`Runtime`; a
-    :class:`rsep.algebra.runtime.Deferring` one if it defers decisions), built by its
-    dialect's family; nothing of :attr:`Family.prepare` is checked."""
-    return family_of(query).runtime(query, engine, name, callback)

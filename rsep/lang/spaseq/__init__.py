@@ -293,10 +293,10 @@ class _Builder(Terms):
         # does not hold it (or the shared grammar reads it otherwise than pyoxigraph, which
         # has just taken it), pyoxigraph matches the text.
         try:
-            g = dataclasses.replace(g, local_tree=group_pattern(local, prologue))
+            tree = group_pattern(local, prologue)
         except (PatternRefused, RecursionError, QueryError):
-            pass
-        return g
+            return g
+        return dataclasses.replace(g, local_tree=tree)
 
     def _validate(self, g: GPM, start: int) -> None:
         """pyoxigraph checks the SPARQL the grammar lets through (scoping, BIND, aggregates)."""

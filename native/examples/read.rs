@@ -1,8 +1,8 @@
 //! `cargo run --release --example read -- FILE [FORMAT [parse|ids|events]]`: the reader on a
 //! file, oxttl's parse alone of a slice (`parse`), the parse into ids (`ids`), or a stream
 //! file into events of ids as the native path reads it (`events`, `rsep._core.read_stream`:
-//! the default point-time predicates); time each process's CPU.
-use _core::stream::read_events;
+//! the default point-time predicates; `events-oxttl`: with oxttl only); time each process's CPU.
+use _core::stream::read_events_with;
 use _core::{parse, Format, Terms};
 use oxttl::TriGParser;
 use std::time::Instant;
@@ -38,12 +38,13 @@ fn main() {
         return;
     }
     let mut terms = Terms::new();
-    if only == "events" {
+    if only == "events" || only == "events-oxttl" {
         let points = [
             "http://www.w3.org/ns/prov#generatedAtTime".to_owned(),
             "http://streamreasoning.org/timeVocab#startsAtTime".to_owned(),
         ];
-        let ev = read_events(&data, &mut terms, &points, 64 << 20).expect("a stream file");
+        let ev = read_events_with(&data, &mut terms, &points, 64 << 20, only == "events")
+            .expect("a stream file");
         println!(
             "into events: {} events, {} triples, {} terms in {:.3} s",
             ev.len(),

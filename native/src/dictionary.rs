@@ -2,7 +2,7 @@
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 use oxrdf::vocab::xsd;
-use oxrdf::{GraphName, Literal, NamedNodeRef, Term};
+use oxrdf::{GraphName, Literal, NamedNodeRef, Term, TermRef};
 use oxsdatatypes::{Decimal, Double, Float, Integer};
 use std::hash::BuildHasher;
 use std::str::FromStr;
@@ -39,26 +39,62 @@ impl Terms {
 
     /// The id of `term`, given a new one when it was not seen before.
     pub fn intern(&mut self, term: Term) -> TermId {
-        let hash = self.hasher.hash_one(&term);
-        let Self {
-            table,
-            terms,
-            numbers,
-            ..
-        } = self;
-        if let Some(&(_, id)) = table.find(hash, |&(h, id)| {
-            h == hash && terms[id as usize].as_ref() == Some(&term)
-        }) {
-            return id;
+        let hash = self.hasher.hash_one(term.as_ref());
+        match self.find(hash, term.as_ref()) {
+            Some(id) => id,
+            None => self.insert(hash, term),
         }
-        let id = TermId::try_from(terms.len()).expect("more than 2^32 distinct terms");
-        numbers.push(match &term {
+    }
+
+    /// The id of `term` and whether it is new: a term read from a document's bytes is
+    /// looked up before it is built, so a term seen before costs no allocation.
+    pub fn intern_ref(&mut self, term: TermRef<'_>) -> (TermId, bool) {
+        let hash = self.hasher.hash_one(term);
+        match self.find(hash, term) {
+            Some(id) => (id, false),
+            None => (self.insert(hash, term.into_owned()), true),
+        }
+    }
+
+    fn find(&self, hash: u64, term: TermRef<'_>) -> Option<TermId> {
+        let terms = &self.terms;
+        self.table
+            .find(hash, |&(h, id)| {
+                h == hash && terms[id as usize].as_ref().map(Term::as_ref) == Some(term)
+            })
+            .map(|&(_, id)| id)
+    }
+
+    fn insert(&mut self, hash: u64, term: Term) -> TermId {
+        let id = TermId::try_from(self.terms.len()).expect("more than 2^32 distinct terms");
+        self.numbers.push(match &term {
             Term::Literal(l) => numeric_value(l),
             _ => None,
         });
-        terms.push(Some(term));
-        table.insert_unique(hash, (hash, id), |&(h, _)| h);
+        self.terms.push(Some(term));
+        self.table.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
+    }
+
+    /// Room for `n` more terms without growing.
+    pub fn reserve(&mut self, n: usize) {
+        self.table.reserve(n, |&(h, _)| h);
+        self.terms.reserve(n);
+        self.numbers.reserve(n);
+    }
+
+    /// Forget every id from `len` + 1 on (the terms given ids after the dictionary held
+    /// `len`): a reader that gives up on a document leaves the dictionary as it found it.
+    pub fn truncate(&mut self, len: usize) {
+        while self.terms.len() > len + 1 {
+            let id = (self.terms.len() - 1) as TermId;
+            let term = self.terms.pop().flatten().expect("a term");
+            self.numbers.pop();
+            let hash = self.hasher.hash_one(term.as_ref());
+            if let Ok(entry) = self.table.find_entry(hash, |&(_, i)| i == id) {
+                entry.remove();
+            }
+        }
     }
 
     /// The id of a quad's graph name: [`DEFAULT_GRAPH`] for the default graph.
@@ -72,12 +108,12 @@ impl Terms {
 
     /// The id of `term` if it was seen, without giving it one.
     pub fn get(&self, term: &Term) -> Option<TermId> {
-        let hash = self.hasher.hash_one(term);
-        self.table
-            .find(hash, |&(h, id)| {
-                h == hash && self.terms[id as usize].as_ref() == Some(term)
-            })
-            .map(|&(_, id)| id)
+        self.get_ref(term.as_ref())
+    }
+
+    /// [`Terms::get`] of a borrowed term.
+    pub fn get_ref(&self, term: TermRef<'_>) -> Option<TermId> {
+        self.find(self.hasher.hash_one(term), term)
     }
 
     /// The term of an id, `None` for the default graph's id or an id never given.
@@ -154,6 +190,30 @@ mod tests {
         assert_eq!(t.term(1).unwrap().to_string(), "<http://e/a>");
         assert_eq!(t.term(DEFAULT_GRAPH), None);
         assert_eq!(t.intern_graph(GraphName::DefaultGraph), DEFAULT_GRAPH);
+        // a borrowed term finds the owned one's id
+        let a_ref = NamedNodeRef::new_unchecked("http://e/a").into();
+        assert_eq!(t.intern_ref(a_ref), (1, false));
+        assert_eq!(t.get_ref(a_ref), Some(1));
+    }
+
+    #[test]
+    fn truncate_forgets_the_later_ids() {
+        let mut t = Terms::new();
+        let a = t.intern(NamedNode::new_unchecked("http://e/a").into());
+        let mark = t.len();
+        t.intern(Literal::new_typed_literal("1", xsd::INTEGER).into());
+        t.intern(NamedNode::new_unchecked("http://e/b").into());
+        t.truncate(mark);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.get(&NamedNode::new_unchecked("http://e/b").into()), None);
+        assert_eq!(
+            t.get(&NamedNode::new_unchecked("http://e/a").into()),
+            Some(a)
+        );
+        // the freed ids are given again, in order
+        let b = t.intern(NamedNode::new_unchecked("http://e/b").into());
+        assert_eq!(b, 2);
+        assert_eq!(t.number(b), None);
     }
 
     #[test]

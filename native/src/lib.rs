@@ -4,7 +4,9 @@
 //!
 //! The stream readers of rsep parse with oxigraph's own parsers (oxttl), the ones pyoxigraph
 //! wraps, so a quad read here is the quad pyoxigraph reads; but no Python object is made per
-//! term. Each distinct term gets one `u32` id in a [`Terms`] dictionary, numeric literals
+//! term. A stream file in the common subset of TriG is read by rsep's own reader first
+//! ([`trig`]: each term looked up by its bytes, built only when new), which gives the quads
+//! oxttl gives and hands any other file to oxttl. Each distinct term gets one `u32` id in a [`Terms`] dictionary, numeric literals
 //! have their value decoded once, and a document becomes a [`QuadBatch`]: four ids a quad
 //! (subject, predicate, object, graph; graph 0 is the default graph) in document order, with
 //! every syntax error located (line, column) beside them while the parse goes on.
@@ -14,6 +16,7 @@ pub mod dictionary;
 pub mod reader;
 pub mod select;
 pub mod stream;
+pub mod trig;
 
 #[cfg(feature = "python")]
 mod py;

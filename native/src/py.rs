@@ -3,7 +3,7 @@
 use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
 use crate::select::{run as select_run, R2s, Slot, Spec};
-use crate::stream::{read_events, stable_literal, Events};
+use crate::stream::{read_events_with, stable_literal, Events};
 use oxrdf::Term;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -140,6 +140,28 @@ impl StreamEvents {
         Ok(self.terms.get(&t))
     }
 
+    /// Everything read, for the tests that hold two readings equal: the times, each
+    /// event's end in the triples, the triples' ids, and the dictionary's terms in id
+    /// order from id 1 (N-Triples syntax).
+    #[allow(clippy::type_complexity)]
+    fn dump(&self) -> (Vec<i64>, Vec<u32>, Vec<[TermId; 3]>, Vec<String>) {
+        let ev = &self.events;
+        let terms = (1..=self.terms.len() as TermId)
+            .map(|id| {
+                self.terms
+                    .term(id)
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            })
+            .collect();
+        (
+            ev.times.clone(),
+            ev.offsets.clone(),
+            ev.triples.clone(),
+            terms,
+        )
+    }
+
     /// Objects read back in another form by pyoxigraph's store, each pair (the literal as
     /// written, as the store gives it back) in N-Triples syntax: every triple's object
     /// replaced by its stored form (what today's path matches and writes).
@@ -167,18 +189,21 @@ impl StreamEvents {
 }
 
 /// Read the stream file at `path` into events, or say why the native reader does not take
-/// it: (events or None, the reason or "").
+/// it: (events or None, the reason or ""). `fast`: rsep's own TriG reader tried first (the
+/// same events; off, oxttl reads the whole file, for the tests and benchmarks).
 #[pyfunction]
+#[pyo3(signature = (path, points, max_record, fast=true))]
 fn read_stream(
     py: Python<'_>,
     path: &str,
     points: Vec<String>,
     max_record: usize,
+    fast: bool,
 ) -> PyResult<(Option<StreamEvents>, String)> {
     let data = std::fs::read(path).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
     let got = py.detach(|| {
         let mut terms = CoreTerms::new();
-        read_events(&data, &mut terms, &points, max_record)
+        read_events_with(&data, &mut terms, &points, max_record, fast)
             .map(|events| StreamEvents { terms, events })
     });
     Ok(match got {

@@ -17,7 +17,7 @@
 use crate::dictionary::{TermId, Terms};
 use hashbrown::HashSet;
 use oxrdf::vocab::xsd;
-use oxrdf::{GraphName, NamedOrBlankNode, Quad, Term};
+use oxrdf::{GraphName, NamedNodeRef, NamedOrBlankNode, Quad, Term, TermRef};
 use oxttl::TriGParser;
 
 /// How much text the parser is fed at once: cut at the line end after this many bytes, so
@@ -52,6 +52,7 @@ impl Events {
     }
 }
 
+#[derive(Clone, Copy)]
 enum State {
     Start,
     /// a time read for this graph (its id), no triple of it yet
@@ -63,15 +64,31 @@ enum State {
 /// Read `data` into events of `terms`' ids, or say why this reader does not take it.
 /// `points`: the point-time predicates' IRIs; `max_record`: the record size limit in
 /// characters (a record over it is rejected by rsep's reader).
+///
+/// The file is read by rsep's own TriG reader ([`crate::trig`]) where it keeps to that
+/// reader's subset, else by oxttl; the two give the same events, the same ids in the same
+/// order, and any refusal is oxttl's reading's.
 pub fn read_events(
     data: &[u8],
     terms: &mut Terms,
     points: &[String],
     max_record: usize,
 ) -> Result<Events, String> {
-    if std::str::from_utf8(data).is_err() {
+    read_events_with(data, terms, points, max_record, true)
+}
+
+/// [`read_events`], with rsep's own TriG reader tried first or not (`fast`): the tests
+/// and the benchmarks compare the two.
+pub fn read_events_with(
+    data: &[u8],
+    terms: &mut Terms,
+    points: &[String],
+    max_record: usize,
+    fast: bool,
+) -> Result<Events, String> {
+    let Ok(text) = std::str::from_utf8(data) else {
         return Err("the file is not UTF-8 throughout".into());
-    }
+    };
     if has_long_string(data) {
         // a long string's token spans lines: the record bound below needs one-line tokens
         return Err("the file holds a long (triple-quoted) string".into());
@@ -83,13 +100,21 @@ pub fn read_events(
             "the record limit ({max_record}) is too small to bound records by chunks"
         ));
     }
-    let mut ev = Events::default();
-    ev.offsets.push(0);
-    let mut seen: HashSet<TermId> = HashSet::new();
-    let mut state = State::Start;
-    // per event, the chunk its time quad came out of and the one its last triple came out of
-    let mut time_chunk: Vec<u32> = Vec::new();
-    let mut last_chunk: Vec<u32> = Vec::new();
+    let mark = terms.len();
+    // a stream file's terms are mostly new ones (each observation's IRIs and values): the
+    // dictionary grown once, at about one term per 100 bytes of text, not by doubling
+    terms.reserve(data.len() / 100);
+    if fast {
+        let mut r = Reader::new(points, &cuts);
+        if crate::trig::read(text, terms, &mut r).is_ok() {
+            if let Ok(ev) = r.finish(small, &cuts, data.len(), max_record) {
+                return Ok(ev);
+            }
+        }
+        // outside the subset, or refused: oxttl's reading decides, from a clean dictionary
+        terms.truncate(mark);
+    }
+    let mut r = Reader::new(points, &cuts);
     let mut parser = TriGParser::new().low_level();
     let mut start = 0;
     for (ci, &end) in cuts.iter().enumerate() {
@@ -98,8 +123,8 @@ pub fn read_events(
         if ci + 1 == cuts.len() {
             parser.end();
         }
-        while let Some(r) = parser.parse_next() {
-            let q = r.map_err(|e| {
+        while let Some(q) = parser.parse_next() {
+            let q = q.map_err(|e| {
                 let at = e.location().start;
                 format!(
                     "a syntax error at line {} column {}",
@@ -107,149 +132,267 @@ pub fn read_events(
                     at.column + 1
                 )
             })?;
-            take(q, terms, points, &mut ev, &mut seen, &mut state)?;
-            match state {
-                State::Timed(_) => time_chunk.push(ci as u32),
-                State::Content(_) => {
-                    if last_chunk.len() < ev.len() {
-                        last_chunk.push(ci as u32);
-                    } else {
-                        *last_chunk.last_mut().expect("an event") = ci as u32;
-                    }
-                }
-                State::Start => {}
-            }
+            r.take(q, terms, ci as u32)?;
         }
     }
-    if let State::Timed(_) = state {
-        return Err("the last time given has no graph after it".into());
-    }
-    if !small {
-        let chunk_start = |c: u32| if c == 0 { 0 } else { cuts[c as usize - 1] };
-        let n = ev.len();
-        for k in 0..n {
-            let lo = if k == 0 {
-                0
-            } else {
-                chunk_start(last_chunk[k - 1].saturating_sub(1))
-            };
-            let hi = if k + 1 < n {
-                cuts[time_chunk[k + 1] as usize]
-            } else {
-                data.len()
-            };
-            if hi - lo > max_record {
-                return Err(format!(
-                    "event {k}'s record cannot be shown within the record limit"
-                ));
-            }
-        }
-    }
-    Ok(ev)
+    r.finish(small, &cuts, data.len(), max_record)
 }
 
 /// The longest term (an IRI, a literal's lexical form) the native reader takes.
 const MAX_TERM_BYTES: usize = 1 << 20;
 
-fn term_len(t: &Term) -> usize {
+fn term_len(t: TermRef<'_>) -> usize {
     match t {
-        Term::NamedNode(n) => n.as_str().len(),
-        Term::Literal(l) => l.value().len(),
+        TermRef::NamedNode(n) => n.as_str().len(),
+        TermRef::Literal(l) => l.value().len(),
         #[allow(unreachable_patterns)]
         _ => 0,
     }
 }
 
-fn take(
-    q: Quad,
-    terms: &mut Terms,
-    points: &[String],
-    ev: &mut Events,
-    seen: &mut HashSet<TermId>,
-    state: &mut State,
-) -> Result<(), String> {
-    let subject = match q.subject {
-        NamedOrBlankNode::NamedNode(n) => n,
-        NamedOrBlankNode::BlankNode(_) => return Err("a blank node".into()),
-    };
-    match q.graph_name {
-        GraphName::DefaultGraph => {
-            if let State::Timed(_) = state {
-                return Err(
-                    "two times in a row (an empty graph block, or a time after its graph)".into(),
-                );
-            }
-            if !points.iter().any(|p| p.as_str() == q.predicate.as_str()) {
-                return Err(format!(
-                    "a default-graph triple whose predicate <{}> is not a point-time predicate",
-                    q.predicate.as_str()
-                ));
-            }
-            let Term::Literal(lit) = &q.object else {
-                return Err("a time that is not a literal".into());
-            };
-            let lex = lit.value();
-            if lit.datatype() != xsd::INTEGER
-                || lex.is_empty()
-                || lex.len() > MAX_TIME_DIGITS
-                || !lex.bytes().all(|b| b.is_ascii_digit())
-            {
-                return Err(format!("a time not of ASCII digits: {lit}"));
-            }
-            let t: i64 = lex.parse().map_err(|_| "a time out of range")?;
-            if ev.times.last().is_some_and(|&last| t < last) {
-                return Err("a time before an earlier event's".into());
-            }
-            let g = terms.intern(subject.into());
-            if !seen.insert(g) {
-                return Err("a graph name given twice".into());
-            }
-            ev.times.push(t);
-            ev.offsets
-                .push(*ev.offsets.last().expect("offsets start at 0"));
-            *state = State::Timed(g);
+/// The events as the quads come, from either reader, and the chunks each event's quads
+/// came out of (for the record bound).
+struct Reader<'p> {
+    points: &'p [String],
+    ev: Events,
+    seen: HashSet<TermId>,
+    state: State,
+    // per event, the chunk its time quad came out of and the one its last triple came out of
+    time_chunk: Vec<u32>,
+    last_chunk: Vec<u32>,
+    /// rsep's own reader: the chunk holding the byte offset last asked about
+    cursor: usize,
+    cuts: &'p [usize],
+}
+
+impl<'p> Reader<'p> {
+    fn new(points: &'p [String], cuts: &'p [usize]) -> Self {
+        let mut ev = Events::default();
+        ev.offsets.push(0);
+        Self {
+            points,
+            ev,
+            seen: HashSet::new(),
+            state: State::Start,
+            time_chunk: Vec::new(),
+            last_chunk: Vec::new(),
+            cursor: 0,
+            cuts,
         }
-        GraphName::NamedNode(graph) => {
-            // the graph is the one whose time came last: compared with that term's text, not
-            // looked up (one hash less a quad)
-            let g = match *state {
-                State::Timed(cur) | State::Content(cur)
-                    if is_iri(terms.term(cur), graph.as_str()) =>
-                {
-                    cur
-                }
-                _ => return Err("a graph not right after its own time".into()),
-            };
-            let o = match q.object {
-                Term::BlankNode(_) => return Err("a blank node".into()),
-                #[allow(unreachable_patterns)]
-                Term::NamedNode(_) | Term::Literal(_) => q.object,
-                #[allow(unreachable_patterns)]
-                _ => return Err("a triple term".into()),
-            };
-            // pyoxigraph refuses a term over 16 MiB (today's path dead-letters its record):
-            // well below that, the file goes to today's path rather than differ
-            if subject.as_str().len() > MAX_TERM_BYTES
-                || q.predicate.as_str().len() > MAX_TERM_BYTES
-                || term_len(&o) > MAX_TERM_BYTES
-            {
-                return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
-            }
-            // a subject is most often the last triple's (`;` in Turtle): its id without a lookup
-            let s = match ev.triples.last() {
-                Some(&[last, _, _]) if is_iri(terms.term(last), subject.as_str()) => last,
-                _ => terms.intern(subject.into()),
-            };
-            let p = terms.intern(q.predicate.into());
-            let o = terms.intern(o);
-            ev.triples.push([s, p, o]);
-            let last = ev.offsets.last_mut().expect("an event");
-            *last = u32::try_from(ev.triples.len()).map_err(|_| "over 2^32 triples")?;
-            *state = State::Content(g);
-        }
-        GraphName::BlankNode(_) => return Err("a blank node as a graph name".into()),
     }
-    Ok(())
+
+    /// A quad as oxttl gives it, which came out of chunk `ci`.
+    fn take(&mut self, q: Quad, terms: &mut Terms, ci: u32) -> Result<(), String> {
+        let subject = match q.subject {
+            NamedOrBlankNode::NamedNode(n) => n,
+            NamedOrBlankNode::BlankNode(_) => return Err("a blank node".into()),
+        };
+        match q.graph_name {
+            GraphName::DefaultGraph => self.time(
+                terms,
+                subject.as_ref(),
+                q.predicate.as_str(),
+                q.object.as_ref(),
+                ci,
+            ),
+            GraphName::NamedNode(graph) => {
+                // the graph is the one whose time came last: compared with that term's
+                // text, not looked up (one hash less a quad)
+                let g = match self.state {
+                    State::Timed(cur) | State::Content(cur)
+                        if is_iri(terms.term(cur), graph.as_str()) =>
+                    {
+                        cur
+                    }
+                    _ => return Err("a graph not right after its own time".into()),
+                };
+                let o = match q.object {
+                    Term::BlankNode(_) => return Err("a blank node".into()),
+                    #[allow(unreachable_patterns)]
+                    Term::NamedNode(_) | Term::Literal(_) => q.object,
+                    #[allow(unreachable_patterns)]
+                    _ => return Err("a triple term".into()),
+                };
+                // pyoxigraph refuses a term over 16 MiB (today's path dead-letters its
+                // record): well below that, the file goes to today's path rather than differ
+                if subject.as_str().len() > MAX_TERM_BYTES
+                    || q.predicate.as_str().len() > MAX_TERM_BYTES
+                    || term_len(o.as_ref()) > MAX_TERM_BYTES
+                {
+                    return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
+                }
+                // a subject is most often the last triple's (`;` in Turtle): its id
+                // without a lookup
+                let s = match self.ev.triples.last() {
+                    Some(&[last, _, _]) if is_iri(terms.term(last), subject.as_str()) => last,
+                    _ => terms.intern(subject.into()),
+                };
+                let p = terms.intern(q.predicate.into());
+                let o = terms.intern(o);
+                self.content(g, [s, p, o], ci)
+            }
+            GraphName::BlankNode(_) => Err("a blank node as a graph name".into()),
+        }
+    }
+
+    /// A default-graph quad: an event's time, `g` its graph's name.
+    fn time(
+        &mut self,
+        terms: &mut Terms,
+        g: NamedNodeRef<'_>,
+        predicate: &str,
+        object: TermRef<'_>,
+        ci: u32,
+    ) -> Result<(), String> {
+        if let State::Timed(_) = self.state {
+            return Err(
+                "two times in a row (an empty graph block, or a time after its graph)".into(),
+            );
+        }
+        if !self.points.iter().any(|p| p.as_str() == predicate) {
+            return Err(format!(
+                "a default-graph triple whose predicate <{predicate}> is not a point-time predicate"
+            ));
+        }
+        let TermRef::Literal(lit) = object else {
+            return Err("a time that is not a literal".into());
+        };
+        let lex = lit.value();
+        if lit.datatype() != xsd::INTEGER
+            || lex.is_empty()
+            || lex.len() > MAX_TIME_DIGITS
+            || !lex.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Err(format!("a time not of ASCII digits: {lit}"));
+        }
+        let t: i64 = lex.parse().map_err(|_| "a time out of range")?;
+        let ev = &mut self.ev;
+        if ev.times.last().is_some_and(|&last| t < last) {
+            return Err("a time before an earlier event's".into());
+        }
+        let g = terms.intern_ref(g.into()).0;
+        if !self.seen.insert(g) {
+            return Err("a graph name given twice".into());
+        }
+        ev.times.push(t);
+        ev.offsets
+            .push(*ev.offsets.last().expect("offsets start at 0"));
+        self.state = State::Timed(g);
+        self.time_chunk.push(ci);
+        Ok(())
+    }
+
+    /// A triple of graph `g` (the current one), its terms' ids (their lengths checked).
+    fn content(&mut self, g: TermId, [s, p, o]: [TermId; 3], ci: u32) -> Result<(), String> {
+        let ev = &mut self.ev;
+        ev.triples.push([s, p, o]);
+        let last = ev.offsets.last_mut().expect("an event");
+        *last = u32::try_from(ev.triples.len()).map_err(|_| "over 2^32 triples")?;
+        self.state = State::Content(g);
+        if self.last_chunk.len() < ev.len() {
+            self.last_chunk.push(ci);
+        } else {
+            *self.last_chunk.last_mut().expect("an event") = ci;
+        }
+        Ok(())
+    }
+
+    /// The chunk holding byte `at` (the offsets asked about never go back).
+    fn chunk_of(&mut self, at: usize) -> u32 {
+        while self.cursor + 1 < self.cuts.len() && self.cuts[self.cursor] <= at {
+            self.cursor += 1;
+        }
+        self.cursor as u32
+    }
+
+    /// The events, once the document is read; or why not: a time with no graph after it,
+    /// or a record that may be over the limit.
+    fn finish(
+        self,
+        small: bool,
+        cuts: &[usize],
+        len: usize,
+        max_record: usize,
+    ) -> Result<Events, String> {
+        if let State::Timed(_) = self.state {
+            return Err("the last time given has no graph after it".into());
+        }
+        let ev = self.ev;
+        if !small {
+            let (time_chunk, last_chunk) = (self.time_chunk, self.last_chunk);
+            let chunk_start = |c: u32| if c == 0 { 0 } else { cuts[c as usize - 1] };
+            let n = ev.len();
+            for k in 0..n {
+                let lo = if k == 0 {
+                    0
+                } else {
+                    chunk_start(last_chunk[k - 1].saturating_sub(1))
+                };
+                let hi = if k + 1 < n {
+                    cuts[time_chunk[k + 1] as usize]
+                } else {
+                    len
+                };
+                if hi - lo > max_record {
+                    return Err(format!(
+                        "event {k}'s record cannot be shown within the record limit"
+                    ));
+                }
+            }
+        }
+        Ok(ev)
+    }
+}
+
+/// rsep's own reader's quads. The chunk a quad is said to come out of is the one oxttl's
+/// reading could give it at the most for a time (the chunk after the one holding the
+/// statement's last token: one token of lookahead) and at the least for a triple (the chunk
+/// holding its object's start), so the record bound is never weaker than oxttl's reading's.
+impl crate::trig::Sink for Reader<'_> {
+    fn default_triple(
+        &mut self,
+        terms: &mut Terms,
+        s: NamedNodeRef<'_>,
+        p: NamedNodeRef<'_>,
+        o: TermRef<'_>,
+        end: usize,
+    ) -> Result<(), String> {
+        if s.as_str().len() > MAX_TERM_BYTES {
+            // a graph's name may be a subject in its graph, whose length is checked only
+            // where it is new there
+            return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
+        }
+        let last = (self.cuts.len() - 1) as u32;
+        let ci = (self.chunk_of(end) + 1).min(last);
+        self.time(terms, s, p.as_str(), o, ci)
+    }
+
+    fn fresh(&mut self, term: TermRef<'_>) -> Result<(), String> {
+        if term_len(term) > MAX_TERM_BYTES {
+            return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
+        }
+        Ok(())
+    }
+
+    fn graph(&mut self, terms: &mut Terms, label: NamedNodeRef<'_>) -> Result<TermId, String> {
+        match (self.state, terms.get_ref(label.into())) {
+            (State::Timed(cur) | State::Content(cur), Some(g)) if g == cur => Ok(g),
+            _ => Err("a graph not right after its own time".into()),
+        }
+    }
+
+    fn triple(
+        &mut self,
+        _terms: &Terms,
+        g: TermId,
+        s: TermId,
+        p: TermId,
+        o: TermId,
+        at: usize,
+    ) -> Result<(), String> {
+        let ci = self.chunk_of(at);
+        self.content(g, [s, p, o], ci)
+    }
 }
 
 /// Whether `term` is the IRI `iri`.
@@ -258,8 +401,8 @@ fn is_iri(term: Option<&Term>, iri: &str) -> bool {
 }
 
 fn has_long_string(data: &[u8]) -> bool {
-    data.windows(3)
-        .any(|w| (w[0] == b'"' || w[0] == b'\'') && w[1] == w[0] && w[2] == w[0])
+    memchr::memchr2_iter(b'"', b'\'', data)
+        .any(|i| data.get(i + 1) == Some(&data[i]) && data.get(i + 2) == Some(&data[i]))
 }
 
 /// The ends of the chunks the parser is fed: past [`CHUNK`] bytes, at the next line end.

@@ -23,7 +23,7 @@ use crate::select::{json_string, Holders, R2s, Refused, Slot};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
 use oxrdf::vocab::xsd;
-use oxrdf::{Literal, Term};
+use oxrdf::{Literal, LiteralRef, Term, TermRef};
 use oxsdatatypes::{Decimal, Double, Integer};
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -161,14 +161,14 @@ enum Val {
 
 const TWO_53: i64 = 1 << 53;
 
-fn value_of(t: Option<&Term>) -> Val {
-    let Some(Term::Literal(l)) = t else {
+fn value_of(t: Option<TermRef<'_>>) -> Val {
+    let Some(TermRef::Literal(l)) = t else {
         return Val::Other;
     };
     literal_value(l)
 }
 
-fn literal_value(l: &Literal) -> Val {
+fn literal_value(l: LiteralRef<'_>) -> Val {
     let (dt, v) = (l.datatype(), l.value());
     if dt == xsd::INTEGER {
         Integer::from_str(v).map_or(Val::Unsure, |i| Val::Int(i64::from(i)))
@@ -268,7 +268,7 @@ impl Writer<'_> {
             } else {
                 terms
                     .term(o as TermId)
-                    .map(ToString::to_string)
+                    .map(|t| t.to_string())
                     .unwrap_or_default()
             };
             if tsv {
@@ -876,7 +876,7 @@ mod tests {
         assert_eq!(compare(Val::Other, Op::Lt, &c), Some(false));
         assert_eq!(compare(Val::Other, Op::Ne, &c), None);
         assert_eq!(compare(Val::Unsure, Op::Eq, &c), None);
-        let l = |v: &str, dt| literal_value(&Literal::new_typed_literal(v, dt));
+        let l = |v: &str, dt| literal_value(Literal::new_typed_literal(v, dt).as_ref());
         assert!(matches!(l("1.5", xsd::FLOAT), Val::Unsure));
         assert!(matches!(l("1", xsd::INT), Val::Unsure));
         assert!(matches!(l("x", xsd::INTEGER), Val::Unsure));

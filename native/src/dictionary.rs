@@ -2,7 +2,7 @@
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 use oxrdf::vocab::xsd;
-use oxrdf::{GraphName, Literal, NamedNodeRef, Term, TermRef};
+use oxrdf::{BlankNodeRef, GraphName, LiteralRef, NamedNodeRef, Term, TermRef};
 use oxsdatatypes::{Decimal, Double, Float, Integer};
 use std::hash::BuildHasher;
 use std::str::FromStr;
@@ -15,63 +15,120 @@ pub const DEFAULT_GRAPH: TermId = 0;
 
 /// Terms and their ids, and each numeric literal's value decoded once when first seen.
 ///
-/// Each term is held once, in `terms`; the hash table holds only ids with their terms' hashes
-/// (most terms of a stream are new, so a map holding a second copy of each would double the
-/// allocations, and growing the table would read every term again to re-hash it).
+/// Each term's text is held once, in one string (`text`) with the others, and its entry says
+/// where; the hash table holds only ids with their terms' hashes. Most terms of a stream are
+/// new, so a term of its own allocation each (oxrdf's `Term`), or a map holding a second copy,
+/// would make the dictionary's allocations and memory most of a reading's cost; and growing
+/// the table would read every term again to re-hash it.
 #[derive(Default)]
 pub struct Terms {
     table: HashTable<(u64, TermId)>,
     hasher: DefaultHashBuilder,
-    // index 0 stands for the default graph and holds no term
-    terms: Vec<Option<Term>>,
+    // entry 0 stands for the default graph and holds no term
+    entries: Vec<Entry>,
+    text: String,
     numbers: Vec<Option<f64>>,
 }
+
+/// What a term is, and where its text is in [`Terms`]' `text`: `len` bytes from `start`;
+/// a language-tagged or typed literal's value is the first `split` of them, its language
+/// tag or datatype IRI the rest.
+#[derive(Clone, Copy)]
+struct Entry {
+    start: usize,
+    len: u32,
+    split: u32,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    None,
+    NamedNode,
+    BlankNode,
+    Simple,
+    LanguageTagged,
+    Typed,
+}
+
+const NO_TERM: Entry = Entry {
+    start: 0,
+    len: 0,
+    split: 0,
+    kind: Kind::None,
+};
 
 impl Terms {
     pub fn new() -> Self {
         Self {
             table: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
-            terms: vec![None],
+            entries: vec![NO_TERM],
+            text: String::new(),
             numbers: vec![None],
         }
     }
 
     /// The id of `term`, given a new one when it was not seen before.
     pub fn intern(&mut self, term: Term) -> TermId {
-        let hash = self.hasher.hash_one(term.as_ref());
-        match self.find(hash, term.as_ref()) {
-            Some(id) => id,
-            None => self.insert(hash, term),
-        }
+        self.intern_ref(term.as_ref()).0
     }
 
     /// The id of `term` and whether it is new: a term read from a document's bytes is
-    /// looked up before it is built, so a term seen before costs no allocation.
+    /// looked up before its text is copied, so a term seen before costs no copy.
     pub fn intern_ref(&mut self, term: TermRef<'_>) -> (TermId, bool) {
         let hash = self.hasher.hash_one(term);
         match self.find(hash, term) {
             Some(id) => (id, false),
-            None => (self.insert(hash, term.into_owned()), true),
+            None => (self.insert(hash, term), true),
         }
     }
 
     fn find(&self, hash: u64, term: TermRef<'_>) -> Option<TermId> {
-        let terms = &self.terms;
         self.table
-            .find(hash, |&(h, id)| {
-                h == hash && terms[id as usize].as_ref().map(Term::as_ref) == Some(term)
-            })
+            .find(hash, |&(h, id)| h == hash && self.term(id) == Some(term))
             .map(|&(_, id)| id)
     }
 
-    fn insert(&mut self, hash: u64, term: Term) -> TermId {
-        let id = TermId::try_from(self.terms.len()).expect("more than 2^32 distinct terms");
-        self.numbers.push(match &term {
-            Term::Literal(l) => numeric_value(l),
+    fn insert(&mut self, hash: u64, term: TermRef<'_>) -> TermId {
+        let id = TermId::try_from(self.entries.len()).expect("more than 2^32 distinct terms");
+        let start = self.text.len();
+        let (kind, split) = match term {
+            TermRef::NamedNode(n) => {
+                self.text.push_str(n.as_str());
+                (Kind::NamedNode, 0)
+            }
+            TermRef::BlankNode(b) => {
+                self.text.push_str(b.as_str());
+                (Kind::BlankNode, 0)
+            }
+            TermRef::Literal(l) => {
+                self.text.push_str(l.value());
+                let split = l.value().len();
+                if let Some(lang) = l.language() {
+                    self.text.push_str(lang);
+                    (Kind::LanguageTagged, split)
+                } else if l.datatype() == xsd::STRING {
+                    (Kind::Simple, split)
+                } else {
+                    self.text.push_str(l.datatype().as_str());
+                    (Kind::Typed, split)
+                }
+            }
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("a triple term (RDF 1.2 is not enabled)"),
+        };
+        let len = self.text.len() - start;
+        self.entries.push(Entry {
+            start,
+            len: u32::try_from(len).expect("a term under 4 GiB"),
+            split: u32::try_from(split).expect("a term under 4 GiB"),
+            kind,
+        });
+        self.numbers.push(match term {
+            TermRef::Literal(l) => numeric_value(l),
             _ => None,
         });
-        self.terms.push(Some(term));
         self.table.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
     }
@@ -79,21 +136,22 @@ impl Terms {
     /// Room for `n` more terms without growing.
     pub fn reserve(&mut self, n: usize) {
         self.table.reserve(n, |&(h, _)| h);
-        self.terms.reserve(n);
+        self.entries.reserve(n);
         self.numbers.reserve(n);
     }
 
     /// Forget every id from `len` + 1 on (the terms given ids after the dictionary held
     /// `len`): a reader that gives up on a document leaves the dictionary as it found it.
     pub fn truncate(&mut self, len: usize) {
-        while self.terms.len() > len + 1 {
-            let id = (self.terms.len() - 1) as TermId;
-            let term = self.terms.pop().flatten().expect("a term");
-            self.numbers.pop();
-            let hash = self.hasher.hash_one(term.as_ref());
+        while self.entries.len() > len + 1 {
+            let id = (self.entries.len() - 1) as TermId;
+            let hash = self.hasher.hash_one(self.term(id).expect("a term"));
             if let Ok(entry) = self.table.find_entry(hash, |&(_, i)| i == id) {
                 entry.remove();
             }
+            let e = self.entries.pop().expect("an entry");
+            self.text.truncate(e.start);
+            self.numbers.pop();
         }
     }
 
@@ -117,8 +175,22 @@ impl Terms {
     }
 
     /// The term of an id, `None` for the default graph's id or an id never given.
-    pub fn term(&self, id: TermId) -> Option<&Term> {
-        self.terms.get(id as usize).and_then(Option::as_ref)
+    pub fn term(&self, id: TermId) -> Option<TermRef<'_>> {
+        let e = self.entries.get(id as usize)?;
+        let text = &self.text[e.start..e.start + e.len as usize];
+        let (value, rest) = text.split_at(e.split as usize);
+        Some(match e.kind {
+            Kind::None => return None,
+            Kind::NamedNode => NamedNodeRef::new_unchecked(text).into(),
+            Kind::BlankNode => BlankNodeRef::new_unchecked(text).into(),
+            Kind::Simple => LiteralRef::new_simple_literal(value).into(),
+            Kind::LanguageTagged => {
+                LiteralRef::new_language_tagged_literal_unchecked(value, rest).into()
+            }
+            Kind::Typed => {
+                LiteralRef::new_typed_literal(value, NamedNodeRef::new_unchecked(rest)).into()
+            }
+        })
     }
 
     /// The numeric value of a literal of an XSD numeric datatype whose lexical form is
@@ -129,7 +201,7 @@ impl Terms {
 
     /// How many terms have ids (the default graph's id not counted).
     pub fn len(&self) -> usize {
-        self.terms.len() - 1
+        self.entries.len() - 1
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,7 +226,7 @@ const INTEGER_TYPES: [NamedNodeRef<'static>; 13] = [
     xsd::UNSIGNED_BYTE,
 ];
 
-fn numeric_value(l: &Literal) -> Option<f64> {
+fn numeric_value(l: LiteralRef<'_>) -> Option<f64> {
     let dt = l.datatype();
     let v = l.value();
     if dt == xsd::DOUBLE {
@@ -177,7 +249,7 @@ fn numeric_value(l: &Literal) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxrdf::{BlankNode, NamedNode};
+    use oxrdf::{BlankNode, Literal, NamedNode};
 
     #[test]
     fn ids_are_dense_and_stable() {

@@ -35,7 +35,7 @@ impl Terms {
     /// The term of an id in N-Triples syntax (as `str()` of a pyoxigraph term), or None for
     /// the default graph's id 0 and ids never given.
     fn term(&self, id: TermId) -> Option<String> {
-        self.inner.term(id).map(ToString::to_string)
+        self.inner.term(id).map(|t| t.to_string())
     }
 
     /// The terms of many ids (a buffer of native-endian uint32, e.g. a batch's ids), in order;
@@ -150,7 +150,7 @@ impl StreamEvents {
             .map(|id| {
                 self.terms
                     .term(id)
-                    .map(ToString::to_string)
+                    .map(|t| t.to_string())
                     .unwrap_or_default()
             })
             .collect();

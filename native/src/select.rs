@@ -199,7 +199,7 @@ impl Encoded<'_> {
         }
         let (terms, tsv) = (self.terms, self.tsv);
         self.cache[i].get_or_insert_with(|| {
-            let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
+            let text = terms.term(id).map(|t| t.to_string()).unwrap_or_default();
             if tsv {
                 text.into_bytes().into_boxed_slice()
             } else {

@@ -396,8 +396,8 @@ impl crate::trig::Sink for Reader<'_> {
 }
 
 /// Whether `term` is the IRI `iri`.
-fn is_iri(term: Option<&Term>, iri: &str) -> bool {
-    matches!(term, Some(Term::NamedNode(n)) if n.as_str() == iri)
+fn is_iri(term: Option<TermRef<'_>>, iri: &str) -> bool {
+    matches!(term, Some(TermRef::NamedNode(n)) if n.as_str() == iri)
 }
 
 fn has_long_string(data: &[u8]) -> bool {
@@ -428,8 +428,8 @@ fn chunk_ends(data: &[u8]) -> Vec<usize> {
 /// (rsep.sparql.matcher.Canon's own shortcut): a plain or language-tagged string, an
 /// xsd:integer or xsd:decimal in canonical form. Any other literal's form is checked by
 /// the caller against pyoxigraph (its store canonicalises numbers, booleans, dates).
-pub fn stable_literal(t: &Term) -> bool {
-    let Term::Literal(l) = t else {
+pub fn stable_literal(t: TermRef<'_>) -> bool {
+    let TermRef::Literal(l) = t else {
         return true;
     };
     let dt = l.datatype();
@@ -522,17 +522,17 @@ mod tests {
 
     #[test]
     fn stable_literals() {
-        use oxrdf::Literal;
-        let lit = |v: &str, dt| Term::from(Literal::new_typed_literal(v, dt));
-        assert!(stable_literal(&lit("12", xsd::INTEGER)));
-        assert!(!stable_literal(&lit("012", xsd::INTEGER)));
-        assert!(stable_literal(&lit("0", xsd::INTEGER)));
-        assert!(stable_literal(&lit("-1.5", xsd::DECIMAL)));
-        assert!(!stable_literal(&lit("1.50", xsd::DECIMAL)));
-        assert!(!stable_literal(&lit("1.0", xsd::DECIMAL)));
-        assert!(!stable_literal(&lit("1e3", xsd::DOUBLE)));
-        assert!(stable_literal(&Term::from(Literal::new_simple_literal(
-            "x"
-        ))));
+        use oxrdf::LiteralRef;
+        fn lit<'a>(v: &'a str, dt: oxrdf::NamedNodeRef<'a>) -> TermRef<'a> {
+            LiteralRef::new_typed_literal(v, dt).into()
+        }
+        assert!(stable_literal(lit("12", xsd::INTEGER)));
+        assert!(!stable_literal(lit("012", xsd::INTEGER)));
+        assert!(stable_literal(lit("0", xsd::INTEGER)));
+        assert!(stable_literal(lit("-1.5", xsd::DECIMAL)));
+        assert!(!stable_literal(lit("1.50", xsd::DECIMAL)));
+        assert!(!stable_literal(lit("1.0", xsd::DECIMAL)));
+        assert!(!stable_literal(lit("1e3", xsd::DOUBLE)));
+        assert!(stable_literal(LiteralRef::new_simple_literal("x").into()));
     }
 }

@@ -133,11 +133,12 @@ impl Terms {
         id
     }
 
-    /// Room for `n` more terms without growing.
-    pub fn reserve(&mut self, n: usize) {
+    /// Room for `n` more terms of `bytes` bytes of text in all without growing.
+    pub fn reserve(&mut self, n: usize, bytes: usize) {
         self.table.reserve(n, |&(h, _)| h);
         self.entries.reserve(n);
         self.numbers.reserve(n);
+        self.text.reserve(bytes);
     }
 
     /// Forget every id from `len` + 1 on (the terms given ids after the dictionary held

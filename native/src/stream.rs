@@ -15,7 +15,6 @@
 //!   event is rejected there), and no record can be over the record size limit.
 
 use crate::dictionary::{TermId, Terms};
-use hashbrown::HashSet;
 use oxrdf::vocab::xsd;
 use oxrdf::{GraphName, NamedNodeRef, NamedOrBlankNode, Quad, Term, TermRef};
 use oxttl::TriGParser;
@@ -102,8 +101,9 @@ pub fn read_events_with(
     }
     let mark = terms.len();
     // a stream file's terms are mostly new ones (each observation's IRIs and values): the
-    // dictionary grown once, at about one term per 100 bytes of text, not by doubling
-    terms.reserve(data.len() / 100);
+    // dictionary grown once, at about one term per 100 bytes of the file and their text at
+    // most the file's, not by doubling (room reserved and not used is never touched)
+    terms.reserve(data.len() / 100, data.len());
     if fast {
         let mut r = Reader::new(points, &cuts);
         if crate::trig::read(text, terms, &mut r).is_ok() {
@@ -155,7 +155,8 @@ fn term_len(t: TermRef<'_>) -> usize {
 struct Reader<'p> {
     points: &'p [String],
     ev: Events,
-    seen: HashSet<TermId>,
+    /// the graph names given, a bit an id (ids are dense)
+    seen: Vec<u64>,
     state: State,
     // per event, the chunk its time quad came out of and the one its last triple came out of
     time_chunk: Vec<u32>,
@@ -172,7 +173,7 @@ impl<'p> Reader<'p> {
         Self {
             points,
             ev,
-            seen: HashSet::new(),
+            seen: Vec::new(),
             state: State::Start,
             time_chunk: Vec::new(),
             last_chunk: Vec::new(),
@@ -271,9 +272,14 @@ impl<'p> Reader<'p> {
             return Err("a time before an earlier event's".into());
         }
         let g = terms.intern_ref(g.into()).0;
-        if !self.seen.insert(g) {
+        let (word, bit) = (g as usize / 64, 1u64 << (g % 64));
+        if word >= self.seen.len() {
+            self.seen.resize(word + 1, 0);
+        }
+        if self.seen[word] & bit != 0 {
             return Err("a graph name given twice".into());
         }
+        self.seen[word] |= bit;
         ev.times.push(t);
         ev.offsets
             .push(*ev.offsets.last().expect("offsets start at 0"));

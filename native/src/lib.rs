@@ -12,6 +12,7 @@
 //! every syntax error located (line, column) beside them while the parse goes on.
 
 pub mod bgp;
+pub mod chain;
 pub mod dictionary;
 pub mod reader;
 pub mod select;

@@ -426,6 +426,134 @@ fn bgp_window(
     }
 }
 
+/// A comparison operand as Python gives it: (a variable's number, None) or (None, a
+/// numeric literal in N-Triples syntax).
+type PyOperand = (Option<usize>, Option<String>);
+/// A SPASEQ GPM: (triple patterns, the variables it binds, its FILTERs on those alone,
+/// its FILTERs reading earlier GPMs' variables), each FILTER a conjunction of comparisons.
+type PyGpm = (
+    Vec<[PySlot; 3]>,
+    Vec<usize>,
+    Vec<(PyOperand, String, PyOperand)>,
+    Vec<(PyOperand, String, PyOperand)>,
+);
+
+/// Run a SPASEQ chain (native/src/chain.rs) over the events, writing to `out_path`: (the
+/// refusal's reason or "", instants, rows written); on a refusal, what was written is to
+/// be thrown away.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn chain_run(
+    py: Python<'_>,
+    ev: PyRef<'_, StreamEvents>,
+    gpms: Vec<PyGpm>,
+    strict: Vec<bool>,
+    vars: usize,
+    partition: Option<usize>,
+    window: Option<i64>,
+    t0: Option<i64>,
+    project: Vec<(String, Option<usize>)>,
+    distinct: bool,
+    limits: (u64, Option<u64>),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::bgp::Op;
+    use crate::chain::{value_of, Cmp, Gpm, Operand, Spec as ChainSpec, Val};
+    let bad = |what: String| PyValueError::new_err(what);
+    let var = |v: usize| {
+        if v < vars {
+            Ok(v)
+        } else {
+            Err(bad(format!("a variable {v}")))
+        }
+    };
+    let operand = |(v, lit): &PyOperand| -> PyResult<Operand> {
+        match (v, lit) {
+            (Some(v), None) => Ok(Operand::Var(var(*v)?)),
+            (None, Some(lit)) => {
+                let t = Term::from_str(lit).map_err(|e| bad(format!("a literal {lit}: {e}")))?;
+                match value_of(Some(&t)) {
+                    Val::Unsure => Err(bad(format!("a constant not decided here: {lit}"))),
+                    v => Ok(Operand::Const(v)),
+                }
+            }
+            _ => Err(bad("an operand: a variable or a literal".into())),
+        }
+    };
+    let cmps = |cs: &[(PyOperand, String, PyOperand)]| -> PyResult<Vec<Cmp>> {
+        cs.iter()
+            .map(|(l, op, r)| {
+                Ok(Cmp {
+                    left: operand(l)?,
+                    op: Op::parse(op).ok_or_else(|| bad(format!("an operator {op:?}")))?,
+                    right: operand(r)?,
+                })
+            })
+            .collect()
+    };
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match (kind.as_str(), n) {
+            ("var", Some(v)) => Ok(Slot::Var(var(*v)?)),
+            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+        }
+    };
+    let mut chain = Vec::new();
+    for (patterns, binds, local, stateful) in &gpms {
+        let mut pats = Vec::new();
+        for p in patterns {
+            pats.push([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]);
+        }
+        chain.push(Gpm {
+            patterns: pats,
+            binds: binds.iter().map(|&v| var(v)).collect::<PyResult<_>>()?,
+            local: cmps(local)?,
+            stateful: cmps(stateful)?,
+        });
+    }
+    if let Some(p) = partition {
+        var(p)?;
+    }
+    for (_, v) in &project {
+        if let Some(v) = v {
+            var(*v)?;
+        }
+    }
+    let spec = ChainSpec {
+        gpms: chain,
+        strict,
+        vars,
+        partition,
+        window,
+        t0,
+        project,
+        distinct,
+        max_runs: limits.0,
+        max_instant: limits.1,
+        tsv: match format {
+            "jsonl" => false,
+            "tsv" => true,
+            _ => return Err(bad(format!("a format {format:?}"))),
+        },
+    };
+    let file = std::fs::File::create(out_path).map_err(|e| bad(format!("{out_path}: {e}")))?;
+    let ev = &*ev;
+    let got = py.detach(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let r = crate::chain::run(&spec, &ev.events, &ev.terms, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        Ok::<_, std::io::Error>(r)
+    });
+    match got {
+        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
+        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
+        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "{out_path}: {e}"
+        ))),
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Terms>()?;
@@ -433,6 +561,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_window, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
+    m.add_function(wrap_pyfunction!(chain_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

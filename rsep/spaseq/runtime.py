@@ -12,7 +12,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, NoReturn
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 import pyoxigraph as ox
 
@@ -20,6 +21,7 @@ from rsep.algebra.output import EngineError, Output
 from rsep.algebra.spaseq import AtomKind, SpaseqQuery, compatible
 from rsep.lang.errors import QueryError
 from rsep.sparql.rows import rows_block
+from rsep.spaseq import native as native_module
 from rsep.spaseq.automaton import NFA, compile_query
 from rsep.spaseq.chain import ChainEngine, chain_eligible
 from rsep.spaseq.gpm import GPMEvaluator
@@ -86,6 +88,10 @@ def engine_options(query: SpaseqQuery) -> NFAOptions:
 class SpaseqRuntime:
     """A registered SPASEQ query: its NFA_scep, the events of the current instant, its outputs."""
 
+    # the native path (rsep.spaseq.native), which rsep run takes when it can (rsep.cli.run
+    # finds it here, as on a windowed query's runtime)
+    native_path: ClassVar[ModuleType] = native_module
+
     def __init__(self, query: SpaseqQuery, engine: Host, name: str,
                  callback: Callable[[Output], None] | None = None) -> None:
         self.query = query
@@ -116,6 +122,9 @@ class SpaseqRuntime:
         self._sorted_vars = list(self.variables) == sorted(self.variables)
         self._kleene = [(a.leaf.key, a.leaf.gpm.name, a.local_vars & set(self.variables))
                         for a in query.seq.atoms if a.kind is AtomKind.KLEENE]
+        # the native path's plan, or why the query does not take it
+        self.native: native_module.NativePlan | str = native_module.native_plan(
+            query, self.gpm, self.options, query.options.get("trace"))
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         self.kind = kind

@@ -1,0 +1,779 @@
+//! SPASEQ's chain engine on ids (issue 50, first stage): a SEQ of plain GPMs under `,`
+//! (strict contiguity) and `;` (skip-till-next), WITHIN tumbling windows, over a stream file
+//! read into events of ids ([`crate::stream`]), writing its matches as rsep's sink does.
+//!
+//! The semantics are rsep/spaseq/chain.py's `ChainEngine` (NFA_scep's Algorithms 2 and 4 on
+//! a straight line of states): per instant, runs of windows that ended before it go; from
+//! the last state down, a run at x_i whose GPM matches the instant's event takes it (the
+//! first match only: it leaves x_i), a run under strict contiguity that took nothing dies;
+//! then the event starts a run at x_1 when the first GPM matches it; a run taking the last
+//! GPM is a match. An instant's matches are written ordered by the events they took.
+//!
+//! This engine keeps one mapping per run, so it *refuses* (and the caller runs today's path)
+//! an event with two solutions of one GPM, and any comparison whose operands it does not
+//! decide exactly as rsep/sparql/filters.py does (anything but xsd:integer and its derived
+//! types, xsd:decimal and xsd:double in the lexical forms that module reads itself), and
+//! whatever would make today's path stop or warn (more live runs than `max_runs`, more
+//! matches at one instant than `max_instant`).
+
+use crate::bgp::Op;
+use crate::dictionary::{TermId, Terms};
+use crate::select::{json_string, Done, Refused, Slot};
+use crate::stream::Events;
+use hashbrown::{HashMap, HashSet};
+use oxrdf::{Literal, Term};
+use std::cmp::Ordering;
+use std::io::Write;
+
+/// A number as rsep/sparql/filters.py's compiled comparisons read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Val {
+    Int(i64),
+    /// an xsd:decimal: its value times 10^18 (below 10^17, at most 18 fractional digits,
+    /// as filters.py's `_decimal` takes them), and the nearest double to it
+    Dec(i128, f64),
+    Dbl(f64),
+    /// anything filters.py leaves to pyoxigraph, or that this engine does not decide
+    Unsure,
+}
+
+const SCALE: i128 = 1_000_000_000_000_000_000;
+const DEC_MAX: i128 = 100_000_000_000_000_000 * SCALE; // 10^17
+
+const INTEGER_TYPES: [&str; 13] = [
+    "integer",
+    "int",
+    "long",
+    "short",
+    "byte",
+    "nonNegativeInteger",
+    "positiveInteger",
+    "negativeInteger",
+    "nonPositiveInteger",
+    "unsignedLong",
+    "unsignedInt",
+    "unsignedShort",
+    "unsignedByte",
+];
+
+/// A term's value as a comparison operand.
+pub fn value_of(t: Option<&Term>) -> Val {
+    match t {
+        Some(Term::Literal(l)) => literal_value(l),
+        _ => Val::Unsure,
+    }
+}
+
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn unsigned(s: &str) -> &str {
+    s.strip_prefix(['+', '-']).unwrap_or(s)
+}
+
+/// `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)`: filters.py's decimal (and a double's mantissa).
+fn decimal_form(s: &str) -> bool {
+    match unsigned(s).split_once('.') {
+        None => digits(unsigned(s)),
+        Some((i, f)) => (digits(i) && (f.is_empty() || digits(f))) || (i.is_empty() && digits(f)),
+    }
+}
+
+fn literal_value(l: &Literal) -> Val {
+    if l.language().is_some() {
+        return Val::Unsure;
+    }
+    let v = l.value();
+    let Some(local) = l
+        .datatype()
+        .as_str()
+        .strip_prefix("http://www.w3.org/2001/XMLSchema#")
+    else {
+        return Val::Unsure;
+    };
+    if INTEGER_TYPES.contains(&local) {
+        // lexical_int, then the 64 bits filters.py reads as an integer
+        if !digits(unsigned(v)) {
+            return Val::Unsure;
+        }
+        return v.parse::<i64>().map_or(Val::Unsure, Val::Int);
+    }
+    if local == "decimal" && decimal_form(v) {
+        return decimal(v);
+    }
+    if local == "double" {
+        let (mantissa, exp) = match v.find(['e', 'E']) {
+            Some(k) => (&v[..k], Some(&v[k + 1..])),
+            None => (v, None),
+        };
+        if decimal_form(mantissa) && exp.is_none_or(|e| digits(unsigned(e))) {
+            return v.parse::<f64>().map_or(Val::Unsure, Val::Dbl);
+        }
+    }
+    Val::Unsure
+}
+
+fn decimal(v: &str) -> Val {
+    let neg = v.starts_with('-');
+    let (int, frac) = unsigned(v).split_once('.').unwrap_or((unsigned(v), ""));
+    let frac = frac.trim_end_matches('0');
+    let int = int.trim_start_matches('0');
+    if frac.len() > 18 || int.len() > 17 {
+        return Val::Unsure;
+    }
+    let mut m: i128 = 0;
+    for b in int.bytes().chain(frac.bytes()) {
+        m = m * 10 + i128::from(b - b'0');
+    }
+    for _ in frac.len()..18 {
+        m *= 10;
+    }
+    if m >= DEC_MAX {
+        return Val::Unsure;
+    }
+    // (Rust's parser rounds to the nearest double, as Python's float(Decimal) does)
+    let Ok(d) = v.parse::<f64>() else {
+        return Val::Unsure;
+    };
+    Val::Dec(if neg { -m } else { m }, d)
+}
+
+/// `a op b` as filters.py's `_compare` decides it, or None where this engine does not.
+pub fn compare(a: Val, op: Op, b: Val) -> Option<bool> {
+    let ord = match (a, b) {
+        (Val::Unsure, _) | (_, Val::Unsure) => return None,
+        (Val::Int(x), Val::Int(y)) => Some(x.cmp(&y)),
+        (Val::Int(x), Val::Dec(y, _)) => Some((i128::from(x) * SCALE).cmp(&y)),
+        (Val::Dec(x, _), Val::Int(y)) => Some(x.cmp(&(i128::from(y) * SCALE))),
+        (Val::Dec(x, _), Val::Dec(y, _)) => Some(x.cmp(&y)),
+        // a double against any number: both as doubles (SPARQL's promotion)
+        (x, y) => double(x).partial_cmp(&double(y)),
+    };
+    Some(holds(op, ord))
+}
+
+fn double(v: Val) -> f64 {
+    match v {
+        Val::Int(i) => i as f64,
+        Val::Dec(_, d) | Val::Dbl(d) => d,
+        Val::Unsure => f64::NAN,
+    }
+}
+
+fn holds(op: Op, o: Option<Ordering>) -> bool {
+    match (op, o) {
+        (Op::Ne, None) => true,
+        (_, None) => false,
+        (Op::Lt, Some(o)) => o == Ordering::Less,
+        (Op::Le, Some(o)) => o != Ordering::Greater,
+        (Op::Gt, Some(o)) => o == Ordering::Greater,
+        (Op::Ge, Some(o)) => o != Ordering::Less,
+        (Op::Eq, Some(o)) => o == Ordering::Equal,
+        (Op::Ne, Some(o)) => o != Ordering::Equal,
+    }
+}
+
+/// A comparison's operand: a variable (its number) or a constant number.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand {
+    Var(usize),
+    Const(Val),
+}
+
+/// `left op right`; a FILTER is a conjunction of these.
+#[derive(Clone, Copy, Debug)]
+pub struct Cmp {
+    pub left: Operand,
+    pub op: Op,
+    pub right: Operand,
+}
+
+/// One state's GPM: its triple patterns over the event's graph, the variables it binds,
+/// the FILTERs on those alone (`local`) and those reading earlier GPMs' (`stateful`).
+#[derive(Clone, Debug)]
+pub struct Gpm {
+    pub patterns: Vec<[Slot; 3]>,
+    pub binds: Vec<usize>,
+    pub local: Vec<Cmp>,
+    pub stateful: Vec<Cmp>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// per state x_0 .. x_(n-1), in sequence order
+    pub gpms: Vec<Gpm>,
+    /// per state: whether `,` (strict contiguity) comes before it (false for x_0)
+    pub strict: Vec<bool>,
+    pub vars: usize,
+    /// a variable every GPM binds: runs are kept by its value
+    pub partition: Option<usize>,
+    /// WITHIN, in the stream's time units; None: one unbounded window
+    pub window: Option<i64>,
+    /// the query's issue time; None: the first event's
+    pub t0: Option<i64>,
+    /// per output column: its name and variable (None: bound by no GPM)
+    pub project: Vec<(String, Option<usize>)>,
+    pub distinct: bool,
+    pub max_runs: u64,
+    pub max_instant: Option<u64>,
+    pub tsv: bool,
+}
+
+struct Run {
+    vals: Box<[TermId]>,
+    times: Vec<i64>,
+    window: i64,
+}
+
+/// The terms' values, decoded once per id when a comparison first reads it.
+struct Values<'a> {
+    terms: &'a Terms,
+    cache: Vec<Option<Val>>,
+}
+
+impl Values<'_> {
+    fn get(&mut self, id: TermId) -> Val {
+        let k = id as usize;
+        if k >= self.cache.len() {
+            self.cache.resize(k + 1, None);
+        }
+        *self.cache[k].get_or_insert_with(|| value_of(self.terms.term(id)))
+    }
+
+    fn operand(&mut self, o: Operand, vals: &[TermId]) -> Val {
+        match o {
+            Operand::Const(v) => v,
+            Operand::Var(v) if vals[v] == 0 => Val::Unsure, // (never: the planner's)
+            Operand::Var(v) => self.get(vals[v]),
+        }
+    }
+
+    /// Whether every comparison holds over `vals`; Err when one is not decided here.
+    fn all(&mut self, cmps: &[Cmp], vals: &[TermId]) -> Result<bool, Refused> {
+        for c in cmps {
+            let (a, b) = (self.operand(c.left, vals), self.operand(c.right, vals));
+            match compare(a, c.op, b) {
+                Some(true) => {}
+                Some(false) => return Ok(false),
+                None => {
+                    return Err(Refused(
+                        "a FILTER compares a value the native path does not decide exactly".into(),
+                    ))
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The BGP's solutions over the triples (variables bound in `vals`, 0 for unbound), each
+/// given to `found`.
+fn solve(
+    patterns: &[[Slot; 3]],
+    triples: &[[TermId; 3]],
+    vals: &mut [TermId],
+    found: &mut dyn FnMut(&[TermId]),
+) {
+    let Some((first, rest)) = patterns.split_first() else {
+        found(vals);
+        return;
+    };
+    for t in triples {
+        // the variables this triple binds, unbound again before the next one is tried
+        let mut set: [usize; 3] = [usize::MAX; 3];
+        let mut ok = true;
+        for k in 0..3 {
+            match first[k] {
+                Slot::Const(c) => ok = c == Some(t[k]),
+                Slot::Var(v) if vals[v] == 0 => {
+                    vals[v] = t[k];
+                    set[k] = v;
+                }
+                Slot::Var(v) => ok = vals[v] == t[k],
+            }
+            if !ok {
+                break;
+            }
+        }
+        if ok {
+            solve(rest, triples, vals, found);
+        }
+        for &s in set.iter().filter(|&&s| s != usize::MAX) {
+            vals[s] = 0;
+        }
+    }
+}
+
+/// The instant's one solution of a GPM (its variables' values in a row of every variable),
+/// None when it has none; Err for two, or a FILTER not decided here.
+fn solution(
+    g: &Gpm,
+    triples: &[[TermId; 3]],
+    vars: usize,
+    values: &mut Values<'_>,
+) -> Result<Option<Box<[TermId]>>, Refused> {
+    let mut vals = vec![0; vars];
+    let mut sols: Vec<Box<[TermId]>> = Vec::new();
+    solve(&g.patterns, triples, &mut vals, &mut |v| {
+        if !sols.iter().any(|s| **s == *v) {
+            sols.push(v.into());
+        }
+    });
+    let mut kept = None;
+    for s in sols {
+        if values.all(&g.local, &s)? {
+            if kept.is_some() {
+                return Err(Refused(
+                    "an event with two solutions of one GPM (the native path keeps one \
+                     mapping a run)"
+                        .into(),
+                ));
+            }
+            kept = Some(s);
+        }
+    }
+    Ok(kept)
+}
+
+struct Writer<'a> {
+    terms: &'a Terms,
+    cache: HashMap<TermId, Box<[u8]>>,
+    tsv: bool,
+    names: Vec<Vec<u8>>,
+    header: Option<Vec<u8>>,
+}
+
+impl Writer<'_> {
+    fn term(&mut self, id: TermId) -> &[u8] {
+        let (terms, tsv) = (self.terms, self.tsv);
+        self.cache.entry(id).or_insert_with(|| {
+            let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
+            if tsv {
+                text.into_bytes().into()
+            } else {
+                json_string(&text).into()
+            }
+        })
+    }
+
+    fn row(
+        &mut self,
+        out: &mut dyn Write,
+        t: i64,
+        first: i64,
+        row: &[Option<TermId>],
+    ) -> std::io::Result<()> {
+        let mut line = Vec::with_capacity(256);
+        if self.tsv {
+            if let Some(h) = self.header.take() {
+                out.write_all(&h)?;
+            }
+            line.extend_from_slice(format!("{t}\tinsert").as_bytes());
+            for v in row {
+                line.push(b'\t');
+                if let Some(id) = v {
+                    line.extend_from_slice(self.term(*id));
+                }
+            }
+        } else {
+            line.extend_from_slice(
+                format!("{{\"time\": {t}, \"from\": {first}, \"to\": {t}, \"start\": {first}, \"bindings\": {{")
+                    .as_bytes(),
+            );
+            let mut sep = false;
+            for (k, v) in row.iter().enumerate() {
+                if let Some(id) = v {
+                    if sep {
+                        line.extend_from_slice(b", ");
+                    }
+                    sep = true;
+                    let name = std::mem::take(&mut self.names[k]);
+                    line.extend_from_slice(&name);
+                    line.extend_from_slice(self.term(*id));
+                    self.names[k] = name;
+                }
+            }
+            line.extend_from_slice(b"}}");
+        }
+        line.push(b'\n');
+        out.write_all(&line)
+    }
+}
+
+/// Run the chain over the events, writing each match's rows to `out`: Ok(Err) when the
+/// native path refuses the input (what was written is to be thrown away).
+pub fn run(
+    spec: &Spec,
+    ev: &Events,
+    terms: &Terms,
+    out: &mut dyn Write,
+) -> std::io::Result<Result<Done, Refused>> {
+    let n = spec.gpms.len();
+    if n == 0 || spec.strict.len() != n || spec.window.is_some_and(|w| w <= 0) {
+        return Ok(Err(Refused("not a chain the native path runs".into())));
+    }
+    let mut values = Values {
+        terms,
+        cache: Vec::new(),
+    };
+    let mut writer = Writer {
+        terms,
+        cache: HashMap::new(),
+        tsv: spec.tsv,
+        names: spec
+            .project
+            .iter()
+            .map(|(name, _)| {
+                let mut b = json_string(name);
+                b.extend_from_slice(b": ");
+                b
+            })
+            .collect(),
+        header: spec.tsv.then(|| {
+            let mut h = b"time\top".to_vec();
+            for (name, _) in &spec.project {
+                h.extend_from_slice(format!("\t?{name}").as_bytes());
+            }
+            h.push(b'\n');
+            h
+        }),
+    };
+    let t0 = match spec.t0.or_else(|| ev.times.first().copied()) {
+        Some(t) => t,
+        None => return Ok(Ok(Done::default())),
+    };
+    // per state x_1 .. x_(n-1) (index 0 unused): runs by partition value
+    let mut buckets: Vec<HashMap<TermId, Vec<Run>>> = (0..n).map(|_| HashMap::new()).collect();
+    let mut live: u64 = 0;
+    let mut oldest = i64::MIN;
+    let mut done = Done::default();
+    let mut triples: Vec<[TermId; 3]> = Vec::new();
+    let mut sols: Vec<Option<Box<[TermId]>>> = Vec::with_capacity(n);
+    let mut matches: Vec<(Vec<i64>, Box<[TermId]>)> = Vec::new();
+    let mut seen: HashSet<Vec<Option<TermId>>> = HashSet::new();
+    let key = |vals: &[TermId]| spec.partition.map_or(0, |p| vals[p]);
+    let mut k = 0;
+    while k < ev.len() {
+        // an instant: the events of one time are one SPASEQ event (streamset.merge_events)
+        let t = ev.times[k];
+        triples.clear();
+        while k < ev.len() && ev.times[k] == t {
+            triples.extend_from_slice(ev.triples_of(k));
+            k += 1;
+        }
+        done.evaluations += 1;
+        if let Some(w) = spec.window {
+            // window j is [t0 + j w, t0 + (j + 1) w]: those up to `last` ended before t
+            let last = (t - t0 - 1).div_euclid(w) - 1;
+            if last >= oldest {
+                oldest = last + 1;
+                for b in buckets.iter_mut() {
+                    b.retain(|_, runs| {
+                        let before = runs.len();
+                        runs.retain(|r| r.window > last);
+                        live -= (before - runs.len()) as u64;
+                        !runs.is_empty()
+                    });
+                }
+            }
+        }
+        sols.clear();
+        for g in &spec.gpms {
+            match solution(g, &triples, spec.vars, &mut values) {
+                Ok(s) => sols.push(s),
+                Err(r) => return Ok(Err(r)),
+            }
+        }
+        matches.clear();
+        for i in (1..n).rev() {
+            if let Some(sol) = &sols[i] {
+                let g = &spec.gpms[i];
+                let last = i + 1 == n;
+                let bk = key(sol);
+                let mut moved: Vec<Run> = Vec::new();
+                if let Some(runs) = buckets[i].get_mut(&bk) {
+                    let mut stay = Vec::with_capacity(runs.len());
+                    for mut r in runs.drain(..) {
+                        let joins = g
+                            .binds
+                            .iter()
+                            .all(|&v| r.vals[v] == 0 || r.vals[v] == sol[v]);
+                        if joins {
+                            let mut merged = r.vals.clone();
+                            for &v in &g.binds {
+                                merged[v] = sol[v];
+                            }
+                            match values.all(&g.stateful, &merged) {
+                                Ok(true) => {
+                                    r.vals = merged;
+                                    r.times.push(t);
+                                    live -= 1;
+                                    if last {
+                                        matches.push((r.times, r.vals));
+                                    } else {
+                                        moved.push(r);
+                                    }
+                                    continue;
+                                }
+                                Ok(false) => {}
+                                Err(why) => return Ok(Err(why)),
+                            }
+                        }
+                        stay.push(r);
+                    }
+                    *runs = stay;
+                    if runs.is_empty() {
+                        buckets[i].remove(&bk);
+                    }
+                }
+                if !moved.is_empty() {
+                    live += moved.len() as u64;
+                    buckets[i + 1].entry(bk).or_default().extend(moved);
+                }
+            }
+            if spec.strict[i] && !buckets[i].is_empty() {
+                // a run at x_i that took no event of this instant is over (before x_(i-1)'s
+                // runs move in)
+                live -= buckets[i].values().map(|r| r.len() as u64).sum::<u64>();
+                buckets[i].clear();
+            }
+        }
+        if t >= t0 {
+            if let Some(sol) = &sols[0] {
+                let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
+                let r = Run {
+                    vals: sol.clone(),
+                    times: vec![t],
+                    window,
+                };
+                if n == 1 {
+                    matches.push((r.times, r.vals));
+                } else {
+                    live += 1;
+                    buckets[1].entry(key(sol)).or_default().push(r);
+                }
+            }
+        }
+        if live > spec.max_runs {
+            return Ok(Err(Refused(format!(
+                "more than {} live runs (today's path drops the oldest and warns)",
+                spec.max_runs
+            ))));
+        }
+        if spec.max_instant.is_some_and(|m| matches.len() as u64 > m) {
+            return Ok(Err(Refused(
+                "more matches at one instant than --max-matches".into(),
+            )));
+        }
+        // one order whatever the engine: by the events matched (runtime.py's sort by steps)
+        matches.sort_by(|a, b| a.0.cmp(&b.0));
+        seen.clear();
+        for (times, vals) in &matches {
+            let row: Vec<Option<TermId>> = spec
+                .project
+                .iter()
+                .map(|(_, v)| v.map(|v| vals[v]).filter(|&id| id != 0))
+                .collect();
+            if spec.distinct && !seen.insert(row.clone()) {
+                continue;
+            }
+            writer.row(out, t, times[0], &row)?;
+            done.rows += 1;
+        }
+    }
+    Ok(Ok(done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::read_events;
+
+    const PROV: &str = "http://www.w3.org/ns/prov#generatedAtTime";
+    const INT: &str = "http://www.w3.org/2001/XMLSchema#integer";
+
+    fn lit(v: &str, dt: &str) -> Val {
+        value_of(Some(&Term::from(Literal::new_typed_literal(
+            v,
+            oxrdf::NamedNode::new_unchecked(dt),
+        ))))
+    }
+
+    #[test]
+    fn values_as_filters_py_reads_them() {
+        let x = "http://www.w3.org/2001/XMLSchema#";
+        assert_eq!(lit("42", INT), Val::Int(42));
+        assert_eq!(lit("+7", &format!("{x}byte")), Val::Int(7));
+        assert_eq!(lit("9223372036854775808", INT), Val::Unsure);
+        assert_eq!(
+            lit("1.50", &format!("{x}decimal")),
+            Val::Dec(15 * SCALE / 10, 1.5)
+        );
+        assert_eq!(lit(".5", &format!("{x}decimal")), Val::Dec(SCALE / 2, 0.5));
+        assert_eq!(lit("1e2", &format!("{x}decimal")), Val::Unsure);
+        assert_eq!(
+            lit("0.0000000000000000001", &format!("{x}decimal")),
+            Val::Unsure
+        );
+        assert_eq!(lit("1e3", &format!("{x}double")), Val::Dbl(1000.0));
+        assert_eq!(lit("INF", &format!("{x}double")), Val::Unsure);
+        assert_eq!(lit("NaN", &format!("{x}double")), Val::Unsure);
+        assert_eq!(lit("1", &format!("{x}float")), Val::Unsure);
+        assert_eq!(lit("1", &format!("{x}string")), Val::Unsure);
+        assert_eq!(value_of(None), Val::Unsure);
+    }
+
+    #[test]
+    fn comparisons_as_sparql_means_them() {
+        let dec = |s: &str| decimal(s);
+        assert_eq!(compare(Val::Int(2), Op::Gt, Val::Int(1)), Some(true));
+        assert_eq!(compare(Val::Int(1), Op::Eq, dec("1.0")), Some(true));
+        assert_eq!(compare(dec("0.1"), Op::Lt, Val::Int(1)), Some(true));
+        // exact between integers and decimals, but doubles promote: 2^53 + 1 = 2^53 then
+        let big = (1i64 << 53) + 1;
+        assert_eq!(
+            compare(Val::Int(big), Op::Gt, Val::Int(big - 1)),
+            Some(true)
+        );
+        assert_eq!(
+            compare(Val::Int(big), Op::Gt, Val::Dbl((big - 1) as f64)),
+            Some(false)
+        );
+        assert_eq!(compare(dec("0.1"), Op::Eq, Val::Dbl(0.1)), Some(true));
+        assert_eq!(compare(Val::Unsure, Op::Ne, Val::Int(1)), None);
+    }
+
+    fn stream(prices: &[(i64, &str, i64)]) -> String {
+        let mut s = String::new();
+        for (t, c, p) in prices {
+            s += &format!(
+                "<http://g/{t}> <{PROV}> {t} .\n<http://g/{t}> {{ <http://c/{c}> <http://p/price> {p} }}\n"
+            );
+        }
+        s
+    }
+
+    /// SEQ (A ; B) or (A , B): A and B `?c <price> ?pN`, B's FILTER ?p2 > ?p1, WITHIN w.
+    fn rise(doc: &str, strict: bool, window: Option<i64>) -> (String, Done) {
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
+        let gpm = |p: usize| Gpm {
+            patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
+            binds: vec![0, p],
+            local: vec![],
+            stateful: if p == 2 {
+                vec![Cmp {
+                    left: Operand::Var(2),
+                    op: Op::Gt,
+                    right: Operand::Var(1),
+                }]
+            } else {
+                vec![]
+            },
+        };
+        let spec = Spec {
+            gpms: vec![gpm(1), gpm(2)],
+            strict: vec![false, strict],
+            vars: 3,
+            partition: Some(0),
+            window,
+            t0: None,
+            project: vec![("c".into(), Some(0)), ("p2".into(), Some(2))],
+            distinct: false,
+            max_runs: 1000,
+            max_instant: None,
+            tsv: true,
+        };
+        let mut out = Vec::new();
+        let done = run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
+        (String::from_utf8(out).unwrap(), done)
+    }
+
+    #[test]
+    fn skip_till_next_takes_the_first_match_of_each_run() {
+        let doc = stream(&[
+            (0, "a", 5),
+            (1, "b", 9),
+            (2, "a", 4),
+            (3, "a", 6),
+            (4, "a", 7),
+        ]);
+        let (out, done) = rise(&doc, false, None);
+        // a@0 (5) takes a@3 (6); a@2 (4) takes a@3 too; a@3 (6) takes a@4 (7)
+        assert_eq!(
+            out,
+            "time\top\t?c\t?p2\n\
+             3\tinsert\t<http://c/a>\t\"6\"^^<http://www.w3.org/2001/XMLSchema#integer>\n\
+             3\tinsert\t<http://c/a>\t\"6\"^^<http://www.w3.org/2001/XMLSchema#integer>\n\
+             4\tinsert\t<http://c/a>\t\"7\"^^<http://www.w3.org/2001/XMLSchema#integer>\n"
+        );
+        assert_eq!(done.rows, 3);
+    }
+
+    #[test]
+    fn strict_contiguity_and_windows_end_runs() {
+        let doc = stream(&[(0, "a", 5), (1, "b", 9), (2, "a", 6), (3, "a", 7)]);
+        // strict: a@0's run dies at b@1; a@2 then a@3 is a match
+        let (out, _) = rise(&doc, true, None);
+        assert_eq!(out.lines().count(), 2, "{out}");
+        // window 2: [0, 2], [2, 4]: a@0 would reach a@3 only across windows
+        let doc = stream(&[(0, "a", 5), (3, "a", 6)]);
+        assert_eq!(rise(&doc, false, Some(2)).1.rows, 0);
+        assert_eq!(rise(&doc, false, Some(4)).1.rows, 1);
+    }
+
+    #[test]
+    fn a_triple_that_fails_late_binds_nothing() {
+        let doc = format!(
+            "<http://g/0> <{PROV}> 0 .\n<http://g/0> {{ <http://c/a> <http://p/volume> 1 . <http://c/b> <http://p/price> 2 }}\n"
+        );
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
+        let mut vals = vec![0; 2];
+        let mut got = Vec::new();
+        solve(
+            &[[Slot::Var(0), Slot::Const(price), Slot::Var(1)]],
+            ev.triples_of(0),
+            &mut vals,
+            &mut |v| got.push(v.to_vec()),
+        );
+        assert_eq!(got.len(), 1);
+        assert_eq!(vals, [0, 0]);
+    }
+
+    #[test]
+    fn two_solutions_of_one_gpm_are_refused() {
+        let doc = format!(
+            "<http://g/0> <{PROV}> 0 .\n<http://g/0> {{ <http://c/a> <http://p/price> 1, 2 }}\n"
+        );
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let g = Gpm {
+            patterns: vec![[Slot::Var(0), Slot::Var(1), Slot::Var(2)]],
+            binds: vec![0, 1, 2],
+            local: vec![],
+            stateful: vec![],
+        };
+        let mut values = Values {
+            terms: &terms,
+            cache: Vec::new(),
+        };
+        assert!(solution(&g, ev.triples_of(0), 3, &mut values).is_err());
+        // a FILTER keeping one of them: one solution
+        let g = Gpm {
+            local: vec![Cmp {
+                left: Operand::Var(2),
+                op: Op::Gt,
+                right: Operand::Const(Val::Int(1)),
+            }],
+            ..g
+        };
+        let got = solution(&g, ev.triples_of(0), 3, &mut values)
+            .unwrap()
+            .unwrap();
+        assert_eq!(values.get(got[2]), Val::Int(2));
+    }
+}

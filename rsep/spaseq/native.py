@@ -1,0 +1,328 @@
+"""The native path of a SPASEQ chain (issue 50, first stage): read, matched and written on
+integer ids in Rust (rsep._core: native/src/stream.rs and chain.rs), terms decoded only
+for output.
+
+:func:`native_plan` is its planner. It takes what :class:`rsep.spaseq.chain.ChainEngine`
+runs, narrowed: a SEQ of plain GPMs under ``,`` (strict contiguity) and ``;``
+(skip-till-next) over one stream, each GPM one basic graph pattern over the event's graph
+(no blank node, no background GRAPH) with FILTERs each a conjunction of comparisons
+(``<, <=, >, >=, =, !=``) of variables and xsd:integer, xsd:decimal or xsd:double literals,
+those on the GPM's own variables tested on the event, those reading earlier GPMs' on the
+run (``?p2 > ?p1``); SELECT of variables (DISTINCT or not), WITHIN or not. For anything
+else (skip-till-any, Kleene+, negation, optional atoms, conjunction or disjunction of GPMs,
+OPTIONAL or any other pattern, a FILTER of anything else, SELECT expressions, PARTITION BY,
+several streams, an engine option the chain engine does not run) it says why not, and the
+query runs as before.
+
+:func:`run` then runs such a query over one stream file, or returns why it did not: the
+native reader takes only files of the common shape (native/src/stream.rs), and the engine
+refuses an input on which it would not write what today's path writes, byte for byte: an
+event with two solutions of one GPM (it keeps one mapping a run), a comparison of values
+rsep/sparql/filters.py does not decide itself or of anything but those numbers, more live
+runs than the engine's bound (today's path drops the oldest and warns) or more matches at
+one instant than ``--max-matches`` (an error there). Literals pyoxigraph's store reads
+back in another form are replaced by their stored form, as today's path matches and
+writes them. ``RSEP_PURE=1`` turns the path off (the pure build runs Python only), and so
+does ``RSEP_NATIVE=0`` alone (today's path with the compiled build, as measured against it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import pyoxigraph as ox
+
+from rsep.algebra.expression import And, Compare, Expression, Iri, Variable, signed_literal
+from rsep.algebra.spaseq import AtomKind, Leaf, SpaseqQuery, Strategy
+from rsep.sparql.filters import Fallback, literal_value
+from rsep.sparql.matcher import Canon
+from rsep.stream.files import StreamFile
+from rsep.stream.time import TimeError, TimeKind
+
+if TYPE_CHECKING:
+    from rsep.spaseq.gpm import GPMEvaluator
+    from rsep.spaseq.options import NFAOptions
+
+NATIVE = "native"
+
+# The native reader holds the whole file as ids before the engine runs, while today's path
+# streams it: a larger file runs on today's path, so a run's memory stays bounded.
+MAX_FILE_BYTES = 256 * 2**20
+MAX_PATTERNS = 8  # triple patterns of a GPM (each event's solutions by a nested loop)
+
+_OPS = ("<", "<=", ">", ">=", "=", "!=")
+_NUMBERS = ("integer", "decimal", "double")
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+# a comparison's operand: (variable number, None) or (None, a literal in N-Triples syntax)
+Operand = tuple[int | None, str | None]
+Cmp = tuple[Operand, str, Operand]
+# per position: ("var", number) or ("term", the term in N-Triples syntax)
+Slots = tuple[tuple[str, int | str], ...]
+
+
+def core() -> ModuleType:
+    """rsep._core, imported by name (see rsep.windows.native.core: an import statement of
+    it reads to import-linter as one of the package ``rsep`` itself)."""
+    return importlib.import_module("rsep._core")
+
+
+def available() -> str | None:
+    """Why the native core cannot run here, or None."""
+    if os.environ.get("RSEP_PURE", "") not in ("", "0"):
+        return "RSEP_PURE=1: the pure build runs Python only"
+    if os.environ.get("RSEP_NATIVE", "") == "0":
+        return "RSEP_NATIVE=0: the native path is turned off"
+    try:
+        c = core()
+    except ImportError as e:
+        return f"the native core is not built ({e})"
+    if not hasattr(c, "chain_run"):
+        return "the native core was built before its chain engine (run `make`)"
+    return None
+
+
+def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
+    """Why a run of these registered queries over these stream readers does not take the
+    native path, or None (rsep.windows.native.refusal's rules: one query the planner
+    took, the core built and not turned off, one TriG stream file read as a file with
+    times from the default graph's point-time triples)."""
+    if len(queries) != 1:
+        return "more than one query"
+    plan = getattr(queries[0], "native", "not a SPASEQ query")
+    if isinstance(plan, str):
+        return plan
+    missing = available()
+    if missing is not None:
+        return missing
+    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
+            or files[0].text is not None:
+        return "not one TriG stream file"
+    if files[0].time.in_graph:
+        return "times not read from the default graph's point-time triples"
+    return None
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    """What native/src/chain.rs runs for a query."""
+
+    # per state, in sequence order: (triple patterns, the variables it binds, its FILTERs on
+    # those alone, its FILTERs reading earlier GPMs' variables)
+    gpms: tuple[tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...]], ...]
+    strict: tuple[bool, ...]  # per state: `,` before it
+    vars: int
+    partition: int | None  # a variable every GPM binds (runs kept by its value)
+    project: tuple[tuple[str, int | None], ...]  # (output name, variable number or None)
+    distinct: bool
+    max_runs: int
+    max_instant: int | None
+
+    def describe(self) -> str:
+        return ("native: read, matched and written on integer ids in Rust (rsep._core), terms "
+                "decoded only for output; a stream file the native reader does not take, an "
+                "event with two solutions of one GPM, a value a FILTER does not compare "
+                "exactly or a limit reached run as today's path")
+
+
+def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
+                trace: object) -> NativePlan | str:
+    """The native plan of a registered SPASEQ query, or why it runs on today's path."""
+    seq = query.seq
+    for a in seq.atoms:
+        if a.kind is AtomKind.KLEENE:
+            return "a Kleene+ atom (the native path takes plain GPMs)"
+        if a.kind is AtomKind.NEGATION:
+            return "a negated atom (the native path takes plain GPMs)"
+        if a.kind is AtomKind.OPTIONAL:
+            return "an optional atom (the native path takes plain GPMs)"
+        if not isinstance(a.body, Leaf):
+            return "a conjunction or disjunction of GPMs (the native path takes plain GPMs)"
+    if any(op is Strategy.ANY for op in seq.ops):
+        return "skip-till-any ':' (the native path takes ',' and ';')"
+    if len(set(query.streams.values())) != 1:
+        return "several streams"
+    if trace is not None:
+        return "a trace of the runs"
+    if not options.chain or options.max_matches is not None:
+        return "engine options the chain engine does not run (no-chain or max-matches)"
+    if query.expressions:
+        return "SELECT expressions"
+    if query.partition_by or query.options.get("partition") is not None:
+        return "PARTITION BY"
+    variables = query.variables
+    if len(set(variables)) != len(variables):
+        return "a variable selected twice"
+    numbers: dict[str, int] = {}
+    gpms = []
+    bound_before: set[str] = set()
+    for a in seq.atoms:
+        g = a.leaf.gpm
+        if g.background:
+            return f"GPM {g.name}: a background GRAPH"
+        c = gpm.compiled.get(g.name)
+        if c is None:
+            return f"GPM {g.name}: not one basic graph pattern with compiled FILTERs " \
+                   "(OPTIONAL, UNION, a property path or a FILTER pyoxigraph decides)"
+        if len(c.triples) > MAX_PATTERNS:
+            return f"GPM {g.name}: more than {MAX_PATTERNS} triple patterns"
+        patterns: list[Slots] = []
+        own: list[int] = []
+        for tp in c.triples:
+            slots: list[tuple[str, int | str]] = []
+            for x in tp:
+                if isinstance(x, tuple):
+                    if x[1].startswith("_:"):
+                        return f"GPM {g.name}: a blank node in a triple pattern"
+                    n = numbers.setdefault(x[1], len(numbers))
+                    if n not in own:
+                        own.append(n)
+                    slots.append(("var", n))
+                elif isinstance(x, (ox.NamedNode, ox.Literal)):
+                    # (the compiled GPM's constants are the store's forms already, as the
+                    # stream's literals are once restored)
+                    slots.append(("term", str(x)))
+                else:
+                    return f"GPM {g.name}: a term the native path does not read ({x})"
+            patterns.append(tuple(slots))
+        names = {v for v, n in numbers.items() if n in own}
+        local: list[Cmp] = []
+        for f in g.local_filters:
+            got = _conjunction(f.expr, numbers, names)
+            if isinstance(got, str):
+                return f"GPM {g.name}: FILTER {f.text}: {got}"
+            local += got
+        stateful: list[Cmp] = []
+        for f in g.stateful:
+            got = _conjunction(f.expr, numbers, names | bound_before)
+            if isinstance(got, str):
+                return f"GPM {g.name}: FILTER {f.text}: {got}"
+            stateful += got
+        bound_before |= names
+        gpms.append((tuple(patterns), tuple(own), tuple(local), tuple(stateful)))
+    common = set(range(len(numbers)))
+    for _, own_vars, _, _ in gpms:
+        common &= set(own_vars)
+    strict = (False, *(op is Strategy.STRICT for op in seq.ops))
+    return NativePlan(tuple(gpms), strict, len(numbers), min(common) if common else None,
+                      tuple((v, numbers.get(v)) for v in variables), query.distinct,
+                      options.max_runs, options.max_instant)
+
+
+def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
+                 ) -> list[Cmp] | str:
+    """A FILTER as a conjunction of comparisons of variables (bound there) and numbers, or
+    why the native path does not take it."""
+    if isinstance(e, And):
+        first = _conjunction(e.left, numbers, bound)
+        if isinstance(first, str):
+            return first
+        rest = _conjunction(e.right, numbers, bound)
+        return rest if isinstance(rest, str) else first + rest
+    if not isinstance(e, Compare) or e.op not in _OPS:
+        return "not a comparison of numbers (or a conjunction of those)"
+    left, right = _operand(e.left, numbers, bound), _operand(e.right, numbers, bound)
+    if isinstance(left, str):
+        return left
+    if isinstance(right, str):
+        return right
+    if left[0] is None and right[0] is None:
+        return "a comparison of two constants"
+    return [(left, e.op, right)]
+
+
+def _operand(e: Expression, numbers: dict[str, int], bound: set[str]) -> Operand | str:
+    if isinstance(e, Variable):
+        if e.name not in bound:
+            return f"?{e.name} is not bound by this GPM or an earlier one"
+        return (numbers[e.name], None)
+    lit = signed_literal(e)
+    if lit is None or lit.language is not None or not isinstance(lit.datatype, Iri) \
+            or lit.datatype.value not in tuple(XSD + t for t in _NUMBERS):
+        return "not a comparison of variables and xsd:integer, xsd:decimal or xsd:double"
+    try:
+        kind, _ = literal_value(lit.lexical, lit.datatype.value)
+    except Fallback:
+        return f"the number {lit.lexical} (filters.py leaves it to pyoxigraph)"
+    if kind not in ("n", "d", "f"):
+        return f"the number {lit.lexical}"
+    # (N-Triples: the lexical form of a number needs no escape)
+    return (None, f'"{lit.lexical}"^^<{lit.datatype.value}>')
+
+
+@dataclass
+class Outcome:
+    """A native run's end: ``refused`` says why it did not run (nothing to keep)."""
+
+    refused: str = ""
+    events: int = 0
+    triples: int = 0
+    evaluations: int = 0  # instants
+    rows: int = 0
+    read_s: float = 0.0  # seconds in the reader (the file into ids), of the run's
+
+
+# The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why
+LAST: Outcome | None = None
+
+
+def record(outcome: Outcome) -> None:
+    """The CLI's run ended so (:data:`LAST`)."""
+    global LAST
+    LAST = outcome
+
+
+def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...],
+        max_record: int, time_unit_ms: int | None, max_window_triples: int, max_results: int,
+        out_path: str, fmt: str = "jsonl") -> Outcome:
+    """Run the query over the stream file at ``path``, writing its matches to ``out_path``
+    in ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them); or say why not (then
+    ``out_path`` holds nothing to keep). The signature is rsep.windows.native.run's, which
+    rsep.cli.run calls alike; the window limits do not bound a SPASEQ run."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        return Outcome(f"the native reader does not take {path}: {e.strerror}")
+    if size > MAX_FILE_BYTES:
+        return Outcome(f"the native reader does not take {path}: {size:,} bytes, over its "
+                       f"{MAX_FILE_BYTES:,} (it holds a file whole; today's path streams it)")
+    if fmt == "tsv" and {"time", "op"} & {name for name, _ in plan.project}:
+        return Outcome("a column named time or op in --format tsv")
+    window = None
+    if query.within is not None:
+        try:
+            window = query.within.units(TimeKind.ABSTRACT, time_unit_ms)
+        except TimeError as e:
+            return Outcome(f"WITHIN: {e}")
+        if window <= 0:
+            return Outcome("WITHIN of no time")
+    t0 = time.perf_counter()
+    ev, why = core().read_stream(path, list(points), max_record)
+    read_s = time.perf_counter() - t0
+    if ev is None:
+        return Outcome(f"the native reader does not take {path}: {why}")
+    unsure = ev.unsure()
+    if unsure:
+        canon = Canon()
+        doc = "".join(f"<urn:rsep:s> <urn:rsep:p> {t} .\n" for t in unsure)
+        changed = [(str(q.object), stored)
+                   for q in ox.parse(doc, format=ox.RdfFormat.N_TRIPLES)
+                   if (stored := str(canon.term(q.object))) != str(q.object)]
+        if changed:
+            # today's path matches, compares and writes a literal as the store gives it back
+            ev.restore(changed)
+    gpms = [([[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
+              for tp in patterns], list(binds), list(local), list(stateful))
+            for patterns, binds, local, stateful in plan.gpms]
+    refused, evaluations, rows = core().chain_run(
+        ev, gpms, list(plan.strict), plan.vars, plan.partition, window, query.issued_at,
+        list(plan.project), plan.distinct, (plan.max_runs, plan.max_instant), fmt, out_path)
+    if refused:
+        return Outcome(refused)
+    return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)

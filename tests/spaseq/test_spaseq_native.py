@@ -1,0 +1,345 @@
+"""The native path of a SPASEQ chain (rsep.spaseq.native, native/src/chain.rs) writes what
+today's path writes, byte for byte, and takes the runs it is meant to.
+
+Hypothesis draws stock-like streams (companies' prices and volumes, gaps between times,
+events of one time, now and then a decimal, a double, a non-canonical integer, a string
+or a second price in one event) and chain queries (one to four GPMs under ``,`` and ``;``,
+per-event FILTERs against integer, decimal and double constants, stateful FILTERs between
+GPMs, WITHIN or not, DISTINCT, a projection of some variables); each run goes
+through ``rsep run`` natively and with RSEP_PURE=1 (today's path), in jsonl or tsv, and
+the outputs and exit statuses must be equal. The benchmark's queries (Query 4 and the
+lengths 2 to 7, skip-till-next and strict; rsep bench's zigzag and bands) are run besides
+in a subprocess of the pure build.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rsep.bench import queries as bench_queries
+from rsep.cli.main import main
+from rsep.spaseq import native
+
+pytestmark = pytest.mark.skipif(native.available() is not None,
+                                reason=str(native.available()))
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gen_stock import STREAM_IRI, generate  # noqa: E402
+from spaseq_throughput import query as throughput_query  # noqa: E402
+
+# runs the native path refused, took writing nothing, took writing rows
+TAKEN = [0, 0, 0]
+WHY: dict[str, int] = {}  # the refusals' reasons (their first words), for the message
+EXAMPLES = int(os.environ.get("RSEP_EXAMPLES", "60"))
+PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
+STREAM = "http://e/s"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+RARELY = st.sampled_from([False] * 30 + [True])
+# (a stream with odd values now and then, one in five: each would most often refuse the run)
+ODD = st.sampled_from([False] * 4 + [True])
+
+
+@st.composite
+def streams(draw) -> str:
+    t = draw(st.integers(0, 3))
+    prices = {c: draw(st.integers(1, 9)) for c in "abc"}
+    lines = []
+    odd = draw(ODD)
+    rarely = st.sampled_from([False] * 6 + [True]) if odd else st.just(False)
+    for i in range(draw(st.integers(1, 30))):
+        # (events of one time are one SPASEQ event: of two companies, two solutions)
+        t += 0 if draw(rarely) else draw(st.sampled_from([1, 1, 1, 2, 4]))
+        c = draw(st.sampled_from("abc"))
+        prices[c] = max(0, prices[c] + draw(st.integers(-2, 2)))
+        price = str(prices[c])
+        if draw(rarely):
+            price = draw(st.sampled_from([f'"{prices[c]}.5"^^<{XSD}decimal>',
+                                          f'"{prices[c]}.0"^^<{XSD}decimal>',
+                                          f'"{prices[c]}e0"^^<{XSD}double>',
+                                          f'"0{prices[c]}"^^<{XSD}integer>',
+                                          f'"{prices[c]}"', "<http://e/x>"]))
+        body = f"<http://e/{c}> <http://e/price> {price} ; <http://e/volume> {draw(st.integers(0, 9))} ."
+        if draw(rarely):
+            body += f" <http://e/{c}> <http://e/price> {prices[c] + 1} ."  # two solutions
+        if draw(st.booleans()):
+            body += " <http://e/d> <http://e/other> 1 ."
+        lines.append(f"<http://g/{i}> {PROV} {t} .\n<http://g/{i}> {{ {body} }}\n")
+    return "".join(lines)
+
+
+CONSTANTS = ["3", "5", "2.5", "4.0e0", f'"6"^^<{XSD}integer>', "-1"]
+OPS = ["<", "<=", ">", ">=", "=", "!="]
+
+
+@st.composite
+def queries(draw) -> str:
+    n = draw(st.integers(1, 4))
+    names = "ABCD"[:n]
+    defs = []
+    variables = ["?c"]  # (selecting one no GPM binds is an error of the query)
+    for i, name in enumerate(names, 1):
+        subject = "?c" if i == 1 or not draw(RARELY) else f"?s{i}"
+        body = f"{subject} <http://e/price> ?p{i} ."
+        variables.append(f"?p{i}")
+        if draw(st.booleans()):
+            body += f" {subject} <http://e/volume> ?v{i} ."
+            variables.append(f"?v{i}")
+            if draw(st.booleans()):
+                body += f" FILTER (?v{i} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(CONSTANTS))})"
+        if i > 1 and draw(st.booleans()):
+            cond = f"?p{i} {draw(st.sampled_from(OPS))} ?p{draw(st.integers(1, i - 1))}"
+            if draw(st.booleans()):
+                cond += f" && ?p{i} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(CONSTANTS))}"
+            body += f" FILTER ({cond})"
+        defs.append(f"DEFINE GPM {name} ON S1 {{ {body} }}")
+    seq = names[0] + "".join(f"{draw(st.sampled_from([',', ';']))} {x}" for x in names[1:])
+    select = "*" if draw(st.booleans()) else " ".join(
+        draw(st.lists(st.sampled_from(variables), min_size=1, max_size=4, unique=True)))
+    distinct = "DISTINCT " if draw(RARELY) else ""
+    within = draw(st.sampled_from(["", "WITHIN 3", "WITHIN 5", "WITHIN 10"]))
+    return (f"SELECT {distinct}{select}\n{within}\nFROM STREAM S1 <{STREAM}>\n"
+            f"WHERE {{\n  SEQ ({seq})\n  " + "\n  ".join(defs) + "\n}\n")
+
+
+def run(tmp: Path, query: str, stream: str, extra: list[str], pure: bool,
+        monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, native.Outcome | None]:
+    (tmp / "q.rq").write_text(query, encoding="utf-8")
+    (tmp / "s.trig").write_text(stream, encoding="utf-8")
+    out = tmp / ("pure.out" if pure else "native.out")
+    with monkeypatch.context() as m:
+        if pure:
+            m.setenv("RSEP_PURE", "1")
+        native.LAST = None
+        rc = main(["run", str(tmp / "q.rq"), "--stream", f"{STREAM}={tmp / 's.trig'}",
+                   "-o", str(out), "-q", *extra])
+    return rc, out.read_bytes(), native.LAST
+
+
+def both(tmp: Path, query: str, stream: str, extra: list[str],
+         monkeypatch: pytest.MonkeyPatch) -> native.Outcome:
+    """Run on both paths, check they agree; the native run's outcome."""
+    rc, out, got = run(tmp, query, stream, extra, False, monkeypatch)
+    prc, pout, _ = run(tmp, query, stream, extra, True, monkeypatch)
+    assert got is not None  # (rsep run of a SPASEQ query always asks)
+    assert rc == prc
+    assert out == pout, (got.refused, out.decode(), pout.decode())
+    TAKEN[0 if got.refused else 1 if not got.rows else 2] += 1
+    if got.refused:
+        WHY[got.refused.split(":")[0]] = WHY.get(got.refused.split(":")[0], 0) + 1
+    return got
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(), stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]))
+def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   query: str, stream: str, fmt: str) -> None:
+    both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
+
+
+def test_the_random_runs_were_mostly_native() -> None:
+    # (after the property test, in file order: its runs counted)
+    refused, empty, rows = TAKEN
+    total = refused + empty + rows
+    assert empty + rows >= total // 3 and rows >= total // 10, (TAKEN, WHY)
+
+
+def stream_of(*events: tuple[int, str]) -> str:
+    return "".join(f"<http://g/{i}> {PROV} {t} .\n<http://g/{i}> {{ {body} }}\n"
+                   for i, (t, body) in enumerate(events))
+
+
+RISE = (f"SELECT ?c ?p1 ?p2\nWITHIN 10\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n  SEQ (A; B)\n"
+        "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
+        "  DEFINE GPM B ON S1 { ?c <http://e/price> ?p2 FILTER (?p2 > ?p1) }\n}\n")
+
+
+def prices(*ps: str) -> str:
+    return stream_of(*((t, f"<http://e/a> <http://e/price> {p} .") for t, p in enumerate(ps)))
+
+
+def test_the_common_shape_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = both(tmp_path, RISE, prices("1", "3", "2", "4"), [], monkeypatch)
+    # 1 < 3 at 1; 3 < 4 and 2 < 4 at 3 (1's run ended at 1)
+    assert (got.refused, got.events, got.evaluations, got.rows) == ("", 4, 4, 3)
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    assert out[0] == ('{"time": 1, "from": 0, "to": 1, "start": 0, "bindings": {"c": '
+                      '"<http://e/a>", "p1": "\\"1\\"^^<http://www.w3.org/2001/XMLSchema#integer>", '
+                      '"p2": "\\"3\\"^^<http://www.w3.org/2001/XMLSchema#integer>"}}')
+
+
+def test_the_events_of_one_time_are_one_event(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    q = RISE.replace("?c <http://e/price> ?p2", "?c <http://e/price> ?p2 . ?c <http://e/volume> ?v")
+    s = stream_of((0, "<http://e/a> <http://e/price> 1 ."), (1, "<http://e/a> <http://e/price> 2 ."),
+                  (1, "<http://e/a> <http://e/volume> 7 ."))
+    got = both(tmp_path, q, s, [], monkeypatch)
+    assert (got.refused, got.events, got.evaluations, got.rows) == ("", 3, 2, 1)
+
+
+@pytest.mark.parametrize(("ps", "rows"), [
+    # integers against decimals exactly, against doubles as doubles (SPARQL's promotion)
+    (("1", '"1.0"^^<http://www.w3.org/2001/XMLSchema#decimal>'), 0),
+    (("1", '"1.000000000000000001"^^<http://www.w3.org/2001/XMLSchema#decimal>'), 1),
+    (("9007199254740993", '"9007199254740992"^^<http://www.w3.org/2001/XMLSchema#double>'), 0),
+    (("9007199254740992", "9007199254740993"), 1),
+    (('"1.5e0"^^<http://www.w3.org/2001/XMLSchema#double>', "2"), 1),
+])
+def test_numbers_compared_as_sparql_compares_them(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  ps: tuple[str, ...], rows: int) -> None:
+    got = both(tmp_path, RISE, prices(*ps), [], monkeypatch)
+    assert (got.refused, got.rows) == ("", rows)
+
+
+@pytest.mark.parametrize(("stream", "why"), [
+    (stream_of((0, "<http://e/a> <http://e/price> 1 , 2 .")), "two solutions of one GPM"),
+    (prices("1", '"2"'), "does not decide exactly"),
+    (prices("1", "<http://e/x>"), "does not decide exactly"),
+    (prices("1", '"2"^^<http://www.w3.org/2001/XMLSchema#float>'), "does not decide exactly"),
+    (prices("1", '"NaN"^^<http://www.w3.org/2001/XMLSchema#double>'), "does not decide exactly"),
+    (stream_of((0, "<http://e/a> <http://e/price> .")), "a syntax error"),
+    (stream_of((2, "<http://e/a> <http://e/price> 1 ."), (1, "<http://e/a> <http://e/price> 2 .")),
+     "a time before"),
+])
+def test_what_it_cannot_promise_runs_as_today(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             stream: str, why: str) -> None:
+    assert why in both(tmp_path, RISE, stream, [], monkeypatch).refused
+
+
+def test_limits_it_cannot_honour_run_as_today(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    s = prices("4", "3", "2", "1")  # (falling: every run stays)
+    monkeypatch.setenv("RSEP_SPASEQ_OPTIONS", "max-runs=1")
+    with pytest.warns(RuntimeWarning, match="partial matches alive"):
+        assert "live runs" in both(tmp_path, RISE, s, [], monkeypatch).refused
+    monkeypatch.delenv("RSEP_SPASEQ_OPTIONS")
+    # two matches at 3 (1's and 2's runs): over --max-matches 1, an error there
+    s = prices("2", "1", "1", "3")
+    assert "more matches at one instant" in \
+        both(tmp_path, RISE, s, ["--max-matches", "1"], monkeypatch).refused
+    tsv = RISE.replace("?c ?p1 ?p2", "?time ?p1").replace("?c <", "?time <")
+    assert "named time or op" in both(tmp_path, tsv, s, ["--format", "tsv"], monkeypatch).refused
+    assert both(tmp_path, tsv, s, [], monkeypatch).refused == ""
+
+
+def test_options_it_does_not_keep_to_run_as_today(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    s = prices("1", "2")
+    assert both(tmp_path, RISE, s, ["--until", "10"], monkeypatch).refused == "--until given"
+    assert "--format" in both(tmp_path, RISE, s, ["--format", "csv"], monkeypatch).refused
+    monkeypatch.setenv("RSEP_NATIVE", "0")
+    assert both(tmp_path, RISE, s, [], monkeypatch).refused.startswith("RSEP_NATIVE=0")
+
+
+GPMS = {
+    "any": ("SEQ (A: B)", ""),
+    "kleene": ("SEQ (A; B+)", ""),
+    "negation": ("SEQ (A; B!; A)", ""),
+    "conjunction": ("SEQ (A; (A & B))", ""),
+    "background": ("SEQ (A; B)", "GRAPH <http://e/kb> { ?c <http://e/in> ?x }"),
+    "optional": ("SEQ (A; B)", "OPTIONAL { ?c <http://e/volume> ?v }"),
+    "string filter": ("SEQ (A; B)", 'FILTER (STR(?p2) = "1")'),
+    "iri filter": ("SEQ (A; B)", "FILTER (?c = <http://e/a>)"),
+    "float constant": ("SEQ (A; B)", f'FILTER (?p2 > "1"^^<{XSD}float>)'),
+    "string constant": ("SEQ (A; B)", 'FILTER (?p2 > "1")'),
+    "two constants": ("SEQ (A; B)", "FILTER (1 < 2)"),
+}
+
+
+@pytest.mark.parametrize(("case", "why"), [
+    ("any", "skip-till-any"),
+    ("kleene", "Kleene+"),
+    ("negation", "negated atom"),
+    ("conjunction", "conjunction or disjunction"),
+    ("background", "background GRAPH"),
+    ("optional", "not one basic graph pattern"),
+    ("string filter", "not one basic graph pattern"),
+    ("iri filter", "not a comparison of variables and"),
+    ("float constant", "not one basic graph pattern"),  # (the compiled GPM's refusal)
+    ("string constant", "not a comparison of variables and"),
+    ("two constants", "two constants"),
+])
+def test_the_planner_refuses_with_its_reason(tmp_path: Path, case: str, why: str) -> None:
+    seq, extra = GPMS[case]
+    q = (f"SELECT *\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n  {seq}\n"
+         "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
+         f"  DEFINE GPM B ON S1 {{ ?c <http://e/price> ?p2 {extra} }}\n}}\n")
+    from rsep import Engine, parse_query
+
+    eng = Engine()
+    eng.add_graph("http://e/kb", [])
+    eng.register(parse_query(q), name="q")
+    plan = eng.queries[0].native  # type: ignore[attr-defined]
+    assert isinstance(plan, str) and why in plan, plan
+
+
+def test_several_streams_and_traces_run_as_today(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    two = RISE.replace(f"FROM STREAM S1 <{STREAM}>",
+                       f"FROM STREAM S1 <{STREAM}> FROM STREAM S2 <http://e/t>")
+    two = two.replace("B ON S1", "B ON S2")
+    (tmp_path / "q.rq").write_text(two, encoding="utf-8")
+    (tmp_path / "s.trig").write_text(prices("1", "2"), encoding="utf-8")
+    native.LAST = None
+    assert main(["run", str(tmp_path / "q.rq"), "--stream", f"{STREAM}={tmp_path / 's.trig'}",
+                 "--stream", f"http://e/t={tmp_path / 's.trig'}", "-q", "-o",
+                 str(tmp_path / "o")]) == 0
+    assert native.LAST is not None and native.LAST.refused == "several streams"
+    got = both(tmp_path, RISE, prices("1", "2"), ["--trace", "c=<http://e/a>"], monkeypatch)
+    assert got.refused
+
+
+def test_to_standard_output(tmp_path: Path) -> None:
+    (tmp_path / "q.rq").write_text(RISE, encoding="utf-8")
+    (tmp_path / "s.trig").write_text(prices("1", "2"), encoding="utf-8")
+    cmd = [sys.executable, "-c", "import sys; from rsep.cli.start import main; sys.exit(main())",
+           "run", str(tmp_path / "q.rq"), "--stream", f"{STREAM}={tmp_path / 's.trig'}", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(cmd, capture_output=True, env=env, check=True).stdout
+    pure = subprocess.run(cmd, capture_output=True, env={**env, "RSEP_PURE": "1"},
+                          check=True).stdout
+    assert out == pure and out.count(b"\n") == 1
+
+
+def bench_queries_() -> list[tuple[str, str]]:
+    out = [(f"q{n}-{s}", throughput_query(n, s, 10_000, False))
+           for s in ("next", "strict") for n in (2, 3, 4, 7)]
+    out += [("zigzag-3", bench_queries.spaseq_zigzag(3, 10_000)),
+            ("zigzag-5-next", bench_queries.spaseq_zigzag(5, 10_000, "next")),
+            ("bands-3-next", bench_queries.spaseq_bands(3, 1000, "next"))]
+    return out
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("stock") / "stock.trig"
+    generate(path, 3000)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tsv"])
+def test_the_benchmark_queries(tmp_path: Path, stock: Path, fmt: str) -> None:
+    """Each benchmark query on the native path and on today's path of the pure build (a
+    subprocess with RSEP_PURE=1), the same bytes; every one taken natively."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name, text in bench_queries_():
+        q = tmp_path / f"{name}.rq"
+        q.write_text(text, encoding="utf-8")
+        args = ["run", str(q), "--stream", f"{STREAM_IRI}={stock}", "-q", "--format", fmt]
+        native.LAST = None
+        assert main([*args, "-o", str(tmp_path / "native.out")]) == 0
+        assert native.LAST is not None and native.LAST.refused == "", (name, native.LAST)
+        cmd = [sys.executable, "-c",
+               "import sys; from rsep.cli.start import main; sys.exit(main())", *args,
+               "-o", str(tmp_path / "pure.out")]
+        subprocess.run(cmd, env={**env, "RSEP_PURE": "1"}, check=True)
+        assert (tmp_path / "native.out").read_bytes() == (tmp_path / "pure.out").read_bytes(), name

@@ -241,18 +241,24 @@ impl Values<'_> {
         *self.cache[k].get_or_insert_with(|| value_of(self.terms.term(id)))
     }
 
-    fn operand(&mut self, o: Operand, vals: &[TermId]) -> Val {
+    /// A variable's value: the run's when it has one, else the event's solution's (a run
+    /// and a solution it joins agree where both bind).
+    fn operand(&mut self, o: Operand, run: &[TermId], sol: &[TermId]) -> Val {
         match o {
             Operand::Const(v) => v,
-            Operand::Var(v) if vals[v] == 0 => Val::Unsure, // (never: the planner's)
-            Operand::Var(v) => self.get(vals[v]),
+            Operand::Var(v) => match if run[v] != 0 { run[v] } else { sol[v] } {
+                0 => Val::Unsure, // (never: the planner's)
+                id => self.get(id),
+            },
         }
     }
 
-    /// Whether every comparison holds over `vals`; Err when one is not decided here.
-    fn all(&mut self, cmps: &[Cmp], vals: &[TermId]) -> Result<bool, Refused> {
+    /// Whether every comparison holds over the run's values joined with the solution's;
+    /// Err when one is not decided here.
+    fn all(&mut self, cmps: &[Cmp], run: &[TermId], sol: &[TermId]) -> Result<bool, Refused> {
         for c in cmps {
-            let (a, b) = (self.operand(c.left, vals), self.operand(c.right, vals));
+            let a = self.operand(c.left, run, sol);
+            let b = self.operand(c.right, run, sol);
             match compare(a, c.op, b) {
                 Some(true) => {}
                 Some(false) => return Ok(false),
@@ -305,32 +311,39 @@ fn solve(
     }
 }
 
-/// The instant's one solution of a GPM (its variables' values in a row of every variable),
-/// None when it has none; Err for two, or a FILTER not decided here.
+/// The instant's one solution of a GPM into `out` (its variables' values in a row of
+/// every variable): Ok(false) when it has none; Err for two, or a FILTER not decided here.
+/// `scratch` and `found` are buffers kept across instants.
 fn solution(
     g: &Gpm,
     triples: &[[TermId; 3]],
-    vars: usize,
     values: &mut Values<'_>,
-) -> Result<Option<Box<[TermId]>>, Refused> {
-    let mut vals = vec![0; vars];
-    let mut sols: Vec<Box<[TermId]>> = Vec::new();
-    solve(&g.patterns, triples, &mut vals, &mut |v| {
-        if !sols.iter().any(|s| **s == *v) {
-            sols.push(v.into());
+    scratch: &mut Vec<TermId>,
+    found: &mut Vec<TermId>,
+    out: &mut [TermId],
+) -> Result<bool, Refused> {
+    let vars = out.len();
+    scratch.clear();
+    scratch.resize(vars, 0);
+    found.clear();
+    solve(&g.patterns, triples, scratch, &mut |v| {
+        // (distinct: a triple repeated in the event repeats its solutions)
+        if !found.chunks_exact(vars).any(|s| s == v) {
+            found.extend_from_slice(v);
         }
     });
-    let mut kept = None;
-    for s in sols {
-        if values.all(&g.local, &s)? {
-            if kept.is_some() {
+    let mut kept = false;
+    for s in found.chunks_exact(vars) {
+        if values.all(&g.local, s, s)? {
+            if kept {
                 return Err(Refused(
                     "an event with two solutions of one GPM (the native path keeps one \
                      mapping a run)"
                         .into(),
                 ));
             }
-            kept = Some(s);
+            kept = true;
+            out.copy_from_slice(s);
         }
     }
     Ok(kept)
@@ -342,6 +355,7 @@ struct Writer<'a> {
     tsv: bool,
     names: Vec<Vec<u8>>,
     header: Option<Vec<u8>>,
+    line: Vec<u8>,
 }
 
 impl Writer<'_> {
@@ -364,12 +378,13 @@ impl Writer<'_> {
         first: i64,
         row: &[Option<TermId>],
     ) -> std::io::Result<()> {
-        let mut line = Vec::with_capacity(256);
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
         if self.tsv {
             if let Some(h) = self.header.take() {
                 out.write_all(&h)?;
             }
-            line.extend_from_slice(format!("{t}\tinsert").as_bytes());
+            write!(line, "{t}\tinsert")?;
             for v in row {
                 line.push(b'\t');
                 if let Some(id) = v {
@@ -377,10 +392,10 @@ impl Writer<'_> {
                 }
             }
         } else {
-            line.extend_from_slice(
-                format!("{{\"time\": {t}, \"from\": {first}, \"to\": {t}, \"start\": {first}, \"bindings\": {{")
-                    .as_bytes(),
-            );
+            write!(
+                line,
+                "{{\"time\": {t}, \"from\": {first}, \"to\": {t}, \"start\": {first}, \"bindings\": {{"
+            )?;
             let mut sep = false;
             for (k, v) in row.iter().enumerate() {
                 if let Some(id) = v {
@@ -397,7 +412,9 @@ impl Writer<'_> {
             line.extend_from_slice(b"}}");
         }
         line.push(b'\n');
-        out.write_all(&line)
+        let done = out.write_all(&line);
+        self.line = line;
+        done
     }
 }
 
@@ -410,7 +427,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> std::io::Result<Result<Done, Refused>> {
     let n = spec.gpms.len();
-    if n == 0 || spec.strict.len() != n || spec.window.is_some_and(|w| w <= 0) {
+    if n == 0 || spec.vars == 0 || spec.strict.len() != n || spec.window.is_some_and(|w| w <= 0) {
         return Ok(Err(Refused("not a chain the native path runs".into())));
     }
     let mut values = Values {
@@ -438,6 +455,7 @@ pub fn run(
             h.push(b'\n');
             h
         }),
+        line: Vec::new(),
     };
     let t0 = match spec.t0.or_else(|| ev.times.first().copied()) {
         Some(t) => t,
@@ -449,7 +467,12 @@ pub fn run(
     let mut oldest = i64::MIN;
     let mut done = Done::default();
     let mut triples: Vec<[TermId; 3]> = Vec::new();
-    let mut sols: Vec<Option<Box<[TermId]>>> = Vec::with_capacity(n);
+    // per GPM: whether the instant has its solution, and the solution (a row of every
+    // variable), buffers kept across instants
+    let vars = spec.vars;
+    let mut has = vec![false; n];
+    let mut sols = vec![0; n * vars];
+    let (mut scratch, mut found) = (Vec::new(), Vec::new());
     let mut matches: Vec<(Vec<i64>, Box<[TermId]>)> = Vec::new();
     let mut seen: HashSet<Vec<Option<TermId>>> = HashSet::new();
     let key = |vals: &[TermId]| spec.partition.map_or(0, |p| vals[p]);
@@ -478,58 +501,55 @@ pub fn run(
                 }
             }
         }
-        sols.clear();
-        for g in &spec.gpms {
-            match solution(g, &triples, spec.vars, &mut values) {
-                Ok(s) => sols.push(s),
+        for (i, g) in spec.gpms.iter().enumerate() {
+            let out = &mut sols[i * vars..(i + 1) * vars];
+            match solution(g, &triples, &mut values, &mut scratch, &mut found, out) {
+                Ok(h) => has[i] = h,
                 Err(r) => return Ok(Err(r)),
             }
         }
         matches.clear();
         for i in (1..n).rev() {
-            if let Some(sol) = &sols[i] {
+            if has[i] {
                 let g = &spec.gpms[i];
+                let sol = &sols[i * vars..(i + 1) * vars];
                 let last = i + 1 == n;
                 let bk = key(sol);
-                let mut moved: Vec<Run> = Vec::new();
-                if let Some(runs) = buckets[i].get_mut(&bk) {
-                    let mut stay = Vec::with_capacity(runs.len());
-                    for mut r in runs.drain(..) {
+                let (before, after) = buckets.split_at_mut(i + 1);
+                if let Some(runs) = before[i].get_mut(&bk) {
+                    // (the order of a bucket's runs is no part of the result: an instant's
+                    // matches are sorted before they are written)
+                    let mut j = 0;
+                    while j < runs.len() {
+                        let r = &runs[j];
                         let joins = g
                             .binds
                             .iter()
                             .all(|&v| r.vals[v] == 0 || r.vals[v] == sol[v]);
-                        if joins {
-                            let mut merged = r.vals.clone();
-                            for &v in &g.binds {
-                                merged[v] = sol[v];
-                            }
-                            match values.all(&g.stateful, &merged) {
-                                Ok(true) => {
-                                    r.vals = merged;
-                                    r.times.push(t);
-                                    live -= 1;
-                                    if last {
-                                        matches.push((r.times, r.vals));
-                                    } else {
-                                        moved.push(r);
-                                    }
-                                    continue;
-                                }
-                                Ok(false) => {}
+                        let takes = joins
+                            && match values.all(&g.stateful, &r.vals, sol) {
+                                Ok(b) => b,
                                 Err(why) => return Ok(Err(why)),
-                            }
+                            };
+                        if !takes {
+                            j += 1;
+                            continue;
                         }
-                        stay.push(r);
+                        let mut r = runs.swap_remove(j);
+                        for &v in &g.binds {
+                            r.vals[v] = sol[v];
+                        }
+                        r.times.push(t);
+                        if last {
+                            live -= 1;
+                            matches.push((r.times, r.vals));
+                        } else {
+                            after[0].entry(bk).or_default().push(r);
+                        }
                     }
-                    *runs = stay;
                     if runs.is_empty() {
-                        buckets[i].remove(&bk);
+                        before[i].remove(&bk);
                     }
-                }
-                if !moved.is_empty() {
-                    live += moved.len() as u64;
-                    buckets[i + 1].entry(bk).or_default().extend(moved);
                 }
             }
             if spec.strict[i] && !buckets[i].is_empty() {
@@ -539,20 +559,21 @@ pub fn run(
                 buckets[i].clear();
             }
         }
-        if t >= t0 {
-            if let Some(sol) = &sols[0] {
-                let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
-                let r = Run {
-                    vals: sol.clone(),
-                    times: vec![t],
-                    window,
-                };
-                if n == 1 {
-                    matches.push((r.times, r.vals));
-                } else {
-                    live += 1;
-                    buckets[1].entry(key(sol)).or_default().push(r);
-                }
+        if t >= t0 && has[0] {
+            let sol = &sols[..vars];
+            let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
+            let mut times = Vec::with_capacity(n);
+            times.push(t);
+            let r = Run {
+                vals: sol.into(),
+                times,
+                window,
+            };
+            if n == 1 {
+                matches.push((r.times, r.vals));
+            } else {
+                live += 1;
+                buckets[1].entry(key(sol)).or_default().push(r);
             }
         }
         if live > spec.max_runs {
@@ -761,7 +782,11 @@ mod tests {
             terms: &terms,
             cache: Vec::new(),
         };
-        assert!(solution(&g, ev.triples_of(0), 3, &mut values).is_err());
+        let (mut scratch, mut found, mut out) = (Vec::new(), Vec::new(), vec![0; 3]);
+        let mut one = |g: &Gpm, values: &mut Values<'_>, out: &mut [TermId]| {
+            solution(g, ev.triples_of(0), values, &mut scratch, &mut found, out)
+        };
+        assert!(one(&g, &mut values, &mut out).is_err());
         // a FILTER keeping one of them: one solution
         let g = Gpm {
             local: vec![Cmp {
@@ -771,9 +796,7 @@ mod tests {
             }],
             ..g
         };
-        let got = solution(&g, ev.triples_of(0), 3, &mut values)
-            .unwrap()
-            .unwrap();
-        assert_eq!(values.get(got[2]), Val::Int(2));
+        assert!(one(&g, &mut values, &mut out).unwrap());
+        assert_eq!(values.get(out[2]), Val::Int(2));
     }
 }

@@ -413,11 +413,12 @@ def trace(engine: Engine, key: tuple[str, str], queries: list[Query], sources: l
 
 def native_refusal(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
                    native: ModuleType) -> str | None:
-    """Why this run does not take the native path (rsep.windows.native), or None: the run
+    """Why this run does not take the native path (rsep.windows.native, or rsep.spaseq.native
+    for a SPASEQ chain: the same rules), or None: the run
     has one query the native planner took, over one stream file, written as jsonl or tsv,
     with no option the native path does not keep to (background graphs, --until, traces,
     stage times, the watchdog, lateness, time read otherwise than from point-time triples
-    in the default graph). ``native``: rsep.windows.native, as a windowed runtime gives it."""
+    in the default graph). ``native``: the path's module, as the query's runtime gives it."""
     why = native.refusal(engine.queries, files)  # (what the bench's rsep worker refuses too)
     if why is not None:
         return why
@@ -440,8 +441,8 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
                 sink: FormatSink, dead: DeadLetter) -> int | None:
     """The run on the native path, its exit status; None when it does not take it (then
     nothing was written: today's path runs)."""
-    # the native path's module, from a windowed query's runtime (rsep.runtime.windowed imports
-    # it): a run with no windowed query loads none of the window machinery
+    # the native path's module, from the query's runtime (rsep.runtime.windowed and
+    # rsep.spaseq.runtime import theirs): a SPASEQ run loads none of the window machinery
     native: ModuleType | None = next((rt.native_path for rt in engine.queries
                                       if hasattr(rt, "native_path")), None)
     if native is None:

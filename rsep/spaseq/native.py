@@ -206,6 +206,8 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             stateful += got
         bound_before |= names
         gpms.append((tuple(patterns), tuple(own), tuple(local), tuple(stateful)))
+    if not numbers:
+        return "no variable in any GPM"
     common = set(range(len(numbers)))
     for _, own_vars, _, _ in gpms:
         common &= set(own_vars)

@@ -217,7 +217,16 @@ pub struct Spec {
     pub distinct: bool,
     pub max_runs: u64,
     pub max_instant: Option<u64>,
-    pub tsv: bool,
+    pub format: Format,
+}
+
+/// How matches are written: rsep/runtime/sinks.py's jsonl or tsv, or `events`, what rsep
+/// bench's worker writes for the harness (each match's events' times, `{"events": [...]}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Jsonl,
+    Tsv,
+    Events,
 }
 
 struct Run {
@@ -352,7 +361,7 @@ fn solution(
 struct Writer<'a> {
     terms: &'a Terms,
     cache: HashMap<TermId, Box<[u8]>>,
-    tsv: bool,
+    format: Format,
     names: Vec<Vec<u8>>,
     header: Option<Vec<u8>>,
     line: Vec<u8>,
@@ -360,7 +369,7 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn term(&mut self, id: TermId) -> &[u8] {
-        let (terms, tsv) = (self.terms, self.tsv);
+        let (terms, tsv) = (self.terms, self.format == Format::Tsv);
         self.cache.entry(id).or_insert_with(|| {
             let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
             if tsv {
@@ -375,12 +384,22 @@ impl Writer<'_> {
         &mut self,
         out: &mut dyn Write,
         t: i64,
-        first: i64,
+        times: &[i64],
         row: &[Option<TermId>],
     ) -> std::io::Result<()> {
         let mut line = std::mem::take(&mut self.line);
         line.clear();
-        if self.tsv {
+        let first = times[0];
+        if self.format == Format::Events {
+            line.extend_from_slice(b"{\"events\": [");
+            for (k, e) in times.iter().enumerate() {
+                if k > 0 {
+                    line.extend_from_slice(b", ");
+                }
+                write!(line, "{e}")?;
+            }
+            line.extend_from_slice(b"]}");
+        } else if self.format == Format::Tsv {
             if let Some(h) = self.header.take() {
                 out.write_all(&h)?;
             }
@@ -437,7 +456,7 @@ pub fn run(
     let mut writer = Writer {
         terms,
         cache: HashMap::new(),
-        tsv: spec.tsv,
+        format: spec.format,
         names: spec
             .project
             .iter()
@@ -447,7 +466,7 @@ pub fn run(
                 b
             })
             .collect(),
-        header: spec.tsv.then(|| {
+        header: (spec.format == Format::Tsv).then(|| {
             let mut h = b"time\top".to_vec();
             for (name, _) in &spec.project {
                 h.extend_from_slice(format!("\t?{name}").as_bytes());
@@ -599,7 +618,7 @@ pub fn run(
             if spec.distinct && !seen.insert(row.clone()) {
                 continue;
             }
-            writer.row(out, t, times[0], &row)?;
+            writer.row(out, t, times, &row)?;
             done.rows += 1;
         }
     }
@@ -677,6 +696,10 @@ mod tests {
 
     /// SEQ (A ; B) or (A , B): A and B `?c <price> ?pN`, B's FILTER ?p2 > ?p1, WITHIN w.
     fn rise(doc: &str, strict: bool, window: Option<i64>) -> (String, Done) {
+        rise_as(doc, strict, window, Format::Tsv)
+    }
+
+    fn rise_as(doc: &str, strict: bool, window: Option<i64>, format: Format) -> (String, Done) {
         let mut terms = Terms::new();
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
@@ -705,7 +728,7 @@ mod tests {
             distinct: false,
             max_runs: 1000,
             max_instant: None,
-            tsv: true,
+            format,
         };
         let mut out = Vec::new();
         let done = run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
@@ -731,6 +754,15 @@ mod tests {
              4\tinsert\t<http://c/a>\t\"7\"^^<http://www.w3.org/2001/XMLSchema#integer>\n"
         );
         assert_eq!(done.rows, 3);
+    }
+
+    #[test]
+    fn events_as_the_bench_harness_reads_them() {
+        let doc = stream(&[(0, "a", 5), (2, "a", 4), (3, "a", 6)]);
+        let (out, _) = rise_as(&doc, false, None, Format::Events);
+        assert_eq!(out, "{\"events\": [0, 3]}\n{\"events\": [2, 3]}\n");
+        let (out, _) = rise_as(&doc, false, None, Format::Jsonl);
+        assert!(out.starts_with("{\"time\": 3, \"from\": 0, \"to\": 3, \"start\": 0, \"bindings\": {\"c\": \"<http://c/a>\", \"p2\": "), "{out}");
     }
 
     #[test]

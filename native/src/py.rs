@@ -438,7 +438,8 @@ type PyGpm = (
     Vec<(PyOperand, String, PyOperand)>,
 );
 
-/// Run a SPASEQ chain (native/src/chain.rs) over the events, writing to `out_path`: (the
+/// Run a SPASEQ chain (native/src/chain.rs) over the events, writing to `out_path` in
+/// `format` (jsonl, tsv, or events: rsep bench's worker's): (the
 /// refusal's reason or "", instants, rows written); on a refusal, what was written is to
 /// be thrown away.
 #[pyfunction]
@@ -459,7 +460,7 @@ fn chain_run(
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
     use crate::bgp::Op;
-    use crate::chain::{value_of, Cmp, Gpm, Operand, Spec as ChainSpec, Val};
+    use crate::chain::{value_of, Cmp, Format, Gpm, Operand, Spec as ChainSpec, Val};
     let bad = |what: String| PyValueError::new_err(what);
     let var = |v: usize| {
         if v < vars {
@@ -531,9 +532,10 @@ fn chain_run(
         distinct,
         max_runs: limits.0,
         max_instant: limits.1,
-        tsv: match format {
-            "jsonl" => false,
-            "tsv" => true,
+        format: match format {
+            "jsonl" => Format::Jsonl,
+            "tsv" => Format::Tsv,
+            "events" => Format::Events,
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };

@@ -597,7 +597,8 @@ def _row(case: Case, peer: str, engine: str, g: workloads.Generated, results: li
                events=g.events, triples=g.triples, runs=len(results), status=status,
                what=case.what)
     if peer == "rsep" and results and all(r.note.startswith("path: native") for r in results):
-        # (rsep's worker took the native path, rsep.windows.native, as rsep run would)
+        # (rsep's worker took the native path, rsep.windows.native or rsep.spaseq.native, as
+        # rsep run would)
         row["engine"] = f"{row['engine']}, native path"
     if results:
         run_s = [r.run_s for r in results]

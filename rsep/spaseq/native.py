@@ -284,7 +284,8 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
         max_record: int, time_unit_ms: int | None, max_window_triples: int, max_results: int,
         out_path: str, fmt: str = "jsonl") -> Outcome:
     """Run the query over the stream file at ``path``, writing its matches to ``out_path``
-    in ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them); or say why not (then
+    in ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them, or ``events``: each
+    match's events' times, as rsep bench's worker writes them); or say why not (then
     ``out_path`` holds nothing to keep). The signature is rsep.windows.native.run's, which
     rsep.cli.run calls alike; the window limits do not bound a SPASEQ run."""
     try:

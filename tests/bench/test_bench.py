@@ -407,3 +407,27 @@ def test_sensors_window_worker_takes_the_native_path_as_rsep_run_does(tmp_path, 
         stages = json.loads((run / "result.json").read_text())["stages"]
         assert set(stages) == {"read_s", "engine_s"} and stages["read_s"] > 0
     assert not list(run.glob("*.native.jsonl"))  # (the native run's own output, rewritten)
+
+
+@pytest.mark.parametrize("switch", ["", "RSEP_NATIVE"])
+def test_stock_vshape_worker_takes_the_native_path_as_rsep_run_does(tmp_path, monkeypatch,
+                                                                   switch):
+    """stock-vshape's rsep worker runs the SPASEQ chain on the native path
+    (rsep.spaseq.native), as `rsep run` does, and says so; its matches are the reference
+    evaluator's. With RSEP_NATIVE=0 it runs today's path."""
+    if switch:
+        monkeypatch.setenv(switch, "0")
+    monkeypatch.chdir(tmp_path)
+    assert runner.main("stock-vshape", 3000, "local", "rsep,reference", 1, "o", plots=False,
+                       log=lambda s: None) == 0
+    with open(tmp_path / "o" / "measurements.csv", encoding="utf-8", newline="") as f:
+        rows = {r["peer"]: r for r in csv.DictReader(f)}
+    assert rows["reference"]["agreement"].startswith("agree (")
+    assert rows["rsep"]["outputs"] == rows["reference"]["outputs"] != "0"
+    note = json.loads((tmp_path / "o" / "runs" / "stock-vshape" / "rsep" / "result.json")
+                      .read_text())["note"]
+    if switch:
+        assert rows["rsep"]["engine"] == "local" and note.startswith("path: today's (RSEP_")
+    else:
+        assert rows["rsep"]["engine"] == "local, native path"
+        assert note.startswith("path: native (")

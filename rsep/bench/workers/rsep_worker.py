@@ -1,9 +1,10 @@
 """rsep in its own process: the production engine (``local``) or a reference evaluator.
 
 Input is read from the TriG files with StreamFile + merge_streams, as ``rsep run`` does; a
-windowed query the native path takes (rsep.windows.native: the same planner and refusals
-as ``rsep run``'s, the same RSEP_NATIVE=0 and RSEP_PURE=1) runs on it, as ``rsep run``
-runs it, and falls back to the engine where ``rsep run`` would. The result's note says
+windowed query or a SPASEQ chain the native path takes (rsep.windows.native,
+rsep.spaseq.native: the same planners and refusals as ``rsep run``'s, the same
+RSEP_NATIVE=0 and RSEP_PURE=1) runs on it, as ``rsep run`` runs it, and falls back to the
+engine where ``rsep run`` would. The result's note says
 which path ran (``path: native``, or ``path: today's (why not native)``).
 """
 
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -28,6 +30,7 @@ from rsep.algebra.spaseq import SpaseqQuery
 from rsep.lang import parse_query
 from rsep.runtime.engine import Engine
 from rsep.runtime.stages import StageClock
+from rsep.spaseq import native as spaseq_native
 from rsep.spaseq.reference import ReferenceEvaluator
 from rsep.stream.files import StreamFile
 from rsep.stream.source import DeadLetter, merge_streams
@@ -48,13 +51,16 @@ def main() -> int:
     for iri, path in spec.get("graphs", []):
         eng.add_graph(iri, path)
     eng.register(parse_query(spec["query"]))
-    why = native.refusal(eng.queries, files) if spec["kind"] == "window" else "not windowed"
+    # the native path of the workload's kind: a window's, a SPASEQ chain's
+    path = {"window": native, "cep": spaseq_native}.get(spec["kind"])
+    why = path.refusal(eng.queries, files) if path is not None else "not windowed nor SPASEQ"
     if why is None and spec.get("graphs"):
         why = "--graph given"  # (as rsep run refuses it)
     ready = time.time()
     t0 = time.perf_counter()
     if why is None:
-        got = _native(spec, eng, files, out)
+        assert path is not None  # (a refusal otherwise)
+        got = _native(spec, eng, files, out, path)
         if not got.refused:
             return 0
         why = got.refused  # (its time is the run's, as rsep run's fallback pays it)
@@ -110,25 +116,38 @@ def main() -> int:
     return 0
 
 
-def _native(spec: dict, eng: Engine, files: list[StreamFile], out) -> native.Outcome:
-    """The run on the native path, as ``rsep run --format jsonl`` runs it (rsep.cli.run's
-    _native_run), its rows then rewritten per window for the harness (after the timed part:
-    not what rsep run does). On a refusal nothing is written and nothing reported."""
+def _native(spec: dict, eng: Engine, files: list[StreamFile], out,
+            path: ModuleType) -> native.Outcome | spaseq_native.Outcome:
+    """The run on the native path ``path`` (rsep.windows.native or rsep.spaseq.native), as
+    ``rsep run --format jsonl`` runs it (rsep.cli.run's _native_run), its rows then
+    rewritten per window for the harness (after the timed part: not what rsep run does); a
+    SPASEQ chain's matches written as their events' times, as the engine's are below. On a
+    refusal nothing is written and nothing reported."""
     ready = time.time()
     t0 = time.perf_counter()
     rt = eng.queries[0]
     plan = rt.native  # type: ignore[attr-defined]
-    assert isinstance(plan, native.NativePlan)  # (native.refusal's)
+    assert isinstance(plan, path.NativePlan)  # (path.refusal's)
     tmp = spec["matches"] + ".native.jsonl"
     f = files[0]
-    got = native.run(plan, rt.query, str(f.path), f.time.point, f.max_record,  # type: ignore[attr-defined]
-                     eng.time_unit_ms, eng.limits.max_window_triples, eng.limits.max_results,
-                     tmp, "jsonl")
+    cep = spec["kind"] == "cep"
+    got = path.run(plan, rt.query, str(f.path), f.time.point, f.max_record,  # type: ignore[attr-defined]
+                   eng.time_unit_ms, eng.limits.max_window_triples, eng.limits.max_results,
+                   tmp, "events" if cep else "jsonl")
     run_s = time.perf_counter() - t0
     steady_end = time.time()
     if got.refused:
         if os.path.exists(tmp):
             os.remove(tmp)
+        return got
+    if cep:
+        with open(tmp, encoding="utf-8") as rows:
+            out.writelines(rows)  # (the engine's json.dumps({"events": ...}) lines, alike)
+        out.close()
+        os.remove(tmp)
+        finish(spec, ready, run_s, got.events, steady_end=steady_end,
+               stages={"read_s": got.read_s, "engine_s": run_s - got.read_s},
+               note=f"path: native ({got.evaluations} instants, {got.rows} matches)")
         return got
     windows: dict[int, list] = defaultdict(list)
     with open(tmp, encoding="utf-8") as rows:

@@ -145,6 +145,23 @@ def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
 
 
+@settings(max_examples=max(1, EXAMPLES // 8), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(), stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]))
+def test_native_equals_the_pure_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      query: str, stream: str, fmt: str) -> None:
+    """Fewer draws against the pure build itself (a process with RSEP_PURE=1 from its
+    start: no compiled module loaded), which the in-process runs above cannot be."""
+    rc, out, _ = run(tmp_path, query, stream, ["--format", fmt], False, monkeypatch)
+    cmd = [sys.executable, "-c", "import sys; from rsep.cli.start import main; sys.exit(main())",
+           "run", str(tmp_path / "q.rq"), "--stream", f"{STREAM}={tmp_path / 's.trig'}",
+           "-q", "--format", fmt, "-o", str(tmp_path / "pure.out")]
+    got = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(ROOT), "RSEP_PURE": "1"},
+                         capture_output=True)
+    assert got.returncode == rc, got.stderr
+    assert (tmp_path / "pure.out").read_bytes() == out
+
+
 def test_the_random_runs_were_mostly_native() -> None:
     # (after the property test, in file order: its runs counted)
     refused, empty, rows = TAKEN

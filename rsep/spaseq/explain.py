@@ -8,6 +8,7 @@ from rsep.algebra.spaseq import SpaseqQuery, Strategy
 from rsep.spaseq.automaton import NFA, Edge, compile_query
 from rsep.spaseq.chain import chain_eligible
 from rsep.spaseq.gpm import GPMEvaluator
+from rsep.spaseq.native import available, native_plan
 from rsep.spaseq.partition import partition_key
 from rsep.spaseq.runtime import engine_options
 
@@ -48,6 +49,21 @@ def _engine(nfa: NFA) -> str:
     return "NFA_scep (Algorithms 1-9)"
 
 
+def _native(nfa: NFA) -> str:
+    """Whether ``rsep run`` takes the native path (rsep.spaseq.native), and why, as
+    rsep.cli.explain says it of a windowed query."""
+    q = nfa.query
+    plan = native_plan(q, GPMEvaluator(q.gpms.values(), {}), engine_options(q),
+                       q.options.get("trace"))
+    if isinstance(plan, str):
+        return f"native: not taken: {plan}"
+    missing = available()
+    if missing is not None:
+        return f"native: not taken: {missing}"
+    return ("native: taken by `rsep run` over one stream file with --format jsonl or tsv and "
+            f"no --graph, --until, --trace or time option: {plan.describe()}")
+
+
 def _projection(q: SpaseqQuery) -> str:
     """The SELECT clause as the query has it (V, Def. 16), expressions written back."""
     head = "SELECT DISTINCT" if q.distinct else "SELECT"
@@ -72,6 +88,7 @@ def to_text(q: SpaseqQuery | NFA) -> str:
     key, why = partition_key(query)
     lines.append(f"partition key: ?{key} ({why})" if key else f"partition key: none ({why})")
     lines.append("engine: " + _engine(nfa))
+    lines.append(_native(nfa))
     for st in nfa.states:
         head = f"{st.name} ({st.kind})"
         if st.atom is not None:

@@ -44,15 +44,25 @@ def test_explain_max_and_avg(capsys, tmp_path):
     assert code == 0 and out.startswith("digraph") and "(COUNT(*) AS ?n) GROUP BY ?shop" in out
 
 
-def test_explain_spaseq_prints_the_automaton(capsys):
+def test_explain_spaseq_prints_the_automaton(capsys, tmp_path):
     q1 = str(ROOT / "tests" / "data" / "spaseq" / "query1.rq")
     assert main(["explain", q1]) == 0
     out = capsys.readouterr().out
     assert out.startswith("SEQ (A; B+, C)") and "x0 (initial)  waits for A" in out
     assert "\nengine: NFA_scep (Algorithms 1-9)\n" in out  # B+ needs the general engine
+    assert "\nnative: not taken: a Kleene+ atom" in out
     assert main(["explain", str(ROOT / "docs" / "examples" / "spaseq.rq")]) == 0
-    assert "\nengine: chain (plain GPMs under , and ;: each run is one path)\n" \
-        in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "\nengine: chain (plain GPMs under , and ;: each run is one path)\n" in out
+    assert "\nnative: not taken: GPM A: a blank node in a triple pattern\n" in out
+    chain = tmp_path / "rise.rq"
+    chain.write_text("SELECT ?c ?p1 ?p2 WITHIN 10 FROM STREAM S1 <http://e/s> WHERE { SEQ (A; B) "
+                     "DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 } "
+                     "DEFINE GPM B ON S1 { ?c <http://e/price> ?p2 FILTER (?p2 > ?p1) } }",
+                     encoding="utf-8")
+    assert main(["explain", str(chain)]) == 0
+    out = capsys.readouterr().out
+    assert "\nnative: taken by `rsep run`" in out or "\nnative: not taken: RSEP_" in out
     assert main(["explain", q1, "--format", "dot"]) == 0
     assert capsys.readouterr().out.startswith("digraph")
     assert main(["explain", q1, "--lars"]) == 2

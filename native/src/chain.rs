@@ -7,10 +7,11 @@
 //! the last state down, a run at x_i whose GPM matches the instant's event takes it (the
 //! first match only: it leaves x_i), a run under strict contiguity that took nothing dies;
 //! then the event starts a run at x_1 when the first GPM matches it; a run taking the last
-//! GPM is a match. An instant's matches are written ordered by the events they took.
+//! GPM is a match. An instant's matches are written ordered by the events they took, a
+//! match's rows (a run holds every mapping its events' solutions joined into) by their
+//! terms' text, as rsep/spaseq/runtime.py orders them.
 //!
-//! This engine keeps one mapping per run, so it *refuses* (and the caller runs today's path)
-//! an event with two solutions of one GPM, and any comparison whose operands it does not
+//! It *refuses* (and the caller runs today's path) any comparison whose operands it does not
 //! decide exactly as rsep/sparql/filters.py does (anything but xsd:integer and its derived
 //! types, xsd:decimal and xsd:double in the lexical forms that module reads itself), and
 //! whatever would make today's path stop or warn (more live runs than `max_runs`, more
@@ -229,8 +230,10 @@ pub enum Format {
     Events,
 }
 
+/// A partial match: its mappings (each a row of every variable, one after the other: most
+/// often one), the times of the events it took, and the window it started in.
 struct Run {
-    vals: Box<[TermId]>,
+    vals: Vec<TermId>,
     times: Vec<i64>,
     window: i64,
 }
@@ -320,18 +323,18 @@ fn solve(
     }
 }
 
-/// The instant's one solution of a GPM into `out` (its variables' values in a row of
-/// every variable): Ok(false) when it has none; Err for two, or a FILTER not decided here.
-/// `scratch` and `found` are buffers kept across instants.
-fn solution(
+/// The instant's distinct solutions of a GPM into `out`, one after the other (each a row
+/// of every variable, the GPM's bound); Err for a FILTER not decided here. `scratch` and
+/// `found` are buffers kept across instants.
+fn solutions(
     g: &Gpm,
     triples: &[[TermId; 3]],
+    vars: usize,
     values: &mut Values<'_>,
     scratch: &mut Vec<TermId>,
     found: &mut Vec<TermId>,
-    out: &mut [TermId],
-) -> Result<bool, Refused> {
-    let vars = out.len();
+    out: &mut Vec<TermId>,
+) -> Result<(), Refused> {
     scratch.clear();
     scratch.resize(vars, 0);
     found.clear();
@@ -341,21 +344,40 @@ fn solution(
             found.extend_from_slice(v);
         }
     });
-    let mut kept = false;
+    out.clear();
     for s in found.chunks_exact(vars) {
         if values.all(&g.local, s, s)? {
-            if kept {
-                return Err(Refused(
-                    "an event with two solutions of one GPM (the native path keeps one \
-                     mapping a run)"
-                        .into(),
-                ));
-            }
-            kept = true;
-            out.copy_from_slice(s);
+            out.extend_from_slice(s);
         }
     }
-    Ok(kept)
+    Ok(())
+}
+
+/// A run's mappings joined with the solutions (Def. 11's join), the stateful FILTERs
+/// applied, into `out` (cleared first); Err for a FILTER not decided here.
+fn extend(
+    g: &Gpm,
+    run: &[TermId],
+    sols: &[TermId],
+    vars: usize,
+    values: &mut Values<'_>,
+    out: &mut Vec<TermId>,
+) -> Result<(), Refused> {
+    out.clear();
+    for env in run.chunks_exact(vars) {
+        for sol in sols.chunks_exact(vars) {
+            if g.binds.iter().all(|&v| env[v] == 0 || env[v] == sol[v])
+                && values.all(&g.stateful, env, sol)?
+            {
+                let at = out.len();
+                out.extend_from_slice(env);
+                for &v in &g.binds {
+                    out[at + v] = sol[v];
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Writer<'a> {
@@ -486,15 +508,33 @@ pub fn run(
     let mut oldest = i64::MIN;
     let mut done = Done::default();
     let mut triples: Vec<[TermId; 3]> = Vec::new();
-    // per GPM: whether the instant has its solution, and the solution (a row of every
-    // variable), buffers kept across instants
+    // per GPM: the instant's solutions (rows of every variable, one after the other),
+    // buffers kept across instants
     let vars = spec.vars;
-    let mut has = vec![false; n];
-    let mut sols = vec![0; n * vars];
-    let (mut scratch, mut found) = (Vec::new(), Vec::new());
-    let mut matches: Vec<(Vec<i64>, Box<[TermId]>)> = Vec::new();
+    let mut sols: Vec<Vec<TermId>> = vec![Vec::new(); n];
+    let (mut scratch, mut found, mut joined) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut group, mut keys) = (Vec::new(), Vec::new());
+    let mut matches: Vec<(Vec<i64>, Vec<TermId>)> = Vec::new();
     let mut seen: HashSet<Vec<Option<TermId>>> = HashSet::new();
-    let key = |vals: &[TermId]| spec.partition.map_or(0, |p| vals[p]);
+    // a run's bucket: its mappings' value of the partition variable, or MIXED when they
+    // disagree (any event's solutions may extend it: chain.py's _MIXED)
+    const MIXED: TermId = 0;
+    let key = |vals: &[TermId]| match spec.partition {
+        None => MIXED,
+        Some(p) => {
+            let first = vals[p];
+            if vals.chunks_exact(vars).all(|e| e[p] == first) {
+                first
+            } else {
+                MIXED
+            }
+        }
+    };
+    // the match's rows compared as today's path sorts several (by their terms' text, the
+    // variables in name order)
+    let mut by_name: Vec<usize> = (0..spec.project.len()).collect();
+    by_name.sort_by(|&a, &b| spec.project[a].0.cmp(&spec.project[b].0));
+    let mut text: HashMap<TermId, String> = HashMap::new();
     let mut k = 0;
     while k < ev.len() {
         // an instant: the events of one time are one SPASEQ event (streamset.merge_events)
@@ -520,50 +560,67 @@ pub fn run(
                 }
             }
         }
-        for (i, g) in spec.gpms.iter().enumerate() {
-            let out = &mut sols[i * vars..(i + 1) * vars];
-            match solution(g, &triples, &mut values, &mut scratch, &mut found, out) {
-                Ok(h) => has[i] = h,
-                Err(r) => return Ok(Err(r)),
+        for (g, out) in spec.gpms.iter().zip(sols.iter_mut()) {
+            let got = solutions(
+                g,
+                &triples,
+                vars,
+                &mut values,
+                &mut scratch,
+                &mut found,
+                out,
+            );
+            if let Err(r) = got {
+                return Ok(Err(r));
             }
         }
         matches.clear();
         for i in (1..n).rev() {
-            if has[i] {
+            if !sols[i].is_empty() && !buckets[i].is_empty() {
                 let g = &spec.gpms[i];
-                let sol = &sols[i * vars..(i + 1) * vars];
                 let last = i + 1 == n;
-                let bk = key(sol);
-                let (before, after) = buckets.split_at_mut(i + 1);
-                if let Some(runs) = before[i].get_mut(&bk) {
+                // the buckets the solutions can reach: each of their partition values', with
+                // those solutions, and the mixed one with all of them
+                keys.clear();
+                if let Some(p) = spec.partition {
+                    for s in sols[i].chunks_exact(vars) {
+                        if !keys.contains(&s[p]) {
+                            keys.push(s[p]);
+                        }
+                    }
+                }
+                keys.push(MIXED);
+                for &bk in &keys {
+                    let (before, after) = buckets.split_at_mut(i + 1);
+                    let Some(runs) = before[i].get_mut(&bk) else {
+                        continue;
+                    };
+                    group.clear();
+                    for s in sols[i].chunks_exact(vars) {
+                        if bk == MIXED || spec.partition.is_some_and(|p| s[p] == bk) {
+                            group.extend_from_slice(s);
+                        }
+                    }
                     // (the order of a bucket's runs is no part of the result: an instant's
                     // matches are sorted before they are written)
                     let mut j = 0;
                     while j < runs.len() {
-                        let r = &runs[j];
-                        let joins = g
-                            .binds
-                            .iter()
-                            .all(|&v| r.vals[v] == 0 || r.vals[v] == sol[v]);
-                        let takes = joins
-                            && match values.all(&g.stateful, &r.vals, sol) {
-                                Ok(b) => b,
-                                Err(why) => return Ok(Err(why)),
-                            };
-                        if !takes {
+                        let got = extend(g, &runs[j].vals, &group, vars, &mut values, &mut joined);
+                        if let Err(why) = got {
+                            return Ok(Err(why));
+                        }
+                        if joined.is_empty() {
                             j += 1;
                             continue;
                         }
                         let mut r = runs.swap_remove(j);
-                        for &v in &g.binds {
-                            r.vals[v] = sol[v];
-                        }
+                        std::mem::swap(&mut r.vals, &mut joined);
                         r.times.push(t);
                         if last {
                             live -= 1;
                             matches.push((r.times, r.vals));
                         } else {
-                            after[0].entry(bk).or_default().push(r);
+                            after[0].entry(key(&r.vals)).or_default().push(r);
                         }
                     }
                     if runs.is_empty() {
@@ -578,13 +635,12 @@ pub fn run(
                 buckets[i].clear();
             }
         }
-        if t >= t0 && has[0] {
-            let sol = &sols[..vars];
+        if t >= t0 && !sols[0].is_empty() {
             let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
             let mut times = Vec::with_capacity(n);
             times.push(t);
             let r = Run {
-                vals: sol.into(),
+                vals: sols[0].clone(),
                 times,
                 window,
             };
@@ -592,7 +648,7 @@ pub fn run(
                 matches.push((r.times, r.vals));
             } else {
                 live += 1;
-                buckets[1].entry(key(sol)).or_default().push(r);
+                buckets[1].entry(key(&r.vals)).or_default().push(r);
             }
         }
         if live > spec.max_runs {
@@ -609,17 +665,43 @@ pub fn run(
         // one order whatever the engine: by the events matched (runtime.py's sort by steps)
         matches.sort_by(|a, b| a.0.cmp(&b.0));
         seen.clear();
+        let mut rows: Vec<Vec<Option<TermId>>> = Vec::new();
         for (times, vals) in &matches {
-            let row: Vec<Option<TermId>> = spec
-                .project
-                .iter()
-                .map(|(_, v)| v.map(|v| vals[v]).filter(|&id| id != 0))
-                .collect();
-            if spec.distinct && !seen.insert(row.clone()) {
-                continue;
+            rows.clear();
+            for env in vals.chunks_exact(vars) {
+                let row: Vec<Option<TermId>> = spec
+                    .project
+                    .iter()
+                    .map(|(_, v)| v.map(|v| env[v]).filter(|&id| id != 0))
+                    .collect();
+                if !rows.contains(&row) {
+                    rows.push(row);
+                }
             }
-            writer.row(out, t, times, &row)?;
-            done.rows += 1;
+            if rows.len() > 1 {
+                for row in &rows {
+                    for id in row.iter().flatten() {
+                        text.entry(*id).or_insert_with(|| {
+                            terms.term(*id).map(ToString::to_string).unwrap_or_default()
+                        });
+                    }
+                }
+                let show = |id: &Option<TermId>| id.map_or("", |id| text[&id].as_str());
+                rows.sort_by(|a, b| {
+                    by_name
+                        .iter()
+                        .map(|&c| show(&a[c]).cmp(show(&b[c])))
+                        .find(|o| o.is_ne())
+                        .unwrap_or(Ordering::Equal)
+                });
+            }
+            for row in &rows {
+                if spec.distinct && !seen.insert(row.clone()) {
+                    continue;
+                }
+                writer.row(out, t, times, row)?;
+                done.rows += 1;
+            }
         }
     }
     Ok(Ok(done))
@@ -798,9 +880,9 @@ mod tests {
     }
 
     #[test]
-    fn two_solutions_of_one_gpm_are_refused() {
+    fn an_events_solutions_are_distinct_and_filtered() {
         let doc = format!(
-            "<http://g/0> <{PROV}> 0 .\n<http://g/0> {{ <http://c/a> <http://p/price> 1, 2 }}\n"
+            "<http://g/0> <{PROV}> 0 .\n<http://g/0> {{ <http://c/a> <http://p/price> 1, 2 . <http://c/a> <http://p/price> 2 }}\n"
         );
         let mut terms = Terms::new();
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
@@ -814,12 +896,21 @@ mod tests {
             terms: &terms,
             cache: Vec::new(),
         };
-        let (mut scratch, mut found, mut out) = (Vec::new(), Vec::new(), vec![0; 3]);
-        let mut one = |g: &Gpm, values: &mut Values<'_>, out: &mut [TermId]| {
-            solution(g, ev.triples_of(0), values, &mut scratch, &mut found, out)
+        let (mut scratch, mut found, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        let mut all = |g: &Gpm, values: &mut Values<'_>, out: &mut Vec<TermId>| {
+            solutions(
+                g,
+                ev.triples_of(0),
+                3,
+                values,
+                &mut scratch,
+                &mut found,
+                out,
+            )
+            .unwrap()
         };
-        assert!(one(&g, &mut values, &mut out).is_err());
-        // a FILTER keeping one of them: one solution
+        all(&g, &mut values, &mut out);
+        assert_eq!(out.len(), 6); // 1 and 2, the repeated triple once
         let g = Gpm {
             local: vec![Cmp {
                 left: Operand::Var(2),
@@ -828,7 +919,29 @@ mod tests {
             }],
             ..g
         };
-        assert!(one(&g, &mut values, &mut out).unwrap());
+        all(&g, &mut values, &mut out);
+        assert_eq!(out.len(), 3);
         assert_eq!(values.get(out[2]), Val::Int(2));
+    }
+
+    #[test]
+    fn a_match_of_several_mappings_writes_its_rows_sorted() {
+        // a@0 has prices 5 and 3; b... at 1 a's price 4: 3 < 4 joins, 5 < 4 does not
+        let doc = format!(
+            "<http://g/0> <{PROV}> 0 .\n<http://g/0> {{ <http://c/a> <http://p/price> 5, 3 }}\n\
+             <http://g/1> <{PROV}> 1 .\n<http://g/1> {{ <http://c/a> <http://p/price> 4, 6 }}\n"
+        );
+        let (out, done) = rise(&doc, false, None);
+        // 3 < 4, 3 < 6, 5 < 6: one match, rows by ?c then ?p2's text
+        assert_eq!(done.rows, 2, "{out}");
+        let rows: Vec<&str> = out.lines().skip(1).collect();
+        assert!(
+            rows[0].ends_with("\"4\"^^<http://www.w3.org/2001/XMLSchema#integer>"),
+            "{out}"
+        );
+        assert!(
+            rows[1].ends_with("\"6\"^^<http://www.w3.org/2001/XMLSchema#integer>"),
+            "{out}"
+        );
     }
 }

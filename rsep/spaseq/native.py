@@ -16,9 +16,9 @@ query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape (native/src/stream.rs), and the engine
-refuses an input on which it would not write what today's path writes, byte for byte: an
-event with two solutions of one GPM (it keeps one mapping a run), a comparison of values
-rsep/sparql/filters.py does not decide itself or of anything but those numbers, more live
+refuses an input on which it would not write what today's path writes, byte for byte: a
+comparison of values rsep/sparql/filters.py does not decide itself or of anything but
+those numbers, more live
 runs than the engine's bound (today's path drops the oldest and warns) or more matches at
 one instant than ``--max-matches`` (an error there). Literals pyoxigraph's store reads
 back in another form are replaced by their stored form, as today's path matches and
@@ -126,9 +126,9 @@ class NativePlan:
 
     def describe(self) -> str:
         return ("native: read, matched and written on integer ids in Rust (rsep._core), terms "
-                "decoded only for output; a stream file the native reader does not take, an "
-                "event with two solutions of one GPM, a value a FILTER does not compare "
-                "exactly or a limit reached run as today's path")
+                "decoded only for output; a stream file the native reader does not take, a "
+                "value a FILTER does not compare exactly or a limit reached run as today's "
+                "path")
 
 
 def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,

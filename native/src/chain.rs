@@ -22,7 +22,7 @@ use crate::dictionary::{TermId, Terms};
 use crate::select::{json_string, Done, Refused, Slot};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
-use oxrdf::{Literal, Term};
+use oxrdf::{LiteralRef, TermRef};
 use std::cmp::Ordering;
 use std::io::Write;
 
@@ -58,9 +58,9 @@ const INTEGER_TYPES: [&str; 13] = [
 ];
 
 /// A term's value as a comparison operand.
-pub fn value_of(t: Option<&Term>) -> Val {
+pub fn value_of(t: Option<TermRef<'_>>) -> Val {
     match t {
-        Some(Term::Literal(l)) => literal_value(l),
+        Some(TermRef::Literal(l)) => literal_value(l),
         _ => Val::Unsure,
     }
 }
@@ -81,7 +81,7 @@ fn decimal_form(s: &str) -> bool {
     }
 }
 
-fn literal_value(l: &Literal) -> Val {
+fn literal_value(l: LiteralRef<'_>) -> Val {
     if l.language().is_some() {
         return Val::Unsure;
     }
@@ -393,7 +393,7 @@ impl Writer<'_> {
     fn term(&mut self, id: TermId) -> &[u8] {
         let (terms, tsv) = (self.terms, self.format == Format::Tsv);
         self.cache.entry(id).or_insert_with(|| {
-            let text = terms.term(id).map(ToString::to_string).unwrap_or_default();
+            let text = terms.term(id).map(|t| t.to_string()).unwrap_or_default();
             if tsv {
                 text.into_bytes().into()
             } else {
@@ -682,7 +682,7 @@ pub fn run(
                 for row in &rows {
                     for id in row.iter().flatten() {
                         text.entry(*id).or_insert_with(|| {
-                            terms.term(*id).map(ToString::to_string).unwrap_or_default()
+                            terms.term(*id).map(|t| t.to_string()).unwrap_or_default()
                         });
                     }
                 }
@@ -716,10 +716,9 @@ mod tests {
     const INT: &str = "http://www.w3.org/2001/XMLSchema#integer";
 
     fn lit(v: &str, dt: &str) -> Val {
-        value_of(Some(&Term::from(Literal::new_typed_literal(
-            v,
-            oxrdf::NamedNode::new_unchecked(dt),
-        ))))
+        value_of(Some(
+            LiteralRef::new_typed_literal(v, oxrdf::NamedNodeRef::new_unchecked(dt)).into(),
+        ))
     }
 
     #[test]

@@ -474,7 +474,7 @@ fn chain_run(
             (Some(v), None) => Ok(Operand::Var(var(*v)?)),
             (None, Some(lit)) => {
                 let t = Term::from_str(lit).map_err(|e| bad(format!("a literal {lit}: {e}")))?;
-                match value_of(Some(&t)) {
+                match value_of(Some(t.as_ref())) {
                     Val::Unsure => Err(bad(format!("a constant not decided here: {lit}"))),
                     v => Ok(Operand::Const(v)),
                 }

@@ -352,14 +352,7 @@ impl<'a> Lexer<'a> {
         }
         self.ws()?;
         let start = self.i;
-        let name_end = self.name_end();
-        if self.d.get(name_end) != Some(&b':') {
-            return self.fail();
-        }
-        let prefix = &self.d[start..name_end];
-        if !prefix.is_empty() && (!prefix[0].is_ascii_alphabetic() || prefix.ends_with(b".")) {
-            return self.fail();
-        }
+        let name_end = self.prefix_end()?;
         self.i = name_end + 1;
         // PNAME_NS: nothing of a local part after the colon
         if !matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r' | b'<')) {
@@ -385,6 +378,20 @@ impl<'a> Lexer<'a> {
             self.expect(b'.')?;
         }
         Ok(())
+    }
+
+    /// Where the prefix at the cursor ends (at its colon): PN_PREFIX's ASCII form, a letter
+    /// then name bytes not ending with '.', or nothing.
+    fn prefix_end(&self) -> Step<usize> {
+        let name_end = self.name_end();
+        if self.d.get(name_end) != Some(&b':') {
+            return self.fail();
+        }
+        let prefix = &self.d[self.i..name_end];
+        if !prefix.is_empty() && (!prefix[0].is_ascii_alphabetic() || prefix.ends_with(b".")) {
+            return self.fail();
+        }
+        Ok(name_end)
     }
 
     /// The end of the run of name bytes (a prefix, or a keyword) from the cursor.
@@ -422,14 +429,7 @@ impl<'a> Lexer<'a> {
     /// needs. Gives up on anything but ASCII name characters.
     fn pname_span(&self) -> Step<Span> {
         let start = self.i;
-        let name_end = self.name_end();
-        if self.d.get(name_end) != Some(&b':') {
-            return self.fail();
-        }
-        let prefix = &self.d[start..name_end];
-        if !prefix.is_empty() && (!prefix[0].is_ascii_alphabetic() || prefix.ends_with(b".")) {
-            return self.fail();
-        }
+        let name_end = self.prefix_end()?;
         let mut end = name_end + 1;
         let mut colon = false;
         if self

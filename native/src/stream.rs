@@ -189,13 +189,10 @@ impl<'p> Reader<'p> {
             NamedOrBlankNode::BlankNode(_) => return Err("a blank node".into()),
         };
         match q.graph_name {
-            GraphName::DefaultGraph => self.time(
-                terms,
-                subject.as_ref(),
-                q.predicate.as_str(),
-                q.object.as_ref(),
-                ci,
-            ),
+            GraphName::DefaultGraph => {
+                let g = terms.intern_ref(subject.as_ref().into()).0;
+                self.time(g, q.predicate.as_str(), q.object.as_ref(), ci)
+            }
             GraphName::NamedNode(graph) => {
                 // the graph is the one whose time came last: compared with that term's
                 // text, not looked up (one hash less a quad)
@@ -236,11 +233,10 @@ impl<'p> Reader<'p> {
         }
     }
 
-    /// A default-graph quad: an event's time, `g` its graph's name.
+    /// A default-graph quad: an event's time, `g` its graph's name (its id).
     fn time(
         &mut self,
-        terms: &mut Terms,
-        g: NamedNodeRef<'_>,
+        g: TermId,
         predicate: &str,
         object: TermRef<'_>,
         ci: u32,
@@ -271,7 +267,6 @@ impl<'p> Reader<'p> {
         if ev.times.last().is_some_and(|&last| t < last) {
             return Err("a time before an earlier event's".into());
         }
-        let g = terms.intern_ref(g.into()).0;
         let (word, bit) = (g as usize / 64, 1u64 << (g % 64));
         if word >= self.seen.len() {
             self.seen.resize(word + 1, 0);
@@ -357,8 +352,8 @@ impl<'p> Reader<'p> {
 impl crate::trig::Sink for Reader<'_> {
     fn default_triple(
         &mut self,
-        terms: &mut Terms,
-        s: NamedNodeRef<'_>,
+        _terms: &mut Terms,
+        (g, s): (TermId, NamedNodeRef<'_>),
         p: NamedNodeRef<'_>,
         o: TermRef<'_>,
         end: usize,
@@ -370,7 +365,7 @@ impl crate::trig::Sink for Reader<'_> {
         }
         let last = (self.cuts.len() - 1) as u32;
         let ci = (self.chunk_of(end) + 1).min(last);
-        self.time(terms, s, p.as_str(), o, ci)
+        self.time(g, p.as_str(), o, ci)
     }
 
     fn fresh(&mut self, term: TermRef<'_>) -> Result<(), String> {
@@ -380,9 +375,9 @@ impl crate::trig::Sink for Reader<'_> {
         Ok(())
     }
 
-    fn graph(&mut self, terms: &mut Terms, label: NamedNodeRef<'_>) -> Result<TermId, String> {
-        match (self.state, terms.get_ref(label.into())) {
-            (State::Timed(cur) | State::Content(cur), Some(g)) if g == cur => Ok(g),
+    fn graph(&mut self, label: TermId) -> Result<(), String> {
+        match self.state {
+            State::Timed(cur) | State::Content(cur) if label == cur => Ok(()),
             _ => Err("a graph not right after its own time".into()),
         }
     }

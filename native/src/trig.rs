@@ -29,20 +29,21 @@ use oxrdf::{LiteralRef, NamedNodeRef, TermRef};
 
 /// What the reader's quads go to; an `Err` ends the read (the reader gives up with it).
 pub trait Sink {
-    /// A triple of the default graph, none of its terms given an id (the sink decides).
-    /// `end`: the byte offset just past the statement's last token.
+    /// A triple of the default graph: its subject's id (`s`, given it before the
+    /// predicate's and the object's: the sink decides whether they get ids). `end`: the
+    /// byte offset where the token after the object starts.
     fn default_triple(
         &mut self,
         terms: &mut Terms,
-        s: NamedNodeRef<'_>,
+        s: (TermId, NamedNodeRef<'_>),
         p: NamedNodeRef<'_>,
         o: TermRef<'_>,
         end: usize,
     ) -> Result<(), String>;
 
-    /// The id of a graph block's label, or why the block is not taken. Called once a
-    /// block, before its triples.
-    fn graph(&mut self, terms: &mut Terms, label: NamedNodeRef<'_>) -> Result<TermId, String>;
+    /// A graph block's label's id, before its triples; an `Err` says why the block is
+    /// not taken.
+    fn graph(&mut self, label: TermId) -> Result<(), String>;
 
     /// A term of a graph's triple given its id just now (before [`Sink::triple`] has it).
     fn fresh(&mut self, term: TermRef<'_>) -> Result<(), String>;
@@ -193,15 +194,16 @@ fn plainly_valid(iri: &[u8]) -> bool {
         return false;
     }
     // one '#' at most, where the fragment starts
-    let mut hashes = 0;
-    rest.iter().all(|&b| {
-        if b == b'#' {
-            hashes += 1;
-            hashes == 1
-        } else {
-            is(b, PCHAR)
+    let mut fragment = false;
+    for &b in rest {
+        if !is(b, PCHAR) {
+            if b != b'#' || fragment {
+                return false;
+            }
+            fragment = true;
         }
-    })
+    }
+    true
 }
 
 /// Read `data` (UTF-8 throughout, checked by the caller) into `sink`, giving its terms ids
@@ -235,18 +237,17 @@ pub fn read(data: &str, terms: &mut Terms, sink: &mut impl Sink) -> Result<(), G
             continue;
         }
         let (s, s_check) = lx.named(&mut sb)?;
-        // a label or a default-graph subject: validated here unless the dictionary has it
-        if terms
-            .get_ref(NamedNodeRef::new_unchecked(s).into())
-            .is_none()
-        {
+        // a label or a default-graph subject: given its id here, validated when new (a
+        // sink's refusal then gives up, and the caller forgets the ids given)
+        let subject = NamedNodeRef::new_unchecked(s);
+        let (g, new) = terms.intern_ref(subject.into());
+        if new {
             lx.check_iri(s, s_check, false)?;
         }
         lx.ws()?;
         if lx.peek() == Some(b'{') {
             lx.i += 1;
-            let label = NamedNodeRef::new_unchecked(s);
-            let g = sink.graph(terms, label).map_err(GiveUp::Sink)?;
+            sink.graph(g).map_err(GiveUp::Sink)?;
             lx.block(
                 terms,
                 sink,
@@ -257,7 +258,6 @@ pub fn read(data: &str, terms: &mut Terms, sink: &mut impl Sink) -> Result<(), G
             continue;
         }
         // a statement of the default graph: its terms validated here, given ids by the sink
-        let subject = NamedNodeRef::new_unchecked(s);
         loop {
             let (p, p_check) = match lx.verb(&mut pb)? {
                 None => (rdf::TYPE.as_str(), false),
@@ -273,7 +273,7 @@ pub fn read(data: &str, terms: &mut Terms, sink: &mut impl Sink) -> Result<(), G
                     lx.check_iri(n.as_str(), o.check, false)?;
                 }
                 lx.ws()?;
-                sink.default_triple(terms, subject, predicate, o.term, lx.i)
+                sink.default_triple(terms, (g, subject), predicate, o.term, lx.i)
                     .map_err(GiveUp::Sink)?;
                 if lx.peek() != Some(b',') {
                     break;
@@ -872,7 +872,7 @@ mod tests {
         fn default_triple(
             &mut self,
             _terms: &mut Terms,
-            s: NamedNodeRef<'_>,
+            (_, s): (TermId, NamedNodeRef<'_>),
             p: NamedNodeRef<'_>,
             o: TermRef<'_>,
             _end: usize,
@@ -881,8 +881,8 @@ mod tests {
             Ok(())
         }
 
-        fn graph(&mut self, terms: &mut Terms, label: NamedNodeRef<'_>) -> Result<TermId, String> {
-            Ok(terms.intern_ref(label.into()).0)
+        fn graph(&mut self, _label: TermId) -> Result<(), String> {
+            Ok(())
         }
 
         fn fresh(&mut self, _term: TermRef<'_>) -> Result<(), String> {

@@ -352,7 +352,6 @@ impl<'p> Reader<'p> {
 impl crate::trig::Sink for Reader<'_> {
     fn default_triple(
         &mut self,
-        _terms: &mut Terms,
         (g, s): (TermId, NamedNodeRef<'_>),
         p: NamedNodeRef<'_>,
         o: TermRef<'_>,

@@ -34,7 +34,6 @@ pub trait Sink {
     /// byte offset where the token after the object starts.
     fn default_triple(
         &mut self,
-        terms: &mut Terms,
         s: (TermId, NamedNodeRef<'_>),
         p: NamedNodeRef<'_>,
         o: TermRef<'_>,
@@ -48,7 +47,7 @@ pub trait Sink {
     /// A term of a graph's triple given its id just now (before [`Sink::triple`] has it).
     fn fresh(&mut self, term: TermRef<'_>) -> Result<(), String>;
 
-    /// A triple of graph `g` (the id [`Sink::graph`] gave), its terms' ids. `at`: the
+    /// A triple of graph `g` (its label's id, as [`Sink::graph`] had it), its terms' ids. `at`: the
     /// byte offset where the object's token starts.
     fn triple(
         &mut self,
@@ -273,7 +272,7 @@ pub fn read(data: &str, terms: &mut Terms, sink: &mut impl Sink) -> Result<(), G
                     lx.check_iri(n.as_str(), o.check, false)?;
                 }
                 lx.ws()?;
-                sink.default_triple(terms, (g, subject), predicate, o.term, lx.i)
+                sink.default_triple((g, subject), predicate, o.term, lx.i)
                     .map_err(GiveUp::Sink)?;
                 if lx.peek() != Some(b',') {
                     break;
@@ -871,7 +870,6 @@ mod tests {
     impl Sink for Collect {
         fn default_triple(
             &mut self,
-            _terms: &mut Terms,
             (_, s): (TermId, NamedNodeRef<'_>),
             p: NamedNodeRef<'_>,
             o: TermRef<'_>,

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import cached_property
 
 from rsep.algebra.expression import Constraint
+from rsep.algebra.pattern import Pattern, written
 from rsep.algebra.selection import Selection
-
-if TYPE_CHECKING:
-    from rsep.algebra.pattern import Pattern
 
 
 class EventPattern(ABC):
@@ -37,15 +35,22 @@ class BasicEventPattern(EventPattern):
     pattern: str  # a SPARQL group graph pattern "{ ... }" (a BGP, optionally with FILTER)
     variables_: tuple[str, ...] = ()
     prologue: str = ""  # PREFIX / BASE declarations the pattern needs
-    # the pattern's FILTERs, in the order of the text; None: not read (a pattern made by
-    # hand, read by rsep.lang.expression.group_filters where needed)
+    # the pattern's FILTERs, in the order of the text; None: not read (a BEP made by hand
+    # from its text alone: pyoxigraph alone matches it; rsep.lang.rspql.events.event_pattern
+    # reads one as a declared BEP is read)
     filters: tuple[Constraint, ...] | None = None
     # the pattern as a tree (rsep.algebra.pattern: a BGP, or its FILTERs over one), read once
-    # by rsep.lang; None: a pattern made by hand, or one the tree does not hold
+    # by rsep.lang; None: a BEP made by hand from its text alone, or one the tree does not hold
     tree: Pattern | None = None
 
     def beps(self) -> list[BasicEventPattern]:
         return [self]
+
+    @cached_property
+    def sparql(self) -> str:
+        """The group ``{ ... }`` pyoxigraph is given (after the prologue): the tree written
+        once by to_sparql; the text where there is no tree, or to_sparql refuses it."""
+        return written(self.tree, self.pattern)
 
     @property
     def variables(self) -> tuple[str, ...]:

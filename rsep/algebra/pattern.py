@@ -555,6 +555,18 @@ def to_sparql(tree: Query | Pattern) -> str:
     return head + body + modifiers_text(m) + tail
 
 
+def written(tree: Query | Pattern | None, text: str) -> str:
+    """What pyoxigraph is given for a query or a group: ``tree`` written by to_sparql, or
+    ``text``, its source, where there is no tree (the tree builder refused the source) or
+    to_sparql refuses the tree (SERVICE): the text is left only for what the tree lacks."""
+    if tree is None:
+        return text
+    try:
+        return to_sparql(tree)
+    except PatternRefused:
+        return text
+
+
 def group(p: Pattern) -> str:
     """``p`` as a group graph pattern ``{ ... }``."""
     inner = " ".join(_elements(p))

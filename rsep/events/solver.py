@@ -18,11 +18,7 @@ import pyoxigraph as ox
 
 from rsep.algebra.events import BasicEventPattern
 from rsep.algebra.expression import Constraint
-from rsep.algebra.pattern import PatternRefused
 from rsep.events.mappings import Mu
-from rsep.lang.errors import QueryError
-from rsep.lang.expression import group_filters
-from rsep.lang.pattern import group_pattern
 from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_pattern
 from rsep.sparql.store import quads
 from rsep.stream.event import Event
@@ -40,22 +36,19 @@ def _rows(res: ox.QuerySolutions, skip: str | None = None) -> Iterable[tuple[ox.
 def solve_item(bep: BasicEventPattern, triples: tuple[ox.Triple, ...]) -> list[Mu]:
     store = ox.Store()
     store.extend(quads(triples, ox.DefaultGraph()))
-    res = store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}")
+    res = store.query(f"{bep.prologue}SELECT * WHERE {bep.sparql}")
     assert isinstance(res, ox.QuerySolutions)
     return [mu for _, mu in _rows(res)]
 
 
 def compile_bep(bep: BasicEventPattern, canon: Canon,
                 filters: Sequence[Constraint]) -> CompiledGPM | None:
-    """A BEP compiled from its tree (read by rsep.lang; for one made by hand, read here
-    from its text, once), or None: pyoxigraph decides."""
-    tree = bep.tree
-    if tree is None:
-        try:
-            tree = group_pattern(bep.pattern, bep.prologue)
-        except (PatternRefused, RecursionError, QueryError):
-            return None
-    return compile_pattern(bep.prologue, tree, canon, filters)
+    """A BEP compiled from its tree (read once by rsep.lang), or None: pyoxigraph decides
+    (a BEP the tree does not hold, or one made by hand from its text alone, which nothing
+    reads here)."""
+    if bep.tree is None:
+        return None
+    return compile_pattern(bep.prologue, bep.tree, canon, filters)
 
 
 class BatchSolver:
@@ -75,10 +68,9 @@ class BatchSolver:
             return self._compiled[bep.name]
         except KeyError:
             c = None
-            if self.compiled:
-                filters = bep.filters if bep.filters is not None else \
-                    group_filters(bep.pattern, bep.prologue)
-                c = compile_bep(bep, self.canon, filters)
+            # (a BEP whose FILTERs were not read is pyoxigraph's: its tree alone would drop them)
+            if self.compiled and bep.filters is not None:
+                c = compile_bep(bep, self.canon, bep.filters)
             self._compiled[bep.name] = c
             return c
 
@@ -142,7 +134,7 @@ class BatchSolver:
             self._cache[graphs[g.value]] = []
             quads.extend(ox.Quad(t.subject, t.predicate, t.object, g) for t in trs)
         store.extend(quads)
-        res = store.query(f"{bep.prologue}SELECT * WHERE {{ GRAPH ?{_ITEM} {bep.pattern} }}")
+        res = store.query(f"{bep.prologue}SELECT * WHERE {{ GRAPH ?{_ITEM} {bep.sparql} }}")
         assert isinstance(res, ox.QuerySolutions)
         self.queries += 1
         for sol, mu in _rows(res, skip=_ITEM):

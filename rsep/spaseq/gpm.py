@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pyoxigraph as ox
 
+from rsep.algebra.pattern import written
 from rsep.algebra.spaseq import GPM, Mapping, Omega, join, mapping
 from rsep.sparql.matcher import Canon, CompiledGPM, Fallback, Indexed, compile_gpm
 from rsep.spaseq.streamset import SEvent
@@ -51,7 +52,10 @@ class GPMEvaluator:
                     self.kb[iri] = node
                     self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node)
                                       for t in graphs[iri])
-        self._query = {g.name: g.prologue + "SELECT * WHERE " + g.local_pattern for g in self.gpms}
+        # pyoxigraph is given each local pattern's tree written once (its text where rsep.lang
+        # could not build the tree, or to_sparql refuses it)
+        self._query = {g.name: g.prologue + "SELECT * WHERE " + written(g.local_tree, g.local_pattern)
+                       for g in self.gpms}
         # (the store's named_graphs parameter: a list of graph names)
         self._kb_of: dict[str, list[ox.NamedNode | ox.BlankNode]] = {
             g.name: [self.kb[b] for b in g.background if b in self.kb] for g in self.gpms}

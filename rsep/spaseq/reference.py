@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
+from rsep.algebra.pattern import written
 from rsep.algebra.spaseq import (
     GPM,
     UNIT,
@@ -112,6 +113,7 @@ class ReferenceEvaluator:
             self.store.extend(ox.Quad(t.subject, t.predicate, t.object, node) for t in triples)
         self._local: dict[tuple[str, str, int], Omega] = {}
         self._holds: dict[tuple[str, str, Mapping], bool] = {}
+        self._text: dict[str, str] = {}  # GPM name -> its local pattern as pyoxigraph is given it
 
     # ------------------------------------------------------------ GPMs (Defs. 6, 7, 15)
 
@@ -120,7 +122,7 @@ class ReferenceEvaluator:
         key = (gpm.name, e.stream, e.time)
         if key not in self._local:
             res = self.store.query(
-                gpm.prologue + "SELECT * WHERE " + gpm.local_pattern,
+                gpm.prologue + "SELECT * WHERE " + self._written(gpm),
                 default_graph=self._node[(e.stream, e.time)],
                 named_graphs=[self.kb[b] for b in gpm.background if b in self.kb])
             assert isinstance(res, ox.QuerySolutions)
@@ -128,6 +130,14 @@ class ReferenceEvaluator:
             self._local[key] = frozenset(
                 mapping({n: sol[n] for n in names if sol[n] is not None}) for sol in res)
         return self._local[key]
+
+    def _written(self, gpm: GPM) -> str:
+        """The local pattern as pyoxigraph is given it: its tree written once (the text
+        where rsep.lang could not build the tree, or to_sparql refuses it)."""
+        text = self._text.get(gpm.name)
+        if text is None:
+            text = self._text[gpm.name] = written(gpm.local_tree, gpm.local_pattern)
+        return text
 
     def holds(self, gpm: GPM, expr: str, mu: Mapping) -> bool:
         """``mu(R)`` is true (Def. 6): R with mu's values substituted; an error is false."""

@@ -15,9 +15,9 @@ import pyoxigraph as ox
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rsep.algebra.events import BasicEventPattern
 from rsep.algebra.spaseq import UNIT
 from rsep.events.solver import BatchSolver, solve_item
+from rsep.lang.rspql.events import event_pattern
 from rsep.lang.spaseq import parse_spaseq
 from rsep.sparql.matcher import Canon, compile_gpm
 from rsep.spaseq.gpm import GPMEvaluator
@@ -77,6 +77,7 @@ def test_compiled_gpm_equals_pyoxigraph(rnd):
         got.append((ev.local(gpm, U), ev.match(gpm, U, xs), ev.match(gpm, U, UNIT)))
         ev.end()
     assert got[0] == got[1], text + "\n" + ttl
+    assert got[1][0] == _text_local(gpm, triples), text + "\n" + ttl
 
 
 @settings(max_examples=100, deadline=None)
@@ -195,6 +196,19 @@ def test_compiled_blank_node_patterns_equal_pyoxigraph(rnd):
         got.append(ev.local(gpm, U))
         ev.end()
     assert got[0] == got[1], text + "\n" + ttl
+    assert got[1] == _text_local(gpm, triples), text + "\n" + ttl
+
+
+def _text_local(gpm, triples) -> frozenset:
+    """The GPM's local solutions on an event by pyoxigraph given its local pattern's text
+    (what it was given before the tree), as GPMEvaluator's pyoxigraph path reads them."""
+    store = ox.Store()
+    store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in triples)
+    res = store.query(gpm.prologue + "SELECT * WHERE " + gpm.local_pattern)
+    assert isinstance(res, ox.QuerySolutions)
+    names = [v.value for v in res.variables]
+    return frozenset(tuple(sorted((n, sol[n]) for n in names if sol[n] is not None))
+                     for sol in res)
 
 
 @given(st.text(alphabet="-+0123456789٣ .e", max_size=6))
@@ -222,10 +236,13 @@ BEP_PATTERNS = [
 def test_bep_matching_equals_pyoxigraph(rnd):
     """RSEP-QL's BEPs go through the GPMs' per-item matcher (BatchSolver): on random items
     (repeated and non-canonical values, blank nodes) each item's mappings are pyoxigraph's
-    bag (in its order, one item at a time), one item at a time and batched, compiled or not."""
+    bag (in its order, one item at a time), one item at a time and batched, compiled or not;
+    and pyoxigraph, given the BEP's tree written by to_sparql, answers in the order it
+    answers the pattern's text in."""
     pattern = rnd.choice(BEP_PATTERNS).format(f=expr(rnd))
-    bep = BasicEventPattern("E", EX + "w", pattern, ("e", "a", "b", "c"),
-                            f"PREFIX : <{EX}> PREFIX xsd: <{XSD}> ")
+    bep = event_pattern("E", EX + "w", pattern, ("e", "a", "b", "c"),
+                        f"PREFIX : <{EX}> PREFIX xsd: <{XSD}> ")
+    assert bep.tree is not None and bep.sparql != pattern
     v = lambda: rnd.choice(VALUES)  # noqa: E731
     prefixes = f"@prefix : <{EX}> . @prefix xsd: <{XSD}> .\n"
     items = []
@@ -235,6 +252,7 @@ def test_bep_matching_equals_pyoxigraph(rnd):
         trs = tuple(qd.triple for qd in ox.parse(prefixes + ttl, format=ox.RdfFormat.TURTLE))
         items.append((Event(U, f"{EX}g{i}", i, i, trs, TimeKind.ABSTRACT, i + 1), trs))
     want = [solve_item(bep, trs) for _, trs in items]
+    assert [_text_solutions(bep, trs) for _, trs in items] == want, (pattern, bep.sparql)
     for compiled in (True, False):
         one, batch = BatchSolver(compiled), BatchSolver(compiled)
         batch.prepare(bep, items)
@@ -242,3 +260,14 @@ def test_bep_matching_equals_pyoxigraph(rnd):
         assert [sorted(batch(bep, e, trs)) for e, trs in items] == [sorted(w) for w in want], \
             pattern
     assert (BatchSolver().matcher(bep) is None) == ("OPTIONAL" in pattern)
+
+
+def _text_solutions(bep, triples) -> list:
+    """An item's mappings by pyoxigraph given the BEP's source text (what it was given
+    before the tree), in its order."""
+    store = ox.Store()
+    store.extend(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph()) for t in triples)
+    res = store.query(f"{bep.prologue}SELECT * WHERE {bep.pattern}")
+    assert isinstance(res, ox.QuerySolutions)
+    names = [v.value for v in res.variables]
+    return [tuple(sorted((n, str(sol[n])) for n in names if sol[n] is not None)) for sol in res]

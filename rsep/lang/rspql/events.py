@@ -19,8 +19,9 @@ from rsep.algebra.events import (
     Seq,
 )
 from rsep.algebra.pattern import Pattern, PatternRefused
-from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader
-from rsep.lang.pattern import PatternReader
+from rsep.lang.errors import QueryError
+from rsep.lang.expression import RSP_EXTENSIONS, ExpressionReader, group_filters
+from rsep.lang.pattern import PatternReader, group_pattern
 from rsep.lang.syntax import Syntax, end_of, start_of
 
 # What a basic event pattern may contain: a BGP with FILTERs (000 Sec. 3.3 (1)).
@@ -60,6 +61,20 @@ def _tree(reader: PatternReader, pattern: Tree) -> Pattern | None:
         return reader.group(pattern)
     except (PatternRefused, RecursionError):
         return None
+
+
+def event_pattern(name: str, window: str, pattern: str, variables: tuple[str, ...] = (),
+                  prologue: str = "") -> BasicEventPattern:
+    """A BEP made from its text alone (a test's, a tool's), read once here as a declared
+    one is: its FILTERs and its tree, for the compiled matcher (the tree None where it does
+    not hold the pattern: pyoxigraph matches the text). Not checked as a declaration is
+    (a BEP's shape, its window), so that pyoxigraph's own patterns can be given too."""
+    filters = group_filters(pattern, prologue)
+    try:
+        tree: Pattern | None = group_pattern(pattern, prologue)
+    except (PatternRefused, RecursionError, QueryError):
+        tree = None
+    return BasicEventPattern(name, window, pattern, variables, prologue, filters, tree)
 
 
 def declarations(syn: Syntax, ds: StreamingDataset) -> dict[str, BasicEventPattern]:

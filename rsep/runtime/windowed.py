@@ -217,7 +217,7 @@ class QueryRuntime:
                                                      | ox.Triple | None]] = \
             {ox.NamedNode(CSPARQL_TIMESTAMP): self._timestamp}
         self._solver = BatchSolver()
-        self._track_time = self.query.uses_timestamp or CSPARQL_TIMESTAMP in self.query.sparql
+        self._track_time = self.query.calls_timestamp
         self._consumed: set[int] = set()
         # when the matchers forget (bind): what each evaluation consumed, in time order, so
         # an item leaves the set once no item still to come can end before it

@@ -151,7 +151,7 @@ def analyse(query: ContinuousQuery) -> Analysis | str:
     """The windows' graph patterns, or why the query must take the snapshot path."""
     if query.matches:
         return "the query has MATCH event patterns"
-    if query.uses_timestamp:
+    if query.calls_timestamp:
         return "timestamp() reads the time of every triple in the window"
     if query.form == "DESCRIBE":
         return "DESCRIBE reads every triple about a resource"

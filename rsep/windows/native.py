@@ -47,7 +47,6 @@ import pyoxigraph as ox
 from rsep.algebra import pattern as pt
 from rsep.algebra.expression import And, Compare, Expression, Iri, Variable, signed_literal
 from rsep.algebra.policy import R2S
-from rsep.algebra.query import CSPARQL_TIMESTAMP
 from rsep.algebra.window import Boundary, WindowKind
 from rsep.sparql.matcher import Canon
 from rsep.sparql.pattern import triple_patterns
@@ -170,7 +169,7 @@ def native_plan(query: ContinuousQuery, maintained: Plan | str, report: ReportPo
     p = maintained
     if p.form != "SELECT":
         return f"a {p.form} query (the native path takes SELECT)"
-    if query.matches or query.uses_timestamp or CSPARQL_TIMESTAMP in query.sparql:
+    if query.matches or query.calls_timestamp:
         return "a MATCH or timestamp() (the native path reads windows of triples alone)"
     ds = query.dataset
     if len(ds.windows) != 1 or ds.default_graphs or ds.named_graphs or p.background:

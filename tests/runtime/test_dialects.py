@@ -90,6 +90,28 @@ SELECT ?s FROM STREAM <http://s> [RANGE 10 TUMBLING] WHERE { ?s ?p ?o FILTER(f:t
     assert (w.spec.range.amount, w.spec.step.amount, w.in_default) == (10, 10, True)
 
 
+TS = "http://larkc.eu/csparql/sparql/jena/ext#timestamp"
+
+
+@pytest.mark.parametrize(("select", "where", "calls"), [
+    ("(timestamp(?s, :p, ?o) AS ?t)", "", True),
+    ("", "FILTER(f:timestamp(?s, :p, ?o) > 3)", True),
+    ("", "BIND(f:timestamp(?s, :p, ?o) AS ?t)", True),
+    ("", f"FILTER EXISTS {{ ?s :q ?x FILTER(<{TS}>(?s, :q, ?x) > 1) }}", True),
+    ("", f'FILTER(?o != "{TS}")', False),
+    ("", f"# <{TS}>(?s, :p, ?o)\n", False),
+])
+def test_timestamp_calls_are_read_from_the_tree(select: str, where: str, calls: bool) -> None:
+    """Whether a query calls timestamp() (the runtime then keeps every triple's time, and
+    the native path refuses it) is read from the call nodes of its tree, not from its text,
+    which can name the IRI in a string or a comment where nothing calls it."""
+    q = parse_query("REGISTER QUERY q AS PREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#>\n"
+                    f"PREFIX : <{EX}>\nSELECT ?s {select} FROM STREAM <http://s> [RANGE 10 TUMBLING]\n"
+                    f"WHERE {{ ?s :p ?o {where} }}")
+    assert q.pattern is not None and q.calls_timestamp is calls
+    assert q.uses_timestamp  # (the dialect's flag, read from the text, says yes to all)
+
+
 def test_cqels_triples_now_and_all_windows():
     s = EX + "S"
     events = [ev(s, 1, ":a :p 1 . :a :p 2 ."), ev(s, 2, ":a :p 3 ."), ev(s, 3, ":b :p 4 .")]

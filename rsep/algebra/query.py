@@ -36,7 +36,8 @@ class ContinuousQuery:
 
     ``pattern`` is the same expression as a tree (rsep.algebra.pattern), read once from the
     parse; ``rsep.algebra.pattern.to_sparql(pattern)`` has the answers of ``sparql``
-    (tests/algebra/test_pattern.py). Until the evaluators read the tree, both are kept.
+    (tests/algebra/test_pattern.py). The evaluators give pyoxigraph the tree written by
+    to_sparql and decide by the tree; ``sparql`` is read only for a query with no tree.
     None with ``pattern_refused``: what the tree could not hold, and where (None without:
     a query made from text alone, as some tests make them).
     """

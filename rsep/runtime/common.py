@@ -1,6 +1,7 @@
 """What the windowed runtime and its reference evaluator share: limits (defined with the
 runtime protocol, rsep.algebra.runtime), outputs from what an R2S operator emitted, MATCH
-solutions as VALUES, and the relaxed cyclic collector."""
+solutions as VALUES and the query's tree written with them, and the relaxed cyclic
+collector."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pyoxigraph as ox
 
 from rsep.algebra.events import MatchPattern
 from rsep.algebra.output import Output
+from rsep.algebra.pattern import slot_template
+from rsep.algebra.query import ContinuousQuery
 from rsep.algebra.runtime import Limits as Limits
 from rsep.events.mappings import EventMapping
 from rsep.runtime.r2s import Payload, Selected
@@ -63,6 +66,32 @@ def match_values(m: MatchPattern, found: list[EventMapping]) -> str:
         rows.append("(" + " ".join(vals) + ")")
     head = m.slot.split("{", 1)[0]
     return head + "{ " + " ".join(rows) + " }\n"
+
+
+Template = tuple[tuple[str, ...], tuple[int, ...]]
+
+
+def match_template(query: ContinuousQuery) -> Template | None:
+    """The query's tree written once, cut at its MatchSlots (slot_template), when its
+    MATCH solutions can enter through it; None: the text path, for a query the tree
+    could not hold (each slot of the text replaced, as before the tree)."""
+    tree = query.pattern
+    if tree is None:
+        return None
+    got = slot_template(tree)
+    return got if got is not None and len(got[1]) == len(query.matches) else None
+
+
+def fill_template(template: Template, filled: dict[int, str]) -> str:
+    """The tree's text with each MATCH's VALUES block (``filled``, by MATCH index) where its
+    slot was written: the tree is not written again at each evaluation (~5x the cost of
+    the blocks alone)."""
+    parts, order = template
+    out = [parts[0]]
+    for k, i in enumerate(order):
+        out.append(filled[i])
+        out.append(parts[k + 1])
+    return "".join(out)
 
 
 def unskolemize(v: str) -> str:

@@ -26,11 +26,20 @@ import pyoxigraph as ox
 
 from rsep.algebra.dataset import DEFAULT, TimeVaryingGraph
 from rsep.algebra.output import Output
+from rsep.algebra.pattern import written
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import NamedWindow, WindowKind
 from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
-from rsep.runtime.common import XSD_INTEGER, match_values, outputs, unskolemize
+from rsep.runtime.common import (
+    XSD_INTEGER,
+    Template,
+    fill_template,
+    match_template,
+    match_values,
+    outputs,
+    unskolemize,
+)
 from rsep.runtime.r2s import R2SOperator, Row
 from rsep.sparql.store import quads
 from rsep.sparql.update import graph_at
@@ -68,6 +77,10 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
     places: dict[ox.Quad, int] = {}  # a window graph's quad -> the order it was created in
     out: list[Output] = []
     last_contents: tuple | None = None
+    # pyoxigraph is given the query's tree written once, as the runtime gives it (the text
+    # for a query the tree does not hold); with MATCH, that text cut at its slots
+    text = written(query.pattern, query.sparql)
+    template = match_template(query) if query.matches else None
     for t in range(start, end + 1):
         contents = [reference.content(rw, by_stream[w.stream], t) for w, rw in windows]
         ident = tuple(tuple((id(e), len(tr)) for e, tr in c) for c in contents)
@@ -85,27 +98,34 @@ def evaluate(query: ContinuousQuery, events: Sequence[Event], *, name: str = "q"
         if rp.non_empty and not any(tr for c in contents for _, tr in c):
             continue
         last_contents = ident
-        sparql = query.sparql
+        sparql = text
         if query.matches:
-            sparql = _matches(query, windows, contents, consumed)
+            sparql = _matches(query, template, windows, contents, consumed)
         graphs = {**static, **{g.iri: sorted(graph_at(g, t), key=str) for g in varying}}
         rows = _run(query, sparql, windows, contents, graphs, places)
         out.extend(outputs(name, t, kind, query.form, r2s.apply(rows)))
     return out
 
 
-def _matches(query: ContinuousQuery, windows: list[tuple[NamedWindow, Window]],
-             contents: list[Content], consumed: set[int]) -> str:
-    """Eq. (8) for each MATCH, from the definitions, with P^c / P^r consumption."""
+def _matches(query: ContinuousQuery, template: Template | None,
+             windows: list[tuple[NamedWindow, Window]], contents: list[Content],
+             consumed: set[int]) -> str:
+    """Eq. (8) for each MATCH, from the definitions, with P^c / P^r consumption: each
+    MATCH's VALUES block where the tree's text had its slot (``template``); None: each
+    slot of the query's text replaced."""
     by_iri = {w.iri: c for (w, _), c in zip(windows, contents, strict=True)}
     text = query.sparql
+    filled: dict[int, str] = {}
     ctx = events_reference.Context(by_iri, lambda bep, item, trs: solve_item(bep, trs), frozenset(consumed))
-    for m in query.matches:
+    for i, m in enumerate(query.matches):
         found = events_reference.evaluate(m.expr, m.selection, ctx)
-        text = text.replace(m.slot, match_values(m, found))
+        if template is None:
+            text = text.replace(m.slot, match_values(m, found))
+        else:
+            filled[i] = match_values(m, found)
         if m.selection.consumes:
             consumed |= events_reference.justification(found)
-    return text
+    return text if template is None else fill_template(template, filled)
 
 
 def _run(query: ContinuousQuery, sparql: str, windows: list[tuple[NamedWindow, Window]],

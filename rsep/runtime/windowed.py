@@ -20,7 +20,7 @@ import pyoxigraph as ox
 from rsep.algebra.dataset import DEFAULT
 from rsep.algebra.events import FROM_VAR, TO_VAR, MatchPattern
 from rsep.algebra.output import EngineError, Output
-from rsep.algebra.pattern import PatternRefused, slot_template, to_sparql
+from rsep.algebra.pattern import written
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
@@ -29,6 +29,8 @@ from rsep.events.mappings import EventMapping, justification
 from rsep.events.solver import BatchSolver
 from rsep.runtime.common import (
     XSD_INTEGER,
+    fill_template,
+    match_template,
     match_values,
     outputs,
     time_literal,
@@ -229,7 +231,7 @@ class QueryRuntime:
                            self._reads, self.engine.next_graph_change)
         self.next_tick = self.ticks.next_tick
         self._matchers = [IncrementalMatcher(m, self._solver) for m in self.query.matches]
-        self._tree = self._match_tree() if self.query.matches else None
+        self._tree = match_template(self.query) if self.query.matches else None
         self._text = self._written()
         self._projection: tuple[str, ...] = ()
         self._delta_r2s = False
@@ -469,23 +471,7 @@ class QueryRuntime:
     def _written(self) -> str:
         """What pyoxigraph is given: the query's tree written by to_sparql, once (the
         query's text for a query with no tree, or one to_sparql refuses)."""
-        tree = self.query.pattern
-        if tree is None:
-            return self.query.sparql
-        try:
-            return to_sparql(tree)
-        except PatternRefused:
-            return self.query.sparql
-
-    def _match_tree(self) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-        """The query's tree written once, cut at its MatchSlots (slot_template), when its
-        MATCH solutions can enter through it; None: the text path, for a query the tree
-        could not hold."""
-        tree = self.query.pattern
-        if tree is None:
-            return None
-        got = slot_template(tree)
-        return got if got is not None and len(got[1]) == len(self.query.matches) else None
+        return written(self.query.pattern, self.query.sparql)
 
     def _match_text(self, tau: int) -> str:
         """The query with each MATCH replaced by its solutions at tau (Eq. 8), as VALUES:
@@ -511,16 +497,7 @@ class QueryRuntime:
                 self._consume(tau, found)
         self._solver.clear()  # the matchers keep what they need per item
         self._release(changes, floor)
-        if tree is None:
-            return text
-        # the tree's text with each MATCH's VALUES block where its slot was written: the
-        # tree is not written again at each evaluation (~5x the cost of the blocks alone)
-        parts, order = tree
-        out = [parts[0]]
-        for k, i in enumerate(order):
-            out.append(filled[i])
-            out.append(parts[k + 1])
-        return "".join(out)
+        return text if tree is None else fill_template(tree, filled)
 
     def _direct(self, tau: int) -> list[Row]:
         """A MATCH-only SELECT: its rows are the MATCH's solutions, projected (no SPARQL)."""

@@ -9,7 +9,7 @@ from rsep.algebra.events import Selection
 from rsep.algebra.window import WindowKind
 from rsep.events import reference as events_reference
 from rsep.events.solver import solve_item
-from rsep.runtime.windowed import QueryRuntime
+from rsep.runtime import windowed
 from rsep.testing.snippets import EX, ev, run, short, table
 from rsep.windows import reference
 from rsep.windows.resolved import Window
@@ -249,17 +249,17 @@ EVENT ON :said {{ ?who :says ?what . }} AS Say
 EVENT ON :follows {{ ?fan :follows ?who . }} AS Follow
 WHERE {{ MATCH {policy} {{ Say SEQ Follow }} FILTER (BOUND(?who)) }}"""
     trees = []
-    real = QueryRuntime._match_tree
+    real = windowed.match_template
 
-    def spy(self):
-        got = real(self)
+    def spy(query):
+        got = real(query)
         trees.append(got)
         return got
 
-    monkeypatch.setattr(QueryRuntime, "_match_tree", spy)
+    monkeypatch.setattr(windowed, "match_template", spy)
     via_tree = run(q, events)
     assert trees and all(t is not None for t in trees)
-    monkeypatch.setattr(QueryRuntime, "_match_tree", lambda self: None)
+    monkeypatch.setattr(windowed, "match_template", lambda query: None)
     via_text = run(q, events)
     assert via_tree == via_text and len(via_tree) >= 2
     said = [o["bindings"] for o in via_tree]

@@ -45,7 +45,7 @@ from rsep.algebra.policy import ReportPolicy
 from rsep.algebra.query import ContinuousQuery
 from rsep.lars.compare import compare, engine_runs
 from rsep.lars.core import LarsError, show_term
-from rsep.lars.rsp import assign_streams, continuous, cs, from_query, select_tree, to_sparql
+from rsep.lars.rsp import assign_streams, continuous, cs, from_query, select_tree
 from rsep.stream.event import Event
 
 AGREEABLE = ("COUNT", "MAX", "MIN")
@@ -368,15 +368,14 @@ def compare_aggregate(cq_: ContinuousQuery, events: list[Event], graphs: dict[st
     q_cs = cs(assign_streams(q, stream_triples))
     pull_q = continuous(q_cs, "csparql", report=ReportPolicy.parse(f"periodic:{period}"))
     iris = {i: w.iri for i, w in enumerate(pull_q.dataset.windows)}
-    group = " ".join(f"?{v}" for v in agg.group)
-    text = (f"SELECT {group} {agg.sparql()} WHERE {to_sparql(q_cs.P, iris)}"
-            + (f" GROUP BY {group}" if group else ""))
     projection = (*(pt.Projected(g) for g in agg.group),
                   pt.Projected(agg.alias, AggregateNode(
                       agg.func, None if agg.arg is None else Variable(agg.arg), agg.distinct)))
+    # the query is its tree; its text is the tree's, written by to_sparql
+    tree = select_tree(q_cs.P, iris, projection, group=agg.group)
+    text = pt.to_sparql(tree)
     pull_q = dataclasses.replace(pull_q, sparql=text, text=text,
-                                 variables=[*agg.group, agg.alias],
-                                 pattern=select_tree(q_cs.P, iris, projection, group=agg.group))
+                                 variables=[*agg.group, agg.alias], pattern=tree)
     pulled = engine_runs(pull_q, events, graphs, time_unit_ms, base.until)
     rows = []
     for r in base.rows:

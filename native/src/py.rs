@@ -287,8 +287,9 @@ fn select_window(
 type PyCheck = ([(bool, Option<TermId>); 3], Vec<usize>);
 /// A FILTER: (variable, operator, exact value's lexical form or None, double or None).
 type PyCond = (usize, String, Option<String>, Option<f64>);
-/// GROUP BY: (keys, aggregates as (COUNT | MIN | MAX, variable or None), implicit).
-type PyGroup = (Vec<usize>, Vec<(String, Option<usize>)>, bool);
+/// GROUP BY: (keys, aggregates as (COUNT | MIN | MAX | SUM | AVG | SAMPLE | GROUP_CONCAT,
+/// variable or None, DISTINCT, GROUP_CONCAT's separator), implicit).
+type PyGroup = (Vec<usize>, Vec<(String, Option<usize>, bool, String)>, bool);
 
 /// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over the events
 /// (native/src/bgp.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
@@ -346,17 +347,26 @@ fn bgp_window(
         None => None,
         Some((keys, aggs, implicit)) => {
             let mut out = Vec::new();
-            for (name, var) in aggs {
-                let kind = match name.as_str() {
-                    "COUNT" => AggKind::Count,
-                    "MIN" => AggKind::Min,
-                    "MAX" => AggKind::Max,
-                    _ => return Err(bad(format!("an aggregate {name:?}"))),
+            for (name, var, distinct, separator) in aggs {
+                let kind = match (name.as_str(), distinct) {
+                    ("COUNT", false) => AggKind::Count,
+                    ("COUNT", true) => AggKind::CountDistinct,
+                    ("MIN", false) => AggKind::Min,
+                    ("MAX", false) => AggKind::Max,
+                    ("SUM", false) => AggKind::Sum,
+                    ("AVG", false) => AggKind::Avg,
+                    ("SAMPLE", false) => AggKind::Sample,
+                    ("GROUP_CONCAT", false) => AggKind::GroupConcat,
+                    _ => return Err(bad(format!("an aggregate {name:?} (DISTINCT: {distinct})"))),
                 };
                 if var.is_some_and(|v| v >= vars) || var.is_none() && kind != AggKind::Count {
                     return Err(bad(format!("{name}'s variable")));
                 }
-                out.push(Agg { kind, var });
+                out.push(Agg {
+                    kind,
+                    var,
+                    separator,
+                });
             }
             if keys.iter().any(|&k| k >= vars) {
                 return Err(bad("a GROUP BY variable".into()));

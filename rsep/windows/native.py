@@ -10,7 +10,8 @@ DISTINCT, LIMIT or OFFSET; the block is up to :data:`MAX_PATTERNS` triple patter
 node; IRIs, canonical literals and variables) with FILTERs each a comparison (``<, <=, >,
 >=, =, !=``) of a variable with an xsd:integer, xsd:decimal or xsd:double literal, or a
 conjunction of those; the query selects variables (or ``*``), or groups (GROUP BY variables,
-or aggregates alone) with COUNT(*), COUNT(?v), MIN(?v) and MAX(?v). One pattern alone with
+or aggregates alone) with COUNT(*), COUNT(?v), COUNT(DISTINCT ?v), MIN(?v), MAX(?v),
+SUM(?v), AVG(?v), SAMPLE(?v) and GROUP_CONCAT(?v; SEPARATOR=...). One pattern alone with
 neither FILTER nor grouping runs on select.rs's operator, the rest on bgp.rs's. For
 anything else it says why not, and the query runs as before.
 
@@ -20,7 +21,8 @@ operators refuse an input on which rsep's own order of rows, a comparison they d
 decide exactly, or a limit of the run would come into play (see native/src/select.rs and
 bgp.rs: the locality check failing, two solutions of one event for a block of several
 patterns, an xsd:float or other number they do not compare exactly, MIN / MAX over mixed
-datatypes or equal values of different terms), so what they write is what today's path
+datatypes or equal values of different terms, SUM / AVG / SAMPLE / GROUP_CONCAT of a value
+rsep's mirror of pyoxigraph does not read, an xsd:float, an overflow), so what they write is what today's path
 writes, byte for byte; on a refusal nothing is written and the caller runs today's path.
 Literals pyoxigraph's store reads back in another form (``"100.0"^^xsd:double`` as
 ``"100"``) refuse a one-pattern run, and are replaced by their stored form for bgp.rs, as
@@ -67,6 +69,8 @@ NATIVE = "native"
 # the file's size (tests/windows/test_native_window.py pins the refusal).
 MAX_FILE_BYTES = 256 * 2**20
 MAX_PATTERNS = 8  # triple patterns of a block (each event's solutions by a nested loop)
+# what bgp.rs folds (DISTINCT only for COUNT of a variable; none of STR(?v))
+NATIVE_AGGREGATES = ("COUNT", "MIN", "MAX", "SUM", "AVG", "SAMPLE", "GROUP_CONCAT")
 
 
 def core() -> ModuleType:
@@ -125,8 +129,9 @@ class Bgp:
     # positions whose terms it counts (none: the whole triple)
     checks: tuple[tuple[tuple[str | None, ...], tuple[int, ...]], ...]
     filters: tuple[tuple[int, str, str | None, float | None], ...]  # (_conditions)
-    # (key variables, (COUNT | MIN | MAX, variable or None), implicit), or None: no grouping
-    group: tuple[tuple[int, ...], tuple[tuple[str, int | None], ...], bool] | None
+    # (key variables, (aggregate, variable or None, DISTINCT, GROUP_CONCAT's separator),
+    # implicit), or None: no grouping
+    group: tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str], ...], bool] | None
     columns: tuple[tuple[str, str, int | None], ...]  # (name, "var" | "agg", number)
 
 
@@ -154,7 +159,9 @@ class NativePlan:
                     "ids in Rust (rsep._core), terms decoded only for output; a stream file the "
                     "native reader does not take, a join term in two live events, an event with "
                     "two solutions of a block of several patterns, a value a FILTER or MIN / MAX "
-                    "does not compare exactly or a limit reached run as today's path")
+                    "does not compare exactly, a value SUM / AVG / SAMPLE / GROUP_CONCAT does not "
+                    "fold exactly (an xsd:float, an overflow...) or a limit reached run as "
+                    "today's path")
         return ("native: read, windowed, matched and written on integer ids in Rust "
                 "(rsep._core), terms decoded only for output; a stream file the native reader "
                 "does not take (anything but timestamped graphs with nothing to reject), a "
@@ -231,16 +238,20 @@ def native_plan(query: ContinuousQuery, maintained: Plan | str, report: ReportPo
         if isinstance(got, str):
             return f"FILTER {c.text}: {got}"
         filters += got
-    group: tuple[tuple[int, ...], tuple[tuple[str, int | None], ...], bool] | None = None
+    group: tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str], ...], bool] | None \
+        = None
     columns: list[tuple[str, str, int | None]] = []
     if p.keys is not None:
-        aggs: list[tuple[str, int | None]] = []
+        aggs: list[tuple[str, int | None, bool, str]] = []
         for a in p.aggregates:
-            if a.name not in ("COUNT", "MIN", "MAX") or a.distinct or a.str_arg:
-                return f"the aggregate {a.text} (the native path takes COUNT, MIN and MAX)"
+            if a.name not in NATIVE_AGGREGATES or a.str_arg \
+                    or a.distinct and (a.name != "COUNT" or a.var is None):
+                return (f"the aggregate {a.text} (the native path takes COUNT, COUNT(DISTINCT ?v), "
+                        "MIN, MAX, SUM, AVG, SAMPLE and GROUP_CONCAT of a variable)")
             if a.var is not None and a.var not in numbers:
                 return f"{a.text} of a variable the pattern does not bind"
-            aggs.append((a.name, None if a.var is None else numbers[a.var]))
+            aggs.append((a.name, None if a.var is None else numbers[a.var], a.distinct,
+                         a.separator))
         if any(k not in numbers for k in p.keys):
             return "GROUP BY a variable the pattern does not bind"
         group = (tuple(numbers[k] for k in p.keys), tuple(aggs), p.implicit)

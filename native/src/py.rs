@@ -288,8 +288,12 @@ type PyCheck = ([(bool, Option<TermId>); 3], Vec<usize>);
 /// A FILTER: (variable, operator, exact value's lexical form or None, double or None).
 type PyCond = (usize, String, Option<String>, Option<f64>);
 /// GROUP BY: (keys, aggregates as (COUNT | MIN | MAX | SUM | AVG | SAMPLE | GROUP_CONCAT,
-/// variable or None, DISTINCT, GROUP_CONCAT's separator), implicit).
-type PyGroup = (Vec<usize>, Vec<(String, Option<usize>, bool, String)>, bool);
+/// variable or None, DISTINCT, GROUP_CONCAT's separator, of STR(variable)), implicit).
+type PyGroup = (
+    Vec<usize>,
+    Vec<(String, Option<usize>, bool, String, bool)>,
+    bool,
+);
 
 /// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over the events
 /// (native/src/bgp.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
@@ -347,17 +351,22 @@ fn bgp_window(
         None => None,
         Some((keys, aggs, implicit)) => {
             let mut out = Vec::new();
-            for (name, var, distinct, separator) in aggs {
-                let kind = match (name.as_str(), distinct) {
-                    ("COUNT", false) => AggKind::Count,
-                    ("COUNT", true) => AggKind::CountDistinct,
-                    ("MIN", false) => AggKind::Min,
-                    ("MAX", false) => AggKind::Max,
-                    ("SUM", false) => AggKind::Sum,
-                    ("AVG", false) => AggKind::Avg,
-                    ("SAMPLE", false) => AggKind::Sample,
-                    ("GROUP_CONCAT", false) => AggKind::GroupConcat,
-                    _ => return Err(bad(format!("an aggregate {name:?} (DISTINCT: {distinct})"))),
+            for (name, var, distinct, separator, str_arg) in aggs {
+                let kind = match (name.as_str(), distinct, str_arg) {
+                    ("COUNT", false, false) => AggKind::Count,
+                    ("COUNT", true, false) => AggKind::CountDistinct,
+                    ("MIN", false, false) => AggKind::Min,
+                    ("MAX", false, false) => AggKind::Max,
+                    ("SUM", false, false) => AggKind::Sum,
+                    ("AVG", false, false) => AggKind::Avg,
+                    ("SAMPLE", false, false) => AggKind::Sample,
+                    ("GROUP_CONCAT", false, false) => AggKind::GroupConcat,
+                    ("GROUP_CONCAT", false, true) => AggKind::GroupConcatStr,
+                    _ => {
+                        return Err(bad(format!(
+                            "an aggregate {name:?} (DISTINCT: {distinct}, of STR: {str_arg})"
+                        )))
+                    }
                 };
                 if var.is_some_and(|v| v >= vars) || var.is_none() && kind != AggKind::Count {
                     return Err(bad(format!("{name}'s variable")));

@@ -11,9 +11,9 @@ node; IRIs, canonical literals and variables) with FILTERs each a comparison (``
 >=, =, !=``) of a variable with an xsd:integer, xsd:decimal or xsd:double literal, or a
 conjunction of those; the query selects variables (or ``*``), or groups (GROUP BY variables,
 or aggregates alone) with COUNT(*), COUNT(?v), COUNT(DISTINCT ?v), MIN(?v), MAX(?v),
-SUM(?v), AVG(?v), SAMPLE(?v) and GROUP_CONCAT(?v; SEPARATOR=...). One pattern alone with
-neither FILTER nor grouping runs on select.rs's operator, the rest on bgp.rs's. For
-anything else it says why not, and the query runs as before.
+SUM(?v), AVG(?v), SAMPLE(?v) and GROUP_CONCAT(?v; SEPARATOR=...) (or of STR(?v)). One
+pattern alone with neither FILTER nor grouping runs on select.rs's operator, the rest on
+bgp.rs's. For anything else it says why not, and the query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape with nothing to reject, and the
@@ -69,7 +69,7 @@ NATIVE = "native"
 # the file's size (tests/windows/test_native_window.py pins the refusal).
 MAX_FILE_BYTES = 256 * 2**20
 MAX_PATTERNS = 8  # triple patterns of a block (each event's solutions by a nested loop)
-# what bgp.rs folds (DISTINCT only for COUNT of a variable; none of STR(?v))
+# what bgp.rs folds (DISTINCT only for COUNT of a variable; STR(?v) only for GROUP_CONCAT)
 NATIVE_AGGREGATES = ("COUNT", "MIN", "MAX", "SUM", "AVG", "SAMPLE", "GROUP_CONCAT")
 
 
@@ -131,7 +131,8 @@ class Bgp:
     filters: tuple[tuple[int, str, str | None, float | None], ...]  # (_conditions)
     # (key variables, (aggregate, variable or None, DISTINCT, GROUP_CONCAT's separator),
     # implicit), or None: no grouping
-    group: tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str], ...], bool] | None
+    group: tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str, bool], ...],
+                 bool] | None
     columns: tuple[tuple[str, str, int | None], ...]  # (name, "var" | "agg", number)
 
 
@@ -238,20 +239,21 @@ def native_plan(query: ContinuousQuery, maintained: Plan | str, report: ReportPo
         if isinstance(got, str):
             return f"FILTER {c.text}: {got}"
         filters += got
-    group: tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str], ...], bool] | None \
+    group: tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str, bool], ...], bool] | None \
         = None
     columns: list[tuple[str, str, int | None]] = []
     if p.keys is not None:
-        aggs: list[tuple[str, int | None, bool, str]] = []
+        aggs: list[tuple[str, int | None, bool, str, bool]] = []
         for a in p.aggregates:
-            if a.name not in NATIVE_AGGREGATES or a.str_arg \
+            if a.name not in NATIVE_AGGREGATES or a.str_arg and a.name != "GROUP_CONCAT" \
                     or a.distinct and (a.name != "COUNT" or a.var is None):
                 return (f"the aggregate {a.text} (the native path takes COUNT, COUNT(DISTINCT ?v), "
-                        "MIN, MAX, SUM, AVG, SAMPLE and GROUP_CONCAT of a variable)")
+                        "MIN, MAX, SUM, AVG, SAMPLE and GROUP_CONCAT of a variable, and "
+                        "GROUP_CONCAT(STR(?v)))")
             if a.var is not None and a.var not in numbers:
                 return f"{a.text} of a variable the pattern does not bind"
             aggs.append((a.name, None if a.var is None else numbers[a.var], a.distinct,
-                         a.separator))
+                         a.separator, a.str_arg))
         if any(k not in numbers for k in p.keys):
             return "GROUP BY a variable the pattern does not bind"
         group = (tuple(numbers[k] for k in p.keys), tuple(aggs), p.implicit)

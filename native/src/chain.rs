@@ -1,13 +1,18 @@
-//! SPASEQ's chain engine on ids (issue 50, first stage): a SEQ of plain GPMs under `,`
-//! (strict contiguity) and `;` (skip-till-next), WITHIN tumbling windows, over a stream file
-//! read into events of ids ([`crate::stream`]), writing its matches as rsep's sink does.
+//! SPASEQ's chain engine on ids (issue 50, first and second stages): a SEQ of plain GPMs
+//! under `,` (strict contiguity), `;` (skip-till-next) and `:` (skip-till-any), WITHIN
+//! tumbling windows, over a stream file read into events of ids ([`crate::stream`]),
+//! writing its matches as rsep's sink does.
 //!
 //! The semantics are rsep/spaseq/chain.py's `ChainEngine` (NFA_scep's Algorithms 2 and 4 on
-//! a straight line of states): per instant, runs of windows that ended before it go; from
-//! the last state down, a run at x_i whose GPM matches the instant's event takes it (the
-//! first match only: it leaves x_i), a run under strict contiguity that took nothing dies;
-//! then the event starts a run at x_1 when the first GPM matches it; a run taking the last
-//! GPM is a match. An instant's matches are written ordered by the events they took, a
+//! a straight line of states) and, for `:`, rsep/spaseq/nfa.py's `NFAEngine`: per instant,
+//! runs of windows that ended before it go; from the last state down, a run at x_i whose
+//! GPM matches the instant's event takes it (skip-till-next: the first match only, it
+//! leaves x_i; skip-till-any: it stays at x_i and a copy goes on to x_(i+1)), a run under
+//! strict contiguity that took nothing dies; then the event starts a run at x_1 when the
+//! first GPM matches it; a run taking the last GPM is a match. Today's engine shares the
+//! runs of `:` that can only go on alike (one run whose history is a DAG of their paths,
+//! enumerated when one completes); this one keeps each path as its own run, so it writes
+//! the same matches (one per path) and has at least as many live runs as today's. An instant's matches are written ordered by the events they took, a
 //! match's rows (a run holds every mapping its events' solutions joined into) by their
 //! terms' text, as rsep/spaseq/runtime.py orders them.
 //!
@@ -15,7 +20,9 @@
 //! decide exactly as rsep/sparql/filters.py does (anything but xsd:integer and its derived
 //! types, xsd:decimal and xsd:double in the lexical forms that module reads itself), and
 //! whatever would make today's path stop or warn (more live runs than `max_runs`, more
-//! matches at one instant than `max_instant`).
+//! matches at one instant than `max_instant`). Its own count of live runs bounds today's
+//! from above, so it refuses wherever today's path would drop runs, and sometimes where
+//! today's shared runs would not: then today's path runs the query, as it would have.
 
 use crate::bgp::Op;
 use crate::dictionary::{TermId, Terms};
@@ -204,8 +211,8 @@ pub struct Gpm {
 pub struct Spec {
     /// per state x_0 .. x_(n-1), in sequence order
     pub gpms: Vec<Gpm>,
-    /// per state: whether `,` (strict contiguity) comes before it (false for x_0)
-    pub strict: Vec<bool>,
+    /// per state: the event selection before it (`First` for x_0 alone)
+    pub ops: Vec<Select>,
     pub vars: usize,
     /// a variable every GPM binds: runs are kept by its value
     pub partition: Option<usize>,
@@ -219,6 +226,32 @@ pub struct Spec {
     pub max_runs: u64,
     pub max_instant: Option<u64>,
     pub format: Format,
+}
+
+/// The operator between two GPMs of the SEQ: how a run at the later one's state takes
+/// events (002 Def. 12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Select {
+    /// x_0: no run waits there
+    First,
+    /// `,`: the very next instant, or the run dies
+    Strict,
+    /// `;`: the first event that extends the run, which then leaves the state
+    Next,
+    /// `:`: every event that extends the run, which stays for the later ones
+    Any,
+}
+
+impl Select {
+    pub fn parse(s: &str) -> Option<Select> {
+        match s {
+            "" => Some(Select::First),
+            "," => Some(Select::Strict),
+            ";" => Some(Select::Next),
+            ":" => Some(Select::Any),
+            _ => None,
+        }
+    }
 }
 
 /// How matches are written: rsep/runtime/sinks.py's jsonl or tsv, or `events`, what rsep
@@ -468,7 +501,13 @@ pub fn run(
     out: &mut dyn Write,
 ) -> std::io::Result<Result<Done, Refused>> {
     let n = spec.gpms.len();
-    if n == 0 || spec.vars == 0 || spec.strict.len() != n || spec.window.is_some_and(|w| w <= 0) {
+    if n == 0
+        || spec.vars == 0
+        || spec.ops.len() != n
+        || spec.ops[0] != Select::First
+        || spec.ops[1..].contains(&Select::First)
+        || spec.window.is_some_and(|w| w <= 0)
+    {
         return Ok(Err(Refused("not a chain the native path runs".into())));
     }
     let mut values = Values {
@@ -579,6 +618,7 @@ pub fn run(
             if !sols[i].is_empty() && !buckets[i].is_empty() {
                 let g = &spec.gpms[i];
                 let last = i + 1 == n;
+                let any = spec.ops[i] == Select::Any;
                 // the buckets the solutions can reach: each of their partition values', with
                 // those solutions, and the mixed one with all of them
                 keys.clear();
@@ -613,6 +653,28 @@ pub fn run(
                             j += 1;
                             continue;
                         }
+                        if any {
+                            // skip-till-any: the run stays for later events, a copy takes
+                            // this one
+                            let r = &runs[j];
+                            j += 1;
+                            let mut times = Vec::with_capacity(n);
+                            times.extend_from_slice(&r.times);
+                            times.push(t);
+                            let vals = joined.clone();
+                            if last {
+                                matches.push((times, vals));
+                            } else {
+                                live += 1;
+                                let window = r.window;
+                                after[0].entry(key(&vals)).or_default().push(Run {
+                                    vals,
+                                    times,
+                                    window,
+                                });
+                            }
+                            continue;
+                        }
                         let mut r = runs.swap_remove(j);
                         std::mem::swap(&mut r.vals, &mut joined);
                         r.times.push(t);
@@ -628,7 +690,7 @@ pub fn run(
                     }
                 }
             }
-            if spec.strict[i] && !buckets[i].is_empty() {
+            if spec.ops[i] == Select::Strict && !buckets[i].is_empty() {
                 // a run at x_i that took no event of this instant is over (before x_(i-1)'s
                 // runs move in)
                 live -= buckets[i].values().map(|r| r.len() as u64).sum::<u64>();
@@ -653,7 +715,8 @@ pub fn run(
         }
         if live > spec.max_runs {
             return Ok(Err(Refused(format!(
-                "more than {} live runs (today's path drops the oldest and warns)",
+                "more than {} live runs (today's path drops the oldest and warns past its \
+                 bound, which under ':' it may not reach, sharing runs)",
                 spec.max_runs
             ))));
         }
@@ -777,10 +840,13 @@ mod tests {
 
     /// SEQ (A ; B) or (A , B): A and B `?c <price> ?pN`, B's FILTER ?p2 > ?p1, WITHIN w.
     fn rise(doc: &str, strict: bool, window: Option<i64>) -> (String, Done) {
-        rise_as(doc, strict, window, Format::Tsv)
+        let op = if strict { Select::Strict } else { Select::Next };
+        rise_as(doc, &[op], window, Format::Tsv)
     }
 
-    fn rise_as(doc: &str, strict: bool, window: Option<i64>, format: Format) -> (String, Done) {
+    /// SEQ (A op B op C ...): one more GPM per operator, each `?c <price> ?pN` with the
+    /// FILTER ?pN > ?p(N-1).
+    fn rise_as(doc: &str, ops: &[Select], window: Option<i64>, format: Format) -> (String, Done) {
         let mut terms = Terms::new();
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
@@ -788,20 +854,21 @@ mod tests {
             patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
             binds: vec![0, p],
             local: vec![],
-            stateful: if p == 2 {
+            stateful: if p >= 2 {
                 vec![Cmp {
-                    left: Operand::Var(2),
+                    left: Operand::Var(p),
                     op: Op::Gt,
-                    right: Operand::Var(1),
+                    right: Operand::Var(p - 1),
                 }]
             } else {
                 vec![]
             },
         };
+        let n = ops.len() + 1;
         let spec = Spec {
-            gpms: vec![gpm(1), gpm(2)],
-            strict: vec![false, strict],
-            vars: 3,
+            gpms: (1..=n).map(gpm).collect(),
+            ops: [Select::First].iter().chain(ops).copied().collect(),
+            vars: n + 1,
             partition: Some(0),
             window,
             t0: None,
@@ -840,10 +907,99 @@ mod tests {
     #[test]
     fn events_as_the_bench_harness_reads_them() {
         let doc = stream(&[(0, "a", 5), (2, "a", 4), (3, "a", 6)]);
-        let (out, _) = rise_as(&doc, false, None, Format::Events);
+        let (out, _) = rise_as(&doc, &[Select::Next], None, Format::Events);
         assert_eq!(out, "{\"events\": [0, 3]}\n{\"events\": [2, 3]}\n");
-        let (out, _) = rise_as(&doc, false, None, Format::Jsonl);
+        let (out, _) = rise_as(&doc, &[Select::Next], None, Format::Jsonl);
         assert!(out.starts_with("{\"time\": 3, \"from\": 0, \"to\": 3, \"start\": 0, \"bindings\": {\"c\": \"<http://c/a>\", \"p2\": "), "{out}");
+    }
+
+    fn events(doc: &str, ops: &[Select], window: Option<i64>) -> String {
+        rise_as(doc, ops, window, Format::Events).0
+    }
+
+    #[test]
+    fn skip_till_any_takes_every_later_match_and_stays() {
+        let doc = stream(&[
+            (0, "a", 5),
+            (1, "a", 6),
+            (2, "b", 1),
+            (3, "a", 7),
+            (4, "a", 2),
+        ]);
+        // a@0 (5) takes 6 and 7; a@1 (6) takes 7; skip-till-next would leave a@0 at 6
+        assert_eq!(
+            events(&doc, &[Select::Any], None),
+            "{\"events\": [0, 1]}\n{\"events\": [0, 3]}\n{\"events\": [1, 3]}\n"
+        );
+        assert_eq!(
+            events(&doc, &[Select::Next], None),
+            "{\"events\": [0, 1]}\n{\"events\": [1, 3]}\n"
+        );
+        // A : B : C rising: (5, 6, 7) only; A ; B : C: a@0 moves at 6, then waits for 7 too
+        assert_eq!(
+            events(&doc, &[Select::Any, Select::Any], None),
+            "{\"events\": [0, 1, 3]}\n"
+        );
+        assert_eq!(
+            events(&doc, &[Select::Next, Select::Any], None),
+            "{\"events\": [0, 1, 3]}\n"
+        );
+        // a copy at x_1 under `,` must take the very next instant: 6 at 1 then b at 2 ends it
+        assert_eq!(events(&doc, &[Select::Any, Select::Strict], None), "");
+        // window 2 ([0, 2], [2, 4]): a@0 reaches 6 but not 7; a@3 starts a run 2 does not rise
+        assert_eq!(
+            events(&doc, &[Select::Any], Some(2)),
+            "{\"events\": [0, 1]}\n"
+        );
+    }
+
+    #[test]
+    fn skip_till_any_matches_of_one_instant_in_event_order() {
+        // three rising prices, then one above all: every pair, the latest three at 3
+        let doc = stream(&[(0, "a", 1), (1, "a", 2), (2, "a", 3), (3, "a", 9)]);
+        let out = events(&doc, &[Select::Any], None);
+        assert_eq!(
+            out.lines().skip(3).collect::<Vec<_>>(),
+            [
+                "{\"events\": [0, 3]}",
+                "{\"events\": [1, 3]}",
+                "{\"events\": [2, 3]}"
+            ],
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), 6);
+    }
+
+    #[test]
+    fn copies_count_against_the_bound_of_live_runs() {
+        let doc = stream(&[(0, "a", 1), (1, "a", 2), (2, "a", 3)]);
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
+        let g = |p: usize| Gpm {
+            patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
+            binds: vec![0, p],
+            local: vec![],
+            stateful: vec![],
+        };
+        let spec = |max_runs: u64| Spec {
+            gpms: vec![g(1), g(2), g(3)],
+            ops: vec![Select::First, Select::Any, Select::Any],
+            vars: 4,
+            partition: Some(0),
+            window: None,
+            t0: None,
+            project: vec![("c".into(), Some(0))],
+            distinct: false,
+            max_runs,
+            max_instant: None,
+            format: Format::Events,
+        };
+        // after 2: three runs at x_1 (0, 1, 2) and three at x_2 ((0, 1), (0, 2), (1, 2))
+        let mut out = Vec::new();
+        assert!(run(&spec(6), &ev, &terms, &mut out).unwrap().is_ok());
+        let got = run(&spec(5), &ev, &terms, &mut out).unwrap();
+        assert!(got.is_err_and(|r| r.0.contains("more than 5 live runs")));
     }
 
     #[test]

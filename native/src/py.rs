@@ -467,7 +467,7 @@ fn chain_run(
     py: Python<'_>,
     ev: PyRef<'_, StreamEvents>,
     gpms: Vec<PyGpm>,
-    strict: Vec<bool>,
+    ops: Vec<String>,
     vars: usize,
     partition: Option<usize>,
     window: Option<i64>,
@@ -479,7 +479,7 @@ fn chain_run(
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
     use crate::bgp::Op;
-    use crate::chain::{value_of, Cmp, Format, Gpm, Operand, Spec as ChainSpec, Val};
+    use crate::chain::{value_of, Cmp, Format, Gpm, Operand, Select, Spec as ChainSpec, Val};
     let bad = |what: String| PyValueError::new_err(what);
     let var = |v: usize| {
         if v < vars {
@@ -540,9 +540,13 @@ fn chain_run(
             var(*v)?;
         }
     }
+    let ops = ops
+        .iter()
+        .map(|op| Select::parse(op).ok_or_else(|| bad(format!("an event selection {op:?}"))))
+        .collect::<PyResult<Vec<_>>>()?;
     let spec = ChainSpec {
         gpms: chain,
-        strict,
+        ops,
         vars,
         partition,
         window,

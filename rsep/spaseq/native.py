@@ -1,26 +1,29 @@
-"""The native path of a SPASEQ chain (issue 50, first stage): read, matched and written on
-integer ids in Rust (rsep._core: native/src/stream.rs and chain.rs), terms decoded only
-for output.
+"""The native path of a SPASEQ chain (issue 50, first and second stages): read, matched and
+written on integer ids in Rust (rsep._core: native/src/stream.rs and chain.rs), terms
+decoded only for output.
 
 :func:`native_plan` is its planner. It takes what :class:`rsep.spaseq.chain.ChainEngine`
-runs, narrowed: a SEQ of plain GPMs under ``,`` (strict contiguity) and ``;``
-(skip-till-next) over one stream, each GPM one basic graph pattern over the event's graph
+runs, narrowed, and skip-till-any besides (which :class:`rsep.spaseq.nfa.NFAEngine` runs
+today): a SEQ of plain GPMs under ``,`` (strict contiguity), ``;`` (skip-till-next) and
+``:`` (skip-till-any) over one stream, each GPM one basic graph pattern over the event's graph
 (no blank node, no background GRAPH) with FILTERs each a conjunction of comparisons
 (``<, <=, >, >=, =, !=``) of variables and xsd:integer, xsd:decimal or xsd:double literals,
 those on the GPM's own variables tested on the event, those reading earlier GPMs' on the
 run (``?p2 > ?p1``); SELECT of variables (DISTINCT or not), WITHIN or not. For anything
-else (skip-till-any, Kleene+, negation, optional atoms, conjunction or disjunction of GPMs,
+else (Kleene+, negation, optional atoms, conjunction or disjunction of GPMs,
 OPTIONAL or any other pattern, a FILTER of anything else, SELECT expressions, PARTITION BY,
-several streams, an engine option the chain engine does not run) it says why not, and the
-query runs as before.
+several streams, an engine option the chain engine does not run, no-window-pushing with
+``:``) it says why not, and the query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape (native/src/stream.rs), and the engine
 refuses an input on which it would not write what today's path writes, byte for byte: a
 comparison of values rsep/sparql/filters.py does not decide itself or of anything but
 those numbers, more live
-runs than the engine's bound (today's path drops the oldest and warns) or more matches at
-one instant than ``--max-matches`` (an error there). Literals pyoxigraph's store reads
+runs than the engine's bound (today's path drops the oldest and warns; under ``:`` the
+native engine keeps a run per path where today's shares them, so it may refuse where
+today's path would not have cut) or more matches at one instant than ``--max-matches``
+(an error there). Literals pyoxigraph's store reads
 back in another form are replaced by their stored form, as today's path matches and
 writes them. ``RSEP_PURE=1`` turns the path off (the pure build runs Python only), and so
 does ``RSEP_NATIVE=0`` alone (today's path with the compiled build, as measured against it).
@@ -57,6 +60,7 @@ MAX_FILE_BYTES = 256 * 2**20
 MAX_PATTERNS = 8  # triple patterns of a GPM (each event's solutions by a nested loop)
 
 _OPS = ("<", "<=", ">", ">=", "=", "!=")
+_SELECT = {Strategy.STRICT: ",", Strategy.NEXT: ";", Strategy.ANY: ":"}
 _NUMBERS = ("integer", "decimal", "double")
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -116,7 +120,7 @@ class NativePlan:
     # per state, in sequence order: (triple patterns, the variables it binds, its FILTERs on
     # those alone, its FILTERs reading earlier GPMs' variables)
     gpms: tuple[tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...]], ...]
-    strict: tuple[bool, ...]  # per state: `,` before it
+    ops: tuple[str, ...]  # per state: the operator before it (`,`, `;` or `:`; "" for x_0)
     vars: int
     partition: int | None  # a variable every GPM binds (runs kept by its value)
     project: tuple[tuple[str, int | None], ...]  # (output name, variable number or None)
@@ -144,8 +148,10 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             return "an optional atom (the native path takes plain GPMs)"
         if not isinstance(a.body, Leaf):
             return "a conjunction or disjunction of GPMs (the native path takes plain GPMs)"
-    if any(op is Strategy.ANY for op in seq.ops):
-        return "skip-till-any ':' (the native path takes ',' and ';')"
+    if any(op is Strategy.ANY for op in seq.ops) and not options.window_pushing:
+        # (today's engine then drops closed windows' runs late, counting them against
+        # max-runs: the native path's count would not bound its own)
+        return "no-window-pushing with skip-till-any ':'"
     if len(set(query.streams.values())) != 1:
         return "several streams"
     if trace is not None:
@@ -211,8 +217,8 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
     common = set(range(len(numbers)))
     for _, own_vars, _, _ in gpms:
         common &= set(own_vars)
-    strict = (False, *(op is Strategy.STRICT for op in seq.ops))
-    return NativePlan(tuple(gpms), strict, len(numbers), min(common) if common else None,
+    ops = ("", *(_SELECT[op] for op in seq.ops))
+    return NativePlan(tuple(gpms), ops, len(numbers), min(common) if common else None,
                       tuple((v, numbers.get(v)) for v in variables), query.distinct,
                       options.max_runs, options.max_instant)
 
@@ -324,7 +330,7 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
               for tp in patterns], list(binds), list(local), list(stateful))
             for patterns, binds, local, stateful in plan.gpms]
     refused, evaluations, rows = core().chain_run(
-        ev, gpms, list(plan.strict), plan.vars, plan.partition, window, query.issued_at,
+        ev, gpms, list(plan.ops), plan.vars, plan.partition, window, query.issued_at,
         list(plan.project), plan.distinct, (plan.max_runs, plan.max_instant), fmt, out_path)
     if refused:
         return Outcome(refused)

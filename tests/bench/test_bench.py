@@ -431,3 +431,16 @@ def test_stock_vshape_worker_takes_the_native_path_as_rsep_run_does(tmp_path, mo
     else:
         assert rows["rsep"]["engine"] == "local, native path"
         assert note.startswith("path: native (")
+
+
+def test_stock_core_worker_takes_the_native_path(tmp_path, monkeypatch):
+    """stock-core's skip-till-any bands run on the native path in the rsep worker; its
+    matches are the reference evaluator's."""
+    monkeypatch.chdir(tmp_path)
+    assert runner.main("stock-core", 3000, "local", "rsep,reference", 1, "o", plots=False,
+                       log=lambda s: None) == 0
+    with open(tmp_path / "o" / "measurements.csv", encoding="utf-8", newline="") as f:
+        rows = {r["peer"]: r for r in csv.DictReader(f)}
+    assert rows["reference"]["agreement"].startswith("agree (")
+    assert rows["rsep"]["engine"] == "local, native path"
+    assert rows["rsep"]["outputs"] == rows["reference"]["outputs"] != "0"

@@ -177,6 +177,9 @@ def test_compare_windows_reads_numbers_by_value_and_finds_a_changed_row():
 
 def test_bench_runs_rsep_and_its_reference_and_reports_a_missing_peer(tmp_path, monkeypatch):
     monkeypatch.setenv("RSEP_BENCH_PEERS", str(tmp_path / "no-peers"))
+    # today's path, whose stages (parse, match, ...) the stage-timed run reports; the native
+    # path's (read_s, engine_s) are test_stock_core_worker_takes_the_native_path's
+    monkeypatch.setenv("RSEP_NATIVE", "0")
     monkeypatch.chdir(tmp_path)  # a relative --out: the workers run in folders of their own
     logs: list[str] = []
     assert runner.main("stock-core", 400, "local", "rsep,reference,core", 1, "o",
@@ -444,3 +447,5 @@ def test_stock_core_worker_takes_the_native_path(tmp_path, monkeypatch):
     assert rows["reference"]["agreement"].startswith("agree (")
     assert rows["rsep"]["engine"] == "local, native path"
     assert rows["rsep"]["outputs"] == rows["reference"]["outputs"] != "0"
+    stages = dict(kv.split("=") for kv in rows["rsep"]["stages"].split(";"))
+    assert list(stages) == ["read_s", "engine_s"] and float(stages["read_s"]) > 0

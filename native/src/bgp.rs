@@ -25,7 +25,7 @@
 //! today's path takes it.
 
 use crate::dictionary::{TermId, Terms};
-use crate::select::{json_string, Holders, R2s, Refused, Slot};
+use crate::select::{json_string, Done, Holders, R2s, Refused, Slot};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
 use oxrdf::vocab::xsd;
@@ -153,12 +153,6 @@ pub struct Spec {
     pub max_window_triples: u64,
     pub max_results: u64,
     pub tsv: bool,
-}
-
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Done {
-    pub evaluations: u64,
-    pub rows: u64,
 }
 
 /// A term's value as a FILTER or MIN / MAX reads it.

@@ -2,7 +2,7 @@
 
 use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
-use crate::select::{run as select_run, R2s, Slot, Spec};
+use crate::select::{run as select_run, Done, R2s, Refused, Slot, Spec};
 use crate::stream::{read_events_with, stable_literal, Events};
 use oxrdf::Term;
 use pyo3::exceptions::PyValueError;
@@ -264,22 +264,9 @@ fn select_window(
             _ => return Err(PyValueError::new_err(format!("a format {format:?}"))),
         },
     };
-    let file = std::fs::File::create(out_path)
-        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
-    let ev = &*ev;
-    let got = py.detach(|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = select_run(&spec, &ev.events, &ev.terms, &mut out)?;
-        std::io::Write::flush(&mut out)?;
-        Ok::<_, std::io::Error>(r)
-    });
-    match got {
-        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
-        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
-        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
-            "{out_path}: {e}"
-        ))),
-    }
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        select_run(&spec, events, terms, out)
+    })
 }
 
 /// A pattern as the locality check reads it: per position (true, _) anything or (false, the
@@ -428,21 +415,9 @@ fn bgp_window(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    let file = std::fs::File::create(out_path).map_err(|e| bad(format!("{out_path}: {e}")))?;
-    let ev = &*ev;
-    let got = py.detach(|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::bgp::run(&spec, &ev.events, &ev.terms, &mut out)?;
-        std::io::Write::flush(&mut out)?;
-        Ok::<_, std::io::Error>(r)
-    });
-    match got {
-        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
-        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
-        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
-            "{out_path}: {e}"
-        ))),
-    }
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        crate::bgp::run(&spec, events, terms, out)
+    })
 }
 
 /// A comparison operand as Python gives it: (a variable's number, None) or (None, a
@@ -562,11 +537,29 @@ fn chain_run(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    let file = std::fs::File::create(out_path).map_err(|e| bad(format!("{out_path}: {e}")))?;
-    let ev = &*ev;
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        crate::chain::run(&spec, events, terms, out)
+    })
+}
+
+/// Run an operator over the events with the GIL released (no Python object is touched),
+/// writing to `out_path` through one buffer: (its refusal or "", evaluations, rows written).
+fn run_to_file(
+    py: Python<'_>,
+    out_path: &str,
+    ev: &StreamEvents,
+    run: impl FnOnce(
+            &Events,
+            &CoreTerms,
+            &mut std::io::BufWriter<std::fs::File>,
+        ) -> std::io::Result<Result<Done, Refused>>
+        + Send,
+) -> PyResult<(String, u64, u64)> {
+    let file = std::fs::File::create(out_path)
+        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
     let got = py.detach(|| {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::chain::run(&spec, &ev.events, &ev.terms, &mut out)?;
+        let r = run(&ev.events, &ev.terms, &mut out)?;
         std::io::Write::flush(&mut out)?;
         Ok::<_, std::io::Error>(r)
     });

@@ -31,12 +31,8 @@ does ``RSEP_NATIVE=0`` alone (today's path with the compiled build, as measured 
 
 from __future__ import annotations
 
-import importlib
-import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -45,7 +41,9 @@ from rsep.algebra.expression import And, Compare, Expression, Iri, Variable, sig
 from rsep.algebra.spaseq import AtomKind, Leaf, SpaseqQuery, Strategy
 from rsep.sparql.filters import Fallback, literal_value
 from rsep.sparql.matcher import Canon
-from rsep.stream.files import StreamFile
+from rsep.stream import native as native_core
+from rsep.stream.native import Outcome as Outcome
+from rsep.stream.native import core as core
 from rsep.stream.time import TimeError, TimeKind
 
 if TYPE_CHECKING:
@@ -54,9 +52,6 @@ if TYPE_CHECKING:
 
 NATIVE = "native"
 
-# The native reader holds the whole file as ids before the engine runs, while today's path
-# streams it: a larger file runs on today's path, so a run's memory stays bounded.
-MAX_FILE_BYTES = 256 * 2**20
 MAX_PATTERNS = 8  # triple patterns of a GPM (each event's solutions by a nested loop)
 
 _OPS = ("<", "<=", ">", ">=", "=", "!=")
@@ -71,46 +66,15 @@ Cmp = tuple[Operand, str, Operand]
 Slots = tuple[tuple[str, int | str], ...]
 
 
-def core() -> ModuleType:
-    """rsep._core, imported by name (see rsep.windows.native.core: an import statement of
-    it reads to import-linter as one of the package ``rsep`` itself)."""
-    return importlib.import_module("rsep._core")
-
-
 def available() -> str | None:
-    """Why the native core cannot run here, or None."""
-    if os.environ.get("RSEP_PURE", "") not in ("", "0"):
-        return "RSEP_PURE=1: the pure build runs Python only"
-    if os.environ.get("RSEP_NATIVE", "") == "0":
-        return "RSEP_NATIVE=0: the native path is turned off"
-    try:
-        c = core()
-    except ImportError as e:
-        return f"the native core is not built ({e})"
-    if not hasattr(c, "chain_run"):
-        return "the native core was built before its chain engine (run `make`)"
-    return None
+    """Why the native core cannot run this path here, or None."""
+    return native_core.available("chain_run", "chain engine")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
     """Why a run of these registered queries over these stream readers does not take the
-    native path, or None (rsep.windows.native.refusal's rules: one query the planner
-    took, the core built and not turned off, one TriG stream file read as a file with
-    times from the default graph's point-time triples)."""
-    if len(queries) != 1:
-        return "more than one query"
-    plan = getattr(queries[0], "native", "not a SPASEQ query")
-    if isinstance(plan, str):
-        return plan
-    missing = available()
-    if missing is not None:
-        return missing
-    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
-            or files[0].text is not None:
-        return "not one TriG stream file"
-    if files[0].time.in_graph:
-        return "times not read from the default graph's point-time triples"
-    return None
+    native path, or None (rsep.stream.native.refusal's rules, as rsep.windows.native's)."""
+    return native_core.refusal(queries, files, "not a SPASEQ query", available())
 
 
 @dataclass(frozen=True)
@@ -264,18 +228,6 @@ def _operand(e: Expression, numbers: dict[str, int], bound: set[str]) -> Operand
     return (None, f'"{lit.lexical}"^^<{lit.datatype.value}>')
 
 
-@dataclass
-class Outcome:
-    """A native run's end: ``refused`` says why it did not run (nothing to keep)."""
-
-    refused: str = ""
-    events: int = 0
-    triples: int = 0
-    evaluations: int = 0  # instants
-    rows: int = 0
-    read_s: float = 0.0  # seconds in the reader (the file into ids), of the run's
-
-
 # The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why
 LAST: Outcome | None = None
 
@@ -294,13 +246,6 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     match's events' times, as rsep bench's worker writes them); or say why not (then
     ``out_path`` holds nothing to keep). The signature is rsep.windows.native.run's, which
     rsep.cli.run calls alike; the window limits do not bound a SPASEQ run."""
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        return Outcome(f"the native reader does not take {path}: {e.strerror}")
-    if size > MAX_FILE_BYTES:
-        return Outcome(f"the native reader does not take {path}: {size:,} bytes, over its "
-                       f"{MAX_FILE_BYTES:,} (it holds a file whole; today's path streams it)")
     if fmt == "tsv" and {"time", "op"} & {name for name, _ in plan.project}:
         return Outcome("a column named time or op in --format tsv")
     window = None
@@ -311,21 +256,13 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
             return Outcome(f"WITHIN: {e}")
         if window <= 0:
             return Outcome("WITHIN of no time")
-    t0 = time.perf_counter()
-    ev, why = core().read_stream(path, list(points), max_record)
-    read_s = time.perf_counter() - t0
+    ev, why, read_s = native_core.read(path, points, max_record)
     if ev is None:
-        return Outcome(f"the native reader does not take {path}: {why}")
-    unsure = ev.unsure()
-    if unsure:
-        canon = Canon()
-        doc = "".join(f"<urn:rsep:s> <urn:rsep:p> {t} .\n" for t in unsure)
-        changed = [(str(q.object), stored)
-                   for q in ox.parse(doc, format=ox.RdfFormat.N_TRIPLES)
-                   if (stored := str(canon.term(q.object))) != str(q.object)]
-        if changed:
-            # today's path matches, compares and writes a literal as the store gives it back
-            ev.restore(changed)
+        return Outcome(why)
+    changed = native_core.store_forms(ev, Canon().term)
+    if changed:
+        # today's path matches, compares and writes a literal as the store gives it back
+        ev.restore(changed)
     gpms = [([[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
               for tp in patterns], list(binds), list(local), list(stateful))
             for patterns, binds, local, stateful in plan.gpms]

@@ -34,14 +34,10 @@ build, as measured against it).
 from __future__ import annotations
 
 import decimal
-import importlib
 import math
-import os
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -52,7 +48,9 @@ from rsep.algebra.policy import R2S
 from rsep.algebra.window import Boundary, WindowKind
 from rsep.sparql.matcher import Canon
 from rsep.sparql.pattern import triple_patterns
-from rsep.stream.files import StreamFile
+from rsep.stream import native as native_core
+from rsep.stream.native import Outcome as Outcome
+from rsep.stream.native import core as core
 from rsep.stream.time import TimeError, TimeKind
 from rsep.windows.plan import Plan
 from rsep.windows.resolved import resolve
@@ -63,59 +61,22 @@ if TYPE_CHECKING:
 
 NATIVE = "native"
 
-# The native reader holds the whole file as ids before the operator runs (~6 bytes of
-# memory a byte of TriG at 10^6 events), while today's path streams it in memory bounded by
-# the windows: a larger file runs on today's path, so a run's memory stays bounded whatever
-# the file's size (tests/windows/test_native_window.py pins the refusal).
-MAX_FILE_BYTES = 256 * 2**20
 MAX_PATTERNS = 8  # triple patterns of a block (each event's solutions by a nested loop)
 # what bgp.rs folds (DISTINCT only for COUNT of a variable; STR(?v) only for GROUP_CONCAT)
 NATIVE_AGGREGATES = ("COUNT", "MIN", "MAX", "SUM", "AVG", "SAMPLE", "GROUP_CONCAT")
 
 
-def core() -> ModuleType:
-    """rsep._core, the extension module. Imported by name: an import statement of it reads
-    to import-linter and grimp as one of the package ``rsep`` itself (the extension is no
-    module of theirs), which imports the engine lazily, and would make a circle of this."""
-    return importlib.import_module("rsep._core")
-
-
 def available() -> str | None:
-    """Why the native core cannot run here, or None."""
-    if os.environ.get("RSEP_PURE", "") not in ("", "0"):
-        return "RSEP_PURE=1: the pure build runs Python only"
-    if os.environ.get("RSEP_NATIVE", "") == "0":
-        # (today's path with the compiled build: what the native path is measured against)
-        return "RSEP_NATIVE=0: the native path is turned off"
-    try:
-        c = core()
-    except ImportError as e:
-        return f"the native core is not built ({e})"
-    if not hasattr(c, "select_window"):
-        return "the native core was built before its operator (run `make`)"
-    return None
+    """Why the native core cannot run this path here, or None."""
+    return native_core.available("select_window", "operator")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
     """Why a run of these registered queries (rsep.runtime's) over these stream readers does
-    not take the native path, or None: one query the planner took (its ``native``), the core
-    built and not turned off, one TriG stream file read as a file (no text given) with times
-    from the default graph's point-time triples. What ``rsep run`` (rsep.cli.run, which
-    refuses options of its own besides) and the bench's rsep worker share."""
-    if len(queries) != 1:
-        return "more than one query"
-    plan = getattr(queries[0], "native", "not a windowed query")
-    if isinstance(plan, str):
-        return plan
-    missing = available()
-    if missing is not None:
-        return missing
-    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
-            or files[0].text is not None:
-        return "not one TriG stream file"
-    if files[0].time.in_graph:
-        return "times not read from the default graph's point-time triples"
-    return None
+    not take the native path, or None (rsep.stream.native.refusal's rules). What ``rsep
+    run`` (rsep.cli.run, which refuses options of its own besides) and the bench's rsep
+    worker share."""
+    return native_core.refusal(queries, files, "not a windowed query", available())
 
 
 @dataclass(frozen=True)
@@ -338,18 +299,6 @@ _DECIMAL = re.compile(r"[+-]?[0-9]*\.[0-9]+|[+-]?[0-9]+\.[0-9]*")
 _DOUBLE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eE][+-]?[0-9]+")
 
 
-@dataclass
-class Outcome:
-    """A native run's end: ``refused`` says why it did not run (nothing to keep)."""
-
-    refused: str = ""
-    events: int = 0
-    triples: int = 0
-    evaluations: int = 0
-    rows: int = 0
-    read_s: float = 0.0  # seconds in the reader (the file into ids), of the run's
-
-
 # The last run's outcome (the CLI's, for tests and --stage-times-like questions): whether
 # the native path ran, and if not why
 LAST: Outcome | None = None
@@ -367,34 +316,17 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     """Run the query over the stream file at ``path``, writing its results to ``out_path``
     in ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them); or say why not (then
     ``out_path`` holds nothing to keep)."""
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        return Outcome(f"the native reader does not take {path}: {e.strerror}")
-    if size > MAX_FILE_BYTES:
-        return Outcome(f"the native reader does not take {path}: {size:,} bytes, over its "
-                       f"{MAX_FILE_BYTES:,} (it holds a file whole; today's path streams it)")
-    t0 = time.perf_counter()
-    ev, why = core().read_stream(path, list(points), max_record)
-    read_s = time.perf_counter() - t0
+    ev, why, read_s = native_core.read(path, points, max_record)
     if ev is None:
-        return Outcome(f"the native reader does not take {path}: {why}")
-    # literals whose form pyoxigraph's store may change: taken only if it does not
-    unsure = ev.unsure()
-    if unsure:
-        canon = Canon()
-        doc = "".join(f"<urn:rsep:s> <urn:rsep:p> {t} .\n" for t in unsure)
-        changed = []
-        for q in ox.parse(doc, format=ox.RdfFormat.N_TRIPLES):
-            stored = str(canon.term(q.object))
-            if stored != str(q.object):
-                if plan.bgp is None:
-                    return Outcome("a literal pyoxigraph's store reads back in another form: "
-                                   f"{q.object}")
-                changed.append((str(q.object), stored))
-        if changed:
-            # today's path matches, keys and writes a literal as the store gives it back
-            ev.restore(changed)
+        return Outcome(why)
+    # literals whose form pyoxigraph's store may change: today's path matches, keys and
+    # writes a literal as the store gives it back
+    changed = native_core.store_forms(ev, Canon().term)
+    if changed:
+        if plan.bgp is None:
+            return Outcome("a literal pyoxigraph's store reads back in another form: "
+                           f"{changed[0][0]}")
+        ev.restore(changed)
     w = query.dataset.windows[0]
     try:
         rw = resolve(w.spec, TimeKind.ABSTRACT, time_unit_ms)

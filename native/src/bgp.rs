@@ -1009,18 +1009,12 @@ mod tests {
         terms.get(&oxrdf::NamedNode::new_unchecked(iri).into())
     }
 
-    #[test]
-    fn a_join_a_filter_and_groups() {
-        // ?o <e:by> ?s . ?o <e:v> ?v . FILTER (?v > 10) GROUP BY ?s: MAX(?v), COUNT(*)
-        let (ev, terms) = events(&[
-            (0, "<e:o1> <e:by> <e:a> . <e:o1> <e:v> 12 ."),
-            (1, "<e:o2> <e:by> <e:b> . <e:o2> <e:v> 5 ."),
-            (1, "<e:o3> <e:by> <e:a> . <e:o3> <e:v> 30 ."),
-        ]);
-        let (by, v) = (id(&terms, "e:by"), id(&terms, "e:v"));
-        let spec = Spec {
+    /// `?o <e:by> ?s . ?o <e:v> ?v` (?o, ?s, ?v: variables 0, 1, 2) over `[RANGE 10 STEP
+    /// step]`, RSTREAM, written as TSV, no FILTER, no grouping, nothing projected.
+    fn by_and_v(by: Option<TermId>, v: Option<TermId>, step: i64) -> Spec {
+        Spec {
             range: 10,
-            step: 1,
+            step,
             offset: 0,
             origin: 0,
             right_closed: true,
@@ -1041,6 +1035,25 @@ mod tests {
                     tracked: vec![0],
                 },
             ],
+            filters: vec![],
+            group: None,
+            project: vec![],
+            max_window_triples: 1000,
+            max_results: 1000,
+            tsv: true,
+        }
+    }
+
+    #[test]
+    fn a_join_a_filter_and_groups() {
+        // ?o <e:by> ?s . ?o <e:v> ?v . FILTER (?v > 10) GROUP BY ?s: MAX(?v), COUNT(*)
+        let (ev, terms) = events(&[
+            (0, "<e:o1> <e:by> <e:a> . <e:o1> <e:v> 12 ."),
+            (1, "<e:o2> <e:by> <e:b> . <e:o2> <e:v> 5 ."),
+            (1, "<e:o3> <e:by> <e:a> . <e:o3> <e:v> 30 ."),
+        ]);
+        let (by, v) = (id(&terms, "e:by"), id(&terms, "e:v"));
+        let spec = Spec {
             filters: vec![Cond {
                 var: 2,
                 op: Op::Gt,
@@ -1070,9 +1083,7 @@ mod tests {
                 ("m".into(), Col::Agg(0)),
                 ("n".into(), Col::Agg(1)),
             ],
-            max_window_triples: 1000,
-            max_results: 1000,
-            tsv: true,
+            ..by_and_v(by, v, 1)
         };
         let mut out = Vec::new();
         assert_eq!(
@@ -1213,29 +1224,6 @@ mod tests {
                 let (ev, terms) = events(&spec_events);
                 let (by, v) = (id(&terms, "e:by"), id(&terms, "e:v"));
                 let spec = Spec {
-                    range: 10,
-                    step: 10,
-                    offset: 0,
-                    origin: 0,
-                    right_closed: true,
-                    non_empty: false,
-                    r2s: R2s::RStream,
-                    patterns: vec![
-                        [Slot::Var(0), Slot::Const(by), Slot::Var(1)],
-                        [Slot::Var(0), Slot::Const(v), Slot::Var(2)],
-                    ],
-                    vars: 3,
-                    checks: vec![
-                        Check {
-                            consts: [None, Some(by), None],
-                            tracked: vec![0],
-                        },
-                        Check {
-                            consts: [None, Some(v), None],
-                            tracked: vec![0],
-                        },
-                    ],
-                    filters: vec![],
                     group: Some(Grouping {
                         keys: vec![],
                         aggs: vec![Agg {
@@ -1246,9 +1234,7 @@ mod tests {
                         implicit: true,
                     }),
                     project: vec![("a".into(), Col::Agg(0))],
-                    max_window_triples: 1000,
-                    max_results: 1000,
-                    tsv: true,
+                    ..by_and_v(by, v, 10)
                 };
                 let mut out = Vec::new();
                 let done = run(&spec, &ev, &terms, &mut out).unwrap();

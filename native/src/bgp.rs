@@ -67,7 +67,8 @@ impl Op {
         })
     }
 
-    fn holds(self, o: Option<Ordering>) -> bool {
+    /// Whether the comparison holds of two values ordered so (`None`: unordered).
+    pub fn holds(self, o: Option<Ordering>) -> bool {
         match (self, o) {
             (Op::Ne, None) => true, // (NaN: `!=` is not `=`)
             (_, None) => false,

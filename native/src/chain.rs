@@ -158,7 +158,7 @@ pub fn compare(a: Val, op: Op, b: Val) -> Option<bool> {
         // a double against any number: both as doubles (SPARQL's promotion)
         (x, y) => double(x).partial_cmp(&double(y)),
     };
-    Some(holds(op, ord))
+    Some(op.holds(ord))
 }
 
 fn double(v: Val) -> f64 {
@@ -166,19 +166,6 @@ fn double(v: Val) -> f64 {
         Val::Int(i) => i as f64,
         Val::Dec(_, d) | Val::Dbl(d) => d,
         Val::Unsure => f64::NAN,
-    }
-}
-
-fn holds(op: Op, o: Option<Ordering>) -> bool {
-    match (op, o) {
-        (Op::Ne, None) => true,
-        (_, None) => false,
-        (Op::Lt, Some(o)) => o == Ordering::Less,
-        (Op::Le, Some(o)) => o != Ordering::Greater,
-        (Op::Gt, Some(o)) => o == Ordering::Greater,
-        (Op::Ge, Some(o)) => o != Ordering::Less,
-        (Op::Eq, Some(o)) => o == Ordering::Equal,
-        (Op::Ne, Some(o)) => o != Ordering::Equal,
     }
 }
 

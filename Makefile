@@ -50,18 +50,15 @@ $(NATIVE): $(STAMP) $(NATIVE_SRC)
 # overwritten in place: a running process keeps the old file.
 $(CORE): $(CORE_SRC)
 	@command -v $(CARGO) >/dev/null 2>&1 || { echo "need cargo (Rust, e.g. by rustup) to build rsep's native core"; exit 1; }
-	$(CARGO) build -q --release $(CARGO_FLAGS) --features python </dev/null
+	$(CARGO) build -q --release $(CARGO_FLAGS) --features python
 	cp native/target/release/lib_core.so $(CORE).tmp
 	mv $(CORE).tmp $(CORE)
 
-# The crate's own checks: formatting, clippy with warnings as errors, its unit tests. cargo
-# probes rustc with a program read from standard input and caches a failed probe: cargo's
-# input is /dev/null, so that a job started with a stdin of its own cannot feed the probe
-# (a run of `make test` in the background once cached "no target" that way).
+# The crate's own checks: formatting, clippy with warnings as errors, its unit tests.
 native-test:
 	$(CARGO) fmt --manifest-path native/Cargo.toml --check
-	$(CARGO) clippy -q $(CARGO_FLAGS) --all-targets --features python -- -D warnings </dev/null
-	$(CARGO) test -q $(CARGO_FLAGS) </dev/null
+	$(CARGO) clippy -q $(CARGO_FLAGS) --all-targets --features python -- -D warnings
+	$(CARGO) test -q $(CARGO_FLAGS)
 
 # rsep serve's console (console/): CodeMirror and uPlot from npm, pinned by its
 # package-lock.json, bundled by esbuild into rsep/serve/static/ (ignored by git, as is

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -437,6 +438,14 @@ def native_refusal(args: argparse.Namespace, engine: Engine, files: list, tc: Ti
     return None
 
 
+def _regular(path: str) -> bool:
+    """Whether ``path`` names a regular file itself (not through a symbolic link)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
                 sink: FormatSink, dead: DeadLetter) -> int | None:
     """The run on the native path, its exit status; None when it does not take it (then
@@ -456,8 +465,11 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     assert isinstance(plan, native.NativePlan)  # (native_refusal's)
     lim = engine.limits
     target = args.output if args.output is not None else None
+    # the results are written beside the output and renamed onto it, in one step; a device,
+    # FIFO or link is written through, from a temporary file of the system's
+    beside = target is not None and (_regular(target) or not os.path.lexists(target))
     fd, tmp = tempfile.mkstemp(prefix=".rsep-native-", suffix=".jsonl",
-                               dir=os.path.dirname(os.path.abspath(target)) if target else None)
+                               dir=os.path.dirname(os.path.abspath(target)) if beside else None)
     os.close(fd)
     try:
         got = native.run(plan, rt.query, args.stream[0][1], tc.point, files[0].max_record,  # type: ignore[attr-defined]
@@ -469,8 +481,14 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
         getattr(args, "started", lambda: None)()
         if target is not None:
             sink.close()  # (the empty file it made is replaced by the results)
-            shutil.copymode(target, tmp)  # (its mode: the umask's, or the file's own)
-            os.replace(tmp, target)
+            if beside:
+                shutil.copymode(target, tmp)  # (its mode: the umask's, or the file's own)
+                os.replace(tmp, target)
+            else:
+                # a device, a FIFO or a symbolic link is written through, never replaced:
+                # renaming onto -o /dev/null once made /dev/null a regular file
+                with open(tmp, "rb") as f, open(target, "wb") as out:
+                    shutil.copyfileobj(f, out)
         else:
             sink.out.flush()
             with open(tmp, "rb") as f:

@@ -13,8 +13,10 @@ the two outputs, exit statuses and dead-letter files must be equal.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -220,6 +222,32 @@ def test_to_standard_output(tmp_path: Path) -> None:
                              check=True)
         outs.append(got.stdout)
     assert outs[0] == outs[1] and outs[0].count(b"\n") == 3
+
+
+def test_an_output_that_is_no_regular_file_is_written_through(tmp_path: Path) -> None:
+    """-o naming a symbolic link or a FIFO (or /dev/null) gets the rows written into it; the
+    native path's rename of its results onto the output once made /dev/null a regular
+    file."""
+    (tmp_path / "q.rq").write_text(QUERY, encoding="utf-8")
+    s = tmp_path / "s.trig"
+    s.write_text(stream_of((0, '<http://e/a> <http://e/p> "x" .'),
+                           (2, '<http://e/b> <http://e/p> "y" .')), encoding="utf-8")
+    args = ["run", str(tmp_path / "q.rq"), "--stream", f"{STREAM}={s}", "-q", "-o"]
+    real = tmp_path / "real.jsonl"
+    real.write_text("", encoding="utf-8")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    assert main([*args, str(link)]) == 0
+    assert native.LAST is not None and native.LAST.refused == ""
+    assert link.is_symlink() and real.read_text(encoding="utf-8").count("\n") == 3
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert main([*args, str(fifo)]) == 0
+    reader.join(10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and got[0] == real.read_bytes()
 
 
 def test_a_core_older_than_the_operator_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:

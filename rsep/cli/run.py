@@ -469,7 +469,8 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     # FIFO or link is written through, from a temporary file of the system's
     beside = target is not None and (_regular(target) or not os.path.lexists(target))
     fd, tmp = tempfile.mkstemp(prefix=".rsep-native-", suffix=".jsonl",
-                               dir=os.path.dirname(os.path.abspath(target)) if beside else None)
+                               dir=os.path.dirname(os.path.abspath(target))
+                               if beside and target is not None else None)
     os.close(fd)
     try:
         got = native.run(plan, rt.query, args.stream[0][1], tc.point, files[0].max_record,  # type: ignore[attr-defined]

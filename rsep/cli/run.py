@@ -480,17 +480,15 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
         if got.refused:
             return None
         getattr(args, "started", lambda: None)()
-        if target is not None:
+        if beside and target is not None:
             sink.close()  # (the empty file it made is replaced by the results)
-            if beside:
-                shutil.copymode(target, tmp)  # (its mode: the umask's, or the file's own)
-                os.replace(tmp, target)
-            else:
-                # a device, a FIFO or a symbolic link is written through, never replaced:
-                # renaming onto -o /dev/null once made /dev/null a regular file
-                with open(tmp, "rb") as f, open(target, "wb") as out:
-                    shutil.copyfileobj(f, out)
+            shutil.copymode(target, tmp)  # (its mode: the umask's, or the file's own)
+            os.replace(tmp, target)
         else:
+            # standard output, or an output that is no regular file (a device, a FIFO, a
+            # symbolic link): written through the sink's own open stream, never renamed
+            # onto (-o /dev/null once made /dev/null a regular file) nor opened twice (a
+            # FIFO's reader would see the first close as the end)
             sink.out.flush()
             with open(tmp, "rb") as f:
                 buffer = getattr(sink.out, "buffer", None)

@@ -14,6 +14,7 @@
 pub mod bgp;
 pub mod chain;
 pub mod dictionary;
+pub mod epsparql;
 pub mod reader;
 pub mod select;
 pub mod stream;

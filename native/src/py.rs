@@ -542,6 +542,183 @@ fn chain_run(
     })
 }
 
+/// A numeric expression in postfix tokens: `v<n>` a variable, `d` getDURATION(), `c<lit>`
+/// a number (N-Triples), `+`, `-`, `*` on the two before.
+fn epsparql_num(tokens: &[String], vars: usize) -> PyResult<crate::epsparql::Num> {
+    use crate::chain::{value_of, Val};
+    use crate::epsparql::{Arith, Num};
+    let bad = |what: String| PyValueError::new_err(what);
+    let mut stack: Vec<Num> = Vec::new();
+    for t in tokens {
+        let arith = match t.as_str() {
+            "+" => Some(Arith::Add),
+            "-" => Some(Arith::Sub),
+            "*" => Some(Arith::Mul),
+            _ => None,
+        };
+        if let Some(op) = arith {
+            let (Some(b), Some(a)) = (stack.pop(), stack.pop()) else {
+                return Err(bad(format!("an expression {tokens:?}")));
+            };
+            stack.push(Num::Arith(Box::new(a), op, Box::new(b)));
+        } else if t == "d" {
+            stack.push(Num::Duration);
+        } else if let Some(v) = t.strip_prefix('v') {
+            let v: usize = v.parse().map_err(|_| bad(format!("a variable {t}")))?;
+            if v >= vars {
+                return Err(bad(format!("a variable {v}")));
+            }
+            stack.push(Num::Var(v));
+        } else if let Some(lit) = t.strip_prefix('c') {
+            let term = Term::from_str(lit).map_err(|e| bad(format!("a literal {lit}: {e}")))?;
+            match value_of(Some(term.as_ref())) {
+                Val::Unsure => return Err(bad(format!("a constant not decided here: {lit}"))),
+                v => stack.push(Num::Const(v)),
+            }
+        } else {
+            return Err(bad(format!("a token {t:?}")));
+        }
+    }
+    match (stack.pop(), stack.is_empty()) {
+        (Some(n), true) => Ok(n),
+        _ => Err(bad(format!("an expression {tokens:?}"))),
+    }
+}
+
+type PyNumCmp = (Vec<String>, String, Vec<String>);
+type PyClause = (Option<Vec<PySlot>>, Option<u32>, String, usize);
+type PyRule = (String, u32, Vec<PyNumCmp>, Vec<usize>);
+
+/// Run an EP-SPARQL SEQ (native/src/epsparql.rs) over the events, writing to `out_path` in
+/// `format` (jsonl, tsv, or values: rsep bench's worker's): `mode` unrestricted (its
+/// `patterns` and `filter`) or etalis-chronological / etalis-recent (its binarised
+/// `rules` and `clauses`, and the rule `window`). Returns (the refusal's reason or "",
+/// instants, rows written); on a refusal, what was written is to be thrown away.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn epsparql_run(
+    py: Python<'_>,
+    ev: PyRef<'_, StreamEvents>,
+    mode: &str,
+    vars: usize,
+    patterns: Vec<Vec<PySlot>>,
+    filter: Vec<PyNumCmp>,
+    rules: Vec<PyRule>,
+    clauses: Vec<PyClause>,
+    window: Option<(f64, bool)>,
+    project: Vec<(String, Option<usize>)>,
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::bgp::Op;
+    use crate::chain::Format;
+    use crate::epsparql::{Action, Clause, Cmp, Mode, Rule, RuleOp, Spec as EpSpec, Trigger};
+    let bad = |what: String| PyValueError::new_err(what);
+    let var = |v: usize| {
+        if v < vars {
+            Ok(v)
+        } else {
+            Err(bad(format!("a variable {v}")))
+        }
+    };
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match (kind.as_str(), n) {
+            ("var", Some(v)) => Ok(Slot::Var(var(*v)?)),
+            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+        }
+    };
+    let pattern = |p: &[PySlot]| -> PyResult<[Slot; 3]> {
+        match p {
+            [s, p, o] => Ok([slot(s)?, slot(p)?, slot(o)?]),
+            _ => Err(bad("a triple pattern of three slots".into())),
+        }
+    };
+    let cmps = |cs: &[PyNumCmp]| -> PyResult<Vec<Cmp>> {
+        cs.iter()
+            .map(|(l, op, r)| {
+                Ok(Cmp {
+                    left: epsparql_num(l, vars)?,
+                    op: Op::parse(op).ok_or_else(|| bad(format!("an operator {op:?}")))?,
+                    right: epsparql_num(r, vars)?,
+                })
+            })
+            .collect()
+    };
+    for (_, v) in &project {
+        if let Some(v) = v {
+            var(*v)?;
+        }
+    }
+    let mode = match mode {
+        "unrestricted" => Mode::Unrestricted {
+            patterns: patterns
+                .iter()
+                .map(|p| pattern(p))
+                .collect::<PyResult<_>>()?,
+            filter: cmps(&filter)?,
+        },
+        "etalis-chronological" | "etalis-recent" => {
+            let mut rs = Vec::new();
+            for (op, head, conds, shared) in &rules {
+                rs.push(Rule {
+                    op: match op.as_str() {
+                        "seq" => RuleOp::Seq,
+                        "where" => RuleOp::Where,
+                        "event" => RuleOp::Event,
+                        _ => return Err(bad(format!("a rule operator {op:?}"))),
+                    },
+                    head: *head,
+                    conds: cmps(conds)?,
+                    shared: shared.iter().map(|&v| var(v)).collect::<PyResult<_>>()?,
+                });
+            }
+            let mut cs = Vec::new();
+            for (atom, temp, action, rule) in &clauses {
+                if *rule >= rs.len() {
+                    return Err(bad(format!("a rule {rule}")));
+                }
+                cs.push(Clause {
+                    trigger: match (atom, temp) {
+                        (Some(p), None) => Trigger::Atom(pattern(p)?),
+                        (None, Some(n)) => Trigger::Temp(*n),
+                        _ => return Err(bad("a trigger: an atom or a temp".into())),
+                    },
+                    action: match action.as_str() {
+                        "insert" => Action::Insert,
+                        "check" => Action::Check,
+                        "where" => Action::Where,
+                        "event" => Action::Event,
+                        _ => return Err(bad(format!("an action {action:?}"))),
+                    },
+                    rule: *rule,
+                });
+            }
+            Mode::Etalis {
+                rules: rs,
+                clauses: cs,
+                recent: mode == "etalis-recent",
+                window,
+            }
+        }
+        _ => return Err(bad(format!("a mode {mode:?}"))),
+    };
+    let spec = EpSpec {
+        mode,
+        vars,
+        project,
+        format: match format {
+            "jsonl" => Format::Jsonl,
+            "tsv" => Format::Tsv,
+            "values" => Format::Events,
+            _ => return Err(bad(format!("a format {format:?}"))),
+        },
+    };
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        crate::epsparql::run(&spec, events, terms, out)
+    })
+}
+
 /// Run an operator over the events with the GIL released (no Python object is touched),
 /// writing to `out_path` through one buffer: (its refusal or "", evaluations, rows written).
 fn run_to_file(
@@ -580,6 +757,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(select_window, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_run, m)?)?;
+    m.add_function(wrap_pyfunction!(epsparql_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

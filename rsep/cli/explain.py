@@ -14,6 +14,7 @@ from typing import Any
 from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy, Expr, Node
 from rsep.algebra.query import ContinuousQuery, Query
 from rsep.algebra.spaseq import SpaseqQuery
+from rsep.epsparql import native as ep_native
 from rsep.lang import dialect_of
 from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.lars import explain as lars_explain
@@ -145,12 +146,26 @@ def _ep_label(n: Any) -> tuple[str, list[str]]:
     return kind, []
 
 
+def _ep_native(q: EpSparqlQuery) -> str:
+    """Whether ``rsep run`` takes the native path (rsep.epsparql.native) under the query's
+    policy, and why, as rsep.cli.explain says it of a windowed query."""
+    plan = ep_native.native_plan(q)
+    if isinstance(plan, str):
+        return f"native: not taken: {plan}"
+    missing = ep_native.available()
+    if missing is not None:
+        return f"native: not taken: {missing}"
+    return ("native: taken by `rsep run` over one stream file with --format jsonl or tsv and "
+            f"no --graph, --until, --trace or time option: {plan.describe()}")
+
+
 def _ep_text(q: EpSparqlQuery) -> str:
     policy = q.policy.value if isinstance(q.policy, EtalisPolicy) else q.policy.name.lower()
     lines = [f"query: {q.name or '(unnamed)'}  dialect: epsparql  form: "
              f"{'CONSTRUCT (a rule: its results re-enter the stream)' if q.construct else 'SELECT'}",
              f"policy: {policy}",
-             "background: " + (", ".join(f"<{g}>" for g in q.background) or "(none)")]
+             "background: " + (", ".join(f"<{g}>" for g in q.background) or "(none)"),
+             _ep_native(q)]
     if q.template is not None:  # (q.construct)
         lines.append("template:")
         lines += ["  " + " ".join(_ep_term(x) for x in tp) for tp in q.template]

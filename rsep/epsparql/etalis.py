@@ -46,6 +46,7 @@ from rsep.algebra.epsparql import (
     Var,
 )
 from rsep.algebra.output import EngineError
+from rsep.epsparql import native as native_module
 from rsep.epsparql.etalis_rules import (
     HEAD,
     Atom,
@@ -419,6 +420,10 @@ class EtalisRuntime:
         # not ``machine``: the Spark stage reads ``machine.window`` as a SPASEQ automaton's span
         self.rules_run = Machine(self.program, query.policy)
         self.pending: dict[int, list[Event]] = {}
+        # the native path (rsep.epsparql.native), which rsep run takes when it can (rsep.cli.run
+        # reads the runtime's), and its plan, or why the query does not take it
+        self.native_path = native_module
+        self.native: native_module.NativePlan | str = native_module.native_plan(query)
 
     def bind(self, kind: TimeKind, time_unit_ms: int | None, start: int) -> None:
         why = mismatched_bounds(self.query.pattern, kind, time_unit_ms)

@@ -15,6 +15,7 @@ import pyoxigraph as ox
 from rsep.algebra.epsparql import INF, EpSparqlQuery, Path, Var, nodes, reads_history
 from rsep.algebra.events import Selection
 from rsep.algebra.output import EngineError, Output
+from rsep.epsparql import native as native_module
 from rsep.epsparql.delta import Delta
 from rsep.epsparql.matcher import Occurrence, OccurrenceStore, Solution, strings
 from rsep.epsparql.operators import ExprEvaluator, World
@@ -344,6 +345,10 @@ class EpSparqlRuntime:
         self.streams: set[str] = set()  # EP-SPARQL reads one stream: every input event
         self.last_tick: int | None = None
         self.kind: TimeKind | None = None
+        # the native path (rsep.epsparql.native), which rsep run takes when it can (rsep.cli.run
+        # reads the runtime's), and its plan, or why the query does not take it
+        self.native_path = native_module
+        self.native: native_module.NativePlan | str = native_module.native_plan(query)
         self.ctx = EpContext.of(engine)
         graphs = self.ctx.background.graphs
         for iri in query.background:  # (the engine's, given or fetched after the context was made)

@@ -158,16 +158,7 @@ impl Values<'_> {
             },
             Num::Arith(a, op, b) => {
                 let (x, y) = (self.num(a, mu, ta, tw)?, self.num(b, mu, ta, tw)?);
-                let (Val::Int(x), Val::Int(y)) = (x, y) else {
-                    // (decimal and double arithmetic: left to today's path)
-                    return Err(unsure());
-                };
-                let r = match op {
-                    Arith::Add => x.checked_add(y),
-                    Arith::Sub => x.checked_sub(y),
-                    Arith::Mul => x.checked_mul(y),
-                };
-                Val::Int(r.ok_or_else(unsure)?)
+                arith(x, *op, y).ok_or_else(unsure)?
             }
         })
     }
@@ -184,6 +175,82 @@ impl Values<'_> {
             }
         }
         Ok(true)
+    }
+}
+
+const SCALE: i128 = 1_000_000_000_000_000_000;
+const DEC_MAX: i128 = 100_000_000_000_000_000 * SCALE; // 10^17
+
+/// An xsd:decimal of `m` / 10^18 as filters.py's `_decimal` holds it (below 10^17), with
+/// the nearest double to it (float(Decimal), which Rust's parser rounds alike).
+fn decimal(m: i128) -> Option<Val> {
+    if m.unsigned_abs() >= DEC_MAX.unsigned_abs() {
+        return None;
+    }
+    let a = m.unsigned_abs();
+    let sign = if m < 0 { "-" } else { "" };
+    let text = format!("{sign}{}.{:018}", a / SCALE as u128, a % SCALE as u128);
+    Some(Val::Dec(m, text.parse::<f64>().ok()?))
+}
+
+fn scaled(v: Val) -> Option<i128> {
+    match v {
+        Val::Int(x) => i128::from(x).checked_mul(SCALE),
+        Val::Dec(m, _) => Some(m),
+        _ => None,
+    }
+}
+
+/// `x op y` as filters.py's `_arith` computes it: integers in 64 bits, an integer or a
+/// decimal with a decimal exactly (a product with at most 18 fractional digits), anything
+/// with a double as doubles; None where filters.py falls back to pyoxigraph (an overflow,
+/// a decimal out of its range or precision) or the operands are no numbers.
+fn arith(x: Val, op: Arith, y: Val) -> Option<Val> {
+    match (x, y) {
+        (Val::Unsure, _) | (_, Val::Unsure) => None,
+        (Val::Int(a), Val::Int(b)) => Some(Val::Int(match op {
+            Arith::Add => a.checked_add(b)?,
+            Arith::Sub => a.checked_sub(b)?,
+            Arith::Mul => a.checked_mul(b)?,
+        })),
+        (Val::Dbl(_), _) | (_, Val::Dbl(_)) => {
+            let (a, b) = (double(x), double(y));
+            Some(Val::Dbl(match op {
+                Arith::Add => a + b,
+                Arith::Sub => a - b,
+                Arith::Mul => a * b,
+            }))
+        }
+        _ => {
+            let (a, b) = (scaled(x)?, scaled(y)?);
+            match op {
+                Arith::Add => decimal(a.checked_add(b)?),
+                Arith::Sub => decimal(a.checked_sub(b)?),
+                Arith::Mul => {
+                    // (an integer operand's scale is exact: its product needs no division)
+                    let p = match (x, y) {
+                        (Val::Int(i), _) => i128::from(i).checked_mul(b)?,
+                        (_, Val::Int(i)) => a.checked_mul(i128::from(i))?,
+                        _ => {
+                            let p = a.checked_mul(b)?;
+                            if p % SCALE != 0 {
+                                return None;
+                            }
+                            p / SCALE
+                        }
+                    };
+                    decimal(p)
+                }
+            }
+        }
+    }
+}
+
+fn double(v: Val) -> f64 {
+    match v {
+        Val::Int(i) => i as f64,
+        Val::Dec(_, d) | Val::Dbl(d) => d,
+        Val::Unsure => f64::NAN,
     }
 }
 
@@ -506,17 +573,26 @@ impl<'s> SeqJoin<'s> {
         // per operand: the instant's solutions (rows of every variable) and their starts
         let mut now: Vec<(Vec<TermId>, Vec<i64>)> = vec![(Vec::new(), Vec::new()); n];
         let mut fresh: Vec<[TermId; 3]> = Vec::new();
+        let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
         let mut instants = 0;
         let mut k = 0;
         while k < ev.len() {
             let tau = ev.times[k];
-            // the instant's occurrences, in arrival order (a triple repeated in one item is
-            // one occurrence)
+            // the instant's occurrences, in arrival order: a triple at one interval is one
+            // occurrence, whichever items carry it (the occurrence store's set)
             fresh.clear();
+            seen.clear();
             while k < ev.len() && ev.times[k] == tau {
-                let from = fresh.len();
                 for t in ev.triples_of(k) {
-                    if !fresh[from..].contains(t) {
+                    let new = if fresh.len() < 16 {
+                        !fresh.contains(t)
+                    } else {
+                        if seen.is_empty() {
+                            seen.extend(fresh.iter().copied());
+                        }
+                        seen.insert(*t)
+                    };
+                    if new {
                         fresh.push(*t);
                     }
                 }

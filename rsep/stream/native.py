@@ -1,6 +1,7 @@
 """rsep's native core (native/, the extension module rsep._core) as the native paths reach it.
 
-What rsep.windows.native (windowed queries) and rsep.spaseq.native (SPASEQ chains) share:
+What rsep.windows.native (windowed queries), rsep.spaseq.native (SPASEQ chains) and
+rsep.epsparql.native (EP-SPARQL SEQs) share:
 the module, whether it can run here, which runs may read with it (one TriG stream file, its
 times from the default graph's point-time triples), a stream file read into events of ids,
 the literals of those events that pyoxigraph's store would give back in another form, and a

@@ -1,7 +1,7 @@
-//! SPASEQ's chain engine on ids (issue 50, first and second stages): a SEQ of plain GPMs
-//! under `,` (strict contiguity), `;` (skip-till-next) and `:` (skip-till-any), WITHIN
-//! tumbling windows, over a stream file read into events of ids ([`crate::stream`]),
-//! writing its matches as rsep's sink does.
+//! SPASEQ's chain engine on ids (issue 50, first to third stages): a SEQ of GPMs, each
+//! plain or under Kleene+, under `,` (strict contiguity), `;` (skip-till-next) and `:`
+//! (skip-till-any), WITHIN tumbling windows, over a stream file read into events of ids
+//! ([`crate::stream`]), writing its matches as rsep's sink does.
 //!
 //! The semantics are rsep/spaseq/chain.py's `ChainEngine` (NFA_scep's Algorithms 2 and 4 on
 //! a straight line of states) and, for `:`, rsep/spaseq/nfa.py's `NFAEngine`: per instant,
@@ -9,7 +9,11 @@
 //! GPM matches the instant's event takes it (skip-till-next: the first match only, it
 //! leaves x_i; skip-till-any: it stays at x_i and a copy goes on to x_(i+1)), a run under
 //! strict contiguity that took nothing dies; then the event starts a run at x_1 when the
-//! first GPM matches it; a run taking the last GPM is a match. Today's engine shares the
+//! first GPM matches it; a run taking the last GPM is a match. At a Kleene+ state
+//! (`NFAEngine._kleene`, Algorithm 3 with Defs. 13-14) a run that takes an event becomes two:
+//! one iterating there (its next iteration strictly contiguous, or skip-till-next when the
+//! Kleene+ leads; the GPM's own variables dropped before each iteration joins) and a copy
+//! entering x_(i+1); the run that entered the state stays only under `:`. Today's engine shares the
 //! runs of `:` that can only go on alike (one run whose history is a DAG of their paths,
 //! enumerated when one completes); this one keeps each path as its own run, so it writes
 //! the same matches (one per path) and has at least as many live runs as today's. An instant's matches are written ordered by the events they took, a
@@ -213,6 +217,25 @@ pub struct Spec {
     pub max_runs: u64,
     pub max_instant: Option<u64>,
     pub format: Format,
+    /// per state: its atom's kind and what a match writes of it; empty: every atom a plain
+    /// GPM, its leaf key its position
+    pub atoms: Vec<Atom>,
+}
+
+/// A state's atom beyond its GPM: a plain one, or a Kleene+ (002 Defs. 13, 14) with what
+/// each iteration binds afresh and what the output shows of its iterations.
+#[derive(Clone, Debug, Default)]
+pub struct Atom {
+    pub kleene: bool,
+    /// the GPM occurrence's leaf key: the order of a match's events of one time
+    pub key: u64,
+    /// Kleene+: the GPM's own variables (no earlier GPM binds them), dropped from the run
+    /// before each iteration joins (the last iteration's are the visible ones)
+    pub drop: Vec<usize>,
+    /// Kleene+: the selected ones of those, in name order, each iteration's written in the
+    /// match's `"iterations"` under the GPM's name
+    pub shown: Vec<(String, usize)>,
+    pub name: String,
 }
 
 /// The operator between two GPMs of the SEQ: how a run at the later one's state takes
@@ -251,11 +274,51 @@ pub enum Format {
 }
 
 /// A partial match: its mappings (each a row of every variable, one after the other: most
-/// often one), the times of the events it took, and the window it started in.
+/// often one), the times of the events it took, and the window it started in; with a
+/// Kleene+ atom, also the state that took each event and each iteration's shown values.
+#[derive(Clone)]
 struct Run {
     vals: Vec<TermId>,
     times: Vec<i64>,
+    at: Vec<u32>,
+    iters: Vec<TermId>,
     window: i64,
+}
+
+impl Run {
+    /// The run having taken the event at `t` in state `i`, with mappings `vals`; a Kleene+
+    /// step whose values show keeps its mappings' selected values (their count, then each
+    /// one's per output column), from which the match's iterations are written.
+    fn took(&self, t: i64, i: usize, vals: &[TermId], spec: &Spec) -> Run {
+        let mut times = Vec::with_capacity(self.times.len() + 1);
+        times.extend_from_slice(&self.times);
+        times.push(t);
+        let (mut at, mut iters) = (Vec::new(), Vec::new());
+        if !spec.atoms.is_empty() {
+            at.reserve(self.at.len() + 1);
+            at.extend_from_slice(&self.at);
+            at.push(i as u32);
+            let shows = !spec.atoms[i].shown.is_empty();
+            if !self.iters.is_empty() || shows {
+                iters.extend_from_slice(&self.iters);
+            }
+            if shows {
+                let m = vals.len() / spec.vars;
+                iters.reserve(1 + m * spec.project.len());
+                iters.push(m as TermId);
+                for env in vals.chunks_exact(spec.vars) {
+                    iters.extend(spec.project.iter().map(|(_, v)| v.map_or(0, |v| env[v])));
+                }
+            }
+        }
+        Run {
+            vals: vals.to_vec(),
+            times,
+            at,
+            iters,
+            window: self.window,
+        }
+    }
 }
 
 /// The terms' values, decoded once per id when a comparison first reads it.
@@ -428,6 +491,7 @@ impl Writer<'_> {
         t: i64,
         times: &[i64],
         row: &[Option<TermId>],
+        extra: &[u8],
     ) -> std::io::Result<()> {
         let mut line = std::mem::take(&mut self.line);
         line.clear();
@@ -470,13 +534,106 @@ impl Writer<'_> {
                     self.names[k] = name;
                 }
             }
-            line.extend_from_slice(b"}}");
+            line.push(b'}');
+            line.extend_from_slice(extra);
+            line.push(b'}');
         }
         line.push(b'\n');
         let done = out.write_all(&line);
         self.line = line;
         done
     }
+}
+
+/// The iterations of a match's Kleene+ atoms for one of its rows, as today's path writes
+/// them after the bindings (runtime.py's `_iterations`): `, "iterations": {"B": [[{"p":
+/// ...}], ...]}`, per iteration the distinct values of the GPM's own selected variables in
+/// the step's mappings that agree with the row on the others; nothing when no atom shows a
+/// value. Err where an iteration has several (today's path orders them by Python's text of
+/// the terms' objects, which this engine does not write).
+fn iterations(
+    writer: &mut Writer<'_>,
+    spec: &Spec,
+    r: &Run,
+    row: &[Option<TermId>],
+    out: &mut Vec<u8>,
+) -> std::io::Result<Result<(), Refused>> {
+    out.clear();
+    if r.iters.is_empty() {
+        return Ok(Ok(()));
+    }
+    let width = spec.project.len();
+    out.extend_from_slice(b", \"iterations\": {");
+    let mut first_atom = true;
+    for (i, a) in spec.atoms.iter().enumerate() {
+        if !a.kleene || a.shown.is_empty() {
+            continue;
+        }
+        // the output columns of its own selected variables; the row's others must agree
+        let own: Vec<usize> = a
+            .shown
+            .iter()
+            .filter_map(|&(_, v)| spec.project.iter().position(|(_, p)| *p == Some(v)))
+            .collect();
+        if own.len() != a.shown.len() {
+            return Ok(Err(Refused(
+                "a Kleene+ variable shown but not selected".into(),
+            )));
+        }
+        if !first_atom {
+            out.extend_from_slice(b", ");
+        }
+        first_atom = false;
+        out.extend_from_slice(&json_string(&a.name));
+        out.extend_from_slice(b": [");
+        let (mut at, mut first) = (0, true);
+        for &s in &r.at {
+            if spec.atoms[s as usize].shown.is_empty() {
+                continue;
+            }
+            let m = r.iters[at] as usize;
+            let envs = &r.iters[at + 1..at + 1 + m * width];
+            at += 1 + m * width;
+            if s as usize != i {
+                continue;
+            }
+            let mut sol: Option<&[TermId]> = None;
+            for env in envs.chunks_exact(width) {
+                let agrees = (0..width)
+                    .all(|c| own.contains(&c) || env[c] == 0 || row[c].is_none_or(|x| x == env[c]));
+                if !agrees {
+                    continue;
+                }
+                match sol {
+                    None => sol = Some(env),
+                    Some(s) if own.iter().all(|&c| s[c] == env[c]) => {}
+                    Some(_) => {
+                        return Ok(Err(Refused(
+                            "a Kleene+ iteration of several solutions in its output".into(),
+                        )))
+                    }
+                }
+            }
+            out.extend_from_slice(if first { b"[" } else { b", [" });
+            first = false;
+            if let Some(env) = sol {
+                out.push(b'{');
+                for (k, (name, _)) in a.shown.iter().enumerate() {
+                    if k > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    out.extend_from_slice(&json_string(name));
+                    out.extend_from_slice(b": ");
+                    out.extend_from_slice(writer.term(env[own[k]]));
+                }
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
+    Ok(Ok(()))
 }
 
 /// Run the chain over the events, writing each match's rows to `out`: Ok(Err) when the
@@ -494,9 +651,12 @@ pub fn run(
         || spec.ops[0] != Select::First
         || spec.ops[1..].contains(&Select::First)
         || spec.window.is_some_and(|w| w <= 0)
+        || !(spec.atoms.is_empty() || spec.atoms.len() == n)
     {
         return Ok(Err(Refused("not a chain the native path runs".into())));
     }
+    let atoms = &spec.atoms[..];
+    let kleene = |i: usize| atoms.get(i).is_some_and(|a| a.kleene);
     let mut values = Values {
         terms,
         cache: Vec::new(),
@@ -528,8 +688,10 @@ pub fn run(
         Some(t) => t,
         None => return Ok(Ok(Done::default())),
     };
-    // per state x_1 .. x_(n-1) (index 0 unused): runs by partition value
+    // per state x_1 .. x_(n-1) (index 0 unused): the runs that entered it, by partition
+    // value; and per Kleene+ state (x_0 too), the runs iterating there (`loops`)
     let mut buckets: Vec<HashMap<TermId, Vec<Run>>> = (0..n).map(|_| HashMap::new()).collect();
+    let mut loops: Vec<HashMap<TermId, Vec<Run>>> = (0..n).map(|_| HashMap::new()).collect();
     let mut live: u64 = 0;
     let mut oldest = i64::MIN;
     let mut done = Done::default();
@@ -539,9 +701,11 @@ pub fn run(
     let vars = spec.vars;
     let mut sols: Vec<Vec<TermId>> = vec![Vec::new(); n];
     let (mut scratch, mut found, mut joined) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut group, mut keys) = (Vec::new(), Vec::new());
-    let mut matches: Vec<(Vec<i64>, Vec<TermId>)> = Vec::new();
+    let (mut group, mut keys, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    let mut stays: Vec<Run> = Vec::new();
+    let mut matches: Vec<Run> = Vec::new();
     let mut seen: HashSet<Vec<Option<TermId>>> = HashSet::new();
+    let mut extra: Vec<u8> = Vec::new();
     // a run's bucket: its mappings' value of the partition variable, or MIXED when they
     // disagree (any event's solutions may extend it: chain.py's _MIXED)
     const MIXED: TermId = 0;
@@ -555,6 +719,12 @@ pub fn run(
                 MIXED
             }
         }
+    };
+    // an iterating run's bucket: its value of the partition variable unless each
+    // iteration binds it afresh (a leading Kleene+: any event's solutions may extend it)
+    let loop_key = |i: usize, vals: &[TermId]| match spec.partition {
+        Some(p) if atoms[i].drop.contains(&p) => MIXED,
+        _ => key(vals),
     };
     // the match's rows compared as today's path sorts several (by their terms' text, the
     // variables in name order)
@@ -576,7 +746,7 @@ pub fn run(
             let last = (t - t0 - 1).div_euclid(w) - 1;
             if last >= oldest {
                 oldest = last + 1;
-                for b in buckets.iter_mut() {
+                for b in buckets.iter_mut().chain(loops.iter_mut()) {
                     b.retain(|_, runs| {
                         let before = runs.len();
                         runs.retain(|r| r.window > last);
@@ -601,10 +771,11 @@ pub fn run(
             }
         }
         matches.clear();
-        for i in (1..n).rev() {
-            if !sols[i].is_empty() && !buckets[i].is_empty() {
-                let g = &spec.gpms[i];
-                let last = i + 1 == n;
+        for i in (0..n).rev() {
+            let g = &spec.gpms[i];
+            let last = i + 1 == n;
+            let iterate = kleene(i);
+            if !sols[i].is_empty() && (!buckets[i].is_empty() || !loops[i].is_empty()) {
                 let any = spec.ops[i] == Select::Any;
                 // the buckets the solutions can reach: each of their partition values', with
                 // those solutions, and the mixed one with all of them
@@ -618,21 +789,108 @@ pub fn run(
                 }
                 keys.push(MIXED);
                 for &bk in &keys {
-                    let (before, after) = buckets.split_at_mut(i + 1);
-                    let Some(runs) = before[i].get_mut(&bk) else {
-                        continue;
-                    };
                     group.clear();
                     for s in sols[i].chunks_exact(vars) {
                         if bk == MIXED || spec.partition.is_some_and(|p| s[p] == bk) {
                             group.extend_from_slice(s);
                         }
                     }
+                    let (before, after) = buckets.split_at_mut(i + 1);
                     // (the order of a bucket's runs is no part of the result: an instant's
                     // matches are sorted before they are written)
+                    if let Some(runs) = before[i].get_mut(&bk) {
+                        let mut j = 0;
+                        while j < runs.len() {
+                            let got =
+                                extend(g, &runs[j].vals, &group, vars, &mut values, &mut joined);
+                            if let Err(why) = got {
+                                return Ok(Err(why));
+                            }
+                            if joined.is_empty() {
+                                j += 1;
+                                continue;
+                            }
+                            if iterate {
+                                // Kleene+ (Algorithm 3): a run iterating here goes on from
+                                // this event, and a copy goes on to x_(i+1); under ':' the run
+                                // itself stays for later events, else it is over
+                                let r = &runs[j];
+                                let took = r.took(t, i, &joined, spec);
+                                if last {
+                                    matches.push(took.clone());
+                                } else {
+                                    live += 1;
+                                    after[0]
+                                        .entry(key(&took.vals))
+                                        .or_default()
+                                        .push(took.clone());
+                                }
+                                live += 1;
+                                stays.push(took);
+                                if any {
+                                    j += 1;
+                                } else {
+                                    runs.swap_remove(j);
+                                    live -= 1;
+                                }
+                                continue;
+                            }
+                            if any {
+                                // skip-till-any: the run stays for later events, a copy takes
+                                // this one
+                                let took = runs[j].took(t, i, &joined, spec);
+                                j += 1;
+                                if last {
+                                    matches.push(took);
+                                } else {
+                                    live += 1;
+                                    after[0].entry(key(&took.vals)).or_default().push(took);
+                                }
+                                continue;
+                            }
+                            let mut r = runs.swap_remove(j);
+                            std::mem::swap(&mut r.vals, &mut joined);
+                            r.times.push(t);
+                            if !atoms.is_empty() {
+                                r.at.push(i as u32);
+                            }
+                            if last {
+                                live -= 1;
+                                matches.push(r);
+                            } else {
+                                after[0].entry(key(&r.vals)).or_default().push(r);
+                            }
+                        }
+                        if runs.is_empty() {
+                            before[i].remove(&bk);
+                        }
+                    }
+                    if !iterate {
+                        continue;
+                    }
+                    let Some(runs) = loops[i].get_mut(&bk) else {
+                        continue;
+                    };
+                    // the runs iterating at x_i: each iteration binds the GPM's own variables
+                    // afresh, joined on the others
                     let mut j = 0;
                     while j < runs.len() {
-                        let got = extend(g, &runs[j].vals, &group, vars, &mut values, &mut joined);
+                        // (mappings alike but for those are one: drop's set)
+                        dropped.clear();
+                        for env in runs[j].vals.chunks_exact(vars) {
+                            let at = dropped.len();
+                            dropped.extend_from_slice(env);
+                            for &v in &atoms[i].drop {
+                                dropped[at + v] = 0;
+                            }
+                            if dropped[..at]
+                                .chunks_exact(vars)
+                                .any(|e| *e == dropped[at..])
+                            {
+                                dropped.truncate(at);
+                            }
+                        }
+                        let got = extend(g, &dropped, &group, vars, &mut values, &mut joined);
                         if let Err(why) = got {
                             return Ok(Err(why));
                         }
@@ -640,40 +898,21 @@ pub fn run(
                             j += 1;
                             continue;
                         }
-                        if any {
-                            // skip-till-any: the run stays for later events, a copy takes
-                            // this one
-                            let r = &runs[j];
-                            j += 1;
-                            let mut times = Vec::with_capacity(n);
-                            times.extend_from_slice(&r.times);
-                            times.push(t);
-                            let vals = joined.clone();
-                            if last {
-                                matches.push((times, vals));
-                            } else {
-                                live += 1;
-                                let window = r.window;
-                                after[0].entry(key(&vals)).or_default().push(Run {
-                                    vals,
-                                    times,
-                                    window,
-                                });
-                            }
-                            continue;
-                        }
-                        let mut r = runs.swap_remove(j);
-                        std::mem::swap(&mut r.vals, &mut joined);
-                        r.times.push(t);
+                        let r = runs.swap_remove(j);
+                        let took = r.took(t, i, &joined, spec);
                         if last {
-                            live -= 1;
-                            matches.push((r.times, r.vals));
+                            matches.push(took.clone());
                         } else {
-                            after[0].entry(key(&r.vals)).or_default().push(r);
+                            live += 1;
+                            buckets[i + 1]
+                                .entry(key(&took.vals))
+                                .or_default()
+                                .push(took.clone());
                         }
+                        stays.push(took);
                     }
                     if runs.is_empty() {
-                        before[i].remove(&bk);
+                        loops[i].remove(&bk);
                     }
                 }
             }
@@ -683,18 +922,36 @@ pub fn run(
                 live -= buckets[i].values().map(|r| r.len() as u64).sum::<u64>();
                 buckets[i].clear();
             }
+            if iterate && i > 0 && !loops[i].is_empty() {
+                // after another atom, iterations are strictly contiguous (Def. 14): a run
+                // that took no event of this instant has ended its iterations
+                live -= loops[i].values().map(|r| r.len() as u64).sum::<u64>();
+                loops[i].clear();
+            }
+            for r in stays.drain(..) {
+                loops[i].entry(loop_key(i, &r.vals)).or_default().push(r);
+            }
         }
         if t >= t0 && !sols[0].is_empty() {
             let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
-            let mut times = Vec::with_capacity(n);
-            times.push(t);
-            let r = Run {
-                vals: sols[0].clone(),
-                times,
+            let start = Run {
+                vals: Vec::new(),
+                times: Vec::new(),
+                at: Vec::new(),
+                iters: Vec::new(),
                 window,
             };
+            let r = start.took(t, 0, &sols[0], spec);
+            if kleene(0) {
+                // a leading Kleene+: its iterations skip till the next match (Def. 13)
+                live += 1;
+                loops[0]
+                    .entry(loop_key(0, &r.vals))
+                    .or_default()
+                    .push(r.clone());
+            }
             if n == 1 {
-                matches.push((r.times, r.vals));
+                matches.push(r);
             } else {
                 live += 1;
                 buckets[1].entry(key(&r.vals)).or_default().push(r);
@@ -712,13 +969,24 @@ pub fn run(
                 "more matches at one instant than --max-matches".into(),
             )));
         }
-        // one order whatever the engine: by the events matched (runtime.py's sort by steps)
-        matches.sort_by(|a, b| a.0.cmp(&b.0));
+        // one order whatever the engine: by the events matched, (time, leaf key) each
+        // (runtime.py's sort by steps)
+        if atoms.is_empty() {
+            matches.sort_by(|a, b| a.times.cmp(&b.times));
+        } else {
+            let step = |r: &Run, k: usize| (r.times[k], atoms[r.at[k] as usize].key);
+            matches.sort_by(|a, b| {
+                (0..a.times.len().min(b.times.len()))
+                    .map(|k| step(a, k).cmp(&step(b, k)))
+                    .find(|o| o.is_ne())
+                    .unwrap_or_else(|| a.times.len().cmp(&b.times.len()))
+            });
+        }
         seen.clear();
         let mut rows: Vec<Vec<Option<TermId>>> = Vec::new();
-        for (times, vals) in &matches {
+        for m in &matches {
             rows.clear();
-            for env in vals.chunks_exact(vars) {
+            for env in m.vals.chunks_exact(vars) {
                 let row: Vec<Option<TermId>> = spec
                     .project
                     .iter()
@@ -749,7 +1017,12 @@ pub fn run(
                 if spec.distinct && !seen.insert(row.clone()) {
                     continue;
                 }
-                writer.row(out, t, times, row)?;
+                if spec.format == Format::Jsonl {
+                    if let Err(why) = iterations(&mut writer, spec, m, row, &mut extra)? {
+                        return Ok(Err(why));
+                    }
+                }
+                writer.row(out, t, &m.times, row, &extra)?;
                 done.rows += 1;
             }
         }
@@ -864,6 +1137,7 @@ mod tests {
             max_runs: 1000,
             max_instant: None,
             format,
+            atoms: vec![],
         };
         let mut out = Vec::new();
         let done = run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
@@ -957,6 +1231,164 @@ mod tests {
         assert_eq!(out.lines().count(), 6);
     }
 
+    /// SEQ (A op B op C ...) as `rise_as`, the states in `plus` under Kleene+ (each
+    /// iteration binding its price afresh, shown in "iterations"), in jsonl.
+    fn kleene(doc: &str, ops: &[Select], plus: &[usize]) -> String {
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
+        let n = ops.len() + 1;
+        let gpm = |p: usize| Gpm {
+            patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
+            binds: vec![0, p],
+            local: vec![],
+            stateful: if p >= 2 {
+                vec![Cmp {
+                    left: Operand::Var(p),
+                    op: Op::Gt,
+                    right: Operand::Var(p - 1),
+                }]
+            } else {
+                vec![]
+            },
+        };
+        let atoms = (0..n)
+            .map(|i| Atom {
+                kleene: plus.contains(&i),
+                key: i as u64,
+                // (a leading Kleene+ binds ?c afresh too)
+                drop: if !plus.contains(&i) {
+                    vec![]
+                } else if i == 0 {
+                    vec![0, 1]
+                } else {
+                    vec![i + 1]
+                },
+                shown: if plus.contains(&i) {
+                    vec![(format!("p{}", i + 1), i + 1)]
+                } else {
+                    vec![]
+                },
+                name: ["A", "B", "C", "D"][i].into(),
+            })
+            .collect();
+        let spec = Spec {
+            gpms: (1..=n).map(gpm).collect(),
+            ops: [Select::First].iter().chain(ops).copied().collect(),
+            vars: n + 1,
+            partition: Some(0),
+            window: None,
+            t0: None,
+            project: (1..=n).map(|p| (format!("p{p}"), Some(p))).collect(),
+            distinct: false,
+            max_runs: 1000,
+            max_instant: None,
+            format: Format::Jsonl,
+            atoms,
+        };
+        let mut out = Vec::new();
+        run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
+        // (the lines without the terms' datatypes, for reading)
+        String::from_utf8(out)
+            .unwrap()
+            .replace("\\\"^^<http://www.w3.org/2001/XMLSchema#integer>", "")
+            .replace("\\\"", "")
+    }
+
+    #[test]
+    fn kleene_plus_iterates_on_contiguous_events_and_a_copy_goes_on() {
+        // a rises 1, 2, 3; b at 3 breaks contiguity; a's 4 then 2
+        let doc = stream(&[
+            (0, "a", 1),
+            (1, "a", 2),
+            (2, "a", 3),
+            (3, "b", 5),
+            (4, "a", 4),
+            (5, "a", 2),
+        ]);
+        // (the lines today's path writes, `rsep run` with RSEP_NATIVE=0)
+        let line = |t: i64, from: i64, ps: &[&str], its: &[&str]| {
+            let bindings: Vec<String> = ps
+                .iter()
+                .enumerate()
+                .map(|(k, p)| format!("\"p{}\": \"{p}\"", k + 1))
+                .collect();
+            let its: Vec<String> = its
+                .iter()
+                .map(|p| format!("[{{\"p2\": \"{p}\"}}]"))
+                .collect();
+            format!(
+                "{{\"time\": {t}, \"from\": {from}, \"to\": {t}, \"start\": {from}, \"bindings\": \
+                 {{{}}}, \"iterations\": {{\"B\": [{}]}}}}\n",
+                bindings.join(", "),
+                its.join(", ")
+            )
+        };
+        // SEQ (A: B+: C), C above the last iteration: the iterations end at b's 5 (they are
+        // strictly contiguous), while a copy of each iteration waits for C
+        assert_eq!(
+            kleene(&doc, &[Select::Any, Select::Any], &[1]),
+            [
+                line(2, 0, &["1", "2", "3"], &["2"]),
+                line(4, 0, &["1", "3", "4"], &["2", "3"]),
+                line(4, 0, &["1", "2", "4"], &["2"]),
+                line(4, 0, &["1", "3", "4"], &["3"]),
+                line(4, 1, &["2", "3", "4"], &["3"]),
+            ]
+            .concat()
+        );
+        // SEQ (A; B+): A's run leaves at its first B; 4 then 2 (both above 1) iterate
+        assert_eq!(
+            kleene(&doc, &[Select::Next], &[1]),
+            [
+                line(1, 0, &["1", "2"], &["2"]),
+                line(2, 0, &["1", "3"], &["2", "3"]),
+                line(2, 1, &["2", "3"], &["3"]),
+                line(4, 2, &["3", "4"], &["4"]),
+            ]
+            .concat()
+        );
+        // SEQ (A: B+): every A stays, so 0's run starts iterations at 4 and at 5 again
+        let out = kleene(&doc, &[Select::Any], &[1]);
+        assert_eq!(out.lines().count(), 9, "{out}");
+        assert_eq!(
+            out.lines().skip(7).collect::<Vec<_>>(),
+            [
+                line(5, 0, &["1", "2"], &["4", "2"]).trim_end(),
+                line(5, 0, &["1", "2"], &["2"]).trim_end()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_leading_kleene_plus_skips_till_its_next_iteration() {
+        // SEQ (A+): each event starts iterations, the next event of any company goes on
+        let doc = stream(&[(0, "a", 1), (1, "b", 2), (3, "a", 3)]);
+        let out = kleene(&doc, &[], &[0]);
+        let its: Vec<&str> = out
+            .lines()
+            .map(|l| &l[l.find("\"iterations\"").unwrap()..])
+            .collect();
+        let p = |ps: &[&str]| {
+            let v: Vec<String> = ps
+                .iter()
+                .map(|p| format!("[{{\"p1\": \"{p}\"}}]"))
+                .collect();
+            format!("\"iterations\": {{\"A\": [{}]}}}}", v.join(", "))
+        };
+        assert_eq!(
+            its,
+            [
+                p(&["1"]),
+                p(&["1", "2"]),
+                p(&["2"]),
+                p(&["1", "2", "3"]),
+                p(&["2", "3"]),
+                p(&["3"])
+            ]
+        );
+    }
+
     #[test]
     fn copies_count_against_the_bound_of_live_runs() {
         let doc = stream(&[(0, "a", 1), (1, "a", 2), (2, "a", 3)]);
@@ -981,6 +1413,7 @@ mod tests {
             max_runs,
             max_instant: None,
             format: Format::Events,
+            atoms: vec![],
         };
         // after 2: three runs at x_1 (0, 1, 2) and three at x_2 ((0, 1), (0, 2), (1, 2))
         let mut out = Vec::new();

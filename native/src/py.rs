@@ -432,6 +432,10 @@ type PyGpm = (
     Vec<(PyOperand, String, PyOperand)>,
 );
 
+/// A SPASEQ state's atom: (Kleene+, its leaf key, the variables each iteration binds
+/// afresh, those of them written in "iterations" with their names, the GPM's name).
+type PyAtom = (bool, u64, Vec<usize>, Vec<(String, usize)>, String);
+
 /// Run a SPASEQ chain (native/src/chain.rs) over the events, writing to `out_path` in
 /// `format` (jsonl, tsv, or events: rsep bench's worker's): (the
 /// refusal's reason or "", instants, rows written); on a refusal, what was written is to
@@ -443,6 +447,7 @@ fn chain_run(
     ev: PyRef<'_, StreamEvents>,
     gpms: Vec<PyGpm>,
     ops: Vec<String>,
+    atoms: Vec<PyAtom>,
     vars: usize,
     partition: Option<usize>,
     window: Option<i64>,
@@ -454,7 +459,7 @@ fn chain_run(
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
     use crate::bgp::Op;
-    use crate::chain::{value_of, Cmp, Format, Gpm, Operand, Select, Spec as ChainSpec, Val};
+    use crate::chain::{value_of, Atom, Cmp, Format, Gpm, Operand, Select, Spec as ChainSpec, Val};
     let bad = |what: String| PyValueError::new_err(what);
     let var = |v: usize| {
         if v < vars {
@@ -519,6 +524,19 @@ fn chain_run(
         .iter()
         .map(|op| Select::parse(op).ok_or_else(|| bad(format!("an event selection {op:?}"))))
         .collect::<PyResult<Vec<_>>>()?;
+    let mut chain_atoms = Vec::new();
+    for (kleene, key, drop, shown, name) in atoms {
+        for &v in drop.iter().chain(shown.iter().map(|(_, v)| v)) {
+            var(v)?;
+        }
+        chain_atoms.push(Atom {
+            kleene,
+            key,
+            drop,
+            shown,
+            name,
+        });
+    }
     let spec = ChainSpec {
         gpms: chain,
         ops,
@@ -530,6 +548,7 @@ fn chain_run(
         distinct,
         max_runs: limits.0,
         max_instant: limits.1,
+        atoms: chain_atoms,
         format: match format {
             "jsonl" => Format::Jsonl,
             "tsv" => Format::Tsv,

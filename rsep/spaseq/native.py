@@ -1,4 +1,4 @@
-"""The native path of a SPASEQ chain (issue 50, first and second stages): read, matched and
+"""The native path of a SPASEQ chain (issue 50, first to third stages): read, matched and
 written on integer ids in Rust (rsep._core: native/src/stream.rs and chain.rs), terms
 decoded only for output.
 
@@ -9,11 +9,17 @@ today): a SEQ of plain GPMs under ``,`` (strict contiguity), ``;`` (skip-till-ne
 (no blank node, no background GRAPH) with FILTERs each a conjunction of comparisons
 (``<, <=, >, >=, =, !=``) of variables and xsd:integer, xsd:decimal or xsd:double literals,
 those on the GPM's own variables tested on the event, those reading earlier GPMs' on the
-run (``?p2 > ?p1``); SELECT of variables (DISTINCT or not), WITHIN or not. For anything
-else (Kleene+, negation, optional atoms, conjunction or disjunction of GPMs,
-OPTIONAL or any other pattern, a FILTER of anything else, SELECT expressions, PARTITION BY,
-several streams, an engine option the chain engine does not run, no-window-pushing with
-``:``) it says why not, and the query runs as before.
+run (``?p2 > ?p1``); SELECT of variables (DISTINCT or not), WITHIN or not. Any of those
+GPMs may be under Kleene+ (``B+``, first in the sequence or after any operator), run as
+:class:`~rsep.spaseq.nfa.NFAEngine` runs it (002 Defs. 13, 14 as docs/semantics.md reads
+them): each iteration binds the GPM's own variables afresh and joins on the others, the
+iterations strictly contiguous after another atom and skip-till-next when leading, a copy of
+the run going on at each; a match writes each iteration's selected own variables in its
+``"iterations"`` as today's path does. For anything else (negation, optional atoms,
+conjunction or disjunction of GPMs, one GPM under Kleene+ twice, OPTIONAL or any other
+pattern, a FILTER of anything else, SELECT expressions, PARTITION BY, several streams, an
+engine option the chain engine does not run, no-window-pushing with ``:`` or a Kleene+) it
+says why not, and the query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape (native/src/stream.rs), and the engine
@@ -23,7 +29,9 @@ those numbers, more live
 runs than the engine's bound (today's path drops the oldest and warns; under ``:`` the
 native engine keeps a run per path where today's shares them, so it may refuse where
 today's path would not have cut) or more matches at one instant than ``--max-matches``
-(an error there). Literals pyoxigraph's store reads
+(an error there), a Kleene+ iteration whose mappings give one output row several values
+of its own variables (today's path orders them by Python's text of pyoxigraph's objects).
+Literals pyoxigraph's store reads
 back in another form are replaced by their stored form, as today's path matches and
 writes them. ``RSEP_PURE=1`` turns the path off (the pure build runs Python only), and so
 does ``RSEP_NATIVE=0`` alone (today's path with the compiled build, as measured against it).
@@ -91,6 +99,9 @@ class NativePlan:
     distinct: bool
     max_runs: int
     max_instant: int | None
+    # per state: (Kleene+, its leaf key, the variables each iteration binds afresh, the
+    # selected ones of those in name order with their names, the GPM's name)
+    atoms: tuple[tuple[bool, int, tuple[int, ...], tuple[tuple[str, int], ...], str], ...] = ()
 
     def describe(self) -> str:
         return ("native: read, matched and written on integer ids in Rust (rsep._core), terms "
@@ -104,18 +115,21 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
     """The native plan of a registered SPASEQ query, or why it runs on today's path."""
     seq = query.seq
     for a in seq.atoms:
-        if a.kind is AtomKind.KLEENE:
-            return "a Kleene+ atom (the native path takes plain GPMs)"
         if a.kind is AtomKind.NEGATION:
             return "a negated atom (the native path takes plain GPMs)"
         if a.kind is AtomKind.OPTIONAL:
-            return "an optional atom (the native path takes plain GPMs)"
+            return "an optional atom (the native path takes plain GPMs and Kleene+)"
         if not isinstance(a.body, Leaf):
             return "a conjunction or disjunction of GPMs (the native path takes plain GPMs)"
-    if any(op is Strategy.ANY for op in seq.ops) and not options.window_pushing:
-        # (today's engine then drops closed windows' runs late, counting them against
-        # max-runs: the native path's count would not bound its own)
-        return "no-window-pushing with skip-till-any ':'"
+    kleene = [a for a in seq.atoms if a.kind is AtomKind.KLEENE]
+    if len({a.leaf.gpm.name for a in kleene}) != len(kleene):
+        # (today's path writes one "iterations" entry per GPM name, the later over the earlier)
+        return "one GPM under Kleene+ twice"
+    if (kleene or any(op is Strategy.ANY for op in seq.ops)) and not options.window_pushing:
+        # (today's general engine then drops closed windows' runs late, counting them
+        # against max-runs: the native path's count would not bound its own)
+        return "no-window-pushing with skip-till-any ':'" if not kleene else \
+            "no-window-pushing with a Kleene+ atom"
     if len(set(query.streams.values())) != 1:
         return "several streams"
     if trace is not None:
@@ -131,7 +145,9 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
         return "a variable selected twice"
     numbers: dict[str, int] = {}
     gpms = []
+    atoms = []
     bound_before: set[str] = set()
+    selected = set(query.variables)
     for a in seq.atoms:
         g = a.leaf.gpm
         if g.background:
@@ -174,6 +190,16 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             if isinstance(got, str):
                 return f"GPM {g.name}: FILTER {f.text}: {got}"
             stateful += got
+        if a.kind is AtomKind.KLEENE:
+            if not a.local_vars <= names:
+                return f"GPM {g.name}+: a variable of its own its triple patterns do not bind"
+            drops = tuple(sorted(numbers[v] for v in a.local_vars))
+            # (runtime.py's MatchOutput.iterations: each iteration's selected own variables,
+            # in the order of the mapping, by name)
+            shown = tuple((v, numbers[v]) for v in sorted(a.local_vars & selected))
+            atoms.append((True, a.leaf.key, drops, shown, g.name))
+        else:
+            atoms.append((False, a.leaf.key, (), (), g.name))
         bound_before |= names
         gpms.append((tuple(patterns), tuple(own), tuple(local), tuple(stateful)))
     if not numbers:
@@ -184,7 +210,7 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
     ops = ("", *(_SELECT[op] for op in seq.ops))
     return NativePlan(tuple(gpms), ops, len(numbers), min(common) if common else None,
                       tuple((v, numbers.get(v)) for v in variables), query.distinct,
-                      options.max_runs, options.max_instant)
+                      options.max_runs, options.max_instant, tuple(atoms))
 
 
 def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
@@ -267,8 +293,9 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
               for tp in patterns], list(binds), list(local), list(stateful))
             for patterns, binds, local, stateful in plan.gpms]
     refused, evaluations, rows = core().chain_run(
-        ev, gpms, list(plan.ops), plan.vars, plan.partition, window, query.issued_at,
-        list(plan.project), plan.distinct, (plan.max_runs, plan.max_instant), fmt, out_path)
+        ev, gpms, list(plan.ops),
+        [(k, key, list(d), list(sh), name) for k, key, d, sh, name in plan.atoms], plan.vars,
+        plan.partition, window, query.issued_at, list(plan.project), plan.distinct, (plan.max_runs, plan.max_instant), fmt, out_path)
     if refused:
         return Outcome(refused)
     return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)

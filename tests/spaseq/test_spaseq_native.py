@@ -39,6 +39,7 @@ from spaseq_throughput import query as throughput_query  # noqa: E402
 
 # runs the native path refused, took writing nothing, took writing rows
 TAKEN = [0, 0, 0]
+KLEENE = [0, 0, 0]  # the same, of the queries with a Kleene+ atom
 WHY: dict[str, int] = {}  # the refusals' reasons (their first words), for the message
 EXAMPLES = int(os.environ.get("RSEP_EXAMPLES", "60"))
 PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
@@ -83,6 +84,7 @@ OPS = ["<", "<=", ">", ">=", "=", "!="]
 
 @st.composite
 def queries(draw) -> str:
+    """A chain of one to four GPMs, now and then one under Kleene+ (anywhere, first too)."""
     n = draw(st.integers(1, 4))
     names = "ABCD"[:n]
     defs = []
@@ -102,7 +104,9 @@ def queries(draw) -> str:
                 cond += f" && ?p{i} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(CONSTANTS))}"
             body += f" FILTER ({cond})"
         defs.append(f"DEFINE GPM {name} ON S1 {{ {body} }}")
-    seq = names[0] + "".join(f"{draw(st.sampled_from([',', ';', ':']))} {x}" for x in names[1:])
+    plus = st.sampled_from(["", "", "", "+"])
+    atoms = [x + draw(plus) for x in names]
+    seq = atoms[0] + "".join(f"{draw(st.sampled_from([',', ';', ':']))} {x}" for x in atoms[1:])
     select = "*" if draw(st.booleans()) else " ".join(
         draw(st.lists(st.sampled_from(variables), min_size=1, max_size=4, unique=True)))
     distinct = "DISTINCT " if draw(RARELY) else ""
@@ -111,13 +115,17 @@ def queries(draw) -> str:
             f"WHERE {{\n  SEQ ({seq})\n  " + "\n  ".join(defs) + "\n}\n")
 
 
-def run(tmp: Path, query: str, stream: str, extra: list[str], pure: bool,
+def run(tmp: Path, query: str, stream: str, extra: list[str], pure: bool | str,
         monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, native.Outcome | None]:
+    """One ``rsep run``: natively (pure False), with RSEP_PURE=1 (True), or with the
+    variable ``pure`` names set to 0 (today's path of the compiled build: RSEP_NATIVE)."""
     (tmp / "q.rq").write_text(query, encoding="utf-8")
     (tmp / "s.trig").write_text(stream, encoding="utf-8")
     out = tmp / ("pure.out" if pure else "native.out")
     with monkeypatch.context() as m:
-        if pure:
+        if isinstance(pure, str):
+            m.setenv(pure, "0")
+        elif pure:
             m.setenv("RSEP_PURE", "1")
         native.LAST = None
         rc = main(["run", str(tmp / "q.rq"), "--stream", f"{STREAM}={tmp / 's.trig'}",
@@ -133,6 +141,11 @@ def both(tmp: Path, query: str, stream: str, extra: list[str],
     assert got is not None  # (rsep run of a SPASEQ query always asks)
     assert rc == prc
     assert out == pout, (got.refused, out.decode(), pout.decode())
+    if "+" in query:
+        # (Kleene+ runs on the general engine today: its compiled build too)
+        trc, tout, _ = run(tmp, query, stream, extra, "RSEP_NATIVE", monkeypatch)
+        assert (trc, tout) == (rc, out), (got.refused, out.decode(), tout.decode())
+        KLEENE[0 if got.refused else 1 if not got.rows else 2] += 1
     TAKEN[0 if got.refused else 1 if not got.rows else 2] += 1
     if got.refused:
         WHY[got.refused.split(":")[0]] = WHY.get(got.refused.split(":")[0], 0) + 1
@@ -169,6 +182,10 @@ def test_the_random_runs_were_mostly_native() -> None:
     refused, empty, rows = TAKEN
     total = refused + empty + rows
     assert empty + rows >= total // 3 and rows >= total // 10, (TAKEN, WHY)
+    refused, empty, rows = KLEENE
+    total = refused + empty + rows
+    assert total >= EXAMPLES // 5, KLEENE
+    assert empty + rows >= total // 3 and rows >= total // 10, (KLEENE, WHY)
 
 
 def stream_of(*events: tuple[int, str]) -> str:
@@ -272,7 +289,7 @@ def test_options_it_does_not_keep_to_run_as_today(tmp_path: Path,
 
 
 GPMS = {
-    "kleene": ("SEQ (A; B+)", ""),
+    "kleene twice": ("SEQ (A; B+; B+)", ""),
     "negation": ("SEQ (A; B!; A)", ""),
     "conjunction": ("SEQ (A; (A & B))", ""),
     "background": ("SEQ (A; B)", "GRAPH <http://e/kb> { ?c <http://e/in> ?x }"),
@@ -286,7 +303,7 @@ GPMS = {
 
 
 @pytest.mark.parametrize(("case", "why"), [
-    ("kleene", "Kleene+"),
+    ("kleene twice", "one GPM under Kleene+ twice"),
     ("negation", "negated atom"),
     ("conjunction", "conjunction or disjunction"),
     ("background", "background GRAPH"),
@@ -455,3 +472,50 @@ def test_the_skip_till_any_benchmark_queries_against_todays_path(tmp_path: Path,
         subprocess.run(cmd, env={**env, "RSEP_NATIVE": "0"}, check=True)
         assert (tmp_path / "native.out").read_bytes() == (tmp_path / "today.out").read_bytes(), name
     assert rows > 100  # (matches to compare, not empty files)
+
+
+KLEENE_Q = (f"SELECT ?p1 ?p2 ?p3\nWITHIN 10\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n"
+            "  SEQ (A: B+: C)\n"
+            "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
+            "  DEFINE GPM B ON S1 { ?c <http://e/price> ?p2 FILTER (?p2 > ?p1) }\n"
+            "  DEFINE GPM C ON S1 { ?c <http://e/price> ?p3 FILTER (?p3 < ?p2) }\n}\n")
+
+
+# SEQ (B+; C): a leading Kleene+, its iterations skip-till-next over every company
+LEADING = KLEENE_Q.replace("SEQ (A: B+: C)", "SEQ (B+; C)").replace(
+    "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n", "").replace(
+    "?p2 > ?p1", "?p2 > 0").replace("SELECT ?p1 ?p2 ?p3", "SELECT *")
+
+
+def test_kleene_plus_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1 then B's 2, 3 (contiguous), then C's 2 below the last iteration's 3: (1; 2, 3; 2),
+    # (1; 3; 2) and (2; 3; 2)
+    got = both(tmp_path, KLEENE_Q, prices("1", "2", "3", "2"), [], monkeypatch)
+    assert (got.refused, got.rows) == ("", 3)
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    i = '"\\"{}\\"^^<http://www.w3.org/2001/XMLSchema#integer>"'.format
+    assert out[0] == ('{"time": 3, "from": 0, "to": 3, "start": 0, "bindings": {'
+                      f'"p1": {i(1)}, "p2": {i(3)}, "p3": {i(2)}}}, "iterations": {{"B": '
+                      f'[[{{"p2": {i(2)}}}], [{{"p2": {i(3)}}}]]}}}}')
+    # the iterations are written in jsonl only; tsv's columns are the selection's
+    assert both(tmp_path, KLEENE_Q, prices("1", "2", "3", "2"), ["--format", "tsv"],
+                monkeypatch).rows == 3
+    leading = LEADING
+    got = both(tmp_path, leading, prices("1", "2", "3", "2", "1"), [], monkeypatch)
+    # iterations from i to j, then the first later price below j's: j = 1 (C at 4, i = 0,
+    # 1), j = 2 (C at 3, i = 0..2), j = 3 (C at 4, i = 0..3)
+    assert (got.refused, got.rows) == ("", 9)
+
+
+def test_kleene_plus_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a leading B+ over two companies' prices of one time: an iteration of two values of
+    # ?c, which today's path orders by Python's text of the terms' objects
+    leading = LEADING
+    s = stream_of((0, "<http://e/a> <http://e/price> 3 . <http://e/b> <http://e/price> 4 ."),
+                  (1, "<http://e/a> <http://e/price> 1 ."))
+    assert "several solutions" in both(tmp_path, leading, s, [], monkeypatch).refused
+    # not selected, they are not written: taken
+    got = both(tmp_path, leading.replace("SELECT *", "SELECT ?p3"), s, [], monkeypatch)
+    assert (got.refused, got.rows) == ("", 1)
+    assert plan_of(KLEENE_Q, "no-window-pushing") == "no-window-pushing with a Kleene+ atom"
+    assert isinstance(plan_of(KLEENE_Q), native.NativePlan)

@@ -1,5 +1,5 @@
 //! SPASEQ's chain engine on ids (issue 50, first to third stages): a SEQ of GPMs, each
-//! plain or under Kleene+, under `,` (strict contiguity), `;` (skip-till-next) and `:`
+//! plain, under Kleene+ or negated, under `,` (strict contiguity), `;` (skip-till-next) and `:`
 //! (skip-till-any), WITHIN tumbling windows, over a stream file read into events of ids
 //! ([`crate::stream`]), writing its matches as rsep's sink does.
 //!
@@ -13,7 +13,10 @@
 //! (`NFAEngine._kleene`, Algorithm 3 with Defs. 13-14) a run that takes an event becomes two:
 //! one iterating there (its next iteration strictly contiguous, or skip-till-next when the
 //! Kleene+ leads; the GPM's own variables dropped before each iteration joins) and a copy
-//! entering x_(i+1); the run that entered the state stays only under `:`. Today's engine shares the
+//! entering x_(i+1); the run that entered the state stays only under `:`. A negated GPM
+//! before x_i (`A; B!; C`, Algorithm 9) is no state: a run that entered x_i dies at an event
+//! it matches joined with the run's mappings, once x_i's own event has been taken (a copy
+//! that took it goes on). Today's engine shares the
 //! runs of `:` that can only go on alike (one run whose history is a DAG of their paths,
 //! enumerated when one completes); this one keeps each path as its own run, so it writes
 //! the same matches (one per path) and has at least as many live runs as today's. An instant's matches are written ordered by the events they took, a
@@ -220,6 +223,8 @@ pub struct Spec {
     /// per state: its atom's kind and what a match writes of it; empty: every atom a plain
     /// GPM, its leaf key its position
     pub atoms: Vec<Atom>,
+    /// the negated GPMs (`!B`, Appendix B.0.1), which the states' `forbid` name
+    pub negs: Vec<Gpm>,
 }
 
 /// A state's atom beyond its GPM: a plain one, or a Kleene+ (002 Defs. 13, 14) with what
@@ -236,6 +241,9 @@ pub struct Atom {
     /// match's `"iterations"` under the GPM's name
     pub shown: Vec<(String, usize)>,
     pub name: String,
+    /// the negated GPMs (in `Spec::negs`) just before this state: a run that entered it
+    /// dies at an event one of them matches joined with the run's mappings
+    pub forbid: Vec<usize>,
 }
 
 /// The operator between two GPMs of the SEQ: how a run at the later one's state takes
@@ -700,6 +708,7 @@ pub fn run(
     // buffers kept across instants
     let vars = spec.vars;
     let mut sols: Vec<Vec<TermId>> = vec![Vec::new(); n];
+    let mut neg_sols: Vec<Vec<TermId>> = vec![Vec::new(); spec.negs.len()];
     let (mut scratch, mut found, mut joined) = (Vec::new(), Vec::new(), Vec::new());
     let (mut group, mut keys, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
     let mut stays: Vec<Run> = Vec::new();
@@ -756,7 +765,12 @@ pub fn run(
                 }
             }
         }
-        for (g, out) in spec.gpms.iter().zip(sols.iter_mut()) {
+        for (g, out) in spec
+            .gpms
+            .iter()
+            .chain(&spec.negs)
+            .zip(sols.iter_mut().chain(neg_sols.iter_mut()))
+        {
             let got = solutions(
                 g,
                 &triples,
@@ -915,6 +929,43 @@ pub fn run(
                         loops[i].remove(&bk);
                     }
                 }
+            }
+            for &f in atoms.get(i).map_or(&[][..], |a| &a.forbid[..]) {
+                if neg_sols[f].is_empty() || buckets[i].is_empty() {
+                    continue;
+                }
+                // negation (Algorithm 9): a run that entered x_i dies at an event matching a
+                // forbidden GPM joined with its mappings (after taking this instant's event,
+                // if it did: that copy goes on; an event of its entering instant was not
+                // between), whatever its partition value
+                let mut err = None;
+                for runs in buckets[i].values_mut() {
+                    let before = runs.len();
+                    runs.retain(|r| {
+                        if err.is_some() {
+                            return true;
+                        }
+                        match extend(
+                            &spec.negs[f],
+                            &r.vals,
+                            &neg_sols[f],
+                            vars,
+                            &mut values,
+                            &mut joined,
+                        ) {
+                            Ok(()) => joined.is_empty(),
+                            Err(why) => {
+                                err = Some(why);
+                                true
+                            }
+                        }
+                    });
+                    live -= (before - runs.len()) as u64;
+                }
+                if let Some(why) = err {
+                    return Ok(Err(why));
+                }
+                buckets[i].retain(|_, runs| !runs.is_empty());
             }
             if spec.ops[i] == Select::Strict && !buckets[i].is_empty() {
                 // a run at x_i that took no event of this instant is over (before x_(i-1)'s
@@ -1138,6 +1189,7 @@ mod tests {
             max_instant: None,
             format,
             atoms: vec![],
+            negs: vec![],
         };
         let mut out = Vec::new();
         let done = run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
@@ -1270,6 +1322,7 @@ mod tests {
                     vec![]
                 },
                 name: ["A", "B", "C", "D"][i].into(),
+                forbid: vec![],
             })
             .collect();
         let spec = Spec {
@@ -1285,6 +1338,7 @@ mod tests {
             max_instant: None,
             format: Format::Jsonl,
             atoms,
+            negs: vec![],
         };
         let mut out = Vec::new();
         run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
@@ -1390,6 +1444,66 @@ mod tests {
     }
 
     #[test]
+    fn a_negated_gpm_ends_the_runs_it_matches_between_two_states() {
+        // SEQ (A; N!; B): A ?p1, N a price below ?p1, B a price above it
+        let doc = stream(&[
+            (0, "a", 5),
+            (1, "a", 3),
+            (2, "a", 6),
+            (3, "a", 4),
+            (4, "a", 7),
+        ]);
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
+        let g = |p: usize, op: Op| Gpm {
+            patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
+            binds: vec![0, p],
+            local: vec![],
+            stateful: if p > 1 {
+                vec![Cmp {
+                    left: Operand::Var(p),
+                    op,
+                    right: Operand::Var(1),
+                }]
+            } else {
+                vec![]
+            },
+        };
+        let spec = |forbid: Vec<usize>| Spec {
+            gpms: vec![g(1, Op::Gt), g(2, Op::Gt)],
+            ops: vec![Select::First, Select::Next],
+            vars: 4,
+            partition: Some(0),
+            window: None,
+            t0: None,
+            project: vec![("c".into(), Some(0))],
+            distinct: false,
+            max_runs: 1000,
+            max_instant: None,
+            format: Format::Events,
+            atoms: (0..2)
+                .map(|i| Atom {
+                    key: i,
+                    forbid: if i == 1 { forbid.clone() } else { vec![] },
+                    ..Atom::default()
+                })
+                .collect(),
+            negs: vec![g(3, Op::Lt)],
+        };
+        let mut out = Vec::new();
+        run(&spec(vec![0]), &ev, &terms, &mut out).unwrap().unwrap();
+        // 5's run dies at 3, 6's at 4: only 3 -> 6 and 4 -> 7
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"events\": [1, 2]}\n{\"events\": [3, 4]}\n"
+        );
+        let mut out = Vec::new();
+        run(&spec(vec![]), &ev, &terms, &mut out).unwrap().unwrap();
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 4);
+    }
+
+    #[test]
     fn copies_count_against_the_bound_of_live_runs() {
         let doc = stream(&[(0, "a", 1), (1, "a", 2), (2, "a", 3)]);
         let mut terms = Terms::new();
@@ -1414,6 +1528,7 @@ mod tests {
             max_instant: None,
             format: Format::Events,
             atoms: vec![],
+            negs: vec![],
         };
         // after 2: three runs at x_1 (0, 1, 2) and three at x_2 ((0, 1), (0, 2), (1, 2))
         let mut out = Vec::new();

@@ -434,7 +434,15 @@ type PyGpm = (
 
 /// A SPASEQ state's atom: (Kleene+, its leaf key, the variables each iteration binds
 /// afresh, those of them written in "iterations" with their names, the GPM's name).
-type PyAtom = (bool, u64, Vec<usize>, Vec<(String, usize)>, String);
+/// And the negated GPMs just before it (their numbers in `negs`).
+type PyAtom = (
+    bool,
+    u64,
+    Vec<usize>,
+    Vec<(String, usize)>,
+    String,
+    Vec<usize>,
+);
 
 /// Run a SPASEQ chain (native/src/chain.rs) over the events, writing to `out_path` in
 /// `format` (jsonl, tsv, or events: rsep bench's worker's): (the
@@ -448,6 +456,7 @@ fn chain_run(
     gpms: Vec<PyGpm>,
     ops: Vec<String>,
     atoms: Vec<PyAtom>,
+    negs: Vec<PyGpm>,
     vars: usize,
     partition: Option<usize>,
     window: Option<i64>,
@@ -499,19 +508,20 @@ fn chain_run(
             _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
         }
     };
-    let mut chain = Vec::new();
-    for (patterns, binds, local, stateful) in &gpms {
+    let gpm = |(patterns, binds, local, stateful): &PyGpm| -> PyResult<Gpm> {
         let mut pats = Vec::new();
         for p in patterns {
             pats.push([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]);
         }
-        chain.push(Gpm {
+        Ok(Gpm {
             patterns: pats,
             binds: binds.iter().map(|&v| var(v)).collect::<PyResult<_>>()?,
             local: cmps(local)?,
             stateful: cmps(stateful)?,
-        });
-    }
+        })
+    };
+    let chain = gpms.iter().map(gpm).collect::<PyResult<Vec<_>>>()?;
+    let negs = negs.iter().map(gpm).collect::<PyResult<Vec<_>>>()?;
     if let Some(p) = partition {
         var(p)?;
     }
@@ -525,9 +535,12 @@ fn chain_run(
         .map(|op| Select::parse(op).ok_or_else(|| bad(format!("an event selection {op:?}"))))
         .collect::<PyResult<Vec<_>>>()?;
     let mut chain_atoms = Vec::new();
-    for (kleene, key, drop, shown, name) in atoms {
+    for (kleene, key, drop, shown, name, forbid) in atoms {
         for &v in drop.iter().chain(shown.iter().map(|(_, v)| v)) {
             var(v)?;
+        }
+        if forbid.iter().any(|&f| f >= negs.len()) {
+            return Err(bad(format!("a negated GPM {forbid:?}")));
         }
         chain_atoms.push(Atom {
             kleene,
@@ -535,6 +548,7 @@ fn chain_run(
             drop,
             shown,
             name,
+            forbid,
         });
     }
     let spec = ChainSpec {
@@ -549,6 +563,7 @@ fn chain_run(
         max_runs: limits.0,
         max_instant: limits.1,
         atoms: chain_atoms,
+        negs,
         format: match format {
             "jsonl" => Format::Jsonl,
             "tsv" => Format::Tsv,

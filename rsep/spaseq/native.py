@@ -15,11 +15,14 @@ GPMs may be under Kleene+ (``B+``, first in the sequence or after any operator),
 them): each iteration binds the GPM's own variables afresh and joins on the others, the
 iterations strictly contiguous after another atom and skip-till-next when leading, a copy of
 the run going on at each; a match writes each iteration's selected own variables in its
-``"iterations"`` as today's path does. For anything else (negation, optional atoms,
-conjunction or disjunction of GPMs, one GPM under Kleene+ twice, OPTIONAL or any other
-pattern, a FILTER of anything else, SELECT expressions, PARTITION BY, several streams, an
-engine option the chain engine does not run, no-window-pushing with ``:`` or a Kleene+) it
-says why not, and the query runs as before.
+``"iterations"`` as today's path does. A negated GPM (``B!``, between two others, Appendix
+B.0.1 as docs/semantics.md reads it) is no state: the next one's runs die at an event it
+matches joined with their mappings (NFAEngine's Algorithm 9), the neighbours joined by the
+weaker of its two operators. For anything else (optional atoms, conjunction or disjunction
+of GPMs, one GPM under Kleene+ twice, OPTIONAL or any other pattern, a FILTER of anything
+else, SELECT expressions, PARTITION BY, several streams, an engine option the chain engine
+does not run, no-window-pushing with ``:``, a Kleene+ or a negation) it says why not, and
+the query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape (native/src/stream.rs), and the engine
@@ -72,6 +75,9 @@ Operand = tuple[int | None, str | None]
 Cmp = tuple[Operand, str, Operand]
 # per position: ("var", number) or ("term", the term in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
+# a GPM: (triple patterns, the variables it binds, its FILTERs on those alone, its FILTERs
+# reading earlier GPMs' variables)
+NativeGpm = tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...]]
 
 
 def available() -> str | None:
@@ -89,9 +95,8 @@ def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
 class NativePlan:
     """What native/src/chain.rs runs for a query."""
 
-    # per state, in sequence order: (triple patterns, the variables it binds, its FILTERs on
-    # those alone, its FILTERs reading earlier GPMs' variables)
-    gpms: tuple[tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...]], ...]
+    # per state, in sequence order (the negated atoms' GPMs in ``negs``)
+    gpms: tuple[NativeGpm, ...]
     ops: tuple[str, ...]  # per state: the operator before it (`,`, `;` or `:`; "" for x_0)
     vars: int
     partition: int | None  # a variable every GPM binds (runs kept by its value)
@@ -100,8 +105,11 @@ class NativePlan:
     max_runs: int
     max_instant: int | None
     # per state: (Kleene+, its leaf key, the variables each iteration binds afresh, the
-    # selected ones of those in name order with their names, the GPM's name)
-    atoms: tuple[tuple[bool, int, tuple[int, ...], tuple[tuple[str, int], ...], str], ...] = ()
+    # selected ones of those in name order with their names, the GPM's name, the negated
+    # GPMs just before it: their numbers in ``negs``)
+    atoms: tuple[tuple[bool, int, tuple[int, ...], tuple[tuple[str, int], ...], str,
+                       tuple[int, ...]], ...] = ()
+    negs: tuple[NativeGpm, ...] = ()
 
     def describe(self) -> str:
         return ("native: read, matched and written on integer ids in Rust (rsep._core), terms "
@@ -114,22 +122,31 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
                 trace: object) -> NativePlan | str:
     """The native plan of a registered SPASEQ query, or why it runs on today's path."""
     seq = query.seq
-    for a in seq.atoms:
-        if a.kind is AtomKind.NEGATION:
-            return "a negated atom (the native path takes plain GPMs)"
+    atoms_ = seq.atoms
+    for k, a in enumerate(atoms_):
+        if a.kind is AtomKind.NEGATION and (
+                k == 0 or k == len(atoms_) - 1 or atoms_[k - 1].kind is AtomKind.NEGATION
+                or atoms_[k + 1].kind is AtomKind.NEGATION):
+            # (the parser's rule already: between two atoms neither optional nor negated)
+            return "a negated atom not between two others"
         if a.kind is AtomKind.OPTIONAL:
-            return "an optional atom (the native path takes plain GPMs and Kleene+)"
+            return "an optional atom (the native path takes plain, Kleene+ and negated GPMs)"
         if not isinstance(a.body, Leaf):
             return "a conjunction or disjunction of GPMs (the native path takes plain GPMs)"
     kleene = [a for a in seq.atoms if a.kind is AtomKind.KLEENE]
     if len({a.leaf.gpm.name for a in kleene}) != len(kleene):
         # (today's path writes one "iterations" entry per GPM name, the later over the earlier)
         return "one GPM under Kleene+ twice"
-    if (kleene or any(op is Strategy.ANY for op in seq.ops)) and not options.window_pushing:
+    negated = any(a.kind is AtomKind.NEGATION for a in seq.atoms)
+    if not options.window_pushing:
         # (today's general engine then drops closed windows' runs late, counting them
         # against max-runs: the native path's count would not bound its own)
-        return "no-window-pushing with skip-till-any ':'" if not kleene else \
-            "no-window-pushing with a Kleene+ atom"
+        if kleene:
+            return "no-window-pushing with a Kleene+ atom"
+        if negated:
+            return "no-window-pushing with a negated atom"
+        if any(op is Strategy.ANY for op in seq.ops):
+            return "no-window-pushing with skip-till-any ':'"
     if len(set(query.streams.values())) != 1:
         return "several streams"
     if trace is not None:
@@ -146,9 +163,12 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
     numbers: dict[str, int] = {}
     gpms = []
     atoms = []
+    negs: list[NativeGpm] = []
+    forbid: list[int] = []  # the negated GPMs before the next state
+    ops: list[str] = []
     bound_before: set[str] = set()
     selected = set(query.variables)
-    for a in seq.atoms:
+    for k, a in enumerate(seq.atoms):
         g = a.leaf.gpm
         if g.background:
             return f"GPM {g.name}: a background GRAPH"
@@ -190,6 +210,21 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             if isinstance(got, str):
                 return f"GPM {g.name}: FILTER {f.text}: {got}"
             stateful += got
+        compiled = (tuple(patterns), tuple(own), tuple(local), tuple(stateful))
+        if a.kind is AtomKind.NEGATION:
+            # (its variables stay unbound in the run: Algorithm 9 joins it with the run's
+            # mappings and drops the result)
+            forbid.append(len(negs))
+            negs.append(compiled)
+            continue
+        if k == 0:
+            ops.append("")
+        elif seq.atoms[k - 1].kind is AtomKind.NEGATION:
+            # (NFAEngine._enter: the neighbours of a negation are joined by the weaker of
+            # its two operators)
+            ops.append(_SELECT[Strategy.weaker(seq.ops[k - 2], seq.ops[k - 1])])
+        else:
+            ops.append(_SELECT[seq.ops[k - 1]])
         if a.kind is AtomKind.KLEENE:
             if not a.local_vars <= names:
                 return f"GPM {g.name}+: a variable of its own its triple patterns do not bind"
@@ -197,20 +232,20 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             # (runtime.py's MatchOutput.iterations: each iteration's selected own variables,
             # in the order of the mapping, by name)
             shown = tuple((v, numbers[v]) for v in sorted(a.local_vars & selected))
-            atoms.append((True, a.leaf.key, drops, shown, g.name))
+            atoms.append((True, a.leaf.key, drops, shown, g.name, tuple(forbid)))
         else:
-            atoms.append((False, a.leaf.key, (), (), g.name))
+            atoms.append((False, a.leaf.key, (), (), g.name, tuple(forbid)))
+        forbid = []
         bound_before |= names
-        gpms.append((tuple(patterns), tuple(own), tuple(local), tuple(stateful)))
+        gpms.append(compiled)
     if not numbers:
         return "no variable in any GPM"
     common = set(range(len(numbers)))
     for _, own_vars, _, _ in gpms:
         common &= set(own_vars)
-    ops = ("", *(_SELECT[op] for op in seq.ops))
-    return NativePlan(tuple(gpms), ops, len(numbers), min(common) if common else None,
+    return NativePlan(tuple(gpms), tuple(ops), len(numbers), min(common) if common else None,
                       tuple((v, numbers.get(v)) for v in variables), query.distinct,
-                      options.max_runs, options.max_instant, tuple(atoms))
+                      options.max_runs, options.max_instant, tuple(atoms), tuple(negs))
 
 
 def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
@@ -289,12 +324,16 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     if changed:
         # today's path matches, compares and writes a literal as the store gives it back
         ev.restore(changed)
-    gpms = [([[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
-              for tp in patterns], list(binds), list(local), list(stateful))
-            for patterns, binds, local, stateful in plan.gpms]
+    def ids(g: NativeGpm) -> tuple:
+        patterns, binds, local, stateful = g
+        return ([[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
+                 for tp in patterns], list(binds), list(local), list(stateful))
+
+    gpms = [ids(g) for g in plan.gpms]
     refused, evaluations, rows = core().chain_run(
         ev, gpms, list(plan.ops),
-        [(k, key, list(d), list(sh), name) for k, key, d, sh, name in plan.atoms], plan.vars,
+        [(k, key, list(d), list(sh), name, list(f)) for k, key, d, sh, name, f in plan.atoms],
+        [ids(g) for g in plan.negs], plan.vars,
         plan.partition, window, query.issued_at, list(plan.project), plan.distinct, (plan.max_runs, plan.max_instant), fmt, out_path)
     if refused:
         return Outcome(refused)

@@ -84,10 +84,11 @@ OPS = ["<", "<=", ">", ">=", "=", "!="]
 
 
 @st.composite
-def queries(draw) -> str:
+def queries(draw, forced: bool = False) -> str:
     """A chain of one to four GPMs, now and then one under Kleene+ (anywhere, first too)
-    and a negated GPM between two."""
-    n = draw(st.integers(1, 4))
+    and a negated GPM between two; ``forced``: two to three GPMs, one of them under Kleene+
+    and a negated one between two of them."""
+    n = draw(st.integers(2, 3)) if forced else draw(st.integers(1, 4))
     names = "ABCD"[:n]
     defs = []
     variables = ["?c"]  # (selecting one no GPM binds is an error of the query)
@@ -108,10 +109,14 @@ def queries(draw) -> str:
         defs.append(f"DEFINE GPM {name} ON S1 {{ {body} }}")
     plus = st.sampled_from(["", "", "", "+"])
     atoms = [x + draw(plus) for x in names]
+    kleene = draw(st.integers(0, n - 1)) if forced else None
+    negated = draw(st.integers(1, n - 1)) if forced else None
+    if kleene is not None:
+        atoms[kleene] = names[kleene] + "+"
     seq = atoms[0]
     op = st.sampled_from([",", ";", ":"])
     for i, x in enumerate(atoms[1:], 1):
-        if draw(st.sampled_from([False] * 3 + [True])):
+        if i == negated or (negated is None and draw(st.sampled_from([False] * 3 + [True]))):
             # a negated GPM between two: no price of its (or, now and then, any) company
             # above or below the run's since the earlier one
             subject = "?c" if draw(st.booleans()) or draw(RARELY) else "?s"
@@ -195,6 +200,16 @@ def test_native_equals_the_pure_build(tmp_path: Path, monkeypatch: pytest.Monkey
                          capture_output=True)
     assert got.returncode == rc, got.stderr
     assert (tmp_path / "pure.out").read_bytes() == out
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(forced=True), stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]))
+def test_native_kleene_and_negation_equal_todays_path(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      query: str, stream: str, fmt: str) -> None:
+    """Each draw with a Kleene+ and a negated GPM: against RSEP_PURE=1 and RSEP_NATIVE=0."""
+    both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
 
 
 def test_the_random_runs_were_mostly_native() -> None:

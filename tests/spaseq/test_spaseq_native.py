@@ -452,12 +452,20 @@ def bench_queries_() -> list[tuple[str, str]]:
 
 
 # stock-core's query (rsep bench stock-core: WITHIN 10^4) and shorter windows, and a
-# skip-till-any Query 4 (its stateful FILTERs against the run's prices)
+# skip-till-any Query 4 (its stateful FILTERs against the run's prices); Query 4 with B+ and
+# the bands with B+ (docs/benchmarks.md's "SPASEQ Kleene+ on ids", with wider bands for this
+# short stream)
 ANY_QUERIES = [(f"bands-3-any-{w}", bench_queries.spaseq_bands(3, w, "any"))
                for w in (100, 1000, 10_000)] + \
               [("q3-any", throughput_query(3, "any", 1000, False)),
                ("bands-4-mixed", bench_queries.spaseq_bands(4, 1000, "any").replace(
-                   "SEQ (A: B: C: D)", "SEQ (A: B; C: D)"))]
+                   "SEQ (A: B: C: D)", "SEQ (A: B; C: D)"))] + \
+              [("q3-any-kleene", throughput_query(3, "any", 1000, True)),
+               ("q3-next-kleene", throughput_query(3, "next", 1000, True))] + \
+              [(f"bands-kleene-{w}", bench_queries.spaseq_bands(3, w, "any").replace(
+                  "SEQ (A: B: C)", "SEQ (A: B+: C)").replace("?v1 > 990", "?v1 > 950").replace(
+                  "?v2 < 10", "?v2 < 500").replace("?v3 > 990", "?v3 > 950"))
+               for w in (100, 1000)]
 
 
 @pytest.fixture(scope="module")

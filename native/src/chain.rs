@@ -553,12 +553,31 @@ impl Writer<'_> {
     }
 }
 
+/// `repr()` of the pyoxigraph object of a term, as Python's `str()` of a tuple holding it
+/// writes it; None for a term this engine does not write so.
+fn python_repr(t: Option<TermRef<'_>>) -> Option<String> {
+    Some(match t? {
+        TermRef::NamedNode(n) => format!("<NamedNode value={}>", n.as_str()),
+        TermRef::BlankNode(b) => format!("<BlankNode value={}>", b.as_str()),
+        TermRef::Literal(l) => match l.language() {
+            Some(lang) => format!("<Literal value={} language={lang}>", l.value()),
+            None => format!(
+                "<Literal value={} datatype=<NamedNode value={}>>",
+                l.value(),
+                l.datatype().as_str()
+            ),
+        },
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    })
+}
+
 /// The iterations of a match's Kleene+ atoms for one of its rows, as today's path writes
 /// them after the bindings (runtime.py's `_iterations`): `, "iterations": {"B": [[{"p":
 /// ...}], ...]}`, per iteration the distinct values of the GPM's own selected variables in
 /// the step's mappings that agree with the row on the others; nothing when no atom shows a
-/// value. Err where an iteration has several (today's path orders them by Python's text of
-/// the terms' objects, which this engine does not write).
+/// value. Several are ordered as today's path orders them, by Python's text of pyoxigraph's
+/// objects (`python_repr`); Err for a term without one here.
 fn iterations(
     writer: &mut Writer<'_>,
     spec: &Spec,
@@ -571,6 +590,7 @@ fn iterations(
         return Ok(Ok(()));
     }
     let width = spec.project.len();
+    let mut sols: Vec<&[TermId]> = Vec::new();
     out.extend_from_slice(b", \"iterations\": {");
     let mut first_atom = true;
     for (i, a) in spec.atoms.iter().enumerate() {
@@ -605,26 +625,44 @@ fn iterations(
             if s as usize != i {
                 continue;
             }
-            let mut sol: Option<&[TermId]> = None;
+            sols.clear();
             for env in envs.chunks_exact(width) {
                 let agrees = (0..width)
                     .all(|c| own.contains(&c) || env[c] == 0 || row[c].is_none_or(|x| x == env[c]));
-                if !agrees {
-                    continue;
+                if agrees && !sols.iter().any(|s| own.iter().all(|&c| s[c] == env[c])) {
+                    sols.push(env);
                 }
-                match sol {
-                    None => sol = Some(env),
-                    Some(s) if own.iter().all(|&c| s[c] == env[c]) => {}
-                    Some(_) => {
-                        return Ok(Err(Refused(
-                            "a Kleene+ iteration of several solutions in its output".into(),
-                        )))
+            }
+            if sols.len() > 1 {
+                // runtime.py sorts them by str() of their (name, term) tuples: Python's text
+                // of pyoxigraph's term objects
+                let mut keyed = Vec::with_capacity(sols.len());
+                for env in &sols {
+                    let mut key = String::from("(");
+                    for (k, (name, _)) in a.shown.iter().enumerate() {
+                        if k > 0 {
+                            key.push_str(", ");
+                        }
+                        let Some(t) = python_repr(writer.terms.term(env[own[k]])) else {
+                            return Ok(Err(Refused(
+                                "a Kleene+ iteration's term without a Python text here".into(),
+                            )));
+                        };
+                        key.push_str(&format!("('{name}', {t})"));
                     }
+                    key.push_str(if a.shown.len() == 1 { ",)" } else { ")" });
+                    keyed.push((key, *env));
                 }
+                keyed.sort_by(|x, y| x.0.cmp(&y.0));
+                sols.clear();
+                sols.extend(keyed.into_iter().map(|(_, env)| env));
             }
             out.extend_from_slice(if first { b"[" } else { b", [" });
             first = false;
-            if let Some(env) = sol {
+            for (j, env) in sols.iter().enumerate() {
+                if j > 0 {
+                    out.extend_from_slice(b", ");
+                }
                 out.push(b'{');
                 for (k, (name, _)) in a.shown.iter().enumerate() {
                     if k > 0 {
@@ -1501,6 +1539,26 @@ mod tests {
         let mut out = Vec::new();
         run(&spec(vec![]), &ev, &terms, &mut out).unwrap().unwrap();
         assert_eq!(String::from_utf8(out).unwrap().lines().count(), 4);
+    }
+
+    #[test]
+    fn terms_as_python_writes_pyoxigraphs_objects() {
+        let iri = oxrdf::NamedNodeRef::new_unchecked("http://e/a");
+        assert_eq!(
+            python_repr(Some(iri.into())).unwrap(),
+            "<NamedNode value=http://e/a>"
+        );
+        let int = LiteralRef::new_typed_literal("10", oxrdf::NamedNodeRef::new_unchecked(INT));
+        assert_eq!(
+            python_repr(Some(int.into())).unwrap(),
+            format!("<Literal value=10 datatype=<NamedNode value={INT}>>")
+        );
+        let en = LiteralRef::new_language_tagged_literal_unchecked("a\"b", "en");
+        assert_eq!(
+            python_repr(Some(en.into())).unwrap(),
+            "<Literal value=a\"b language=en>"
+        );
+        assert_eq!(python_repr(None), None);
     }
 
     #[test]

@@ -32,9 +32,9 @@ those numbers, more live
 runs than the engine's bound (today's path drops the oldest and warns; under ``:`` the
 native engine keeps a run per path where today's shares them, so it may refuse where
 today's path would not have cut) or more matches at one instant than ``--max-matches``
-(an error there), a Kleene+ iteration whose mappings give one output row several values
-of its own variables (today's path orders them by Python's text of pyoxigraph's objects).
-Literals pyoxigraph's store reads
+(an error there). A Kleene+ iteration that gives one output row several values of its own
+variables writes them in today's order (Python's text of pyoxigraph's term objects, which
+chain.rs's ``python_repr`` writes). Literals pyoxigraph's store reads
 back in another form are replaced by their stored form, as today's path matches and
 writes them. ``RSEP_PURE=1`` turns the path off (the pure build runs Python only), and so
 does ``RSEP_NATIVE=0`` alone (today's path with the compiled build, as measured against it).

@@ -158,7 +158,7 @@ pub struct Spec {
 
 /// A term's value as a FILTER or MIN / MAX reads it.
 #[derive(Clone, Copy, Debug)]
-enum Val {
+pub(crate) enum Val {
     Int(i64),
     Dec(Decimal),
     Dbl(f64),
@@ -174,7 +174,7 @@ enum Val {
 
 const TWO_53: i64 = 1 << 53;
 
-fn value_of(t: Option<TermRef<'_>>) -> Val {
+pub(crate) fn value_of(t: Option<TermRef<'_>>) -> Val {
     let Some(TermRef::Literal(l)) = t else {
         return Val::Node;
     };
@@ -224,7 +224,7 @@ fn is_derived_number(dt: &str) -> bool {
 }
 
 /// `value op constant`: Some(verdict), or None when not decided exactly here.
-fn compare(v: Val, op: Op, c: &Constant) -> Option<bool> {
+pub(crate) fn compare(v: Val, op: Op, c: &Constant) -> Option<bool> {
     let ord = match v {
         Val::Other | Val::Text | Val::Node => return if op == Op::Ne { None } else { Some(false) },
         Val::Unsure => return None,
@@ -253,9 +253,9 @@ fn order(a: Val, b: Val) -> Option<Ordering> {
 /// (`NEW_BASE + its index` among the writer's `made`).
 type Out = u64;
 const NEW_BASE: u64 = 1 << 32;
-type Key = Vec<Option<Out>>;
+pub(crate) type Key = Vec<Option<Out>>;
 
-struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     terms: &'a Terms,
     cache: HashMap<Out, Box<[u8]>>,
     counts: HashMap<u64, Out>,
@@ -264,6 +264,47 @@ struct Writer<'a> {
     tsv: bool,
     names: Vec<Vec<u8>>,
     header: Option<Vec<u8>>,
+}
+
+impl<'a> Writer<'a> {
+    /// The writer of a query's rows: its columns' names, and TSV's header before the first
+    /// row.
+    pub(crate) fn new(spec: &Spec, terms: &'a Terms) -> Writer<'a> {
+        let names: Vec<Vec<u8>> = spec
+            .project
+            .iter()
+            .map(|(name, _)| {
+                let mut b = json_string(name);
+                b.extend_from_slice(b": ");
+                b
+            })
+            .collect();
+        let header = spec.tsv.then(|| {
+            let cols: Vec<&str> = spec.project.iter().map(|(n, _)| n.as_str()).collect();
+            let mark = |c: &str| {
+                if cols.contains(&c) {
+                    format!("?{c}")
+                } else {
+                    c.to_owned()
+                }
+            };
+            let mut row: Vec<String> = vec![mark("time"), mark("op")];
+            row.extend(cols.iter().map(|c| format!("?{c}")));
+            let mut b = row.join("\t").into_bytes();
+            b.push(b'\n');
+            b
+        });
+        Writer {
+            terms,
+            cache: HashMap::new(),
+            counts: HashMap::new(),
+            made: Vec::new(),
+            made_ids: HashMap::new(),
+            tsv: spec.tsv,
+            names,
+            header,
+        }
+    }
 }
 
 impl Writer<'_> {
@@ -370,7 +411,7 @@ impl Spec {
 
     /// The BGP's solutions over one event's triples (each a binding of every variable),
     /// distinct, in the order of a nested loop over the patterns in the event's order.
-    fn solutions(&self, triples: &[[TermId; 3]], out: &mut Vec<Vec<TermId>>) {
+    pub(crate) fn solutions(&self, triples: &[[TermId; 3]], out: &mut Vec<Vec<TermId>>) {
         let mut distinct: Vec<[TermId; 3]> = Vec::with_capacity(triples.len());
         let mut seen: HashSet<[TermId; 3]> = HashSet::new();
         for t in triples {
@@ -435,7 +476,11 @@ impl Spec {
 
     /// The terms of an event the locality check counts, once each: (0, a term) or (1, a
     /// whole triple).
-    fn check_terms(&self, triples: &[[TermId; 3]], out: &mut HashSet<(u8, [TermId; 3])>) {
+    pub(crate) fn check_terms(
+        &self,
+        triples: &[[TermId; 3]],
+        out: &mut HashSet<(u8, [TermId; 3])>,
+    ) {
         for t in triples {
             for ch in &self.checks {
                 if !ch
@@ -523,40 +568,7 @@ pub fn run(
         check_off.push(checked.len() as u32);
     }
     let checked_of = |k: usize| &checked[check_off[k] as usize..check_off[k + 1] as usize];
-    let names: Vec<Vec<u8>> = spec
-        .project
-        .iter()
-        .map(|(name, _)| {
-            let mut b = json_string(name);
-            b.extend_from_slice(b": ");
-            b
-        })
-        .collect();
-    let header = spec.tsv.then(|| {
-        let cols: Vec<&str> = spec.project.iter().map(|(n, _)| n.as_str()).collect();
-        let mark = |c: &str| {
-            if cols.contains(&c) {
-                format!("?{c}")
-            } else {
-                c.to_owned()
-            }
-        };
-        let mut row: Vec<String> = vec![mark("time"), mark("op")];
-        row.extend(cols.iter().map(|c| format!("?{c}")));
-        let mut b = row.join("\t").into_bytes();
-        b.push(b'\n');
-        b
-    });
-    let mut wr = Writer {
-        terms,
-        cache: HashMap::new(),
-        counts: HashMap::new(),
-        made: Vec::new(),
-        made_ids: HashMap::new(),
-        tsv: spec.tsv,
-        names,
-        header,
-    };
+    let mut wr = Writer::new(spec, terms);
     let times = &events.times;
     let last = *times.last().expect("an event");
     let (mut lo, mut hi) = (0usize, 0usize);
@@ -638,55 +650,70 @@ pub fn run(
                 Err(why) => return Ok(Err(why)),
             },
         };
-        match spec.r2s {
-            R2s::RStream => {
-                for k in &current {
-                    wr.row(c, k, false, out)?;
-                    done.rows += 1;
-                }
-            }
-            R2s::IStream => {
-                let mut budget = counts(&current);
-                for (k, m) in counts(&previous) {
-                    if let Some(b) = budget.get_mut(&k) {
-                        *b -= m;
-                    }
-                }
-                for k in &current {
-                    let b = budget.get_mut(k).expect("counted");
-                    if *b > 0 {
-                        *b -= 1;
-                        wr.row(c, k, false, out)?;
-                        done.rows += 1;
-                    }
-                }
-            }
-            R2s::DStream => {
-                let now = counts(&current);
-                let mut order: Vec<&Key> = Vec::new();
-                let mut had: HashMap<&Key, i64> = HashMap::new();
-                for k in &previous {
-                    let e = had.entry(k).or_insert(0);
-                    if *e == 0 {
-                        order.push(k);
-                    }
-                    *e += 1;
-                }
-                for k in order {
-                    let gone = had[k] - now.get(k).copied().unwrap_or(0);
-                    for _ in 0..gone.max(0) {
-                        wr.row(c, k, true, out)?;
-                        done.rows += 1;
-                    }
-                }
-            }
-        }
+        done.rows += report(spec.r2s, c, &current, &previous, &mut wr, out)?;
         if spec.r2s != R2s::RStream {
             previous = current;
         }
         c = spec.next_close(c);
     }
     Ok(Ok(done))
+}
+
+/// An evaluation's rows at close `c` written as the R2S operator gives them (RSTREAM: all;
+/// ISTREAM / DSTREAM: the bag differences with the previous evaluation's): how many.
+pub(crate) fn report(
+    r2s: R2s,
+    c: i64,
+    current: &[Key],
+    previous: &[Key],
+    wr: &mut Writer<'_>,
+    out: &mut impl Write,
+) -> io::Result<u64> {
+    let mut rows = 0;
+    match r2s {
+        R2s::RStream => {
+            for k in current {
+                wr.row(c, k, false, out)?;
+                rows += 1;
+            }
+        }
+        R2s::IStream => {
+            let mut budget = counts(current);
+            for (k, m) in counts(previous) {
+                if let Some(b) = budget.get_mut(&k) {
+                    *b -= m;
+                }
+            }
+            for k in current {
+                let b = budget.get_mut(k).expect("counted");
+                if *b > 0 {
+                    *b -= 1;
+                    wr.row(c, k, false, out)?;
+                    rows += 1;
+                }
+            }
+        }
+        R2s::DStream => {
+            let now = counts(current);
+            let mut order: Vec<&Key> = Vec::new();
+            let mut had: HashMap<&Key, i64> = HashMap::new();
+            for k in previous {
+                let e = had.entry(k).or_insert(0);
+                if *e == 0 {
+                    order.push(k);
+                }
+                *e += 1;
+            }
+            for k in order {
+                let gone = had[k] - now.get(k).copied().unwrap_or(0);
+                for _ in 0..gone.max(0) {
+                    wr.row(c, k, true, out)?;
+                    rows += 1;
+                }
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// A number SUM / AVG has folded so far, in oxsdatatypes' types (oxigraph's accumulators').
@@ -900,7 +927,7 @@ fn fold(
 }
 
 /// The groups' rows, in the order of their first solution (`sols` in arrival order).
-fn grouped<'s>(
+pub(crate) fn grouped<'s>(
     spec: &Spec,
     g: &Grouping,
     sols: impl Iterator<Item = &'s [TermId]>,

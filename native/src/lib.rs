@@ -1,6 +1,8 @@
 //! rsep's native core: RDF text read once into a term dictionary and batches of integer ids,
 //! and the first operator on ids (a windowed SELECT of one triple pattern, [`select`]) over
-//! rsep's stream files read into events ([`stream`]).
+//! rsep's stream files read into events ([`stream`]); windows of a BGP grouped ([`bgp`]),
+//! several windows joined through a background graph ([`join`]), SPASEQ's chains
+//! ([`chain`]) and EP-SPARQL's SEQ ([`epsparql`]).
 //!
 //! The stream readers of rsep parse with oxigraph's own parsers (oxttl), the ones pyoxigraph
 //! wraps, so a quad read here is the quad pyoxigraph reads; but no Python object is made per
@@ -15,6 +17,7 @@ pub mod bgp;
 pub mod chain;
 pub mod dictionary;
 pub mod epsparql;
+pub mod join;
 pub mod reader;
 pub mod select;
 pub mod stream;

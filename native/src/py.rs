@@ -282,40 +282,21 @@ type PyGroup = (
     bool,
 );
 
-/// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over the events
-/// (native/src/bgp.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
-/// rows written); on a refusal, what was written is to be thrown away.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn bgp_window(
-    py: Python<'_>,
-    ev: PyRef<'_, StreamEvents>,
-    window: (i64, i64, i64, i64, bool),
-    non_empty: bool,
-    r2s: &str,
-    patterns: Vec<[PySlot; 3]>,
+/// A query's FILTERs, grouping and output columns as Python gives them (bgp_window's and
+/// join_window's), checked against its `vars` variables.
+#[allow(clippy::type_complexity)]
+fn bgp_parts(
     vars: usize,
-    checks: Vec<PyCheck>,
     filters: Vec<PyCond>,
     group: Option<PyGroup>,
     project: Vec<(String, String, Option<usize>)>,
-    limits: (u64, u64),
-    format: &str,
-    out_path: &str,
-) -> PyResult<(String, u64, u64)> {
-    use crate::bgp::{Agg, AggKind, Check, Col, Cond, Constant, Grouping, Op, Spec as BgpSpec};
+) -> PyResult<(
+    Vec<crate::bgp::Cond>,
+    Option<crate::bgp::Grouping>,
+    Vec<(String, crate::bgp::Col)>,
+)> {
+    use crate::bgp::{Agg, AggKind, Col, Cond, Constant, Grouping, Op};
     let bad = |what: String| PyValueError::new_err(what);
-    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
-        match (kind.as_str(), n) {
-            ("var", Some(v)) if *v < vars => Ok(Slot::Var(*v)),
-            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
-            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
-        }
-    };
-    let mut pats = Vec::new();
-    for p in &patterns {
-        pats.push([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]);
-    }
     let mut conds = Vec::new();
     for (var, op, exact, double) in filters {
         let exact = match exact {
@@ -386,6 +367,44 @@ fn bgp_window(
             },
         ));
     }
+    Ok((conds, group, cols))
+}
+
+/// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over the events
+/// (native/src/bgp.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
+/// rows written); on a refusal, what was written is to be thrown away.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn bgp_window(
+    py: Python<'_>,
+    ev: PyRef<'_, StreamEvents>,
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    patterns: Vec<[PySlot; 3]>,
+    vars: usize,
+    checks: Vec<PyCheck>,
+    filters: Vec<PyCond>,
+    group: Option<PyGroup>,
+    project: Vec<(String, String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::bgp::{Check, Spec as BgpSpec};
+    let bad = |what: String| PyValueError::new_err(what);
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match (kind.as_str(), n) {
+            ("var", Some(v)) if *v < vars => Ok(Slot::Var(*v)),
+            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+        }
+    };
+    let mut pats = Vec::new();
+    for p in &patterns {
+        pats.push([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]);
+    }
+    let (conds, group, cols) = bgp_parts(vars, filters, group, project)?;
     let (range, step, offset, origin, right_closed) = window;
     let spec = BgpSpec {
         range,
@@ -418,6 +437,236 @@ fn bgp_window(
     run_to_file(py, out_path, &ev, |events, terms, out| {
         crate::bgp::run(&spec, events, terms, out)
     })
+}
+
+/// Several stream files read into events of one dictionary, with a background graph's
+/// triples interned in it too (rsep/windows/native.py's input for a join of windows).
+#[pyclass(module = "rsep._core", name = "JoinInput")]
+struct JoinInput {
+    terms: CoreTerms,
+    streams: Vec<Events>,
+    graph: Vec<[TermId; 3]>,
+}
+
+#[pymethods]
+impl JoinInput {
+    /// How many events the streams hold, in all.
+    fn __len__(&self) -> usize {
+        self.streams.iter().map(Events::len).sum()
+    }
+
+    /// How many triples the streams' events hold, in all.
+    fn triples(&self) -> usize {
+        self.streams.iter().map(|e| e.triples.len()).sum()
+    }
+
+    /// The literals of the streams' triples whose form pyoxigraph's store may change (in
+    /// N-Triples syntax, each once): the caller checks them.
+    fn unsure(&self) -> Vec<String> {
+        let mut seen = hashbrown::HashSet::new();
+        let mut out = Vec::new();
+        for t in self.streams.iter().flat_map(|e| &e.triples) {
+            if seen.insert(t[2]) {
+                if let Some(term) = self.terms.term(t[2]) {
+                    if !stable_literal(term) {
+                        out.push(term.to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The id of a term written in N-Triples syntax, given one if it is new (a query's
+    /// constant that no stream has matches only the background's).
+    fn intern(&mut self, term: &str) -> PyResult<TermId> {
+        let t = Term::from_str(term)
+            .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {term}: {e}")))?;
+        Ok(self.terms.intern(t))
+    }
+
+    /// The background graph: its triples (subject, predicate, object in N-Triples syntax,
+    /// the object in the form pyoxigraph's store gives it), in rsep's order, de-duplicated.
+    fn set_graph(&mut self, triples: Vec<(String, String, String)>) -> PyResult<()> {
+        let mut graph = Vec::with_capacity(triples.len());
+        for (s, p, o) in &triples {
+            graph.push([self.intern(s)?, self.intern(p)?, self.intern(o)?]);
+        }
+        self.graph = graph;
+        Ok(())
+    }
+
+    /// As StreamEvents.restore, for every stream's objects.
+    fn restore(&mut self, pairs: Vec<(String, String)>) -> PyResult<()> {
+        let mut map = hashbrown::HashMap::new();
+        for (from, to) in &pairs {
+            let parse = |s: &str| {
+                Term::from_str(s)
+                    .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {s}: {e}")))
+            };
+            let (a, b) = (parse(from)?, parse(to)?);
+            if let Some(a) = self.terms.get(&a) {
+                map.insert(a, self.terms.intern(b));
+            }
+        }
+        if !map.is_empty() {
+            for t in self.streams.iter_mut().flat_map(|e| &mut e.triples) {
+                if let Some(&to) = map.get(&t[2]) {
+                    t[2] = to;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Read the stream files at `paths` into events of one dictionary, or say why the native
+/// reader does not take one of them: (the input or None, the reason or "").
+#[pyfunction]
+#[pyo3(signature = (paths, points, max_record, fast=true))]
+fn read_streams(
+    py: Python<'_>,
+    paths: Vec<String>,
+    points: Vec<String>,
+    max_record: usize,
+    fast: bool,
+) -> PyResult<(Option<JoinInput>, String)> {
+    let mut data = Vec::with_capacity(paths.len());
+    for path in &paths {
+        data.push(std::fs::read(path).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?);
+    }
+    let got = py.detach(|| {
+        let mut terms = CoreTerms::new();
+        let mut streams = Vec::with_capacity(data.len());
+        for (bytes, path) in data.iter().zip(&paths) {
+            streams.push(
+                read_events_with(bytes, &mut terms, &points, max_record, fast)
+                    .map_err(|why| format!("{path}: {why}"))?,
+            );
+        }
+        Ok::<_, String>(JoinInput {
+            terms,
+            streams,
+            graph: Vec::new(),
+        })
+    });
+    Ok(match got {
+        Ok(input) => (Some(input), String::new()),
+        Err(why) => (None, why),
+    })
+}
+
+/// A window of a join as Python gives it: ((range, offset, right-closed), its stream's
+/// index, its block's patterns, locality checks and FILTERs).
+type PyJoinWindow = (
+    (i64, i64, bool),
+    usize,
+    Vec<[PySlot; 3]>,
+    Vec<PyCheck>,
+    Vec<PyCond>,
+);
+
+/// Run a windowed SELECT joining several windows through the background graph
+/// (native/src/join.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
+/// rows written); on a refusal, what was written is to be thrown away. `grid`: the windows'
+/// common (step, origin).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn join_window(
+    py: Python<'_>,
+    input: PyRef<'_, JoinInput>,
+    grid: (i64, i64),
+    non_empty: bool,
+    r2s: &str,
+    windows: Vec<PyJoinWindow>,
+    background: Vec<[PySlot; 3]>,
+    vars: usize,
+    filters: Vec<PyCond>,
+    group: Option<PyGroup>,
+    project: Vec<(String, String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::bgp::Check;
+    use crate::join::{Spec as JoinSpec, Window};
+    let bad = |what: String| PyValueError::new_err(what);
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match (kind.as_str(), n) {
+            ("var", Some(v)) if *v < vars => Ok(Slot::Var(*v)),
+            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+        }
+    };
+    let pats = |ps: &[[PySlot; 3]]| -> PyResult<Vec<[Slot; 3]>> {
+        ps.iter()
+            .map(|p| Ok([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]))
+            .collect()
+    };
+    // (a block's and the output's parts, read as bgp_window reads them)
+    let parts = |filters: Vec<PyCond>, group: Option<PyGroup>, project| {
+        bgp_parts(vars, filters, group, project)
+    };
+    let (top, group, cols) = parts(filters, group, project)?;
+    let mut wins = Vec::new();
+    for ((range, offset, right_closed), stream, patterns, checks, conds) in windows {
+        if stream >= input.streams.len() {
+            return Err(bad(format!("a stream {stream}")));
+        }
+        let (conds, _, _) = parts(conds, None, Vec::new())?;
+        wins.push(Window {
+            range,
+            offset,
+            right_closed,
+            stream,
+            patterns: pats(&patterns)?,
+            checks: checks
+                .into_iter()
+                .map(|(consts, tracked)| Check {
+                    consts: consts.map(|(any, id)| if any { None } else { Some(id) }),
+                    tracked,
+                })
+                .collect(),
+            filters: conds,
+        });
+    }
+    let (step, origin) = grid;
+    let spec = JoinSpec {
+        step,
+        origin,
+        non_empty,
+        r2s: r2s_of(r2s)?,
+        windows: wins,
+        background: pats(&background)?,
+        vars,
+        filters: top,
+        group,
+        project: cols,
+        max_window_triples: limits.0,
+        max_results: limits.1,
+        tsv: match format {
+            "jsonl" => false,
+            "tsv" => true,
+            _ => return Err(bad(format!("a format {format:?}"))),
+        },
+    };
+    let file = std::fs::File::create(out_path)
+        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
+    let inp = &*input;
+    let got = py.detach(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let streams: Vec<&Events> = inp.streams.iter().collect();
+        let r = crate::join::run(&spec, &streams, &inp.graph, &inp.terms, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        Ok::<_, std::io::Error>(r)
+    });
+    match got {
+        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
+        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
+        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "{out_path}: {e}"
+        ))),
+    }
 }
 
 /// A comparison operand as Python gives it: (a variable's number, None) or (None, a
@@ -790,6 +1039,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_window, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
+    m.add_class::<JoinInput>()?;
+    m.add_function(wrap_pyfunction!(read_streams, m)?)?;
+    m.add_function(wrap_pyfunction!(join_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_run, m)?)?;
     m.add_function(wrap_pyfunction!(epsparql_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;

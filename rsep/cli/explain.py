@@ -82,6 +82,10 @@ def native_line(q: ContinuousQuery) -> str:
     missing = available()
     if missing is not None:
         return f"native: not taken: {missing}\n"
+    if plan.join is not None:
+        return ("native: taken by `rsep run` over one stream file for each stream its windows "
+                "read (and --graph for the background) with --format jsonl or tsv and no "
+                f"--graph-updates, --until, --trace or time option: {plan.describe()}\n")
     return (f"native: taken by `rsep run` over one stream file with --format jsonl or tsv and "
             f"no --graph, --until, --trace or time option: {plan.describe()}\n")
 

@@ -592,7 +592,10 @@ def run_join(plan: NativePlan, query: ContinuousQuery, paths: Sequence[tuple[str
     rows = [(str(t.subject), str(t.predicate), str(canon.term(t.object)))
             for t in dict.fromkeys(t for g in sources for t in graphs.get(g, ()))
             if anyp or str(t.predicate) in names]
-    ev.set_graph(rows)
+    try:
+        ev.set_graph(rows)
+    except ValueError as e:  # (a term oxrdf's N-Triples syntax does not read: a quoted triple)
+        return Outcome(f"a background term the native path does not read ({e})")
 
     def slots(tp: Slots) -> list[tuple[str, int | None]]:
         return [("var", int(v)) if kind == "var" else ("id", ev.intern(str(v))) for kind, v in tp]

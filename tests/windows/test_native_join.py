@@ -105,6 +105,8 @@ SHAPES = {
     "cross": (W1, W2, "", ["?s1", "?s2"]),
     # the windows on one sensor, a FILTER on its limit in the background
     "limit": (W1, W2.replace("?s2", "?s1"), "?s1 e:limit ?l .", ["?s1", "?l"]),
+    # two windows on the first stream (each of its events in both), through the roads
+    "same": (W1, W2, "?s1 e:on ?r . ?s2 e:on ?r .", ["?r", "?s2"]),
 }
 CONSTANTS = ["10", "17", "2.5", "1.5e1"]
 
@@ -141,17 +143,21 @@ def queries(draw) -> tuple[str, bool]:
             f"(SUM({v}) AS ?sum)", f"(AVG({v}) AS ?avg)", f"(COUNT(DISTINCT {v}) AS ?d)",
             f"(SAMPLE({v}) AS ?one)", f"(GROUP_CONCAT(STR({v})) AS ?all)"]),
             min_size=1, max_size=3, unique=True))
-        select = " ".join(draw(st.permutations([key, *aggs])))
-        tail = f"GROUP BY {key}\n"
+        if draw(st.integers(0, 4)) == 0:  # (aggregates alone: one group, even empty)
+            select, tail = " ".join(aggs), ""
+        else:
+            select = " ".join(draw(st.permutations([key, *aggs])))
+            tail = f"GROUP BY {key}\n"
     step = draw(st.integers(1, 4))
     windows = f"FROM NAMED WINDOW <{E}w1> ON <{S1}> [RANGE {draw(st.integers(1, 8))} STEP {step}]\n"
     where = f"WINDOW <{E}w1> {{ {w1} }} "
     if w2:
-        windows += f"FROM NAMED WINDOW <{E}w2> ON <{S2}> [RANGE {draw(st.integers(1, 8))} STEP {step}]\n"
+        on = S1 if shape == "same" else S2
+        windows += f"FROM NAMED WINDOW <{E}w2> ON <{on}> [RANGE {draw(st.integers(1, 8))} STEP {step}]\n"
         where += f"WINDOW <{E}w2> {{ {w2} }} "
     return (f"PREFIX e: <{E}>\nREGISTER {r2s} <{E}out> AS\nSELECT {select}\n"
             + (f"FROM <{KB}>\n" if bg else "") + windows
-            + f"WHERE {{ {where}{bg}{top} }}\n{tail}"), bool(w2)
+            + f"WHERE {{ {where}{bg}{top} }}\n{tail}"), bool(w2) and shape != "same"
 
 
 def run(tmp: Path, tag: str, streams: list[tuple[str, str]], graph: bool, extra: list[str],

@@ -549,15 +549,17 @@ def run_join(plan: NativePlan, query: ContinuousQuery, paths: Sequence[tuple[str
     ``out_path`` in ``fmt``; or say why not (then ``out_path`` holds nothing to keep)."""
     j = plan.join
     assert j is not None  # (a join's plan)
+    # (the reader holds every file whole at once: its bound is on their sum)
+    size = 0
     for _, path in paths:
         try:
-            size = os.path.getsize(path)
+            size += os.path.getsize(path)
         except OSError as e:
             return Outcome(f"the native reader does not take {path}: {e.strerror}")
-        if size > native_core.MAX_FILE_BYTES:
-            return Outcome(f"the native reader does not take {path}: {size:,} bytes, over its "
-                           f"{native_core.MAX_FILE_BYTES:,} (it holds a file whole; today's "
-                           "path streams it)")
+    if size > native_core.MAX_FILE_BYTES:
+        return Outcome(f"the native reader does not take the stream files: {size:,} bytes in "
+                       f"all, over its {native_core.MAX_FILE_BYTES:,} (it holds the files whole; "
+                       "today's path streams them)")
     t0 = time.perf_counter()
     ev, why = core().read_streams([path for _, path in paths], list(points), max_record)
     read_s = time.perf_counter() - t0

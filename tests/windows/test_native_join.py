@@ -336,3 +336,19 @@ def test_explain_says_the_join_takes_the_native_path(tmp_path: Path,
     assert main(["explain", str(tmp_path / "q.rq")]) == 0
     assert "\nnative: not taken: HAVING, ORDER BY, DISTINCT, LIMIT or OFFSET\n" \
         in capsys.readouterr().out
+
+
+def test_files_over_the_readers_bound_together_run_as_today(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rsep.stream import native as native_core
+    (tmp_path / "s1.trig").write_text(stream_of("a", [
+        (1, observation("a", 0, 0, 12)), (2, observation("a", 1, 0, 7))]), encoding="utf-8")
+    (tmp_path / "s2.trig").write_text(stream_of("b", [(1, observation("b", 0, 0, 5))]),
+                                      encoding="utf-8")
+    (tmp_path / "kb.nt").write_text(f"<{E}sensor0> <{E}on> <{E}road0> .\n", encoding="utf-8")
+    # (each file under the bound, the two over it)
+    each = max((tmp_path / f).stat().st_size for f in ("s1.trig", "s2.trig"))
+    monkeypatch.setattr(native_core, "MAX_FILE_BYTES", each + 1)
+    streams = [(S1, str(tmp_path / "s1.trig")), (S2, str(tmp_path / "s2.trig"))]
+    got = all_three(tmp_path, ROADS, streams, True, [], monkeypatch)
+    assert "bytes in all, over its" in got.refused

@@ -28,6 +28,8 @@ pub struct Terms {
     entries: Vec<Entry>,
     text: String,
     numbers: Vec<Option<f64>>,
+    /// ids a sweep freed, given again (the lowest first) before any new one
+    free: Vec<TermId>,
 }
 
 /// What a term is, and where its text is in [`Terms`]' `text`: `len` bytes from `start`;
@@ -66,6 +68,7 @@ impl Terms {
             entries: vec![NO_TERM],
             text: String::new(),
             numbers: vec![None],
+            free: Vec::new(),
         }
     }
 
@@ -91,7 +94,11 @@ impl Terms {
     }
 
     fn insert(&mut self, hash: u64, term: TermRef<'_>) -> TermId {
-        let id = TermId::try_from(self.entries.len()).expect("more than 2^32 distinct terms");
+        let reused = self.free.pop();
+        let id = match reused {
+            Some(id) => id,
+            None => TermId::try_from(self.entries.len()).expect("more than 2^32 distinct terms"),
+        };
         let start = self.text.len();
         let (kind, split) = match term {
             TermRef::NamedNode(n) => {
@@ -119,16 +126,23 @@ impl Terms {
             _ => unreachable!("a triple term (RDF 1.2 is not enabled)"),
         };
         let len = self.text.len() - start;
-        self.entries.push(Entry {
+        let entry = Entry {
             start,
             len: u32::try_from(len).expect("a term under 4 GiB"),
             split: u32::try_from(split).expect("a term under 4 GiB"),
             kind,
-        });
-        self.numbers.push(match term {
+        };
+        let number = match term {
             TermRef::Literal(l) => numeric_value(l),
             _ => None,
-        });
+        };
+        if reused.is_some() {
+            self.entries[id as usize] = entry;
+            self.numbers[id as usize] = number;
+        } else {
+            self.entries.push(entry);
+            self.numbers.push(number);
+        }
         self.table.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
     }
@@ -144,6 +158,7 @@ impl Terms {
     /// Forget every id from `len` + 1 on (the terms given ids after the dictionary held
     /// `len`): a reader that gives up on a document leaves the dictionary as it found it.
     pub fn truncate(&mut self, len: usize) {
+        debug_assert!(self.free.is_empty(), "truncate after a sweep");
         while self.entries.len() > len + 1 {
             let id = (self.entries.len() - 1) as TermId;
             let hash = self.hasher.hash_one(self.term(id).expect("a term"));
@@ -202,7 +217,47 @@ impl Terms {
 
     /// How many terms have ids (the default graph's id not counted).
     pub fn len(&self) -> usize {
-        self.entries.len() - 1
+        self.entries.len() - 1 - self.free.len()
+    }
+
+    /// One more than the highest id ever given: the size of a table indexed by id.
+    pub fn slots(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Forget every term whose id's bit is not set in `live` (a bit an id, as
+    /// [`Terms::slots`] counts them): its id is given again to a later new term, and its
+    /// text's room is taken back. The caller holds no freed id (whatever still refers to a
+    /// term sets its bit), so an id names one term for as long as anything refers to it.
+    /// Returns how many terms were freed.
+    pub fn sweep(&mut self, live: &[u64]) -> usize {
+        let is_live = |id: usize| live.get(id / 64).is_some_and(|w| w & (1 << (id % 64)) != 0);
+        let mut text = String::with_capacity(self.text.len() / 2);
+        let mut freed = Vec::new();
+        for id in 1..self.entries.len() {
+            let e = &mut self.entries[id];
+            if e.kind == Kind::None {
+                continue;
+            }
+            if is_live(id) {
+                let start = text.len();
+                text.push_str(&self.text[e.start..e.start + e.len as usize]);
+                e.start = start;
+            } else {
+                *e = NO_TERM;
+                self.numbers[id] = None;
+                freed.push(id as TermId);
+            }
+        }
+        self.text = text;
+        if !freed.is_empty() {
+            self.table.retain(|&mut (_, id)| is_live(id as usize));
+            self.table.shrink_to(self.table.len(), |&(h, _)| h);
+        }
+        // given again lowest first: the free list is popped from its end
+        self.free.extend(freed.iter().rev());
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+        freed.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -20,6 +20,7 @@ pub mod epsparql;
 pub mod join;
 pub mod reader;
 pub mod select;
+pub mod source;
 pub mod stream;
 pub mod trig;
 

@@ -3,6 +3,7 @@
 use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
 use crate::select::{run as select_run, Done, R2s, Refused, Slot, Spec};
+use crate::source::{Options, Source};
 use crate::stream::{read_events_with, stable_literal, Events};
 use oxrdf::Term;
 use pyo3::exceptions::PyValueError;
@@ -234,6 +235,26 @@ fn select_window(
     format: &str,
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
+    let spec = select_spec(
+        window, non_empty, r2s, pattern, loose, project, limits, format,
+    )?;
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        select_run(&spec, events, terms, out)
+    })
+}
+
+/// A windowed SELECT of one triple pattern as Python gives it ([`select_window`]).
+#[allow(clippy::too_many_arguments)]
+fn select_spec(
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    pattern: [PySlot; 3],
+    loose: [(bool, Option<TermId>); 3],
+    project: Vec<(String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+) -> PyResult<Spec> {
     let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
         match kind.as_str() {
             "var" => match n {
@@ -245,7 +266,7 @@ fn select_window(
         }
     };
     let (range, step, offset, origin, right_closed) = window;
-    let spec = Spec {
+    Ok(Spec {
         range,
         step,
         offset,
@@ -263,10 +284,122 @@ fn select_window(
             "tsv" => true,
             _ => return Err(PyValueError::new_err(format!("a format {format:?}"))),
         },
-    };
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        select_run(&spec, events, terms, out)
     })
+}
+
+/// A stream file to be read in parts as an operator asks for its events (native/src/
+/// source.rs), its dictionary swept as it goes.
+#[pyclass(module = "rsep._core", name = "Stream")]
+struct Stream {
+    inner: Source,
+}
+
+#[pymethods]
+impl Stream {
+    /// The events read so far (all of them after a run).
+    fn __len__(&self) -> usize {
+        self.inner.events()
+    }
+
+    /// How many triples those events hold.
+    fn triples(&self) -> u64 {
+        self.inner.triples()
+    }
+
+    /// The id of a term written in N-Triples syntax (a query's constant): given one now if
+    /// the stream has not had it yet, and never swept.
+    fn id(&mut self, term: &str) -> PyResult<TermId> {
+        let t = Term::from_str(term)
+            .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {term}: {e}")))?;
+        Ok(self.inner.pin(t.as_ref()))
+    }
+
+    /// `forms(literals)`: given literals (N-Triples syntax) whose form pyoxigraph's store
+    /// may change, the pairs (as written, as stored) of those it changes; called as they
+    /// come. `refuse`: a literal whose form changes refuses the run (else it is replaced).
+    fn set_forms(&mut self, forms: Py<PyAny>, refuse: bool) {
+        self.inner.set_forms(
+            Box::new(move |literals| {
+                Python::attach(|py| {
+                    forms
+                        .call1(py, (literals,))
+                        .and_then(|r| r.extract::<Vec<(String, String)>>(py))
+                        .map_err(|e| e.to_string())
+                })
+            }),
+            refuse,
+        );
+    }
+
+    /// (sweeps of the dictionary, the most terms it held at once, seconds reading).
+    fn stats(&self) -> (u64, usize, f64) {
+        self.inner.stats()
+    }
+}
+
+/// The stream file at `path`, to be read in parts (nothing read yet). `chunk`: the bytes
+/// read at once (then to the line's end); `sweep`: the dictionary's size below which it is
+/// not swept (0: after every chunk); `fast`: rsep's own TriG reader tried first.
+#[pyfunction]
+#[pyo3(signature = (path, points, max_record, chunk=crate::stream::CHUNK, sweep=1 << 16, fast=true))]
+fn open_stream(
+    path: &str,
+    points: Vec<String>,
+    max_record: usize,
+    chunk: usize,
+    sweep: usize,
+    fast: bool,
+) -> PyResult<Stream> {
+    let opts = Options {
+        chunk: chunk.max(1),
+        sweep,
+        fast,
+    };
+    Source::open(path, points, max_record, opts)
+        .map(|inner| Stream { inner })
+        .map_err(PyValueError::new_err)
+}
+
+/// [`select_window`] over a [`Stream`], read as the operator goes.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn select_stream(
+    py: Python<'_>,
+    mut src: PyRefMut<'_, Stream>,
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    pattern: [PySlot; 3],
+    loose: [(bool, Option<TermId>); 3],
+    project: Vec<(String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    let spec = select_spec(
+        window, non_empty, r2s, pattern, loose, project, limits, format,
+    )?;
+    let src = &mut src.inner;
+    let got = py.detach(|| loop {
+        let file = std::fs::File::create(out_path)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let r = crate::select::run_on(&spec, src, &mut out)?;
+        if r.is_err() && src.slower().is_some() {
+            // rsep's own reader gave the file up: oxttl reads it from the start, the
+            // operator runs again and what it wrote is written again
+            src.restart().map_err(std::io::Error::other)?;
+            continue;
+        }
+        std::io::Write::flush(&mut out)?;
+        break Ok::<_, std::io::Error>(r);
+    });
+    match got {
+        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
+        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
+        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "{out_path}: {e}"
+        ))),
+    }
 }
 
 /// A pattern as the locality check reads it: per position (true, _) anything or (false, the
@@ -1038,6 +1171,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamEvents>()?;
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_window, m)?)?;
+    m.add_class::<Stream>()?;
+    m.add_function(wrap_pyfunction!(open_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(select_stream, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
     m.add_class::<JoinInput>()?;
     m.add_function(wrap_pyfunction!(read_streams, m)?)?;

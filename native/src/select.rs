@@ -13,6 +13,7 @@
 //! evaluation's rows): the caller then runs today's path, which says what it always said.
 
 use crate::dictionary::{TermId, Terms};
+use crate::source::{Feed, Whole};
 use crate::stream::Events;
 use hashbrown::HashMap;
 use std::collections::VecDeque;
@@ -185,19 +186,27 @@ impl Spec {
 
 /// Each term's N-Triples form as a JSON string (quoted, escaped as Python's json module
 /// escapes with ensure_ascii=False), made once per term.
-struct Encoded<'a> {
-    terms: &'a Terms,
+struct Encoded {
     cache: Vec<Option<Box<[u8]>>>, // by id
     tsv: bool,                     // the N-Triples form as it is, not a JSON string
+    /// the feed's generation the cache is of (ids given to other terms since: made again)
+    generation: u64,
 }
 
-impl Encoded<'_> {
-    fn get(&mut self, id: TermId) -> &[u8] {
+impl Encoded {
+    fn fresh(&mut self, generation: u64) {
+        if generation != self.generation {
+            self.cache.clear();
+            self.generation = generation;
+        }
+    }
+
+    fn get(&mut self, terms: &Terms, id: TermId) -> &[u8] {
         let i = id as usize;
         if i >= self.cache.len() {
             self.cache.resize(i + 1, None);
         }
-        let (terms, tsv) = (self.terms, self.tsv);
+        let tsv = self.tsv;
         self.cache[i].get_or_insert_with(|| {
             let text = terms.term(id).map(|t| t.to_string()).unwrap_or_default();
             if tsv {
@@ -210,12 +219,12 @@ impl Encoded<'_> {
 
     /// A row's bindings appended to `out`: JSON members (`"name": "term", ...`), or with
     /// `tsv` each column's term after a tab (nothing for an unbound one).
-    fn members(&mut self, names: &[Vec<u8>], key: &Key, out: &mut Vec<u8>) {
+    fn members(&mut self, terms: &Terms, names: &[Vec<u8>], key: &Key, out: &mut Vec<u8>) {
         if self.tsv {
             for v in key {
                 out.push(b'\t');
                 if let Some(id) = v {
-                    out.extend_from_slice(self.get(*id));
+                    out.extend_from_slice(self.get(terms, *id));
                 }
             }
             return;
@@ -228,7 +237,7 @@ impl Encoded<'_> {
                 }
                 first = false;
                 out.extend_from_slice(name);
-                out.extend_from_slice(self.get(*id));
+                out.extend_from_slice(self.get(terms, *id));
             }
         }
     }
@@ -269,33 +278,46 @@ pub fn run(
     terms: &Terms,
     out: &mut impl Write,
 ) -> Result<Result<Done, Refused>, io::Error> {
+    run_on(spec, &mut Whole { events, terms }, out)
+}
+
+/// [`run`] over events as a [`Feed`] gives them, each let go of once past the window (and,
+/// under ISTREAM and DSTREAM, the window before).
+pub fn run_on(
+    spec: &Spec,
+    feed: &mut impl Feed,
+    out: &mut impl Write,
+) -> Result<Result<Done, Refused>, io::Error> {
     let mut done = Done::default();
-    let n = events.len();
-    if n == 0 {
+    macro_rules! has {
+        ($k:expr) => {
+            match feed.has($k) {
+                Ok(b) => b,
+                Err(r) => return Ok(Err(r)),
+            }
+        };
+    }
+    if !has!(0) {
         return Ok(Ok(done));
     }
     if spec.step <= 0 {
         return Ok(Err(Refused("a step that is not positive".into())));
     }
-    // each event's solutions, once
-    let mut sol_off: Vec<u32> = Vec::with_capacity(n + 1);
-    let mut sols: Vec<[TermId; 3]> = Vec::new();
-    sol_off.push(0);
-    let mut scratch = Vec::new();
-    for k in 0..n {
-        scratch.clear();
-        spec.solutions(events.triples_of(k), &mut scratch);
-        sols.extend_from_slice(&scratch);
-        sol_off.push(sols.len() as u32);
+    // per event from lo, made as it enters: its solutions, the triples the locality check
+    // counts (once each), its triples' count, whether it was inside a window, and (RSTREAM)
+    // its rows' members (written at every close it is live at: RANGE / STEP times)
+    struct Live {
+        sols: Vec<[TermId; 3]>,
+        loose: Vec<[TermId; 3]>,
+        triples: u64,
+        inside: bool,
+        frag: Vec<u8>,
+        ends: Vec<u32>,
     }
-    let sols_of = |k: usize| &sols[sol_off[k] as usize..sol_off[k + 1] as usize];
-    // each event's triples the locality check counts, once each
-    let mut loose_off: Vec<u32> = Vec::with_capacity(n + 1);
-    let mut loose: Vec<[TermId; 3]> = Vec::new();
-    loose_off.push(0);
+    let mut live: VecDeque<Live> = VecDeque::new();
     let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
-    for k in 0..n {
-        let (from, triples) = (loose.len(), events.triples_of(k));
+    let loose_of = |triples: &[[TermId; 3]], seen: &mut hashbrown::HashSet<[TermId; 3]>| {
+        let mut loose: Vec<[TermId; 3]> = Vec::new();
         // (a large event's by a set: a scan of what it found would be quadratic)
         let many = triples.len() > 16;
         seen.clear();
@@ -309,15 +331,14 @@ pub fn run(
                 && if many {
                     seen.insert(*t)
                 } else {
-                    !loose[from..].contains(t)
+                    !loose.contains(t)
                 }
             {
                 loose.push(*t);
             }
         }
-        loose_off.push(loose.len() as u32);
-    }
-    let loose_of = |k: usize| &loose[loose_off[k] as usize..loose_off[k + 1] as usize];
+        loose
+    };
     // the JSON of each column's name, `"name": `
     let names: Vec<Vec<u8>> = spec
         .project
@@ -329,9 +350,9 @@ pub fn run(
         })
         .collect();
     let mut enc = Encoded {
-        terms,
         cache: Vec::new(),
         tsv: spec.tsv,
+        generation: feed.generation(),
     };
     // TSV's header, before the first row: `time op ?v ...` (a column named as time or op
     // is marked too, as the sink's `"?" + c if c in cols` does)
@@ -350,53 +371,74 @@ pub fn run(
         b.push(b'\n');
         b
     });
-    // RSTREAM: each live event's rows' members, made once as it enters (it is written at
-    // every close it is live at: RANGE / STEP times), aligned with the live events lo..hi
-    let mut frags: VecDeque<(Vec<u8>, Vec<u32>)> = VecDeque::new();
     let key = |t: &[TermId; 3]| -> Key {
         spec.project
             .iter()
             .map(|(_, v)| v.and_then(|v| spec.value(t, v)))
             .collect()
     };
-    let times = &events.times;
-    let last = *times.last().expect("an event");
     // the live events are lo..hi; how many live events hold each matching triple
     let (mut lo, mut hi) = (0usize, 0usize);
     let mut holders: Holders<[TermId; 3]> = Holders::default();
-    let mut inside = vec![false; n];
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
     let mut line: Vec<u8> = Vec::with_capacity(256);
-    let mut c = spec.next_close(times[0] - 1);
+    let mut scratch = Vec::new();
+    let mut c = spec.next_close(feed.time(0) - 1);
     // rsep also brings the windows to the first close at or after the last event (the close
-    // an arrival advances to): their content there counts for the triples' limit too
-    let beyond = spec.next_close(last - 1);
-    while c <= beyond {
+    // an arrival advances to): their content there counts for the triples' limit too; the
+    // last event is known once the feed has no event after hi
+    loop {
         let (floor, ceil) = spec.limits(c);
-        while hi < n && times[hi] < ceil {
-            if times[hi] >= floor {
-                // (an event below the floor passes by without being inside)
-                inside[hi] = true;
-                holders.enter(loose_of(hi));
-                live_triples += events.triples_of(hi).len() as u64;
+        while has!(hi) && feed.time(hi) < ceil {
+            let t = feed.time(hi);
+            let triples = feed.triples_of(hi);
+            // (an event below the floor passes by without being inside)
+            let inside = t >= floor;
+            scratch.clear();
+            spec.solutions(triples, &mut scratch);
+            let mut l = Live {
+                sols: scratch.clone(),
+                loose: loose_of(triples, &mut seen),
+                triples: triples.len() as u64,
+                inside,
+                frag: Vec::new(),
+                ends: Vec::new(),
+            };
+            if inside {
+                holders.enter(&l.loose);
+                live_triples += l.triples;
             }
-            let mut frag = (Vec::new(), Vec::new());
-            if spec.r2s == R2s::RStream && inside[hi] {
-                for t in sols_of(hi) {
-                    enc.members(&names, &key(t), &mut frag.0);
-                    frag.1.push(frag.0.len() as u32);
+            if spec.r2s == R2s::RStream && inside {
+                enc.fresh(feed.generation());
+                for t in &l.sols {
+                    enc.members(feed.terms(), &names, &key(t), &mut l.frag);
+                    l.ends.push(l.frag.len() as u32);
                 }
             }
-            frags.push_back(frag);
+            live.push_back(l);
             hi += 1;
         }
-        while lo < hi && times[lo] < floor {
-            if inside[lo] {
-                holders.leave(loose_of(lo));
-                live_triples -= events.triples_of(lo).len() as u64;
+        // the last event's time, unless an event at c or later says it is c or later (an
+        // event after hi may be before c: the window ends `offset` before its close)
+        let mut j = hi;
+        while has!(j) && feed.time(j) < c {
+            j += 1;
+        }
+        let last = if has!(j) {
+            None
+        } else {
+            Some(feed.time(j - 1))
+        };
+        if last.is_some_and(|last| c > spec.next_close(last - 1)) {
+            break;
+        }
+        while lo < hi && feed.time(lo) < floor {
+            let l = live.pop_front().expect("a live event");
+            if l.inside {
+                holders.leave(&l.loose);
+                live_triples -= l.triples;
             }
-            frags.pop_front();
             lo += 1;
         }
         if live_triples > spec.max_window_triples {
@@ -404,11 +446,12 @@ pub fn run(
                 "the window's triples go over the limit".into(),
             )));
         }
-        if c > last {
+        if last.is_some_and(|last| c > last) {
             break;
         }
         if spec.non_empty && live_triples == 0 {
             c = spec.next_close(c);
+            feed.release(lo);
             continue;
         }
         if holders.conflicts > 0 {
@@ -416,13 +459,15 @@ pub fn run(
                 "a matching triple is in two live events (rsep answers from its store then)".into(),
             )));
         }
-        let rows: u64 = (lo..hi).map(|k| sols_of(k).len() as u64).sum();
+        let rows: u64 = live.iter().map(|l| l.sols.len() as u64).sum();
         if rows > spec.max_results {
             return Ok(Err(Refused(
                 "an evaluation's rows go over the limit".into(),
             )));
         }
         done.evaluations += 1;
+        enc.fresh(feed.generation());
+        let terms = feed.terms();
         let mut write = |key: &Key, delete: bool, line: &mut Vec<u8>| -> io::Result<()> {
             line.clear();
             if let Some(h) = header.take() {
@@ -431,13 +476,13 @@ pub fn run(
             if spec.tsv {
                 line.extend_from_slice(c.to_string().as_bytes());
                 line.extend_from_slice(if delete { b"\tdelete" } else { b"\tinsert" });
-                enc.members(&names, key, line);
+                enc.members(terms, &names, key, line);
                 line.push(b'\n');
             } else {
                 line.extend_from_slice(b"{\"time\": ");
                 line.extend_from_slice(c.to_string().as_bytes());
                 line.extend_from_slice(b", \"bindings\": {");
-                enc.members(&names, key, line);
+                enc.members(terms, &names, key, line);
                 line.extend_from_slice(if delete {
                     b"}, \"op\": \"delete\"}\n".as_slice()
                 } else {
@@ -455,22 +500,22 @@ pub fn run(
                 } else {
                     (format!("{{\"time\": {c}, \"bindings\": {{"), b"}}\n")
                 };
-                for (frag, ends) in &frags {
+                for l in &live {
                     let mut at = 0;
-                    for &end in ends {
+                    for &end in &l.ends {
                         if let Some(h) = header.take() {
                             out.write_all(&h)?;
                         }
                         out.write_all(head.as_bytes())?;
-                        out.write_all(&frag[at..end as usize])?;
+                        out.write_all(&l.frag[at..end as usize])?;
                         out.write_all(tail)?;
                         at = end as usize;
                     }
-                    done.rows += ends.len() as u64;
+                    done.rows += l.ends.len() as u64;
                 }
             }
             R2s::IStream | R2s::DStream => {
-                let current: Vec<Key> = (lo..hi).flat_map(|k| sols_of(k).iter().map(key)).collect();
+                let current: Vec<Key> = live.iter().flat_map(|l| l.sols.iter().map(key)).collect();
                 if spec.r2s == R2s::IStream {
                     // R(t) - R(t'), bags, in R(t)'s order
                     let mut budget = counts(&current);
@@ -508,6 +553,8 @@ pub fn run(
                 previous = current;
             }
         }
+        // the previous window's keys are of events from lo on
+        feed.release(lo);
         c = spec.next_close(c);
     }
     Ok(Ok(done))

@@ -105,16 +105,16 @@ pub fn read_events_with(
     // most the file's, not by doubling (room reserved and not used is never touched)
     terms.reserve(data.len() / 100, data.len());
     if fast {
-        let mut r = Reader::new(points, &cuts);
+        let mut r = Reader::new(points, cuts.clone(), true);
         if crate::trig::read(text, terms, &mut r).is_ok() {
-            if let Ok(ev) = r.finish(small, &cuts, data.len(), max_record) {
+            if let Ok(ev) = r.finish(small, data.len(), max_record) {
                 return Ok(ev);
             }
         }
         // outside the subset, or refused: oxttl's reading decides, from a clean dictionary
         terms.truncate(mark);
     }
-    let mut r = Reader::new(points, &cuts);
+    let mut r = Reader::new(points, cuts.clone(), true);
     let mut parser = TriGParser::new().low_level();
     let mut start = 0;
     for (ci, &end) in cuts.iter().enumerate() {
@@ -135,7 +135,7 @@ pub fn read_events_with(
             r.take(q, terms, ci as u32)?;
         }
     }
-    r.finish(small, &cuts, data.len(), max_record)
+    r.finish(small, data.len(), max_record)
 }
 
 /// The longest term (an IRI, a literal's lexical form) the native reader takes.
@@ -152,38 +152,155 @@ fn term_len(t: TermRef<'_>) -> usize {
 
 /// The events as the quads come, from either reader, and the chunks each event's quads
 /// came out of (for the record bound).
-struct Reader<'p> {
-    points: &'p [String],
-    ev: Events,
-    /// the graph names given, a bit an id (ids are dense)
-    seen: Vec<u64>,
+///
+/// A file read in parts (native/src/source.rs) keeps only the events not yet let go of:
+/// `ev` holds events `base..`, the chunks' records events `cbase..`.
+pub(crate) struct Reader {
+    points: Vec<String>,
+    /// the last event's time (its event may have been let go of)
+    last_time: Option<i64>,
+    pub(crate) ev: Events,
+    /// the absolute index of `ev`'s first event
+    pub(crate) base: usize,
+    /// the graph names given, a bit an id (a graph name whose term a sweep freed is known
+    /// no more: rsep's reader takes a graph name again once its event is complete, so
+    /// only the ones still referred to need the check)
+    pub(crate) seen: Vec<u64>,
     state: State,
-    // per event, the chunk its time quad came out of and the one its last triple came out of
+    // per event from `cbase`, the chunk its time quad came out of and the one its last
+    // triple came out of
     time_chunk: Vec<u32>,
     last_chunk: Vec<u32>,
+    cbase: usize,
     /// rsep's own reader: the chunk holding the byte offset last asked about
     cursor: usize,
-    cuts: &'p [usize],
+    /// the chunks' ends known so far; `whole`: all of them (the last is the file's end)
+    pub(crate) cuts: Vec<usize>,
+    pub(crate) whole: bool,
+    /// where the part rsep's own reader is given starts in the file
+    pub(crate) offset: usize,
 }
 
-impl<'p> Reader<'p> {
-    fn new(points: &'p [String], cuts: &'p [usize]) -> Self {
+impl Reader {
+    pub(crate) fn new(points: &[String], cuts: Vec<usize>, whole: bool) -> Self {
         let mut ev = Events::default();
         ev.offsets.push(0);
         Self {
-            points,
+            points: points.to_vec(),
+            last_time: None,
             ev,
+            base: 0,
             seen: Vec::new(),
             state: State::Start,
             time_chunk: Vec::new(),
             last_chunk: Vec::new(),
+            cbase: 0,
             cursor: 0,
             cuts,
+            whole,
+            offset: 0,
         }
     }
 
+    /// The id of the graph whose event is being read, if any (a sweep keeps it).
+    pub(crate) fn current(&self) -> Option<TermId> {
+        match self.state {
+            State::Start => None,
+            State::Timed(g) | State::Content(g) => Some(g),
+        }
+    }
+
+    /// Whether the last event read may yet get more triples (no later time came).
+    pub(crate) fn open(&self) -> bool {
+        !matches!(self.state, State::Start)
+    }
+
+    /// How many events were read (from the file's start).
+    pub(crate) fn read(&self) -> usize {
+        self.base + self.ev.len()
+    }
+
+    /// Let go of the events before the absolute index `below`.
+    pub(crate) fn drop_before(&mut self, below: usize) {
+        let m = below.saturating_sub(self.base).min(self.ev.len());
+        if m == 0 {
+            return;
+        }
+        let ev = &mut self.ev;
+        let cut = ev.offsets[m];
+        ev.times.drain(..m);
+        ev.triples.drain(..cut as usize);
+        ev.offsets.drain(..m);
+        for o in &mut ev.offsets {
+            *o -= cut;
+        }
+        self.base += m;
+    }
+
+    /// Let go of the chunks' records of the events before `below` (checked, and not the
+    /// event before one still to check).
+    fn drop_records_before(&mut self, below: usize) {
+        let m = below.saturating_sub(self.cbase).min(self.time_chunk.len());
+        let m = m.min(self.last_chunk.len());
+        self.time_chunk.drain(..m);
+        self.last_chunk.drain(..m);
+        self.cbase += m;
+    }
+
+    /// The record bound of event `k` (absolute), whose next event's time came (or the
+    /// last, at the file's end `len`): its record, from the chunk before the one the event
+    /// before it ended in to the chunk the next event's time came out of, is within the
+    /// record limit.
+    pub(crate) fn check_record(
+        &self,
+        k: usize,
+        len: usize,
+        max_record: usize,
+    ) -> Result<(), String> {
+        let cuts = &self.cuts;
+        let chunk_start = |c: u32| if c == 0 { 0 } else { cuts[c as usize - 1] };
+        let at = |v: &Vec<u32>, i: usize| v[i - self.cbase];
+        let lo = if k == 0 {
+            0
+        } else {
+            chunk_start(at(&self.last_chunk, k - 1).saturating_sub(1))
+        };
+        let hi = if k + 1 < self.read() {
+            cuts[at(&self.time_chunk, k + 1) as usize]
+        } else {
+            len
+        };
+        if hi - lo > max_record {
+            return Err(format!(
+                "event {k}'s record cannot be shown within the record limit"
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Reader::check_record`] of the events from `from` whose next event's time came
+    /// (all of them at the file's end, `len` known), the records no later check needs let
+    /// go of; the first event not checked.
+    pub(crate) fn check_records(
+        &mut self,
+        from: usize,
+        end: Option<usize>,
+        max_record: usize,
+    ) -> Result<usize, String> {
+        let upto = match end {
+            Some(_) => self.read(),
+            None => self.read().saturating_sub(1),
+        };
+        for k in from..upto {
+            self.check_record(k, end.unwrap_or(0), max_record)?;
+        }
+        let upto = upto.max(from);
+        self.drop_records_before(upto.saturating_sub(1));
+        Ok(upto)
+    }
+
     /// A quad as oxttl gives it, which came out of chunk `ci`.
-    fn take(&mut self, q: Quad, terms: &mut Terms, ci: u32) -> Result<(), String> {
+    pub(crate) fn take(&mut self, q: Quad, terms: &mut Terms, ci: u32) -> Result<(), String> {
         let subject = match q.subject {
             NamedOrBlankNode::NamedNode(n) => n,
             NamedOrBlankNode::BlankNode(_) => return Err("a blank node".into()),
@@ -264,9 +381,10 @@ impl<'p> Reader<'p> {
         }
         let t: i64 = lex.parse().map_err(|_| "a time out of range")?;
         let ev = &mut self.ev;
-        if ev.times.last().is_some_and(|&last| t < last) {
+        if self.last_time.is_some_and(|last| t < last) {
             return Err("a time before an earlier event's".into());
         }
+        self.last_time = Some(t);
         let (word, bit) = (g as usize / 64, 1u64 << (g % 64));
         if word >= self.seen.len() {
             self.seen.resize(word + 1, 0);
@@ -290,7 +408,7 @@ impl<'p> Reader<'p> {
         let last = ev.offsets.last_mut().expect("an event");
         *last = u32::try_from(ev.triples.len()).map_err(|_| "over 2^32 triples")?;
         self.state = State::Content(g);
-        if self.last_chunk.len() < ev.len() {
+        if self.cbase + self.last_chunk.len() < self.base + ev.len() {
             self.last_chunk.push(ci);
         } else {
             *self.last_chunk.last_mut().expect("an event") = ci;
@@ -308,40 +426,21 @@ impl<'p> Reader<'p> {
 
     /// The events, once the document is read; or why not: a time with no graph after it,
     /// or a record that may be over the limit.
-    fn finish(
-        self,
-        small: bool,
-        cuts: &[usize],
-        len: usize,
-        max_record: usize,
-    ) -> Result<Events, String> {
+    fn finish(mut self, small: bool, len: usize, max_record: usize) -> Result<Events, String> {
+        self.end()?;
+        if !small {
+            self.check_records(0, Some(len), max_record)?;
+        }
+        Ok(self.ev)
+    }
+
+    /// The document's end: the last time given must have its graph.
+    pub(crate) fn end(&mut self) -> Result<(), String> {
         if let State::Timed(_) = self.state {
             return Err("the last time given has no graph after it".into());
         }
-        let ev = self.ev;
-        if !small {
-            let (time_chunk, last_chunk) = (self.time_chunk, self.last_chunk);
-            let chunk_start = |c: u32| if c == 0 { 0 } else { cuts[c as usize - 1] };
-            let n = ev.len();
-            for k in 0..n {
-                let lo = if k == 0 {
-                    0
-                } else {
-                    chunk_start(last_chunk[k - 1].saturating_sub(1))
-                };
-                let hi = if k + 1 < n {
-                    cuts[time_chunk[k + 1] as usize]
-                } else {
-                    len
-                };
-                if hi - lo > max_record {
-                    return Err(format!(
-                        "event {k}'s record cannot be shown within the record limit"
-                    ));
-                }
-            }
-        }
-        Ok(ev)
+        self.state = State::Start;
+        Ok(())
     }
 }
 
@@ -349,7 +448,7 @@ impl<'p> Reader<'p> {
 /// reading could give it at the most for a time (the chunk after the one holding the
 /// statement's last token: one token of lookahead) and at the least for a triple (the chunk
 /// holding its object's start), so the record bound is never weaker than oxttl's reading's.
-impl crate::trig::Sink for Reader<'_> {
+impl crate::trig::Sink for Reader {
     fn default_triple(
         &mut self,
         (g, s): (TermId, NamedNodeRef<'_>),
@@ -362,8 +461,13 @@ impl crate::trig::Sink for Reader<'_> {
             // where it is new there
             return Err(format!("a term over {MAX_TERM_BYTES} bytes"));
         }
-        let last = (self.cuts.len() - 1) as u32;
-        let ci = (self.chunk_of(end) + 1).min(last);
+        // the chunk after the last one is not there (the file's end known) or not read yet
+        let last = if self.whole {
+            (self.cuts.len() - 1) as u32
+        } else {
+            u32::MAX
+        };
+        let ci = (self.chunk_of(self.offset + end) + 1).min(last);
         self.time(g, p.as_str(), o, ci)
     }
 
@@ -390,7 +494,7 @@ impl crate::trig::Sink for Reader<'_> {
         o: TermId,
         at: usize,
     ) -> Result<(), String> {
-        let ci = self.chunk_of(at);
+        let ci = self.chunk_of(self.offset + at);
         self.content(g, [s, p, o], ci)
     }
 }
@@ -400,7 +504,7 @@ fn is_iri(term: Option<TermRef<'_>>, iri: &str) -> bool {
     matches!(term, Some(TermRef::NamedNode(n)) if n.as_str() == iri)
 }
 
-fn has_long_string(data: &[u8]) -> bool {
+pub(crate) fn has_long_string(data: &[u8]) -> bool {
     memchr::memchr2_iter(b'"', b'\'', data)
         .any(|i| data.get(i + 1) == Some(&data[i]) && data.get(i + 2) == Some(&data[i]))
 }

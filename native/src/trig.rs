@@ -209,13 +209,40 @@ fn plainly_valid(iri: &[u8]) -> bool {
 /// of `terms`. On giving up, `terms` may hold ids the caller should forget
 /// ([`Terms::truncate`]).
 pub fn read(data: &str, terms: &mut Terms, sink: &mut impl Sink) -> Result<(), GiveUp> {
+    read_on(data, terms, sink, &mut Declared::default())
+}
+
+/// What a document declared so far, for a document read in parts: its prefixes, and the
+/// IRIs validated that the dictionary does not hold.
+#[derive(Default)]
+pub struct Declared {
+    prefixes: Vec<(String, Prefix)>,
+    valid: HashSet<String>,
+}
+
+/// [`read`] of a part of a document that starts at a statement's start and ends at one
+/// statement's end, `declared` what the parts before it declared (and, after, what this
+/// one did too). The offsets given to `sink` are the part's.
+pub fn read_on(
+    data: &str,
+    terms: &mut Terms,
+    sink: &mut impl Sink,
+    declared: &mut Declared,
+) -> Result<(), GiveUp> {
     let mut lx = Lexer {
         t: data,
         d: data.as_bytes(),
         i: 0,
-        prefixes: Vec::new(),
-        valid: HashSet::new(),
+        prefixes: std::mem::take(&mut declared.prefixes),
+        valid: std::mem::take(&mut declared.valid),
     };
+    let got = statements(&mut lx, terms, sink);
+    declared.prefixes = lx.prefixes;
+    declared.valid = lx.valid;
+    got
+}
+
+fn statements(lx: &mut Lexer<'_>, terms: &mut Terms, sink: &mut impl Sink) -> Result<(), GiveUp> {
     // one buffer a position: a prefixed name is resolved into its position's buffer, which
     // must outlive the next position's
     let (mut sb, mut pb, mut ob, mut db) =

@@ -22,12 +22,19 @@ import pyoxigraph as ox
 
 from rsep.stream.files import StreamFile
 
-# The native reader holds the whole file as ids before an operator runs (~6 bytes of memory
-# a byte of TriG at 10^6 events; a file it refuses is refused before a byte is written),
-# while today's path streams it in memory bounded by the windows: a larger file runs on
-# today's path, so a run's memory stays bounded whatever the file's size
-# (tests/windows/test_native_window.py pins the refusal).
+# The native reader of :func:`read` holds the whole file as ids before an operator runs (~6
+# bytes of memory a byte of TriG at 10^6 events; a file it refuses is refused before a byte
+# is written), while today's path streams it in memory bounded by the windows: a larger file
+# runs on today's path, so a run's memory stays bounded whatever the file's size
+# (tests/windows/test_native_window.py pins the refusal). The operators that read a file in
+# parts (:func:`open_stream`) have no such bound.
 MAX_FILE_BYTES = 256 * 2**20
+
+# :func:`open_stream`'s chunk (bytes read at once, then to the line's end) and the size of
+# the dictionary below which it is not swept (0: after every chunk). The tests make both
+# tiny, so that a run reads a file in many parts and sweeps the dictionary all along.
+STREAM_CHUNK = 1 << 20
+SWEEP_TERMS = 1 << 16
 
 
 def core() -> ModuleType:
@@ -107,11 +114,30 @@ def read(path: str, points: Sequence[str], max_record: int) -> tuple[Any, str, f
     return ev, "", read_s
 
 
+def open_stream(path: str, points: Sequence[str], max_record: int,
+                stored: Callable[[Any], object], refuse: bool) -> tuple[Any, str]:
+    """The stream file at ``path`` to be read in parts as an operator asks for its events
+    (rsep._core.Stream, nothing read yet), or None and why not. Its literals whose form
+    pyoxigraph's store changes (``stored``: as :func:`store_forms`) refuse the run
+    (``refuse``) or are read as the store gives them back."""
+    try:
+        src = core().open_stream(path, list(points), max_record, STREAM_CHUNK, SWEEP_TERMS)
+    except ValueError as e:
+        return None, f"the native reader does not take {path}: {e}"
+    src.set_forms(lambda unsure: forms(unsure, stored), refuse)
+    return src, ""
+
+
 def store_forms(ev: Any, stored: Callable[[Any], object]) -> list[tuple[str, str]]:
     """The literals of the events whose form pyoxigraph's store changes: (as written, as the
     store gives it back) in N-Triples syntax. ``stored``: the form of a literal in the store
     (rsep.sparql.matcher.Canon's ``term``), whose answer today's path matches and writes."""
-    unsure = ev.unsure()
+    return forms(ev.unsure(), stored)
+
+
+def forms(unsure: Sequence[str], stored: Callable[[Any], object]) -> list[tuple[str, str]]:
+    """Of these literals (N-Triples syntax), those whose form pyoxigraph's store changes:
+    (as written, as the store gives it back)."""
     if not unsure:
         return []
     doc = "".join(f"<urn:rsep:s> <urn:rsep:p> {t} .\n" for t in unsure)

@@ -87,7 +87,7 @@ Grouping = tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str, bool],
 
 def available() -> str | None:
     """Why the native core cannot run this path here, or None."""
-    return native_core.available("select_window", "operator")
+    return native_core.available("select_stream", "operator")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
@@ -498,6 +498,15 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     """Run the query over the stream file at ``path``, writing its results to ``out_path``
     in ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them); or say why not (then
     ``out_path`` holds nothing to keep)."""
+    w = query.dataset.windows[0]
+    try:
+        rw = resolve(w.spec, TimeKind.ABSTRACT, time_unit_ms)
+    except TimeError as e:
+        return Outcome(f"window {w.spec}: {e}")
+    window = (rw.alpha, rw.beta, rw.offset, rw.origin, rw.boundary is Boundary.RIGHT_CLOSED)
+    if plan.bgp is None:
+        return _select(plan, path, points, max_record, window, max_window_triples,
+                       max_results, out_path, fmt)
     ev, why, read_s = native_core.read(path, points, max_record)
     if ev is None:
         return Outcome(why)
@@ -505,34 +514,16 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     # writes a literal as the store gives it back
     changed = native_core.store_forms(ev, Canon().term)
     if changed:
-        if plan.bgp is None:
-            return Outcome("a literal pyoxigraph's store reads back in another form: "
-                           f"{changed[0][0]}")
         ev.restore(changed)
-    w = query.dataset.windows[0]
-    try:
-        rw = resolve(w.spec, TimeKind.ABSTRACT, time_unit_ms)
-    except TimeError as e:
-        return Outcome(f"window {w.spec}: {e}")
-    window = (rw.alpha, rw.beta, rw.offset, rw.origin, rw.boundary is Boundary.RIGHT_CLOSED)
-    if plan.bgp is not None:
-        b = plan.bgp
-        refused, evaluations, rows = core().bgp_window(
-            ev, window, plan.non_empty, plan.r2s.value,
-            [[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
-             for tp in b.patterns], b.vars,
-            [([(True, None) if c is None else (False, ev.id(c)) for c in consts], list(tracked))
-             for consts, tracked in b.checks],
-            list(b.filters), None if b.group is None else
-            (list(b.group[0]), list(b.group[1]), b.group[2]), list(b.columns),
-            (max_window_triples, max_results), fmt, out_path)
-        if refused:
-            return Outcome(refused)
-        return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)
-    pattern = [("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in plan.pattern]
-    loose = [(True, None) if c is None else (False, ev.id(c)) for c in plan.loose]
-    refused, evaluations, rows = core().select_window(
-        ev, window, plan.non_empty, plan.r2s.value, pattern, loose, list(plan.project),
+    b = plan.bgp
+    refused, evaluations, rows = core().bgp_window(
+        ev, window, plan.non_empty, plan.r2s.value,
+        [[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
+         for tp in b.patterns], b.vars,
+        [([(True, None) if c is None else (False, ev.id(c)) for c in consts], list(tracked))
+         for consts, tracked in b.checks],
+        list(b.filters), None if b.group is None else
+        (list(b.group[0]), list(b.group[1]), b.group[2]), list(b.columns),
         (max_window_triples, max_results), fmt, out_path)
     if refused:
         return Outcome(refused)
@@ -617,3 +608,25 @@ def run_join(plan: NativePlan, query: ContinuousQuery, paths: Sequence[tuple[str
     if refused:
         return Outcome(refused)
     return Outcome("", len(ev), ev.triples(), evaluations, rows_out, read_s)
+
+
+def _select(plan: NativePlan, path: str, points: tuple[str, ...], max_record: int,
+            window: tuple[int, int, int, int, bool], max_window_triples: int, max_results: int,
+            out_path: str, fmt: str) -> Outcome:
+    """A SELECT of one triple pattern (native/src/select.rs), over the file read in parts
+    as the windows go (native/src/source.rs): memory bounded by the windows, not the file.
+    A refusal found late (a record to reject, a literal the store reads back in another
+    form) comes after rows were written, which the caller throws away as any refusal's."""
+    # literals whose form pyoxigraph's store changes: today's path matches, keys and writes
+    # a literal as the store gives it back, which this operator does not (it refuses)
+    src, why = native_core.open_stream(path, points, max_record, Canon().term, True)
+    if src is None:
+        return Outcome(why)
+    pattern = [("var", v) if kind == "var" else ("id", src.id(str(v))) for kind, v in plan.pattern]
+    loose = [(True, None) if c is None else (False, src.id(c)) for c in plan.loose]
+    refused, evaluations, rows = core().select_stream(
+        src, window, plan.non_empty, plan.r2s.value, pattern, loose, list(plan.project),
+        (max_window_triples, max_results), fmt, out_path)
+    if refused:
+        return Outcome(refused)
+    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])

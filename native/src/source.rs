@@ -1,0 +1,786 @@
+//! A stream file read in parts, as an operator asks for its events, with a dictionary that
+//! stays bounded (issue 47: an unbounded stream).
+//!
+//! [`crate::stream::read_events`] holds a whole file's events and every term of it before an
+//! operator runs. A [`Source`] reads the file a chunk at a time (the chunks
+//! [`crate::stream`]'s record bound is proven on: [`CHUNK`] bytes, then to the line's end),
+//! gives the operator each event once the next event's time came (an event's graph may be
+//! given in several blocks), and lets go of the events the operator says it is done with.
+//! The file is accepted or refused exactly as `read_events` accepts or refuses it:
+//!
+//! - rsep's own TriG reader ([`crate::trig`]) reads the text up to the last line ending a
+//!   graph block (`}`) in what was read; no token spans a line (a long string is refused),
+//!   so that text is a whole number of statements, or the reader fails on it (a `}` line
+//!   inside a block, in a comment): any failure of that reader, as in `read_events`, hands
+//!   the file to oxttl's reading, from the start ([`Source::slower`]: the caller runs again);
+//! - oxttl is fed the same chunks as `read_events` feeds it, so each quad comes out of the
+//!   same chunk and the record bound is checked on the same numbers, event by event.
+//!
+//! Refusals found late (a syntax error, a time going back, a literal the caller does not
+//! take) come after the operator wrote rows: the caller throws its output away.
+//!
+//! The dictionary is swept when it has doubled since the last sweep (and holds at least
+//! the sweep threshold): every term not referred to by an event still held, the event being
+//! read, a pinned term (the query's constants) is freed, and its id given again to a new
+//! term. An operator keeps ids only of the events it has not let go of, and drops what it
+//! made of ids (their text) when [`Source::generation`] changes.
+
+use crate::dictionary::{TermId, Terms};
+use crate::select::Refused;
+use crate::stream::{has_long_string, stable_literal, Events, Reader, CHUNK};
+use crate::trig::{read_on, Declared};
+use oxttl::trig::LowLevelTriGParser;
+use oxttl::TriGParser;
+use std::io::{Read, Seek};
+use std::time::{Duration, Instant};
+
+/// The stored forms of literals (N-Triples syntax): given the literals whose form may
+/// change, the pairs (as written, as stored) of those that do, or a refusal.
+pub type Forms = dyn FnMut(Vec<String>) -> Result<Vec<(String, String)>, String> + Send + Sync;
+
+/// How a file is read: the chunks' size, the dictionary's size below which it is never
+/// swept (0: swept after every chunk), whether rsep's own reader is tried first.
+#[derive(Clone, Copy)]
+pub struct Options {
+    pub chunk: usize,
+    pub sweep: usize,
+    pub fast: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            chunk: CHUNK,
+            sweep: 1 << 16,
+            fast: true,
+        }
+    }
+}
+
+/// Events as an operator asks for them: event `k` is there once `has(k)` said so, until
+/// the operator lets go of it (`release`); ids keep their terms while `generation` stays.
+pub trait Feed {
+    /// Whether event `k` is there; a refusal of the stream.
+    fn has(&mut self, k: usize) -> Result<bool, Refused>;
+    fn time(&self, k: usize) -> i64;
+    fn triples_of(&self, k: usize) -> &[[TermId; 3]];
+    /// The operator is done with the events before `below`.
+    fn release(&mut self, below: usize);
+    fn terms(&self) -> &Terms;
+    fn generation(&self) -> u64;
+}
+
+/// A whole file's events, read before the operator runs.
+pub struct Whole<'a> {
+    pub events: &'a Events,
+    pub terms: &'a Terms,
+}
+
+impl Feed for Whole<'_> {
+    fn has(&mut self, k: usize) -> Result<bool, Refused> {
+        Ok(k < self.events.len())
+    }
+    fn time(&self, k: usize) -> i64 {
+        self.events.times[k]
+    }
+    fn triples_of(&self, k: usize) -> &[[TermId; 3]] {
+        self.events.triples_of(k)
+    }
+    fn release(&mut self, _below: usize) {}
+    fn terms(&self) -> &Terms {
+        self.terms
+    }
+    fn generation(&self) -> u64 {
+        0
+    }
+}
+
+impl Feed for Source {
+    fn has(&mut self, k: usize) -> Result<bool, Refused> {
+        Source::has(self, k)
+    }
+    fn time(&self, k: usize) -> i64 {
+        Source::time(self, k)
+    }
+    fn triples_of(&self, k: usize) -> &[[TermId; 3]] {
+        Source::triples_of(self, k)
+    }
+    fn release(&mut self, below: usize) {
+        Source::release(self, below)
+    }
+    fn terms(&self) -> &Terms {
+        Source::terms(self)
+    }
+    fn generation(&self) -> u64 {
+        Source::generation(self)
+    }
+}
+
+/// A stream file's events as an operator asks for them.
+pub struct Source {
+    file: std::fs::File,
+    points: Vec<String>,
+    max_record: usize,
+    small: bool,
+    opts: Options,
+    fast: bool,
+    terms: Terms,
+    pinned: Vec<TermId>,
+    reader: Reader,
+    declared: Declared,
+    parser: LowLevelTriGParser,
+    /// bytes read from the file and not yet in a chunk; `pos`: the file offset after the
+    /// chunks given out
+    pending: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    /// rsep's own reader: the chunks' text after its last statement read, from `carry_at`
+    carry: Vec<u8>,
+    carry_at: usize,
+    done: bool,
+    /// why the file, read by rsep's own reader, goes to oxttl's reading
+    slower: Option<String>,
+    records: usize,
+    forms: Option<Box<Forms>>,
+    /// a literal whose stored form differs is refused (the caller does not restore)
+    refuse_changed: bool,
+    /// the literals whose stored form was asked (a bit an id), and those that differ
+    asked: Vec<u64>,
+    restored: hashbrown::HashMap<TermId, TermId>,
+    released: usize,
+    triples_before: u64,
+    generation: u64,
+    sweeps: u64,
+    next_sweep: usize,
+    peak_terms: usize,
+    read_time: Duration,
+}
+
+fn bit(bits: &[u64], id: TermId) -> bool {
+    bits.get(id as usize / 64)
+        .is_some_and(|w| w & (1 << (id % 64)) != 0)
+}
+
+fn set(bits: &mut Vec<u64>, id: TermId) {
+    let w = id as usize / 64;
+    if w >= bits.len() {
+        bits.resize(w + 1, 0);
+    }
+    bits[w] |= 1 << (id % 64);
+}
+
+/// Where rsep's own reader stops in `b`: after the last line ending in `}` (a graph
+/// block's end, blanks after it aside), or 0.
+fn boundary(b: &[u8]) -> usize {
+    let mut end = b.len();
+    while end > 0 {
+        let nl = end - 1;
+        if b[nl] != b'\n' {
+            end = memchr::memrchr(b'\n', &b[..end]).map_or(0, |i| i + 1);
+            continue;
+        }
+        let start = memchr::memrchr(b'\n', &b[..nl]).map_or(0, |i| i + 1);
+        let line = &b[start..nl];
+        let trimmed = line
+            .iter()
+            .rposition(|&c| !matches!(c, b' ' | b'\t' | b'\r'))
+            .map(|i| &line[..=i]);
+        if trimmed.is_some_and(|l| l.ends_with(b"}")) {
+            return end;
+        }
+        end = start;
+    }
+    0
+}
+
+impl Source {
+    /// The file at `path`, nothing read yet: `points` the point-time predicates' IRIs,
+    /// `max_record` the record limit (as [`crate::stream::read_events`] has them).
+    pub fn open(
+        path: &str,
+        points: Vec<String>,
+        max_record: usize,
+        mut opts: Options,
+    ) -> Result<Self, String> {
+        let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+        let size = file.metadata().map_err(|e| format!("{path}: {e}"))?.len();
+        let small = usize::try_from(size).is_ok_and(|s| s <= max_record);
+        if !small {
+            // the record bound is proven on chunks of CHUNK bytes
+            opts.chunk = CHUNK;
+        }
+        let reader = Reader::new(&points, Vec::new(), false);
+        Ok(Self {
+            file,
+            points,
+            max_record,
+            small,
+            opts,
+            fast: opts.fast,
+            terms: Terms::new(),
+            pinned: Vec::new(),
+            reader,
+            declared: Declared::default(),
+            parser: TriGParser::new().low_level(),
+            pending: Vec::new(),
+            pos: 0,
+            eof: false,
+            carry: Vec::new(),
+            carry_at: 0,
+            done: false,
+            slower: None,
+            records: 0,
+            forms: None,
+            refuse_changed: false,
+            asked: Vec::new(),
+            restored: hashbrown::HashMap::new(),
+            released: 0,
+            triples_before: 0,
+            generation: 0,
+            sweeps: 0,
+            next_sweep: opts.sweep,
+            peak_terms: 0,
+            read_time: Duration::ZERO,
+        })
+    }
+
+    /// The literals whose form pyoxigraph's store may change are asked of `forms` as they
+    /// come; one that changes is refused (`refuse`) or replaced by its stored form.
+    pub fn set_forms(&mut self, forms: Box<Forms>, refuse: bool) {
+        self.forms = Some(forms);
+        self.refuse_changed = refuse;
+    }
+
+    /// The id of a term the caller refers to (a query's constant): never swept.
+    pub fn pin(&mut self, term: oxrdf::TermRef<'_>) -> TermId {
+        let id = self.terms.intern_ref(term).0;
+        self.pinned.push(id);
+        id
+    }
+
+    pub fn terms(&self) -> &Terms {
+        &self.terms
+    }
+
+    /// Changes whenever ids may have been given to other terms (a sweep, a new reading).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether event `k` is there (reading on as far as needed); a refusal of the file.
+    pub fn has(&mut self, k: usize) -> Result<bool, Refused> {
+        while k >= self.complete() && !self.done {
+            let t0 = Instant::now();
+            let got = self.pull();
+            self.read_time += t0.elapsed();
+            if let Err(why) = got {
+                self.done = true;
+                return Err(Refused(format!(
+                    "the native reader does not take the file: {why}"
+                )));
+            }
+        }
+        Ok(k < self.complete())
+    }
+
+    /// Event `k`'s time (`has(k)` was true, and `k` not let go of).
+    pub fn time(&self, k: usize) -> i64 {
+        self.reader.ev.times[k - self.reader.base]
+    }
+
+    /// Event `k`'s triples.
+    pub fn triples_of(&self, k: usize) -> &[[TermId; 3]] {
+        self.reader.ev.triples_of(k - self.reader.base)
+    }
+
+    /// The caller is done with the events before `below`.
+    pub fn release(&mut self, below: usize) {
+        self.released = self.released.max(below);
+        let held = self.released.saturating_sub(self.reader.base);
+        if held >= 1024 && 2 * held >= self.reader.ev.len() {
+            self.drop_released();
+        }
+    }
+
+    fn drop_released(&mut self) {
+        let before = self.reader.ev.triples.len();
+        self.reader.drop_before(self.released);
+        self.triples_before += (before - self.reader.ev.triples.len()) as u64;
+    }
+
+    /// The events read (all of them once the file is read through).
+    pub fn events(&self) -> usize {
+        self.reader.read()
+    }
+
+    /// Their triples.
+    pub fn triples(&self) -> u64 {
+        self.triples_before + self.reader.ev.triples.len() as u64
+    }
+
+    /// (sweeps, the most terms held at once, seconds reading).
+    pub fn stats(&self) -> (u64, usize, f64) {
+        (
+            self.sweeps,
+            self.peak_terms.max(self.terms.len()),
+            self.read_time.as_secs_f64(),
+        )
+    }
+
+    /// Why rsep's own reader gave the file up, once: the caller throws away what it wrote
+    /// and runs again, on [`Source::restart`]'s reading by oxttl from the start.
+    pub fn slower(&mut self) -> Option<String> {
+        self.slower.take()
+    }
+
+    /// Read again from the file's start, by oxttl (the pinned terms keep their ids).
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.file
+            .seek(std::io::SeekFrom::Start(0))
+            .map_err(|e| e.to_string())?;
+        self.fast = false;
+        self.reader = Reader::new(&self.points, Vec::new(), false);
+        self.declared = Declared::default();
+        self.parser = TriGParser::new().low_level();
+        self.pending.clear();
+        self.pos = 0;
+        self.eof = false;
+        self.carry.clear();
+        self.carry_at = 0;
+        self.done = false;
+        self.records = 0;
+        self.released = 0;
+        self.triples_before = 0;
+        self.sweep();
+        Ok(())
+    }
+
+    /// The events an operator may have: all read but the last while its graph may go on.
+    fn complete(&self) -> usize {
+        self.reader.read() - usize::from(!self.done && self.reader.open())
+    }
+
+    /// The next chunk: [`Options::chunk`] bytes, then to the line's end (the file's end).
+    fn chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+        let want = self.opts.chunk;
+        let end = loop {
+            if self.pending.len() > want {
+                if let Some(nl) = memchr::memchr(b'\n', &self.pending[want..]) {
+                    break want + nl + 1;
+                }
+            }
+            if self.eof {
+                break self.pending.len();
+            }
+            let from = self.pending.len();
+            self.pending.resize(from + want.max(1 << 16), 0);
+            let n = self
+                .file
+                .read(&mut self.pending[from..])
+                .map_err(|e| e.to_string())?;
+            self.pending.truncate(from + n);
+            self.eof = n == 0;
+        };
+        if end == 0 && self.pos > 0 {
+            return Ok(None);
+        }
+        let rest = self.pending.split_off(end);
+        let piece = std::mem::replace(&mut self.pending, rest);
+        self.pos += end;
+        if self.pending.is_empty() && !self.eof {
+            // whether this chunk is the last one: its reading ends the document
+            self.pending.resize(want.max(1 << 16), 0);
+            let n = self
+                .file
+                .read(&mut self.pending)
+                .map_err(|e| e.to_string())?;
+            self.pending.truncate(n);
+            self.eof = n == 0;
+        }
+        Ok(Some(piece))
+    }
+
+    /// Read one more chunk into events.
+    fn pull(&mut self) -> Result<(), String> {
+        let start = self.pos;
+        let Some(piece) = self.chunk()? else {
+            self.done = true;
+            return Ok(());
+        };
+        let last = self.eof && self.pending.is_empty();
+        if std::str::from_utf8(&piece).is_err() {
+            return Err("the file is not UTF-8 throughout".into());
+        }
+        if has_long_string(&piece) {
+            return Err("the file holds a long (triple-quoted) string".into());
+        }
+        if !self.small && self.max_record < 8 * CHUNK {
+            return Err(format!(
+                "the record limit ({}) is too small to bound records by chunks",
+                self.max_record
+            ));
+        }
+        self.reader.cuts.push(self.pos);
+        self.reader.whole = last;
+        let fresh = self.reader.ev.triples.len();
+        if self.fast {
+            if self.carry.is_empty() {
+                self.carry_at = start;
+            }
+            self.carry.extend_from_slice(&piece);
+            let upto = if last {
+                self.carry.len()
+            } else {
+                boundary(&self.carry)
+            };
+            if upto > 0 {
+                let text = std::str::from_utf8(&self.carry[..upto]).expect("UTF-8, cut at a line");
+                self.reader.offset = self.carry_at;
+                let got = read_on(text, &mut self.terms, &mut self.reader, &mut self.declared);
+                if let Err(e) = got {
+                    return self.give_up(format!("{e:?}"));
+                }
+                self.carry.drain(..upto);
+                self.carry_at += upto;
+            }
+            if last {
+                if let Err(e) = self.reader.end() {
+                    return self.give_up(e);
+                }
+            }
+        } else {
+            let ci = (self.reader.cuts.len() - 1) as u32;
+            self.parser.extend_from_slice(&piece);
+            if last {
+                self.parser.end();
+            }
+            while let Some(q) = self.parser.parse_next() {
+                let q = q.map_err(|e| {
+                    let at = e.location().start;
+                    format!(
+                        "a syntax error at line {} column {}",
+                        at.line + 1,
+                        at.column + 1
+                    )
+                })?;
+                self.reader.take(q, &mut self.terms, ci)?;
+            }
+            if last {
+                self.reader.end()?;
+            }
+        }
+        if !self.small {
+            let end = last.then_some(self.pos);
+            match self
+                .reader
+                .check_records(self.records, end, self.max_record)
+            {
+                Ok(next) => self.records = next,
+                Err(e) if self.fast => return self.give_up(e),
+                Err(e) => return Err(e),
+            }
+        }
+        self.stored_forms(fresh)?;
+        if last {
+            self.done = true;
+        }
+        self.peak_terms = self.peak_terms.max(self.terms.len());
+        if self.terms.len() >= self.next_sweep {
+            self.sweep();
+        }
+        Ok(())
+    }
+
+    /// rsep's own reader gave up (or refused): oxttl's reading decides, from the start.
+    fn give_up(&mut self, why: String) -> Result<(), String> {
+        self.slower = Some(why.clone());
+        Err(why)
+    }
+
+    /// The stored forms of the literals of the triples from `fresh` on, asked once each.
+    fn stored_forms(&mut self, fresh: usize) -> Result<(), String> {
+        let Some(forms) = self.forms.as_mut() else {
+            return Ok(());
+        };
+        let mut ask = Vec::new();
+        let mut ids = Vec::new();
+        for t in &self.reader.ev.triples[fresh..] {
+            let o = t[2];
+            if bit(&self.asked, o) {
+                continue;
+            }
+            set(&mut self.asked, o);
+            if let Some(term) = self.terms.term(o) {
+                if !stable_literal(term) {
+                    ask.push(term.to_string());
+                    ids.push(o);
+                }
+            }
+        }
+        if !ask.is_empty() {
+            let changed = forms(ask)?;
+            if let Some((from, _)) = changed.first() {
+                if self.refuse_changed {
+                    return Err(format!(
+                        "a literal pyoxigraph's store reads back in another form: {from}"
+                    ));
+                }
+            }
+            for (from, to) in &changed {
+                let parse = |s: &str| {
+                    s.parse::<oxrdf::Term>()
+                        .map_err(|e| format!("not an N-Triples term: {s}: {e}"))
+                };
+                let (a, b) = (parse(from)?, parse(to)?);
+                if let Some(a) = self.terms.get(&a) {
+                    let b = self.terms.intern(b);
+                    self.restored.insert(a, b);
+                }
+            }
+        }
+        if !self.restored.is_empty() {
+            for t in &mut self.reader.ev.triples[fresh..] {
+                if let Some(&to) = self.restored.get(&t[2]) {
+                    t[2] = to;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Free every term nothing held refers to.
+    fn sweep(&mut self) {
+        self.drop_released();
+        let mut live = vec![0u64; self.terms.slots().div_ceil(64)];
+        for &id in &self.pinned {
+            set(&mut live, id);
+        }
+        for t in &self.reader.ev.triples {
+            for &id in t {
+                set(&mut live, id);
+            }
+        }
+        if let Some(g) = self.reader.current() {
+            set(&mut live, g);
+        }
+        self.terms.sweep(&live);
+        for (w, l) in self
+            .reader
+            .seen
+            .iter_mut()
+            .zip(live.iter().chain(std::iter::repeat(&0)))
+        {
+            *w &= l;
+        }
+        for (w, l) in self
+            .asked
+            .iter_mut()
+            .zip(live.iter().chain(std::iter::repeat(&0)))
+        {
+            *w &= l;
+        }
+        // a literal as written is not held once replaced: asked again if it comes again
+        self.restored.clear();
+        self.generation += 1;
+        self.sweeps += 1;
+        // (a threshold of 0: a sweep after every chunk, for the tests)
+        self.next_sweep = if self.opts.sweep == 0 {
+            0
+        } else {
+            self.opts.sweep.max(2 * self.terms.len())
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::read_events;
+
+    const PROV: &str = "http://www.w3.org/ns/prov#generatedAtTime";
+
+    fn file(doc: &str) -> tempfile_path::Path {
+        tempfile_path::Path::new(doc)
+    }
+
+    mod tempfile_path {
+        pub struct Path(pub std::path::PathBuf);
+        impl Path {
+            pub fn new(doc: &str) -> Self {
+                use std::sync::atomic::{AtomicUsize, Ordering};
+                static N: AtomicUsize = AtomicUsize::new(0);
+                let p = std::env::temp_dir().join(format!(
+                    "rsep-source-{}-{}.trig",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::write(&p, doc).unwrap();
+                Self(p)
+            }
+            pub fn as_str(&self) -> &str {
+                self.0.to_str().unwrap()
+            }
+        }
+        impl Drop for Path {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+    }
+
+    /// Every event as (time, its triples' terms), read in parts and let go of at once.
+    fn parts(doc: &str, opts: Options) -> Result<Vec<(i64, Vec<String>)>, String> {
+        let f = file(doc);
+        let mut src = Source::open(f.as_str(), vec![PROV.into()], 1 << 26, opts)?;
+        let mut out = Vec::new();
+        let mut k = 0;
+        loop {
+            match src.has(k) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(Refused(why)) => {
+                    if src.slower().is_some() {
+                        src.restart()?;
+                        out.clear();
+                        k = 0;
+                        continue;
+                    }
+                    return Err(why);
+                }
+            }
+            let show = |id| src.terms().term(id).unwrap().to_string();
+            let ts = src
+                .triples_of(k)
+                .iter()
+                .map(|t| format!("{} {} {}", show(t[0]), show(t[1]), show(t[2])))
+                .collect();
+            out.push((src.time(k), ts));
+            k += 1;
+            src.release(k);
+        }
+        Ok(out)
+    }
+
+    fn whole(doc: &str) -> Result<Vec<(i64, Vec<String>)>, String> {
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.into()], 1 << 26)?;
+        let show = |id| terms.term(id).unwrap().to_string();
+        Ok((0..ev.len())
+            .map(|k| {
+                let ts = ev
+                    .triples_of(k)
+                    .iter()
+                    .map(|t| format!("{} {} {}", show(t[0]), show(t[1]), show(t[2])))
+                    .collect();
+                (ev.times[k], ts)
+            })
+            .collect())
+    }
+
+    fn tiny(fast: bool) -> Options {
+        Options {
+            chunk: 7,
+            sweep: 0,
+            fast,
+        }
+    }
+
+    #[test]
+    fn parts_give_the_whole_files_events() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let mut doc = String::from("@prefix : <http://e/> .\n");
+        for k in 0..200 {
+            doc += &format!(
+                ":g{k} {t} {} .\n:g{k} {{ :s{} :p \"v{k}\" .\n :s :q {k} }}\n",
+                k / 3,
+                k % 7
+            );
+            if k % 50 == 7 {
+                // the same graph's second block goes on its event; a `}` in a comment
+                doc += &format!(":g{k} {{ :x :p :y }} # }}\n");
+            }
+        }
+        let want = whole(&doc).unwrap();
+        assert_eq!(want.len(), 200);
+        for fast in [true, false] {
+            assert_eq!(parts(&doc, tiny(fast)).unwrap(), want);
+            assert_eq!(
+                parts(
+                    &doc,
+                    Options {
+                        fast,
+                        ..Options::default()
+                    }
+                )
+                .unwrap(),
+                want
+            );
+        }
+        // a `}` line inside a block: rsep's reader fails on the part, oxttl reads it all
+        let doc2 = doc.replace(":s :q 7 }", ":s :q 7 . # }\n}");
+        assert_eq!(parts(&doc2, tiny(true)).unwrap(), whole(&doc2).unwrap());
+    }
+
+    #[test]
+    fn a_graph_name_again_once_forgotten_is_taken() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let doc = format!(
+            "<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> 1 }}\n<g:1> {t} 2 .\n<g:1> {{ <s:s> <p:p> 2 }}\n\
+             <g:0> {t} 3 .\n<g:0> {{ <s:s> <p:p> 3 }}\n"
+        );
+        // held, the name given again is refused (as the whole file's reading refuses it)
+        let held = Options {
+            chunk: 7,
+            sweep: 1 << 20,
+            fast: true,
+        };
+        assert!(parts(&doc, held)
+            .unwrap_err()
+            .contains("a graph name given twice"));
+        assert_eq!(parts(&doc, tiny(true)).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn refusals_are_the_whole_files() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        for (doc, why) in [
+            (format!("<g:0> {t} 2 .\n<g:0> {{ <s:s> <p:p> 1 }}\n<g:1> {t} 1 .\n<g:1> {{ <s:s> <p:p> 1 }}\n"), "a time before"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> }}\n"), "a syntax error"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ }}\n"), "the last time"),
+            (format!("<g:0> {t} 1 .\n<g:0> {{ <s:s> <p:p> \"\"\"x\"\"\" }}\n"), "long"),
+        ] {
+            for fast in [true, false] {
+                let got = parts(&doc, tiny(fast)).unwrap_err();
+                assert!(got.contains(why), "{doc:?}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn sweeps_keep_the_dictionary_bounded() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let mut doc = String::new();
+        for k in 0..20_000 {
+            doc += &format!("<g:{k}> {t} {k} .\n<g:{k}> {{ <s:s> <p:p> \"v{k}\" }}\n");
+        }
+        let f = file(&doc);
+        let opts = Options {
+            chunk: 4096,
+            sweep: 256,
+            fast: true,
+        };
+        let mut src = Source::open(f.as_str(), vec![PROV.into()], 1 << 26, opts).unwrap();
+        let mut k = 0;
+        while src.has(k).unwrap() {
+            assert_eq!(src.time(k), k as i64);
+            k += 1;
+            src.release(k.saturating_sub(10));
+        }
+        let (sweeps, peak, _) = src.stats();
+        assert_eq!(k, 20_000);
+        assert!(sweeps > 10, "{sweeps}");
+        // the events held (let go of by 1024 at least) and their terms, twice over at most:
+        // 40,000 terms unswept
+        assert!(peak < 10_000, "{peak}");
+    }
+}

@@ -26,12 +26,14 @@
 
 use crate::dictionary::{TermId, Terms};
 use crate::select::{json_string, Done, Holders, R2s, Refused, Slot};
+use crate::source::{Feed, Whole};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
 use oxrdf::vocab::xsd;
 use oxrdf::{Literal, LiteralRef, Term, TermRef};
 use oxsdatatypes::{Decimal, Double, Integer};
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::str::FromStr;
 
@@ -255,8 +257,12 @@ type Out = u64;
 const NEW_BASE: u64 = 1 << 32;
 pub(crate) type Key = Vec<Option<Out>>;
 
-pub(crate) struct Writer<'a> {
-    terms: &'a Terms,
+pub(crate) struct Writer {
+    /// the dictionary holds every term of the stream (read whole): an aggregate's value
+    /// is the stream's own term when it has one; read in parts, the dictionary holds some
+    /// of them for a while, so an aggregate's value is always a term of the writer's own,
+    /// the same term the same `Out` in every evaluation
+    lookup: bool,
     cache: HashMap<Out, Box<[u8]>>,
     counts: HashMap<u64, Out>,
     made: Vec<Term>,
@@ -266,10 +272,10 @@ pub(crate) struct Writer<'a> {
     header: Option<Vec<u8>>,
 }
 
-impl<'a> Writer<'a> {
+impl Writer {
     /// The writer of a query's rows: its columns' names, and TSV's header before the first
-    /// row.
-    pub(crate) fn new(spec: &Spec, terms: &'a Terms) -> Writer<'a> {
+    /// row; `lookup` when the dictionary holds every term of the stream (see `lookup`).
+    pub(crate) fn new(spec: &Spec, lookup: bool) -> Writer {
         let names: Vec<Vec<u8>> = spec
             .project
             .iter()
@@ -295,7 +301,7 @@ impl<'a> Writer<'a> {
             b
         });
         Writer {
-            terms,
+            lookup,
             cache: HashMap::new(),
             counts: HashMap::new(),
             made: Vec::new(),
@@ -305,23 +311,29 @@ impl<'a> Writer<'a> {
             header,
         }
     }
-}
 
-impl Writer<'_> {
+    /// Ids given to other terms since (a sweep): the terms' forms made again.
+    pub(crate) fn fresh(&mut self) {
+        self.cache.retain(|&o, _| o >= NEW_BASE);
+    }
+
     /// COUNT's value (cached: every group of every evaluation has one).
-    fn count(&mut self, n: u64) -> Out {
+    fn count(&mut self, terms: &Terms, n: u64) -> Out {
         if let Some(&o) = self.counts.get(&n) {
             return o;
         }
-        let o = self.intern(Literal::new_typed_literal(n.to_string(), xsd::INTEGER).into());
+        let o = self.intern(
+            terms,
+            Literal::new_typed_literal(n.to_string(), xsd::INTEGER).into(),
+        );
         self.counts.insert(n, o);
         o
     }
 
     /// An aggregate's value: the stream's own term when it has it (so that rows compare as
     /// their terms do, for IStream and DStream), else a term of its own.
-    fn intern(&mut self, t: Term) -> Out {
-        if let Some(id) = self.terms.get(&t) {
+    fn intern(&mut self, terms: &Terms, t: Term) -> Out {
+        if let Some(id) = terms.get(&t).filter(|_| self.lookup) {
             return u64::from(id);
         }
         if let Some(&o) = self.made_ids.get(&t) {
@@ -333,8 +345,8 @@ impl Writer<'_> {
         o
     }
 
-    fn get(&mut self, o: Out) -> &[u8] {
-        let (terms, tsv, made) = (self.terms, self.tsv, &self.made);
+    fn get(&mut self, terms: &Terms, o: Out) -> &[u8] {
+        let (tsv, made) = (self.tsv, &self.made);
         self.cache.entry(o).or_insert_with(|| {
             let text = if o >= NEW_BASE {
                 made[(o - NEW_BASE) as usize].to_string()
@@ -352,7 +364,14 @@ impl Writer<'_> {
         })
     }
 
-    fn row(&mut self, c: i64, key: &Key, delete: bool, out: &mut impl Write) -> io::Result<()> {
+    fn row(
+        &mut self,
+        terms: &Terms,
+        c: i64,
+        key: &Key,
+        delete: bool,
+        out: &mut impl Write,
+    ) -> io::Result<()> {
         let mut line = Vec::with_capacity(128);
         if let Some(h) = self.header.take() {
             line.extend_from_slice(&h);
@@ -363,7 +382,7 @@ impl Writer<'_> {
             for v in key {
                 line.push(b'\t');
                 if let Some(o) = v {
-                    let b = self.get(*o).to_vec();
+                    let b = self.get(terms, *o).to_vec();
                     line.extend_from_slice(&b);
                 }
             }
@@ -380,7 +399,7 @@ impl Writer<'_> {
                     }
                     first = false;
                     line.extend_from_slice(&self.names[i]);
-                    let b = self.get(*o).to_vec();
+                    let b = self.get(terms, *o).to_vec();
                     line.extend_from_slice(&b);
                 }
             }
@@ -509,123 +528,168 @@ pub fn run(
     terms: &Terms,
     out: &mut impl Write,
 ) -> Result<Result<Done, Refused>, io::Error> {
+    run_on(spec, &mut Whole { events, terms }, out)
+}
+
+/// [`run`] over events as a [`Feed`] gives them, each let go of once past the window (and,
+/// under ISTREAM and DSTREAM, the window before).
+pub fn run_on(
+    spec: &Spec,
+    feed: &mut impl Feed,
+    out: &mut impl Write,
+) -> Result<Result<Done, Refused>, io::Error> {
     let mut done = Done::default();
-    let n = events.len();
-    if n == 0 {
+    macro_rules! has {
+        ($k:expr) => {
+            match feed.has($k) {
+                Ok(b) => b,
+                Err(r) => return Ok(Err(r)),
+            }
+        };
+    }
+    if !has!(0) {
         return Ok(Ok(done));
     }
     if spec.step <= 0 {
         return Ok(Err(Refused("a step that is not positive".into())));
     }
     let refuse = |why: &str| Ok(Err(Refused(why.to_owned())));
+    // each term's value, by id, while the ids keep their terms
     let mut vals: HashMap<TermId, Val> = HashMap::new();
-    let mut val =
-        |id: TermId| -> Val { *vals.entry(id).or_insert_with(|| value_of(terms.term(id))) };
-    // each event's solutions the FILTERs keep (None: one they do not decide), flattened
+    let mut generation = feed.generation();
+    fn val_of(vals: &mut HashMap<TermId, Val>, terms: &Terms, id: TermId) -> Val {
+        *vals.entry(id).or_insert_with(|| value_of(terms.term(id)))
+    }
     let w = spec.vars.max(1);
-    let mut sol_off: Vec<u32> = Vec::with_capacity(n + 1);
-    let mut sols: Vec<TermId> = Vec::new();
-    let mut undecided = vec![false; n];
-    sol_off.push(0);
+    // per event from lo, made as it enters: the solutions the FILTERs keep, flattened,
+    // whether one is not decided here (a FILTER's value, two solutions of several
+    // patterns), the terms the locality check counts, its triples' count, whether it was
+    // inside a window
+    struct Live {
+        sols: Vec<TermId>,
+        undecided: bool,
+        checked: Vec<(u8, [TermId; 3])>,
+        triples: u64,
+        inside: bool,
+    }
+    let mut live: VecDeque<Live> = VecDeque::new();
     let mut scratch = Vec::new();
-    for (k, unsure) in undecided.iter_mut().enumerate() {
-        scratch.clear();
-        spec.solutions(events.triples_of(k), &mut scratch);
-        let mut kept = 0;
-        'sol: for s in &scratch {
-            for f in &spec.filters {
-                match compare(val(s[f.var]), f.op, &f.constant) {
-                    Some(true) => {}
-                    Some(false) => continue 'sol,
-                    None => {
-                        *unsure = true;
-                        continue 'sol;
-                    }
-                }
-            }
-            kept += 1;
-            if spec.vars == 0 {
-                sols.push(0);
-            } else {
-                sols.extend_from_slice(s);
-            }
-        }
-        if kept > 1 && spec.patterns.len() > 1 {
-            *unsure = true; // (two solutions: their order is the compiled matcher's)
-        }
-        sol_off.push((sols.len() / w) as u32);
-    }
-    let sols_of = |k: usize| &sols[sol_off[k] as usize * w..sol_off[k + 1] as usize * w];
-    // each event's terms the locality check counts
-    let mut check_off: Vec<u32> = Vec::with_capacity(n + 1);
-    let mut checked: Vec<(u8, [TermId; 3])> = Vec::new();
-    check_off.push(0);
     let mut set = HashSet::new();
-    for k in 0..n {
-        set.clear();
-        spec.check_terms(events.triples_of(k), &mut set);
-        checked.extend(set.iter().copied());
-        check_off.push(checked.len() as u32);
-    }
-    let checked_of = |k: usize| &checked[check_off[k] as usize..check_off[k + 1] as usize];
-    let mut wr = Writer::new(spec, terms);
-    let times = &events.times;
-    let last = *times.last().expect("an event");
+    let mut wr = Writer::new(spec, feed.whole());
     let (mut lo, mut hi) = (0usize, 0usize);
     let mut holders: Holders<(u8, [TermId; 3])> = Holders::default();
-    let mut inside = vec![false; n];
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
-    let mut c = spec.next_close(times[0] - 1);
-    let beyond = spec.next_close(last - 1);
-    while c <= beyond {
+    let mut c = spec.next_close(feed.time(0) - 1);
+    loop {
         let (floor, ceil) = spec.limits(c);
-        while hi < n && times[hi] < ceil {
-            if times[hi] >= floor {
-                inside[hi] = true;
-                holders.enter(checked_of(hi));
-                live_triples += events.triples_of(hi).len() as u64;
+        while has!(hi) && feed.time(hi) < ceil {
+            if feed.generation() != generation {
+                generation = feed.generation();
+                vals.clear();
+                wr.fresh();
             }
+            let (terms, triples) = (feed.terms(), feed.triples_of(hi));
+            scratch.clear();
+            spec.solutions(triples, &mut scratch);
+            let mut l = Live {
+                sols: Vec::new(),
+                undecided: false,
+                checked: Vec::new(),
+                triples: triples.len() as u64,
+                inside: feed.time(hi) >= floor,
+            };
+            let mut kept = 0;
+            'sol: for s in &scratch {
+                for f in &spec.filters {
+                    match compare(val_of(&mut vals, terms, s[f.var]), f.op, &f.constant) {
+                        Some(true) => {}
+                        Some(false) => continue 'sol,
+                        None => {
+                            l.undecided = true;
+                            continue 'sol;
+                        }
+                    }
+                }
+                kept += 1;
+                if spec.vars == 0 {
+                    l.sols.push(0);
+                } else {
+                    l.sols.extend_from_slice(s);
+                }
+            }
+            if kept > 1 && spec.patterns.len() > 1 {
+                l.undecided = true; // (two solutions: their order is the compiled matcher's)
+            }
+            set.clear();
+            spec.check_terms(triples, &mut set);
+            l.checked.extend(set.iter().copied());
+            if l.inside {
+                holders.enter(&l.checked);
+                live_triples += l.triples;
+            }
+            live.push_back(l);
             hi += 1;
         }
-        while lo < hi && times[lo] < floor {
-            if inside[lo] {
-                holders.leave(checked_of(lo));
-                live_triples -= events.triples_of(lo).len() as u64;
+        // the last event's time, unless an event at c or later says it is c or later
+        let mut j = hi;
+        while has!(j) && feed.time(j) < c {
+            j += 1;
+        }
+        let last = if has!(j) {
+            None
+        } else {
+            Some(feed.time(j - 1))
+        };
+        if last.is_some_and(|last| c > spec.next_close(last - 1)) {
+            break;
+        }
+        while lo < hi && feed.time(lo) < floor {
+            let l = live.pop_front().expect("a live event");
+            if l.inside {
+                holders.leave(&l.checked);
+                live_triples -= l.triples;
             }
             lo += 1;
         }
         if live_triples > spec.max_window_triples {
             return refuse("the window's triples go over the limit");
         }
-        if c > last {
+        if last.is_some_and(|last| c > last) {
             break;
         }
         if spec.non_empty && live_triples == 0 {
             c = spec.next_close(c);
+            feed.release(lo);
             continue;
         }
         if holders.conflicts > 0 {
             return refuse("a join term is in two live events (rsep answers from its store then)");
         }
-        let live = (lo..hi).filter(|&k| inside[k]);
-        if live.clone().any(|k| undecided[k]) {
+        let inside = || live.iter().filter(|l| l.inside);
+        if inside().any(|l| l.undecided) {
             return refuse(
                 "a live event whose solutions it does not order or filter as rsep does \
                  (two solutions of a block of several patterns, or a value its FILTER does not \
                  compare exactly)",
             );
         }
-        let count: u64 = live.clone().map(|k| (sols_of(k).len() / w) as u64).sum();
+        let count: u64 = inside().map(|l| (l.sols.len() / w) as u64).sum();
         if count > spec.max_results {
             return refuse("an evaluation's rows go over the limit");
         }
         done.evaluations += 1;
+        if feed.generation() != generation {
+            generation = feed.generation();
+            vals.clear();
+            wr.fresh();
+        }
+        let terms = feed.terms();
         let current: Vec<Key> = match &spec.group {
             None => {
                 let mut rows = Vec::with_capacity(count as usize);
-                for k in live {
-                    for s in sols_of(k).chunks_exact(w) {
+                for l in inside() {
+                    for s in l.sols.chunks_exact(w) {
                         rows.push(
                             spec.project
                                 .iter()
@@ -642,18 +706,21 @@ pub fn run(
             Some(g) => match grouped(
                 spec,
                 g,
-                live.flat_map(|k| sols_of(k).chunks_exact(w)),
-                &mut val,
+                inside().flat_map(|l| l.sols.chunks_exact(w)),
+                &mut |id| val_of(&mut vals, terms, id),
                 &mut wr,
+                terms,
             ) {
                 Ok(rows) => rows,
                 Err(why) => return Ok(Err(why)),
             },
         };
-        done.rows += report(spec.r2s, c, &current, &previous, &mut wr, out)?;
+        done.rows += report(spec.r2s, c, &current, &previous, &mut wr, terms, out)?;
         if spec.r2s != R2s::RStream {
             previous = current;
         }
+        // the previous window's keys are of events from lo on
+        feed.release(lo);
         c = spec.next_close(c);
     }
     Ok(Ok(done))
@@ -666,14 +733,15 @@ pub(crate) fn report(
     c: i64,
     current: &[Key],
     previous: &[Key],
-    wr: &mut Writer<'_>,
+    wr: &mut Writer,
+    terms: &Terms,
     out: &mut impl Write,
 ) -> io::Result<u64> {
     let mut rows = 0;
     match r2s {
         R2s::RStream => {
             for k in current {
-                wr.row(c, k, false, out)?;
+                wr.row(terms, c, k, false, out)?;
                 rows += 1;
             }
         }
@@ -688,7 +756,7 @@ pub(crate) fn report(
                 let b = budget.get_mut(k).expect("counted");
                 if *b > 0 {
                     *b -= 1;
-                    wr.row(c, k, false, out)?;
+                    wr.row(terms, c, k, false, out)?;
                     rows += 1;
                 }
             }
@@ -707,7 +775,7 @@ pub(crate) fn report(
             for k in order {
                 let gone = had[k] - now.get(k).copied().unwrap_or(0);
                 for _ in 0..gone.max(0) {
-                    wr.row(c, k, true, out)?;
+                    wr.row(terms, c, k, true, out)?;
                     rows += 1;
                 }
             }
@@ -932,7 +1000,8 @@ pub(crate) fn grouped<'s>(
     g: &Grouping,
     sols: impl Iterator<Item = &'s [TermId]>,
     val: &mut impl FnMut(TermId) -> Val,
-    wr: &mut Writer<'_>,
+    wr: &mut Writer,
+    terms: &Terms,
 ) -> Result<Vec<Key>, Refused> {
     let mut index: HashMap<Vec<TermId>, usize> = HashMap::new();
     let mut groups: Vec<State> = Vec::new();
@@ -945,7 +1014,6 @@ pub(crate) fn grouped<'s>(
         groups.push(fresh(vec![0; spec.vars]));
         index.insert(Vec::new(), 0);
     }
-    let terms = wr.terms;
     for s in sols {
         let key: Vec<TermId> = g.keys.iter().map(|&v| s[v]).collect();
         let gi = *index.entry(key).or_insert_with(|| {
@@ -967,8 +1035,8 @@ pub(crate) fn grouped<'s>(
         let mut vals: Vec<Option<Out>> = Vec::with_capacity(g.aggs.len());
         for (acc, agg) in st.accs.iter().zip(&g.aggs) {
             vals.push(match acc {
-                Acc::Count => Some(wr.count(st.n)),
-                Acc::Distinct(seen) => Some(wr.count(seen.len() as u64)),
+                Acc::Count => Some(wr.count(terms, st.n)),
+                Acc::Distinct(seen) => Some(wr.count(terms, seen.len() as u64)),
                 Acc::Best(best) => best.map(|(id, _)| u64::from(id)),
                 Acc::Sample(first) => first.map(u64::from),
                 Acc::Sum(None) | Acc::Concat(None) => None,
@@ -980,7 +1048,7 @@ pub(crate) fn grouped<'s>(
                     } else {
                         *s
                     };
-                    Some(wr.intern(v.term()))
+                    Some(wr.intern(terms, v.term()))
                 }
                 Acc::Concat(Some((text, lang))) => {
                     let l = match lang.as_deref() {
@@ -989,7 +1057,7 @@ pub(crate) fn grouped<'s>(
                         }
                         _ => Literal::new_simple_literal(text.as_str()),
                     };
-                    Some(wr.intern(l.into()))
+                    Some(wr.intern(terms, l.into()))
                 }
             });
         }

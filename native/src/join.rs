@@ -426,7 +426,8 @@ pub fn run(
         })
         .collect();
     let out_spec = spec.output();
-    let mut wr = Writer::new(&out_spec, terms);
+    // (the dictionary holds every term of the streams and the background: read whole)
+    let mut wr = Writer::new(&out_spec, true);
     let mut previous: Vec<Key> = Vec::new();
     let mut c = spec.next_close(first - 1);
     let beyond = spec.next_close(last - 1);
@@ -564,12 +565,13 @@ pub fn run(
                 joined.iter().map(|(_, s)| s.as_slice()),
                 &mut val,
                 &mut wr,
+                terms,
             ) {
                 Ok(rows) => rows,
                 Err(why) => return Ok(Err(why)),
             },
         };
-        done.rows += report(spec.r2s, c, &current, &previous, &mut wr, out)?;
+        done.rows += report(spec.r2s, c, &current, &previous, &mut wr, terms, out)?;
         if spec.r2s != R2s::RStream {
             previous = current;
         }

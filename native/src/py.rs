@@ -379,11 +379,29 @@ fn select_stream(
     let spec = select_spec(
         window, non_empty, r2s, pattern, loose, project, limits, format,
     )?;
-    let src = &mut src.inner;
+    run_stream(py, out_path, &mut src.inner, |src, out| {
+        crate::select::run_on(&spec, src, out)
+    })
+}
+
+/// Run an operator over a [`Stream`] with the GIL released (taken again only to ask for
+/// literals' stored forms), writing to `out_path` through one buffer: (its refusal or "",
+/// evaluations, rows written).
+fn run_stream(
+    py: Python<'_>,
+    out_path: &str,
+    src: &mut Source,
+    run: impl Fn(
+            &mut Source,
+            &mut std::io::BufWriter<std::fs::File>,
+        ) -> std::io::Result<Result<Done, Refused>>
+        + Send
+        + Sync,
+) -> PyResult<(String, u64, u64)> {
     let got = py.detach(|| loop {
         let file = std::fs::File::create(out_path)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::select::run_on(&spec, src, &mut out)?;
+        let r = run(src, &mut out)?;
         if r.is_err() && src.slower().is_some() {
             // rsep's own reader gave the file up: oxttl reads it from the start, the
             // operator runs again and what it wrote is written again
@@ -524,6 +542,56 @@ fn bgp_window(
     format: &str,
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
+    let spec = bgp_spec(
+        window, non_empty, r2s, patterns, vars, checks, filters, group, project, limits, format,
+    )?;
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        crate::bgp::run(&spec, events, terms, out)
+    })
+}
+
+/// [`bgp_window`] over a [`Stream`], read as the operator goes.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn bgp_stream(
+    py: Python<'_>,
+    mut src: PyRefMut<'_, Stream>,
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    patterns: Vec<[PySlot; 3]>,
+    vars: usize,
+    checks: Vec<PyCheck>,
+    filters: Vec<PyCond>,
+    group: Option<PyGroup>,
+    project: Vec<(String, String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    let spec = bgp_spec(
+        window, non_empty, r2s, patterns, vars, checks, filters, group, project, limits, format,
+    )?;
+    run_stream(py, out_path, &mut src.inner, |src, out| {
+        crate::bgp::run_on(&spec, src, out)
+    })
+}
+
+/// A windowed SELECT of a BGP as Python gives it ([`bgp_window`]).
+#[allow(clippy::too_many_arguments)]
+fn bgp_spec(
+    window: (i64, i64, i64, i64, bool),
+    non_empty: bool,
+    r2s: &str,
+    patterns: Vec<[PySlot; 3]>,
+    vars: usize,
+    checks: Vec<PyCheck>,
+    filters: Vec<PyCond>,
+    group: Option<PyGroup>,
+    project: Vec<(String, String, Option<usize>)>,
+    limits: (u64, u64),
+    format: &str,
+) -> PyResult<crate::bgp::Spec> {
     use crate::bgp::{Check, Spec as BgpSpec};
     let bad = |what: String| PyValueError::new_err(what);
     let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
@@ -539,7 +607,7 @@ fn bgp_window(
     }
     let (conds, group, cols) = bgp_parts(vars, filters, group, project)?;
     let (range, step, offset, origin, right_closed) = window;
-    let spec = BgpSpec {
+    Ok(BgpSpec {
         range,
         step,
         offset,
@@ -566,9 +634,6 @@ fn bgp_window(
             "tsv" => true,
             _ => return Err(bad(format!("a format {format:?}"))),
         },
-    };
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        crate::bgp::run(&spec, events, terms, out)
     })
 }
 
@@ -1174,6 +1239,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(open_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(bgp_stream, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
     m.add_class::<JoinInput>()?;
     m.add_function(wrap_pyfunction!(read_streams, m)?)?;

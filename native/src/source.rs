@@ -68,6 +68,8 @@ pub trait Feed {
     fn release(&mut self, below: usize);
     fn terms(&self) -> &Terms;
     fn generation(&self) -> u64;
+    /// Whether the dictionary holds every term of the stream (it was read whole first).
+    fn whole(&self) -> bool;
 }
 
 /// A whole file's events, read before the operator runs.
@@ -93,6 +95,9 @@ impl Feed for Whole<'_> {
     fn generation(&self) -> u64 {
         0
     }
+    fn whole(&self) -> bool {
+        true
+    }
 }
 
 impl Feed for Source {
@@ -113,6 +118,9 @@ impl Feed for Source {
     }
     fn generation(&self) -> u64 {
         Source::generation(self)
+    }
+    fn whole(&self) -> bool {
+        false
     }
 }
 

@@ -87,7 +87,7 @@ Grouping = tuple[tuple[int, ...], tuple[tuple[str, int | None, bool, str, bool],
 
 def available() -> str | None:
     """Why the native core cannot run this path here, or None."""
-    return native_core.available("select_stream", "operator")
+    return native_core.available("bgp_stream", "operator")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
@@ -507,27 +507,24 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     if plan.bgp is None:
         return _select(plan, path, points, max_record, window, max_window_triples,
                        max_results, out_path, fmt)
-    ev, why, read_s = native_core.read(path, points, max_record)
-    if ev is None:
-        return Outcome(why)
     # literals whose form pyoxigraph's store may change: today's path matches, keys and
-    # writes a literal as the store gives it back
-    changed = native_core.store_forms(ev, Canon().term)
-    if changed:
-        ev.restore(changed)
+    # writes a literal as the store gives it back, and so does this operator
+    src, why = native_core.open_stream(path, points, max_record, Canon().term, False)
+    if src is None:
+        return Outcome(why)
     b = plan.bgp
-    refused, evaluations, rows = core().bgp_window(
-        ev, window, plan.non_empty, plan.r2s.value,
-        [[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
+    refused, evaluations, rows = core().bgp_stream(
+        src, window, plan.non_empty, plan.r2s.value,
+        [[("var", v) if kind == "var" else ("id", src.id(str(v))) for kind, v in tp]
          for tp in b.patterns], b.vars,
-        [([(True, None) if c is None else (False, ev.id(c)) for c in consts], list(tracked))
+        [([(True, None) if c is None else (False, src.id(c)) for c in consts], list(tracked))
          for consts, tracked in b.checks],
         list(b.filters), None if b.group is None else
         (list(b.group[0]), list(b.group[1]), b.group[2]), list(b.columns),
         (max_window_triples, max_results), fmt, out_path)
     if refused:
         return Outcome(refused)
-    return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)
+    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
 
 
 def run_join(plan: NativePlan, query: ContinuousQuery, paths: Sequence[tuple[str, str]],

@@ -255,19 +255,20 @@ def test_a_core_older_than_the_operator_is_not_used(monkeypatch: pytest.MonkeyPa
     assert native.available() == "the native core was built before its operator (run `make`)"
 
 
-def test_a_file_over_the_whole_file_readers_bound_runs_as_today(
+def test_a_file_over_the_whole_file_readers_bound_is_read_in_parts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # bgp.rs's reader holds a file whole: past its bound today's path (which streams) runs,
-    # so a run's memory does not grow with the file; select.rs reads a file in parts, and
-    # has no such bound
+    # the reader that holds a file whole (SPASEQ's, native/src/chain.rs) refuses a file
+    # past its bound, and today's path (which streams) runs; the window operators read a
+    # file in parts, and have no such bound
     s = stream_of((0, '<http://e/a> <http://e/p> "x" .'), (1, '<http://e/b> <http://e/p> "y" .'))
-    group = QUERY.replace("SELECT *", "SELECT (COUNT(*) AS ?n)")
-    got = both(tmp_path, group, s, [], monkeypatch)
-    assert (got.refused, got.rows) == ("", 1)
+    (tmp_path / "s.trig").write_text(s, encoding="utf-8")
     monkeypatch.setattr(native_core, "MAX_FILE_BYTES", len(s.encode()) - 1)
-    assert "holds a file whole" in both(tmp_path, group, s, [], monkeypatch).refused
-    got = both(tmp_path, QUERY, s, [], monkeypatch)
-    assert (got.refused, got.events, got.rows) == ("", 2, 1)
+    ev, why, _ = native_core.read(str(tmp_path / "s.trig"), [PROV[1:-1]], 1 << 26)
+    assert ev is None and "holds a file whole" in why
+    group = QUERY.replace("SELECT *", "SELECT (COUNT(*) AS ?n)")
+    for q in (QUERY, group):
+        got = both(tmp_path, q, s, [], monkeypatch)
+        assert (got.refused, got.events, got.rows) == ("", 2, 1)
 
 
 # runs read in parts of a few bytes, the dictionary swept after each: refused, taken

@@ -638,8 +638,16 @@ mod tests {
 
     /// Every event as (time, its triples' terms), read in parts and let go of at once.
     fn parts(doc: &str, opts: Options) -> Result<Vec<(i64, Vec<String>)>, String> {
+        parts_within(doc, opts, 1 << 26)
+    }
+
+    fn parts_within(
+        doc: &str,
+        opts: Options,
+        max_record: usize,
+    ) -> Result<Vec<(i64, Vec<String>)>, String> {
         let f = file(doc);
-        let mut src = Source::open(f.as_str(), vec![PROV.into()], 1 << 26, opts)?;
+        let mut src = Source::open(f.as_str(), vec![PROV.into()], max_record, opts)?;
         let mut out = Vec::new();
         let mut k = 0;
         loop {
@@ -670,8 +678,12 @@ mod tests {
     }
 
     fn whole(doc: &str) -> Result<Vec<(i64, Vec<String>)>, String> {
+        whole_within(doc, 1 << 26)
+    }
+
+    fn whole_within(doc: &str, max_record: usize) -> Result<Vec<(i64, Vec<String>)>, String> {
         let mut terms = Terms::new();
-        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.into()], 1 << 26)?;
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.into()], max_record)?;
         let show = |id| terms.term(id).unwrap().to_string();
         Ok((0..ev.len())
             .map(|k| {
@@ -727,6 +739,29 @@ mod tests {
         // a `}` line inside a block: rsep's reader fails on the part, oxttl reads it all
         let doc2 = doc.replace(":s :q 7 }", ":s :q 7 . # }\n}");
         assert_eq!(parts(&doc2, tiny(true)).unwrap(), whole(&doc2).unwrap());
+    }
+
+    #[test]
+    fn a_file_over_the_record_limit_has_its_records_bounded_as_read_whole() {
+        // over 8 MiB, the record limit 8 chunks: each event's record bound is checked,
+        // its next event's time in a chunk read later (rsep's reader's lookahead)
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let mut doc = String::new();
+        let mut k = 0;
+        while doc.len() < 9 * CHUNK {
+            doc += &format!("<g:{k}> {t} {k} .\n<g:{k}> {{ <s:s> <p:p> \"v{k}\" }}\n");
+            k += 1;
+        }
+        let want = whole_within(&doc, 8 * CHUNK).unwrap();
+        for fast in [true, false] {
+            let opts = Options {
+                fast,
+                ..Options::default()
+            };
+            assert_eq!(parts_within(&doc, opts, 8 * CHUNK).unwrap(), want);
+            let err = parts_within(&doc, opts, 2 * CHUNK).unwrap_err();
+            assert!(err.contains("too small"), "{err}");
+        }
     }
 
     #[test]

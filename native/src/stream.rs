@@ -291,10 +291,17 @@ impl Reader {
             Some(_) => self.read(),
             None => self.read().saturating_sub(1),
         };
+        let mut upto = upto.max(from);
         for k in from..upto {
+            // (the next event's time said to come out of a chunk not read yet: later)
+            if k + 1 < self.read()
+                && self.time_chunk[k + 1 - self.cbase] as usize >= self.cuts.len()
+            {
+                upto = k;
+                break;
+            }
             self.check_record(k, end.unwrap_or(0), max_record)?;
         }
-        let upto = upto.max(from);
         self.drop_records_before(upto.saturating_sub(1));
         Ok(upto)
     }

@@ -368,60 +368,68 @@ impl Source {
         self.reader.read() - usize::from(!self.done && self.reader.open())
     }
 
-    /// The next chunk: [`Options::chunk`] bytes, then to the line's end (the file's end).
-    fn chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+    /// Read on from the file, `step` bytes at most (into the room past `pending`'s end,
+    /// never zeroed first); false at its end.
+    fn fill(&mut self, step: usize) -> Result<bool, String> {
+        let n = (&mut self.file)
+            .take(step as u64)
+            .read_to_end(&mut self.pending)
+            .map_err(|e| e.to_string())?;
+        self.eof = n == 0;
+        Ok(n > 0)
+    }
+
+    /// The next chunk's end in `pending`: [`Options::chunk`] bytes, then to the line's end
+    /// (the file's end); None past the file's end.
+    fn chunk(&mut self) -> Result<Option<usize>, String> {
         let want = self.opts.chunk;
+        // read a little at a time: what follows the chunk is moved to `pending`'s start
+        let step = want.clamp(1 << 12, 1 << 16);
         let end = loop {
             if self.pending.len() > want {
                 if let Some(nl) = memchr::memchr(b'\n', &self.pending[want..]) {
                     break want + nl + 1;
                 }
             }
-            if self.eof {
+            if self.eof || !self.fill(step)? {
                 break self.pending.len();
             }
-            let from = self.pending.len();
-            self.pending.resize(from + want.max(1 << 16), 0);
-            let n = self
-                .file
-                .read(&mut self.pending[from..])
-                .map_err(|e| e.to_string())?;
-            self.pending.truncate(from + n);
-            self.eof = n == 0;
         };
         if end == 0 && self.pos > 0 {
             return Ok(None);
         }
-        let rest = self.pending.split_off(end);
-        let piece = std::mem::replace(&mut self.pending, rest);
-        self.pos += end;
-        if self.pending.is_empty() && !self.eof {
+        if self.pending.len() == end && !self.eof {
             // whether this chunk is the last one: its reading ends the document
-            self.pending.resize(want.max(1 << 16), 0);
-            let n = self
-                .file
-                .read(&mut self.pending)
-                .map_err(|e| e.to_string())?;
-            self.pending.truncate(n);
-            self.eof = n == 0;
+            self.fill(step)?;
         }
-        Ok(Some(piece))
+        Ok(Some(end))
     }
 
     /// Read one more chunk into events.
     fn pull(&mut self) -> Result<(), String> {
         let start = self.pos;
-        let Some(piece) = self.chunk()? else {
+        let Some(end) = self.chunk()? else {
             self.done = true;
             return Ok(());
         };
-        let last = self.eof && self.pending.is_empty();
-        if std::str::from_utf8(&piece).is_err() {
+        let last = self.eof && self.pending.len() == end;
+        let piece = &self.pending[..end];
+        if std::str::from_utf8(piece).is_err() {
             return Err("the file is not UTF-8 throughout".into());
         }
-        if has_long_string(&piece) {
+        if has_long_string(piece) {
             return Err("the file holds a long (triple-quoted) string".into());
         }
+        if self.fast {
+            if self.carry.is_empty() {
+                self.carry_at = start;
+            }
+            self.carry.extend_from_slice(piece);
+        } else {
+            self.parser.extend_from_slice(piece);
+        }
+        self.pending.drain(..end);
+        self.pos += end;
         if !self.small && self.max_record < 8 * CHUNK {
             return Err(format!(
                 "the record limit ({}) is too small to bound records by chunks",
@@ -432,10 +440,6 @@ impl Source {
         self.reader.whole = last;
         let fresh = self.reader.ev.triples.len();
         if self.fast {
-            if self.carry.is_empty() {
-                self.carry_at = start;
-            }
-            self.carry.extend_from_slice(&piece);
             let upto = if last {
                 self.carry.len()
             } else {
@@ -458,7 +462,6 @@ impl Source {
             }
         } else {
             let ci = (self.reader.cuts.len() - 1) as u32;
-            self.parser.extend_from_slice(&piece);
             if last {
                 self.parser.end();
             }

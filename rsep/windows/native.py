@@ -1,6 +1,7 @@
 """The native path of a windowed query (issue 47): read, windowed, matched and written on
-integer ids in Rust (rsep._core: native/src/stream.rs, select.rs and bgp.rs), terms decoded
-only for output.
+integer ids in Rust (rsep._core: native/src/source.rs, select.rs and bgp.rs), terms decoded
+only for output; the stream file is read in parts as the windows go, the term dictionary
+swept as they move, so a run's memory is bounded by its windows, not by the file.
 
 :func:`native_plan` is its planner: it reads a query's maintained plan (rsep.windows.plan)
 and pattern tree, and takes a ``SELECT`` whose WHERE clause is one ``WINDOW`` block of a
@@ -31,7 +32,8 @@ bgp.rs: the locality check failing, two solutions of one event for a block of se
 patterns, an xsd:float or other number they do not compare exactly, MIN / MAX over mixed
 datatypes or equal values of different terms, SUM / AVG / SAMPLE / GROUP_CONCAT of a value
 rsep's mirror of pyoxigraph does not read, an xsd:float, an overflow), so what they write is what today's path
-writes, byte for byte; on a refusal nothing is written and the caller runs today's path.
+writes, byte for byte; on a refusal (found as the file is read: possibly after rows were
+written) what was written is thrown away and the caller runs today's path.
 Literals pyoxigraph's store reads back in another form (``"100.0"^^xsd:double`` as
 ``"100"``) refuse a one-pattern run, and are replaced by their stored form for bgp.rs, as
 today's path matches and writes them. ``RSEP_PURE=1`` turns the path off (the pure build

@@ -2,7 +2,7 @@
 
 use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
-use crate::select::{run as select_run, Done, R2s, Refused, Slot, Spec};
+use crate::select::{Done, R2s, Refused, Slot, Spec};
 use crate::source::{Options, Source};
 use crate::stream::{read_events_with, stable_literal, Events};
 use oxrdf::Term;
@@ -216,34 +216,7 @@ fn read_stream(
 /// A pattern position as Python gives it: ("var", n) or ("id", id or None).
 type PySlot = (String, Option<usize>);
 
-/// Run a windowed SELECT of one triple pattern over the events, writing JSON lines to
-/// `out_path`. `loose`: the pattern as rsep's locality check reads it, per position (true, _)
-/// for anything or (false, the constant's id, None when the stream has no such term). Returns (the refusal's reason or "", evaluations, rows written); on a
-/// refusal, what was written is to be thrown away.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn select_window(
-    py: Python<'_>,
-    ev: PyRef<'_, StreamEvents>,
-    window: (i64, i64, i64, i64, bool),
-    non_empty: bool,
-    r2s: &str,
-    pattern: [PySlot; 3],
-    loose: [(bool, Option<TermId>); 3],
-    project: Vec<(String, Option<usize>)>,
-    limits: (u64, u64),
-    format: &str,
-    out_path: &str,
-) -> PyResult<(String, u64, u64)> {
-    let spec = select_spec(
-        window, non_empty, r2s, pattern, loose, project, limits, format,
-    )?;
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        select_run(&spec, events, terms, out)
-    })
-}
-
-/// A windowed SELECT of one triple pattern as Python gives it ([`select_window`]).
+/// A windowed SELECT of one triple pattern as Python gives it ([`select_stream`]).
 #[allow(clippy::too_many_arguments)]
 fn select_spec(
     window: (i64, i64, i64, i64, bool),
@@ -360,7 +333,11 @@ fn open_stream(
         .map_err(PyValueError::new_err)
 }
 
-/// [`select_window`] over a [`Stream`], read as the operator goes.
+/// Run a windowed SELECT of one triple pattern over a [`Stream`], read as the operator goes,
+/// writing JSON lines to `out_path`. `loose`: the pattern as rsep's locality check reads it,
+/// per position (true, _) for anything or (false, the constant's id, None when the stream
+/// has no such term). Returns (the refusal's reason or "", evaluations, rows written); on a
+/// refusal, what was written is to be thrown away.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn select_stream(
@@ -433,7 +410,7 @@ type PyGroup = (
     bool,
 );
 
-/// A query's FILTERs, grouping and output columns as Python gives them (bgp_window's and
+/// A query's FILTERs, grouping and output columns as Python gives them (bgp_stream's and
 /// join_window's), checked against its `vars` variables.
 #[allow(clippy::type_complexity)]
 fn bgp_parts(
@@ -521,36 +498,10 @@ fn bgp_parts(
     Ok((conds, group, cols))
 }
 
-/// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over the events
-/// (native/src/bgp.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
-/// rows written); on a refusal, what was written is to be thrown away.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn bgp_window(
-    py: Python<'_>,
-    ev: PyRef<'_, StreamEvents>,
-    window: (i64, i64, i64, i64, bool),
-    non_empty: bool,
-    r2s: &str,
-    patterns: Vec<[PySlot; 3]>,
-    vars: usize,
-    checks: Vec<PyCheck>,
-    filters: Vec<PyCond>,
-    group: Option<PyGroup>,
-    project: Vec<(String, String, Option<usize>)>,
-    limits: (u64, u64),
-    format: &str,
-    out_path: &str,
-) -> PyResult<(String, u64, u64)> {
-    let spec = bgp_spec(
-        window, non_empty, r2s, patterns, vars, checks, filters, group, project, limits, format,
-    )?;
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        crate::bgp::run(&spec, events, terms, out)
-    })
-}
-
-/// [`bgp_window`] over a [`Stream`], read as the operator goes.
+/// Run a windowed SELECT of a BGP (several patterns, FILTERs, GROUP BY) over a [`Stream`],
+/// read as the operator goes (native/src/bgp.rs), writing to `out_path`: (the refusal's
+/// reason or "", evaluations, rows written); on a refusal, what was written is to be thrown
+/// away.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn bgp_stream(
@@ -577,7 +528,7 @@ fn bgp_stream(
     })
 }
 
-/// A windowed SELECT of a BGP as Python gives it ([`bgp_window`]).
+/// A windowed SELECT of a BGP as Python gives it ([`bgp_stream`]).
 #[allow(clippy::too_many_arguments)]
 fn bgp_spec(
     window: (i64, i64, i64, i64, bool),
@@ -801,7 +752,7 @@ fn join_window(
             .map(|p| Ok([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]))
             .collect()
     };
-    // (a block's and the output's parts, read as bgp_window reads them)
+    // (a block's and the output's parts, read as bgp_stream reads them)
     let parts = |filters: Vec<PyCond>, group: Option<PyGroup>, project| {
         bgp_parts(vars, filters, group, project)
     };
@@ -1235,12 +1186,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Terms>()?;
     m.add_class::<StreamEvents>()?;
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(select_window, m)?)?;
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(open_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_stream, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(bgp_window, m)?)?;
     m.add_class::<JoinInput>()?;
     m.add_function(wrap_pyfunction!(read_streams, m)?)?;
     m.add_function(wrap_pyfunction!(join_window, m)?)?;

@@ -378,7 +378,7 @@ fn run_stream(
     let got = py.detach(|| loop {
         let file = std::fs::File::create(out_path)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = run(src, &mut out)?;
+        let r = crate::select::unpanicked(|| run(src, &mut out))?;
         if r.is_err() && src.slower().is_some() {
             // rsep's own reader gave the file up: oxttl reads it from the start, the
             // operator runs again and what it wrote is written again
@@ -1168,7 +1168,7 @@ fn run_to_file(
         .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
     let got = py.detach(|| {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = run(&ev.events, &ev.terms, &mut out)?;
+        let r = crate::select::unpanicked(|| run(&ev.events, &ev.terms, &mut out))?;
         std::io::Write::flush(&mut out)?;
         Ok::<_, std::io::Error>(r)
     });

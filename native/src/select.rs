@@ -111,6 +111,27 @@ pub struct Spec {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refused(pub String);
 
+/// Run an operator, its panic made a refusal: a panic is a bug of the native path, not of
+/// the input, and as a refusal it has today's path run the query (as on any refusal, what
+/// was written is thrown away), where crossing into Python it stopped `rsep run` (exit 1).
+pub fn unpanicked<T>(
+    run: impl FnOnce() -> std::io::Result<Result<T, Refused>>,
+) -> std::io::Result<Result<T, Refused>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            Ok(Err(Refused(format!(
+                "the native operator failed ({what}), a bug of rsep's native path"
+            ))))
+        }
+    }
+}
+
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Done {
     pub evaluations: u64,
@@ -620,6 +641,34 @@ mod tests {
             .lines()
             .map(str::to_owned)
             .collect())
+    }
+
+    #[test]
+    fn a_panic_is_a_refusal() {
+        let r: std::io::Result<Result<Done, Refused>> =
+            unpanicked(|| panic!("index {} out of range", 7));
+        assert_eq!(
+            r.unwrap(),
+            Err(Refused(
+                "the native operator failed (index 7 out of range), a bug of rsep's native path"
+                    .to_owned()
+            ))
+        );
+        let r: std::io::Result<Result<Done, Refused>> = unpanicked(|| panic!("static"));
+        assert!(matches!(r, Ok(Err(Refused(ref m))) if m.contains("(static)")));
+        let r = unpanicked(|| {
+            Ok(Ok(Done {
+                evaluations: 1,
+                rows: 2,
+            }))
+        });
+        assert_eq!(
+            r.unwrap(),
+            Ok(Done {
+                evaluations: 1,
+                rows: 2
+            })
+        );
     }
 
     #[test]

@@ -805,7 +805,9 @@ fn join_window(
     let got = py.detach(|| {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         let streams: Vec<&Events> = inp.streams.iter().collect();
-        let r = crate::join::run(&spec, &streams, &inp.graph, &inp.terms, &mut out)?;
+        let r = crate::select::unpanicked(|| {
+            crate::join::run(&spec, &streams, &inp.graph, &inp.terms, &mut out)
+        })?;
         std::io::Write::flush(&mut out)?;
         Ok::<_, std::io::Error>(r)
     });

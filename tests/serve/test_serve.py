@@ -213,7 +213,7 @@ def test_openapi_is_valid_and_describes_every_route():
 def test_a_runaway_query_fails_alone_and_the_others_go_on():
     hub = Hub(Settings(limits=Limits(max_eval_seconds=0.3)), DeadLetter())
     # a three-way cross product of the window, counted: 250^3 = 1.6*10^7 solutions, 1.2 CPU s
-    # for pyoxigraph 0.5.13 here, five times the limit (150 triples, 0.32 s in one CI run,
+    # for pyoxigraph 0.5.13 here, four times the limit (150 triples, 0.32 s in one CI run,
     # ended before the watchdog saw it running and failed it with the other message)
     hub.register("SELECT (COUNT(*) AS ?n) WHERE { STREAM <http://s> [RANGE 100] "
                  "{ ?a ?p ?b . ?c ?q ?d . ?e ?r ?f } }", name="runaway")

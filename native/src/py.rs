@@ -167,26 +167,36 @@ impl StreamEvents {
     /// written, as the store gives it back) in N-Triples syntax: every triple's object
     /// replaced by its stored form (what today's path matches and writes).
     fn restore(&mut self, pairs: Vec<(String, String)>) -> PyResult<()> {
-        let mut map = hashbrown::HashMap::new();
-        for (from, to) in &pairs {
-            let parse = |s: &str| {
-                Term::from_str(s)
-                    .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {s}: {e}")))
-            };
-            let (a, b) = (parse(from)?, parse(to)?);
-            if let Some(a) = self.terms.get(&a) {
-                map.insert(a, self.terms.intern(b));
-            }
-        }
-        if !map.is_empty() {
-            for t in &mut self.events.triples {
-                if let Some(&to) = map.get(&t[2]) {
-                    t[2] = to;
-                }
-            }
-        }
-        Ok(())
+        restored(&mut self.terms, &pairs, &mut self.events.triples)
     }
+}
+
+/// Every object among `triples` that is one of the pairs' literals as written replaced by
+/// the pair's other, its stored form (StreamEvents.restore's and JoinInput.restore's).
+fn restored<'a>(
+    terms: &mut CoreTerms,
+    pairs: &[(String, String)],
+    triples: impl IntoIterator<Item = &'a mut [TermId; 3]>,
+) -> PyResult<()> {
+    let parse = |s: &str| {
+        Term::from_str(s)
+            .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {s}: {e}")))
+    };
+    let mut map = hashbrown::HashMap::new();
+    for (from, to) in pairs {
+        let (a, b) = (parse(from)?, parse(to)?);
+        if let Some(a) = terms.get(&a) {
+            map.insert(a, terms.intern(b));
+        }
+    }
+    if !map.is_empty() {
+        for t in triples {
+            if let Some(&to) = map.get(&t[2]) {
+                t[2] = to;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Read the stream file at `path` into events, or say why the native reader does not take
@@ -647,25 +657,11 @@ impl JoinInput {
 
     /// As StreamEvents.restore, for every stream's objects.
     fn restore(&mut self, pairs: Vec<(String, String)>) -> PyResult<()> {
-        let mut map = hashbrown::HashMap::new();
-        for (from, to) in &pairs {
-            let parse = |s: &str| {
-                Term::from_str(s)
-                    .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {s}: {e}")))
-            };
-            let (a, b) = (parse(from)?, parse(to)?);
-            if let Some(a) = self.terms.get(&a) {
-                map.insert(a, self.terms.intern(b));
-            }
-        }
-        if !map.is_empty() {
-            for t in self.streams.iter_mut().flat_map(|e| &mut e.triples) {
-                if let Some(&to) = map.get(&t[2]) {
-                    t[2] = to;
-                }
-            }
-        }
-        Ok(())
+        restored(
+            &mut self.terms,
+            &pairs,
+            self.streams.iter_mut().flat_map(|e| &mut e.triples),
+        )
     }
 }
 

@@ -53,12 +53,12 @@ from rsep.algebra.epsparql import (
 )
 from rsep.algebra.events import FROM_VAR, TO_VAR, Selection
 from rsep.algebra.expression import (
-    And,
     Arithmetic,
     Compare,
     Expression,
     Iri,
     Variable,
+    conjuncts,
     signed_literal,
 )
 from rsep.epsparql.etalis_rules import Atom, Temp, Unsupported, binarise, compile_query, tr_clauses
@@ -258,20 +258,17 @@ def _etalis_plan(query: EpSparqlQuery, numbers: dict[str, int], patterns: list[S
 def _conjunction(e: Expression, numbers: dict[str, int], duration: bool) -> list[Cmp] | str:
     """A FILTER as a conjunction of comparisons of numeric expressions, or why the native
     path does not take it."""
-    if isinstance(e, And):
-        first = _conjunction(e.left, numbers, duration)
-        if isinstance(first, str):
-            return first
-        rest = _conjunction(e.right, numbers, duration)
-        return rest if isinstance(rest, str) else first + rest
-    if not isinstance(e, Compare) or e.op not in _OPS:
-        return "not a comparison of numbers (or a conjunction of those)"
-    left, right = _num(e.left, numbers, duration), _num(e.right, numbers, duration)
-    if isinstance(left, str):
-        return left
-    if isinstance(right, str):
-        return right
-    return [(left, e.op, right)]
+    out: list[Cmp] = []
+    for c in conjuncts(e):
+        if not isinstance(c, Compare) or c.op not in _OPS:
+            return "not a comparison of numbers (or a conjunction of those)"
+        left, right = _num(c.left, numbers, duration), _num(c.right, numbers, duration)
+        if isinstance(left, str):
+            return left
+        if isinstance(right, str):
+            return right
+        out.append((left, c.op, right))
+    return out
 
 
 def _num(e: Expression, numbers: dict[str, int], duration: bool) -> tuple[str, ...] | str:

@@ -48,7 +48,14 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from rsep.algebra.expression import And, Compare, Expression, Iri, Variable, signed_literal
+from rsep.algebra.expression import (
+    Compare,
+    Expression,
+    Iri,
+    Variable,
+    conjuncts,
+    signed_literal,
+)
 from rsep.algebra.spaseq import AtomKind, Leaf, SpaseqQuery, Strategy
 from rsep.sparql.filters import Fallback, literal_value
 from rsep.sparql.matcher import Canon
@@ -252,22 +259,19 @@ def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
                  ) -> list[Cmp] | str:
     """A FILTER as a conjunction of comparisons of variables (bound there) and numbers, or
     why the native path does not take it."""
-    if isinstance(e, And):
-        first = _conjunction(e.left, numbers, bound)
-        if isinstance(first, str):
-            return first
-        rest = _conjunction(e.right, numbers, bound)
-        return rest if isinstance(rest, str) else first + rest
-    if not isinstance(e, Compare) or e.op not in _OPS:
-        return "not a comparison of numbers (or a conjunction of those)"
-    left, right = _operand(e.left, numbers, bound), _operand(e.right, numbers, bound)
-    if isinstance(left, str):
-        return left
-    if isinstance(right, str):
-        return right
-    if left[0] is None and right[0] is None:
-        return "a comparison of two constants"
-    return [(left, e.op, right)]
+    out: list[Cmp] = []
+    for c in conjuncts(e):
+        if not isinstance(c, Compare) or c.op not in _OPS:
+            return "not a comparison of numbers (or a conjunction of those)"
+        left, right = _operand(c.left, numbers, bound), _operand(c.right, numbers, bound)
+        if isinstance(left, str):
+            return left
+        if isinstance(right, str):
+            return right
+        if left[0] is None and right[0] is None:
+            return "a comparison of two constants"
+        out.append((left, c.op, right))
+    return out
 
 
 def _operand(e: Expression, numbers: dict[str, int], bound: set[str]) -> Operand | str:

@@ -256,6 +256,9 @@ fn order(a: Val, b: Val) -> Option<Ordering> {
 type Out = u64;
 const NEW_BASE: u64 = 1 << 32;
 pub(crate) type Key = Vec<Option<Out>>;
+/// The fewest aggregate values a writer holds before it drops those no row needs: as
+/// many as the dictionary's sweep waits for (rsep/stream/native.py's `SWEEP_TERMS`).
+const COMPACT_MIN: usize = 65_536;
 
 pub(crate) struct Writer {
     /// the dictionary holds every term of the stream (read whole): an aggregate's value
@@ -267,6 +270,8 @@ pub(crate) struct Writer {
     counts: HashMap<u64, Out>,
     made: Vec<Term>,
     made_ids: HashMap<Term, Out>,
+    /// `made`'s length at which [`Writer::compact`] next drops the values no kept row holds
+    compact_at: usize,
     tsv: bool,
     names: Vec<Vec<u8>>,
     header: Option<Vec<u8>>,
@@ -306,6 +311,7 @@ impl Writer {
             counts: HashMap::new(),
             made: Vec::new(),
             made_ids: HashMap::new(),
+            compact_at: COMPACT_MIN,
             tsv: spec.tsv,
             names,
             header,
@@ -313,8 +319,56 @@ impl Writer {
     }
 
     /// Ids given to other terms since (a sweep): the terms' forms made again.
+    /// The made values are dropped at the next [`Writer::compact`] too, with the
+    /// dictionary's sweep (which the tests make constant).
     pub(crate) fn fresh(&mut self) {
         self.cache.retain(|&o, _| o >= NEW_BASE);
+        self.compact_at = 0;
+    }
+
+    /// Drops the aggregate values that none of `keep` (the rows the next evaluation is
+    /// compared with) holds, once `made` has doubled since the last time or the dictionary
+    /// was swept, and renumbers
+    /// `keep`'s. Without it a run over an unbounded stream of distinct sums would keep
+    /// every value it ever wrote; with it the writer holds about twice the values of one
+    /// evaluation. The same term keeps getting one `Out` (`made_ids` is rebuilt from the
+    /// kept values), which IStream and DStream's comparison of rows relies on.
+    pub(crate) fn compact(&mut self, keep: &mut [Key]) {
+        if self.made.len() < self.compact_at {
+            return;
+        }
+        let mut renumbered: HashMap<Out, Out> = HashMap::new();
+        let mut made: Vec<Term> = Vec::new();
+        for o in keep.iter_mut().flat_map(|k| k.iter_mut()).flatten() {
+            if *o < NEW_BASE {
+                continue;
+            }
+            *o = *renumbered.entry(*o).or_insert_with(|| {
+                made.push(self.made[(*o - NEW_BASE) as usize].clone());
+                NEW_BASE + (made.len() - 1) as u64
+            });
+        }
+        self.counts.retain(|_, o| {
+            if *o < NEW_BASE {
+                return true;
+            }
+            match renumbered.get(o) {
+                Some(&n) => {
+                    *o = n;
+                    true
+                }
+                None => false,
+            }
+        });
+        // the dropped values' texts, and the kept ones' under their old numbers
+        self.cache.retain(|&o, _| o < NEW_BASE);
+        self.made_ids = made
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), NEW_BASE + i as u64))
+            .collect();
+        self.made = made;
+        self.compact_at = (2 * self.made.len()).max(COMPACT_MIN);
     }
 
     /// COUNT's value (cached: every group of every evaluation has one).
@@ -719,6 +773,7 @@ pub fn run_on(
         if spec.r2s != R2s::RStream {
             previous = current;
         }
+        wr.compact(&mut previous);
         // the previous window's keys are of events from lo on
         feed.release(lo);
         c = spec.next_close(c);
@@ -1138,6 +1193,38 @@ mod tests {
             max_results: 1000,
             tsv: true,
         }
+    }
+
+    #[test]
+    fn compaction_keeps_what_the_kept_rows_hold() {
+        let terms = Terms::new();
+        let mut wr = Writer::new(&by_and_v(None, None, 1), false);
+        let dec =
+            |i: i32| -> Term { Literal::new_typed_literal(i.to_string(), xsd::DECIMAL).into() };
+        let outs: Vec<Out> = (0..10).map(|i| wr.intern(&terms, dec(i))).collect();
+        let seven = wr.count(&terms, 7);
+        let mut keep: Vec<Key> = vec![vec![Some(outs[3]), None], vec![Some(seven), Some(outs[8])]];
+        let text = |wr: &mut Writer, keep: &[Key]| -> Vec<Vec<u8>> {
+            keep.iter()
+                .flatten()
+                .flatten()
+                .map(|&o| wr.get(&terms, o).to_vec())
+                .collect()
+        };
+        let before = text(&mut wr, &keep);
+        wr.compact(&mut keep); // (under COMPACT_MIN values: nothing dropped)
+        assert_eq!(wr.made.len(), 11);
+        assert_eq!(keep[0][0], Some(outs[3]));
+        wr.fresh(); // (a sweep: the next compaction drops)
+        wr.compact(&mut keep);
+        assert_eq!(wr.made.len(), 3);
+        assert_eq!(text(&mut wr, &keep), before);
+        // a kept term keeps its new number; a dropped one is made again after them
+        assert_eq!(Some(wr.intern(&terms, dec(3))), keep[0][0]);
+        assert_eq!(Some(wr.count(&terms, 7)), keep[1][0]);
+        assert_eq!(wr.intern(&terms, dec(5)), NEW_BASE + 3);
+        assert_eq!(wr.count(&terms, 2), NEW_BASE + 4);
+        assert_eq!(wr.compact_at, COMPACT_MIN);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! SPASEQ's chain engine on ids (issue 50, first to third stages): a SEQ of GPMs, each
 //! plain, under Kleene+ or negated, under `,` (strict contiguity), `;` (skip-till-next) and `:`
-//! (skip-till-any), WITHIN tumbling windows, over a stream file read into events of ids
-//! ([`crate::stream`]), writing its matches as rsep's sink does.
+//! (skip-till-any), WITHIN tumbling windows, over a stream file's events of ids as a
+//! [`Feed`] gives them (read in parts, [`crate::source`]), writing its matches as rsep's
+//! sink does.
 //!
 //! The semantics are rsep/spaseq/chain.py's `ChainEngine` (NFA_scep's Algorithms 2 and 4 on
 //! a straight line of states) and, for `:`, rsep/spaseq/nfa.py's `NFAEngine`: per instant,
@@ -34,6 +35,7 @@
 use crate::bgp::Op;
 use crate::dictionary::{TermId, Terms};
 use crate::select::{json_string, Done, Refused, Slot};
+use crate::source::{Feed, Whole};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
 use oxrdf::{LiteralRef, TermRef};
@@ -294,6 +296,25 @@ struct Run {
 }
 
 impl Run {
+    /// The ids it holds, into `out`: its mappings' and its iterations' shown values (laid
+    /// out as [`Run::took`] keeps them).
+    fn ids(&self, spec: &Spec, out: &mut Vec<TermId>) {
+        out.extend_from_slice(&self.vals);
+        if self.iters.is_empty() {
+            return;
+        }
+        let width = spec.project.len();
+        let mut at = 0;
+        for &s in &self.at {
+            if spec.atoms[s as usize].shown.is_empty() {
+                continue;
+            }
+            let m = self.iters[at] as usize;
+            out.extend_from_slice(&self.iters[at + 1..at + 1 + m * width]);
+            at += 1 + m * width;
+        }
+    }
+
     /// The run having taken the event at `t` in state `i`, with mappings `vals`; a Kleene+
     /// step whose values show keeps its mappings' selected values (their count, then each
     /// one's per output column), from which the match's iterations are written.
@@ -690,6 +711,18 @@ pub fn run(
     terms: &Terms,
     out: &mut dyn Write,
 ) -> std::io::Result<Result<Done, Refused>> {
+    run_on(spec, &mut Whole { events: ev, terms }, out)
+}
+
+/// [`run`] over events as a [`Feed`] gives them: each instant's events let go of once it
+/// was matched (a run keeps its events' ids and times, never the events), the dictionary
+/// swept between instants keeping every id a live run or a partition key holds; the
+/// writer's and the comparisons' per-id caches made again after a sweep.
+pub fn run_on(
+    spec: &Spec,
+    feed: &mut impl Feed,
+    out: &mut dyn Write,
+) -> std::io::Result<Result<Done, Refused>> {
     let n = spec.gpms.len();
     if n == 0
         || spec.vars == 0
@@ -701,39 +734,44 @@ pub fn run(
     {
         return Ok(Err(Refused("not a chain the native path runs".into())));
     }
+    macro_rules! has {
+        ($k:expr) => {
+            match feed.has($k) {
+                Ok(b) => b,
+                Err(r) => return Ok(Err(r)),
+            }
+        };
+    }
+    feed.hold();
     let atoms = &spec.atoms[..];
     let kleene = |i: usize| atoms.get(i).is_some_and(|a| a.kleene);
-    let mut values = Values {
-        terms,
-        cache: Vec::new(),
-    };
-    let mut writer = Writer {
-        terms,
-        cache: HashMap::new(),
-        format: spec.format,
-        names: spec
-            .project
-            .iter()
-            .map(|(name, _)| {
-                let mut b = json_string(name);
-                b.extend_from_slice(b": ");
-                b
-            })
-            .collect(),
-        header: (spec.format == Format::Tsv).then(|| {
-            let mut h = b"time\top".to_vec();
-            for (name, _) in &spec.project {
-                h.extend_from_slice(format!("\t?{name}").as_bytes());
-            }
-            h.push(b'\n');
-            h
-        }),
-        line: Vec::new(),
-    };
-    let t0 = match spec.t0.or_else(|| ev.times.first().copied()) {
-        Some(t) => t,
-        None => return Ok(Ok(Done::default())),
-    };
+    // the per-id caches, kept across instants while the feed's generation stays (the
+    // comparisons' values, the writer's texts of terms, the rows' texts for ordering)
+    let mut generation = feed.generation();
+    let mut value_cache: Vec<Option<Val>> = Vec::new();
+    let mut writer_cache: HashMap<TermId, Box<[u8]>> = HashMap::new();
+    let mut names: Vec<Vec<u8>> = spec
+        .project
+        .iter()
+        .map(|(name, _)| {
+            let mut b = json_string(name);
+            b.extend_from_slice(b": ");
+            b
+        })
+        .collect();
+    let mut header = (spec.format == Format::Tsv).then(|| {
+        let mut h = b"time\top".to_vec();
+        for (name, _) in &spec.project {
+            h.extend_from_slice(format!("\t?{name}").as_bytes());
+        }
+        h.push(b'\n');
+        h
+    });
+    let mut line_buf: Vec<u8> = Vec::new();
+    if !has!(0) {
+        return Ok(Ok(Done::default()));
+    }
+    let t0 = spec.t0.unwrap_or_else(|| feed.time(0));
     // per state x_1 .. x_(n-1) (index 0 unused): the runs that entered it, by partition
     // value; and per Kleene+ state (x_0 too), the runs iterating there (`loops`)
     let mut buckets: Vec<HashMap<TermId, Vec<Run>>> = (0..n).map(|_| HashMap::new()).collect();
@@ -779,14 +817,35 @@ pub fn run(
     by_name.sort_by(|&a, &b| spec.project[a].0.cmp(&spec.project[b].0));
     let mut text: HashMap<TermId, String> = HashMap::new();
     let mut k = 0;
-    while k < ev.len() {
+    let mut held: Vec<TermId> = Vec::new();
+    while has!(k) {
         // an instant: the events of one time are one SPASEQ event (streamset.merge_events)
-        let t = ev.times[k];
+        let t = feed.time(k);
         triples.clear();
-        while k < ev.len() && ev.times[k] == t {
-            triples.extend_from_slice(ev.triples_of(k));
+        while has!(k) && feed.time(k) == t {
+            triples.extend_from_slice(feed.triples_of(k));
             k += 1;
         }
+        if feed.generation() != generation {
+            // ids given to other terms since: what was made of them goes
+            generation = feed.generation();
+            value_cache.clear();
+            writer_cache.clear();
+            text.clear();
+        }
+        let terms = feed.terms();
+        let mut values = Values {
+            terms,
+            cache: std::mem::take(&mut value_cache),
+        };
+        let mut writer = Writer {
+            terms,
+            cache: std::mem::take(&mut writer_cache),
+            format: spec.format,
+            names: std::mem::take(&mut names),
+            header: header.take(),
+            line: std::mem::take(&mut line_buf),
+        };
         done.evaluations += 1;
         if let Some(w) = spec.window {
             // window j is [t0 + j w, t0 + (j + 1) w]: those up to `last` ended before t
@@ -1114,6 +1173,22 @@ pub fn run(
                 writer.row(out, t, &m.times, row, &extra)?;
                 done.rows += 1;
             }
+        }
+        (value_cache, writer_cache) = (values.cache, writer.cache);
+        (names, header, line_buf) = (writer.names, writer.header, writer.line);
+        // the instant's events are matched: a run holds their ids, not them
+        feed.release(k);
+        if feed.due() {
+            held.clear();
+            for b in buckets.iter().chain(loops.iter()) {
+                for (&key, runs) in b {
+                    held.push(key);
+                    for r in runs {
+                        r.ids(spec, &mut held);
+                    }
+                }
+            }
+            feed.sweep_holding(&held);
         }
     }
     Ok(Ok(done))

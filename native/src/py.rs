@@ -840,15 +840,15 @@ type PyAtom = (
     Vec<usize>,
 );
 
-/// Run a SPASEQ chain (native/src/chain.rs) over the events, writing to `out_path` in
-/// `format` (jsonl, tsv, or events: rsep bench's worker's): (the
+/// Run a SPASEQ chain (native/src/chain.rs) over a [`Stream`], read as the engine goes,
+/// writing to `out_path` in `format` (jsonl, tsv, or events: rsep bench's worker's): (the
 /// refusal's reason or "", instants, rows written); on a refusal, what was written is to
 /// be thrown away.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-fn chain_run(
+fn chain_stream(
     py: Python<'_>,
-    ev: PyRef<'_, StreamEvents>,
+    mut src: PyRefMut<'_, Stream>,
     gpms: Vec<PyGpm>,
     ops: Vec<String>,
     atoms: Vec<PyAtom>,
@@ -967,8 +967,8 @@ fn chain_run(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        crate::chain::run(&spec, events, terms, out)
+    run_stream(py, out_path, &mut src.inner, |src, out| {
+        crate::chain::run_on(&spec, src, out)
     })
 }
 
@@ -1191,7 +1191,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<JoinInput>()?;
     m.add_function(wrap_pyfunction!(read_streams, m)?)?;
     m.add_function(wrap_pyfunction!(join_window, m)?)?;
-    m.add_function(wrap_pyfunction!(chain_run, m)?)?;
+    m.add_function(wrap_pyfunction!(chain_stream, m)?)?;
     m.add_function(wrap_pyfunction!(epsparql_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())

@@ -70,6 +70,17 @@ pub trait Feed {
     fn generation(&self) -> u64;
     /// Whether the dictionary holds every term of the stream (it was read whole first).
     fn whole(&self) -> bool;
+    /// The operator keeps ids past the events it let go of (a CEP engine's runs, its
+    /// partition keys): the dictionary is then swept only when it asks
+    /// ([`Feed::sweep_holding`]), never while it reads on.
+    fn hold(&mut self) {}
+    /// Whether the dictionary is due a sweep (under [`Feed::hold`]).
+    fn due(&self) -> bool {
+        false
+    }
+    /// Sweep the dictionary, keeping the terms of `held` besides those of the events still
+    /// held and the pinned ones.
+    fn sweep_holding(&mut self, _held: &[TermId]) {}
 }
 
 /// A whole file's events, read before the operator runs.
@@ -122,6 +133,15 @@ impl Feed for Source {
     fn whole(&self) -> bool {
         false
     }
+    fn hold(&mut self) {
+        self.holding = true;
+    }
+    fn due(&self) -> bool {
+        self.due
+    }
+    fn sweep_holding(&mut self, held: &[TermId]) {
+        self.sweep_keeping(held);
+    }
 }
 
 /// A stream file's events as an operator asks for them.
@@ -160,6 +180,9 @@ pub struct Source {
     generation: u64,
     sweeps: u64,
     next_sweep: usize,
+    /// the operator sweeps ([`Feed::hold`]); `due`: a sweep it has not made yet is due
+    holding: bool,
+    due: bool,
     peak_terms: usize,
     read_time: Duration,
 }
@@ -247,6 +270,8 @@ impl Source {
             generation: 0,
             sweeps: 0,
             next_sweep: opts.sweep,
+            holding: false,
+            due: false,
             peak_terms: 0,
             read_time: Duration::ZERO,
         })
@@ -497,7 +522,11 @@ impl Source {
         }
         self.peak_terms = self.peak_terms.max(self.terms.len());
         if self.terms.len() >= self.next_sweep {
-            self.sweep();
+            if self.holding {
+                self.due = true;
+            } else {
+                self.sweep();
+            }
         }
         Ok(())
     }
@@ -561,9 +590,14 @@ impl Source {
 
     /// Free every term nothing held refers to.
     fn sweep(&mut self) {
+        self.sweep_keeping(&[]);
+    }
+
+    /// [`Source::sweep`], the terms of `held` kept too (the operator's own).
+    fn sweep_keeping(&mut self, held: &[TermId]) {
         self.drop_released();
         let mut live = vec![0u64; self.terms.slots().div_ceil(64)];
-        for &id in &self.pinned {
+        for &id in self.pinned.iter().chain(held) {
             set(&mut live, id);
         }
         for t in &self.reader.ev.triples {
@@ -594,6 +628,7 @@ impl Source {
         self.restored.clear();
         self.generation += 1;
         self.sweeps += 1;
+        self.due = false;
         // (a threshold of 0: a sweep after every chunk, for the tests)
         self.next_sweep = if self.opts.sweep == 0 {
             0

@@ -1,6 +1,9 @@
 """The native path of a SPASEQ chain (issue 50, first to third stages): read, matched and
-written on integer ids in Rust (rsep._core: native/src/stream.rs and chain.rs), terms
-decoded only for output.
+written on integer ids in Rust (rsep._core: native/src/source.rs and chain.rs), terms
+decoded only for output; the stream file is read in parts as the engine goes, each
+instant's events let go of once matched and the term dictionary swept between instants
+(the ids live runs and partition keys hold kept), so a run's memory is bounded by its live
+runs, not by the file.
 
 :func:`native_plan` is its planner. It takes what :class:`rsep.spaseq.chain.ChainEngine`
 runs, narrowed, and skip-till-any besides (which :class:`rsep.spaseq.nfa.NFAEngine` runs
@@ -25,7 +28,8 @@ does not run, no-window-pushing with ``:``, a Kleene+ or a negation) it says why
 the query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
-native reader takes only files of the common shape (native/src/stream.rs), and the engine
+native reader takes only files of the common shape (native/src/stream.rs; a refusal of
+the reader found late, after rows were written, leaves nothing to keep), and the engine
 refuses an input on which it would not write what today's path writes, byte for byte: a
 comparison of values rsep/sparql/filters.py does not decide itself or of anything but
 those numbers, more live
@@ -89,7 +93,7 @@ NativeGpm = tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp
 
 def available() -> str | None:
     """Why the native core cannot run this path here, or None."""
-    return native_core.available("chain_run", "chain engine")
+    return native_core.available("chain_stream", "chain engine")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
@@ -321,24 +325,25 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
             return Outcome(f"WITHIN: {e}")
         if window <= 0:
             return Outcome("WITHIN of no time")
-    ev, why, read_s = native_core.read(path, points, max_record)
-    if ev is None:
+    # read in parts as the engine goes (native/src/source.rs): literals pyoxigraph's store
+    # reads back in another form are replaced by their stored form as they come, as today's
+    # path matches, compares and writes them
+    src, why = native_core.open_stream(path, points, max_record, Canon().term, False)
+    if src is None:
         return Outcome(why)
-    changed = native_core.store_forms(ev, Canon().term)
-    if changed:
-        # today's path matches, compares and writes a literal as the store gives it back
-        ev.restore(changed)
+
     def ids(g: NativeGpm) -> tuple:
         patterns, binds, local, stateful = g
-        return ([[("var", v) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
+        return ([[("var", v) if kind == "var" else ("id", src.id(str(v))) for kind, v in tp]
                  for tp in patterns], list(binds), list(local), list(stateful))
 
     gpms = [ids(g) for g in plan.gpms]
-    refused, evaluations, rows = core().chain_run(
-        ev, gpms, list(plan.ops),
+    refused, evaluations, rows = core().chain_stream(
+        src, gpms, list(plan.ops),
         [(k, key, list(d), list(sh), name, list(f)) for k, key, d, sh, name, f in plan.atoms],
         [ids(g) for g in plan.negs], plan.vars,
-        plan.partition, window, query.issued_at, list(plan.project), plan.distinct, (plan.max_runs, plan.max_instant), fmt, out_path)
+        plan.partition, window, query.issued_at, list(plan.project), plan.distinct,
+        (plan.max_runs, plan.max_instant), fmt, out_path)
     if refused:
         return Outcome(refused)
-    return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)
+    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])

@@ -1,6 +1,9 @@
 //! EP-SPARQL's SEQ on ids (issue 50): a SEQ of one-pattern BGPs (003 Sec. 4.2's SeqJoin,
-//! left-nested) under one FILTER of comparisons, over a stream file of point events read
-//! into ids ([`crate::stream`]), writing its complex events as rsep's sink does.
+//! left-nested) under one FILTER of comparisons, over a stream file of point events of ids
+//! as a [`Feed`] gives them (read in parts, [`crate::source`]), writing its complex events
+//! as rsep's sink does. An instant's (an event's, in ETALIS's modes) events are let go of
+//! once it was evaluated; the dictionary is swept between them keeping every id the kept
+//! solutions, the goals and their stores' keys hold.
 //!
 //! Two evaluators, each the one today's path runs for its policy:
 //!
@@ -27,6 +30,7 @@ use crate::bgp::Op;
 use crate::chain::{compare, value_of, Format, Val};
 use crate::dictionary::{TermId, Terms};
 use crate::select::{json_string, Done, Refused, Slot};
+use crate::source::{Feed, Whole};
 use crate::stream::Events;
 use hashbrown::HashMap;
 use std::collections::VecDeque;
@@ -302,8 +306,7 @@ fn duration_bound(filter: &[Cmp]) -> Option<(i64, bool)> {
 /// An output row's writer: rsep/runtime/sinks.py's jsonl or tsv of an EpOutput, or the
 /// bench worker's `values` (`Format::Events`: `{"values": [...], "from": a, "to": w}`,
 /// integers by value).
-struct Writer<'a> {
-    terms: &'a Terms,
+struct Writer {
     cache: HashMap<TermId, Box<[u8]>>,
     values: HashMap<TermId, Box<[u8]>>,
     format: Format,
@@ -315,10 +318,9 @@ struct Writer<'a> {
 
 const INTEGER: &str = "http://www.w3.org/2001/XMLSchema#integer";
 
-impl Writer<'_> {
-    fn new<'a>(terms: &'a Terms, spec: &Spec) -> Writer<'a> {
+impl Writer {
+    fn new(spec: &Spec) -> Writer {
         Writer {
-            terms,
             cache: HashMap::new(),
             values: HashMap::new(),
             format: spec.format,
@@ -348,8 +350,16 @@ impl Writer<'_> {
         terms.term(id).map(|t| t.to_string()).unwrap_or_default()
     }
 
+    /// Ids given to other terms since (a sweep): their texts made again.
+    fn fresh(&mut self) {
+        self.cache.clear();
+        self.values.clear();
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn row(
         &mut self,
+        terms: &Terms,
         out: &mut dyn Write,
         t: i64,
         from: i64,
@@ -358,7 +368,6 @@ impl Writer<'_> {
     ) -> std::io::Result<()> {
         let mut line = std::mem::take(&mut self.line);
         line.clear();
-        let terms = self.terms;
         match self.format {
             Format::Jsonl => {
                 write!(
@@ -460,18 +469,28 @@ pub fn run(
     terms: &Terms,
     out: &mut dyn Write,
 ) -> std::io::Result<Result<Done, Refused>> {
-    let mut values = Values {
-        terms,
-        cache: Vec::new(),
+    run_on(spec, &mut Whole { events: ev, terms }, out)
+}
+
+/// [`run`] over events as a [`Feed`] gives them.
+pub fn run_on(
+    spec: &Spec,
+    feed: &mut impl Feed,
+    out: &mut dyn Write,
+) -> std::io::Result<Result<Done, Refused>> {
+    feed.hold();
+    let mut cache = Caches {
+        generation: feed.generation(),
+        values: Vec::new(),
+        writer: Writer::new(spec),
     };
-    let mut writer = Writer::new(terms, spec);
     let got = match &spec.mode {
         Mode::Unrestricted { patterns, filter } => {
             if patterns.is_empty() {
                 return Ok(Err(Refused("a SEQ of no pattern".into())));
             }
             let mut seq = SeqJoin::new(patterns, filter, spec.vars);
-            seq.run(ev, &mut values, &mut writer, out)?
+            seq.run(feed, &mut cache, out)?
         }
         Mode::Etalis {
             rules,
@@ -480,13 +499,47 @@ pub fn run(
             window,
         } => {
             let mut m = Machine::new(rules, clauses, *recent, *window, spec.vars);
-            m.run(ev, &mut values, &mut writer, out)?
+            m.run(feed, &mut cache, out)?
         }
     };
     Ok(got.map(|instants| Done {
         evaluations: instants,
-        rows: writer.rows,
+        rows: cache.writer.rows,
     }))
+}
+
+/// What an evaluator keeps of the feed's ids across its instants: the values decoded, the
+/// writer's texts; made again once the feed's generation changes (a sweep).
+struct Caches {
+    generation: u64,
+    values: Vec<Option<Val>>,
+    writer: Writer,
+}
+
+impl Caches {
+    fn fresh(&mut self, generation: u64) {
+        if generation != self.generation {
+            self.generation = generation;
+            self.values.clear();
+            self.writer.fresh();
+        }
+    }
+}
+
+/// Let the feed go of the events before `below`, and sweep its dictionary if it is due,
+/// keeping the ids `held` gives.
+fn let_go(
+    feed: &mut impl Feed,
+    below: usize,
+    held: &mut Vec<TermId>,
+    mark: impl Fn(&mut Vec<TermId>),
+) {
+    feed.release(below);
+    if feed.due() {
+        held.clear();
+        mark(held);
+        feed.sweep_holding(held);
+    }
 }
 
 // ---------------------------------------------------------------- unrestricted
@@ -561,11 +614,18 @@ impl<'s> SeqJoin<'s> {
 
     fn run(
         &mut self,
-        ev: &Events,
-        values: &mut Values<'_>,
-        writer: &mut Writer<'_>,
+        feed: &mut impl Feed,
+        cache: &mut Caches,
         out: &mut dyn Write,
     ) -> std::io::Result<Result<u64, Refused>> {
+        macro_rules! has {
+            ($k:expr) => {
+                match feed.has($k) {
+                    Ok(b) => b,
+                    Err(r) => return Ok(Err(r)),
+                }
+            };
+        }
         let n = self.patterns.len();
         let vars = self.vars;
         let mut mu = vec![0; vars];
@@ -576,14 +636,15 @@ impl<'s> SeqJoin<'s> {
         let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
         let mut instants = 0;
         let mut k = 0;
-        while k < ev.len() {
-            let tau = ev.times[k];
+        let mut held = Vec::new();
+        while has!(k) {
+            let tau = feed.time(k);
             // the instant's occurrences, in arrival order: a triple at one interval is one
             // occurrence, whichever items carry it (the occurrence store's set)
             fresh.clear();
             seen.clear();
-            while k < ev.len() && ev.times[k] == tau {
-                for t in ev.triples_of(k) {
+            while has!(k) && feed.time(k) == tau {
+                for t in feed.triples_of(k) {
                     let new = if fresh.len() < 16 {
                         !fresh.contains(t)
                     } else {
@@ -599,6 +660,13 @@ impl<'s> SeqJoin<'s> {
                 k += 1;
             }
             instants += 1;
+            cache.fresh(feed.generation());
+            let terms = feed.terms();
+            let mut values = Values {
+                terms,
+                cache: std::mem::take(&mut cache.values),
+            };
+            let writer = &mut cache.writer;
             for (i, p) in self.patterns.iter().enumerate() {
                 let (mut rows, mut starts) = std::mem::take(&mut now[i]);
                 rows.clear();
@@ -637,7 +705,7 @@ impl<'s> SeqJoin<'s> {
             let (rows, starts) = &now[n - 1];
             for (row, &ta) in rows.chunks_exact(vars).zip(starts) {
                 match values.all(self.filter, row, ta, tau) {
-                    Ok(true) => writer.row(out, tau, ta, tau, row)?,
+                    Ok(true) => writer.row(terms, out, tau, ta, tau, row)?,
                     Ok(false) => {}
                     Err(r) => return Ok(Err(r)),
                 }
@@ -665,6 +733,17 @@ impl<'s> SeqJoin<'s> {
                 }
             }
             self.prune(tau);
+            cache.values = values.cache;
+            // the instant's events are evaluated: the kept solutions hold their ids
+            let stores = &self.stores;
+            let_go(feed, k, &mut held, |held| {
+                for (key, b) in stores.iter().flat_map(|s| s.iter()) {
+                    held.extend_from_slice(key);
+                    for x in b {
+                        held.extend_from_slice(&x.mu);
+                    }
+                }
+            });
         }
         Ok(Ok(instants))
     }
@@ -781,17 +860,29 @@ impl<'s> Machine<'s> {
 
     fn run(
         &mut self,
-        ev: &Events,
-        values: &mut Values<'_>,
-        writer: &mut Writer<'_>,
+        feed: &mut impl Feed,
+        cache: &mut Caches,
         out: &mut dyn Write,
     ) -> std::io::Result<Result<u64, Refused>> {
         let mut instants = 0;
         let mut last = None;
         let mut mu = vec![0; self.vars];
         let mut found: Vec<(usize, Box<[TermId]>)> = Vec::new();
-        for k in 0..ev.len() {
-            let t = ev.times[k];
+        let mut held = Vec::new();
+        let mut k = 0;
+        loop {
+            match feed.has(k) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(r) => return Ok(Err(r)),
+            }
+            let t = feed.time(k);
+            cache.fresh(feed.generation());
+            let terms = feed.terms();
+            let mut values = Values {
+                terms,
+                cache: std::mem::take(&mut cache.values),
+            };
             if last != Some(t) {
                 instants += 1;
                 last = Some(t);
@@ -801,7 +892,7 @@ impl<'s> Machine<'s> {
             *c += 1;
             let stamp = (t, *c);
             self.fired.clear();
-            for tr in ev.triples_of(k) {
+            for tr in feed.triples_of(k) {
                 // event_trigger of the triple: every clause it matches found first, then
                 // each fired in clause order
                 found.clear();
@@ -820,21 +911,34 @@ impl<'s> Machine<'s> {
                         t1: stamp,
                         t2: stamp,
                     };
-                    self.act(*ci, &e, values);
+                    self.act(*ci, &e, &mut values);
                 }
             }
             if let Some(r) = self.err.take() {
                 return Ok(Err(r));
             }
             for (m, t1, t2) in &self.fired {
-                writer.row(out, t, t1.0, t2.0, m)?;
+                cache.writer.row(terms, out, t, t1.0, t2.0, m)?;
             }
+            cache.values = values.cache;
             if self.window.is_some() {
                 self.forget(t);
             }
             if self.counters.len() >= 2 * self.counted + 64 {
                 self.forget_counters(t);
             }
+            // the event is taken: the goals hold its ids
+            k += 1;
+            let (stores, goals) = (&self.stores, &self.goals);
+            let_go(feed, k, &mut held, |held| {
+                for key in stores.iter().flat_map(|s| s.keys()) {
+                    held.extend_from_slice(key);
+                }
+                for g in goals.iter().flatten() {
+                    held.extend_from_slice(&g.content);
+                    held.extend_from_slice(&g.mu);
+                }
+            });
         }
         Ok(Ok(instants))
     }

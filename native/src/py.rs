@@ -1019,16 +1019,17 @@ type PyNumCmp = (Vec<String>, String, Vec<String>);
 type PyClause = (Option<Vec<PySlot>>, Option<u32>, String, usize);
 type PyRule = (String, u32, Vec<PyNumCmp>, Vec<usize>);
 
-/// Run an EP-SPARQL SEQ (native/src/epsparql.rs) over the events, writing to `out_path` in
+/// Run an EP-SPARQL SEQ (native/src/epsparql.rs) over a [`Stream`], read as the engine
+/// goes, writing to `out_path` in
 /// `format` (jsonl, tsv, or values: rsep bench's worker's): `mode` unrestricted (its
 /// `patterns` and `filter`) or etalis-chronological / etalis-recent (its binarised
 /// `rules` and `clauses`, and the rule `window`). Returns (the refusal's reason or "",
 /// instants, rows written); on a refusal, what was written is to be thrown away.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-fn epsparql_run(
+fn epsparql_stream(
     py: Python<'_>,
-    ev: PyRef<'_, StreamEvents>,
+    mut src: PyRefMut<'_, Stream>,
     mode: &str,
     vars: usize,
     patterns: Vec<Vec<PySlot>>,
@@ -1144,39 +1145,9 @@ fn epsparql_run(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        crate::epsparql::run(&spec, events, terms, out)
+    run_stream(py, out_path, &mut src.inner, |src, out| {
+        crate::epsparql::run_on(&spec, src, out)
     })
-}
-
-/// Run an operator over the events with the GIL released (no Python object is touched),
-/// writing to `out_path` through one buffer: (its refusal or "", evaluations, rows written).
-fn run_to_file(
-    py: Python<'_>,
-    out_path: &str,
-    ev: &StreamEvents,
-    run: impl FnOnce(
-            &Events,
-            &CoreTerms,
-            &mut std::io::BufWriter<std::fs::File>,
-        ) -> std::io::Result<Result<Done, Refused>>
-        + Send,
-) -> PyResult<(String, u64, u64)> {
-    let file = std::fs::File::create(out_path)
-        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
-    let got = py.detach(|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::select::unpanicked(|| run(&ev.events, &ev.terms, &mut out))?;
-        std::io::Write::flush(&mut out)?;
-        Ok::<_, std::io::Error>(r)
-    });
-    match got {
-        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
-        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
-        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
-            "{out_path}: {e}"
-        ))),
-    }
 }
 
 #[pymodule]
@@ -1192,7 +1163,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_streams, m)?)?;
     m.add_function(wrap_pyfunction!(join_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(epsparql_run, m)?)?;
+    m.add_function(wrap_pyfunction!(epsparql_stream, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

@@ -1,5 +1,8 @@
 """The native path of an EP-SPARQL SEQ (issue 50): read, matched and written on integer ids
-in Rust (rsep._core: native/src/stream.rs and epsparql.rs), terms decoded only for output.
+in Rust (rsep._core: native/src/source.rs and epsparql.rs), terms decoded only for output;
+the stream file is read in parts as the engine goes, each instant's events let go of once
+evaluated and the term dictionary swept between instants (the ids the kept solutions and
+goals hold kept), so a run's memory is bounded by the engine's state, not by the file.
 
 :func:`native_plan` is its planner. It takes a SELECT of variables (no DISTINCT, no
 expression) over a SEQ of one-pattern BGPs (003 Sec. 4.2's SeqJoin, as the parser nests
@@ -26,7 +29,8 @@ triple pattern, an ETALIS program with other rules (``and`` of a group's pattern
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape with integer point times
-(native/src/stream.rs: the abstract time today's path reads there), and the engine refuses
+(native/src/stream.rs: the abstract time today's path reads there; a refusal of the reader
+found late, after rows were written, leaves nothing to keep), and the engine refuses
 an input on which it would not write what today's path writes, byte for byte: a comparison
 of values rsep/sparql/filters.py does not decide itself or of anything but those numbers,
 arithmetic on anything but integers, an integer overflow. Terms are compared and written as
@@ -87,7 +91,7 @@ Cmp = tuple[tuple[str, ...], str, tuple[str, ...]]
 
 def available() -> str | None:
     """Why the native core cannot run this path here, or None."""
-    return native_core.available("epsparql_run", "EP-SPARQL engine")
+    return native_core.available("epsparql_stream", "EP-SPARQL engine")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
@@ -335,21 +339,23 @@ def run(plan: NativePlan, query: EpSparqlQuery, path: str, points: tuple[str, ..
         except Unsupported as e:
             return Outcome(f"the rule window: {e} (today's path reports it)")
         window = None if h == float("inf") else (float(h), strict)
-    ev, why, read_s = native_core.read(path, points, max_record)
-    if ev is None:
+    # read in parts as the engine goes (native/src/source.rs), every term as the file
+    # gives it
+    src, why = native_core.open_stream(path, points, max_record, None, False)
+    if src is None:
         return Outcome(why)
 
     def slots(tp: Slots) -> list[tuple[str, int | None]]:
-        return [("var", int(v)) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp]
+        return [("var", int(v)) if kind == "var" else ("id", src.id(str(v))) for kind, v in tp]
 
     def cmps(cs: tuple[Cmp, ...]) -> list[tuple[list[str], str, list[str]]]:
         return [(list(a), op, list(b)) for a, op, b in cs]
 
-    refused, instants, rows = core().epsparql_run(
-        ev, plan.mode, plan.vars, [slots(p) for p in plan.patterns], cmps(plan.filter),
+    refused, instants, rows = core().epsparql_stream(
+        src, plan.mode, plan.vars, [slots(p) for p in plan.patterns], cmps(plan.filter),
         [(op, head, cmps(conds), list(shared)) for op, head, conds, shared in plan.rules],
         [(slots(a) if a is not None else None, t, action, r) for a, t, action, r in plan.clauses],
         window, list(plan.project), fmt, out_path)
     if refused:
         return Outcome(refused)
-    return Outcome("", len(ev), ev.triples(), instants, rows, read_s)
+    return Outcome("", len(src), src.triples(), instants, rows, src.stats()[2])

@@ -115,16 +115,18 @@ def read(path: str, points: Sequence[str], max_record: int) -> tuple[Any, str, f
 
 
 def open_stream(path: str, points: Sequence[str], max_record: int,
-                stored: Callable[[Any], object], refuse: bool) -> tuple[Any, str]:
+                stored: Callable[[Any], object] | None, refuse: bool) -> tuple[Any, str]:
     """The stream file at ``path`` to be read in parts as an operator asks for its events
     (rsep._core.Stream, nothing read yet), or None and why not. Its literals whose form
     pyoxigraph's store changes (``stored``: as :func:`store_forms`) refuse the run
-    (``refuse``) or are read as the store gives them back."""
+    (``refuse``) or are read as the store gives them back; ``stored`` None: every term is
+    read as the file gives it (as today's EP-SPARQL path reads it)."""
     try:
         src = core().open_stream(path, list(points), max_record, STREAM_CHUNK, SWEEP_TERMS)
     except ValueError as e:
         return None, f"the native reader does not take {path}: {e}"
-    src.set_forms(lambda unsure: forms(unsure, stored), refuse)
+    if stored is not None:
+        src.set_forms(lambda unsure: forms(unsure, stored), refuse)
     return src, ""
 
 

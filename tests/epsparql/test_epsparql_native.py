@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from rsep.bench import epsparql_etalis as ee
 from rsep.cli.main import main
 from rsep.epsparql import native
+from rsep.stream import native as native_core
 
 pytestmark = pytest.mark.skipif(native.available() is not None,
                                 reason=str(native.available()))
@@ -152,6 +153,67 @@ def test_the_random_runs_were_mostly_native() -> None:
     total = refused + empty + rows
     # (an eighth: at 80 examples a quarter failed one draw sequence in three, CI's among them)
     assert empty + rows >= total // 2 and rows >= total // 8, (TAKEN, WHY)
+
+
+# runs read in parts of a few bytes, the dictionary swept after each instant: refused,
+# taken writing nothing, taken writing rows
+TINY = [0, 0, 0]
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(), stream=streams(), policy=st.sampled_from(POLICIES[:9]),
+       fmt=st.sampled_from(["jsonl", "tsv"]), chunk=st.sampled_from([1, 16, 64, 200]),
+       fast=st.booleans())
+def test_read_in_tiny_parts_with_constant_sweeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 query: str, stream: str, policy: str, fmt: str,
+                                                 chunk: int, fast: bool) -> None:
+    """The stream file read every few bytes a chunk, the dictionary swept after every
+    instant (ids freed and given again all along, the kept solutions' and goals' kept):
+    the output is today's (RSEP_NATIVE=0), byte for byte. Not ``fast``: a "# }" line
+    inside a graph block, so that rsep's own reader gives the file up and oxttl reads it
+    from the start, the engine run again."""
+    if not fast:
+        stream = stream.replace(" { ", " { # }\n", 1)
+    extra = ["--policy", policy, "--format", fmt]
+    with monkeypatch.context() as m:
+        m.setattr(native_core, "STREAM_CHUNK", chunk)
+        m.setattr(native_core, "SWEEP_TERMS", 0)
+        rc, out, got = run(tmp_path, query, stream, extra, False, m)
+        m.setenv("RSEP_NATIVE", "0")
+        (tmp_path / "native.out").rename(tmp_path / "tiny.out")
+        trc, tout, _ = run(tmp_path, query, stream, extra, False, m)
+    assert got is not None
+    assert (rc, out) == (trc, tout), (got.refused, out.decode(), tout.decode())
+    TINY[0 if got.refused else 1 if not got.rows else 2] += 1
+
+
+def test_the_tiny_part_runs_were_mostly_native() -> None:
+    refused, empty, rows = TINY
+    total = refused + empty + rows
+    assert empty + rows >= total // 2 and rows >= total // 8, TINY
+
+
+@pytest.mark.parametrize("policy", ["unrestricted", "etalis-chronological", "etalis-recent"])
+def test_the_dictionary_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      policy: str) -> None:
+    # each item's value new (20,000 terms read), the kept solutions' and goals' held across
+    # sweeps: a few thousand terms held at once, the output today's
+    items = "".join(f"<{EX}g/{i}> {PROV} {i} .\n<{EX}g/{i}> {{ <{EX}c{i % 3}> "
+                    f"<{EX}{'ab'[i % 2]}> {100_000 + i} . }}\n" for i in range(20_000))
+    (tmp_path / "s.trig").write_text(items, encoding="utf-8")
+    src = native_core.core().open_stream(str(tmp_path / "s.trig"), [PROV[1:-1]], 1 << 26,
+                                         1 << 14, 512)
+    q = (f"PREFIX : <{EX}>\nSELECT ?k ?a ?b WHERE {{ {{?k :a ?a}} SEQ {{?k :b ?b}} "
+         "FILTER (getDURATION() <= 10) }\n")
+    with monkeypatch.context() as m:
+        m.setattr(native_core, "open_stream", lambda *a, **k: (src, ""))
+        rc, out, got = run(tmp_path, q, items, ["--policy", policy], False, m)
+    trc, tout, _ = run(tmp_path, q, items, ["--policy", policy], True, monkeypatch)
+    assert got is not None and got.refused == "" and (rc, out) == (trc, tout)
+    assert got.events == 20_000 and got.rows > 1000
+    sweeps, peak, _ = src.stats()
+    assert sweeps >= 5 and peak < 5_000, (sweeps, peak)
 
 
 @settings(max_examples=max(1, EXAMPLES // 8), deadline=None,

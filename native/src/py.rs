@@ -318,11 +318,21 @@ impl Stream {
     fn stats(&self) -> (u64, usize, f64) {
         self.inner.stats()
     }
+
+    /// Standard input's: a file descriptor (the caller's to close) of a file holding the
+    /// bytes read of it so far, from its start (the rest is still to be read from standard
+    /// input); None for a file.
+    fn spool(&self) -> Option<i32> {
+        use std::os::fd::IntoRawFd;
+        self.inner.spool().map(IntoRawFd::into_raw_fd)
+    }
 }
 
-/// The stream file at `path`, to be read in parts (nothing read yet). `chunk`: the bytes
-/// read at once (then to the line's end); `sweep`: the dictionary's size below which it is
-/// not swept (0: after every chunk); `fast`: rsep's own TriG reader tried first.
+/// The stream file at `path`, to be read in parts (nothing read yet); `-`: standard input
+/// (not a regular file: what is read of it is spooled to a file of the temporary directory,
+/// unlinked at once, [`Stream::spool`]). `chunk`: the bytes read at once (then to the
+/// line's end); `sweep`: the dictionary's size below which it is not swept (0: after every
+/// chunk); `fast`: rsep's own TriG reader tried first.
 #[pyfunction]
 #[pyo3(signature = (path, points, max_record, chunk=crate::stream::CHUNK, sweep=1 << 16, fast=true))]
 fn open_stream(
@@ -338,8 +348,13 @@ fn open_stream(
         sweep,
         fast,
     };
-    Source::open(path, points, max_record, opts)
-        .map(|inner| Stream { inner })
+    let got = if path == "-" {
+        let dir = std::env::temp_dir();
+        Source::open_stdin(&dir.to_string_lossy(), points, max_record, opts)
+    } else {
+        Source::open(path, points, max_record, opts)
+    };
+    got.map(|inner| Stream { inner })
         .map_err(PyValueError::new_err)
 }
 

@@ -32,6 +32,7 @@ use crate::trig::{read_on, Declared};
 use oxttl::trig::LowLevelTriGParser;
 use oxttl::TriGParser;
 use std::io::{Read, Seek};
+use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 /// The stored forms of literals (N-Triples syntax): given the literals whose form may
@@ -144,9 +145,64 @@ impl Feed for Source {
     }
 }
 
+/// What a [`Source`] reads: a file, or standard input (not a regular file: read once),
+/// each byte read from it kept in a spool file (unlinked once made) so that a reading from
+/// the start reads it again, and so that the caller can hand what was read to today's path
+/// ([`Source::spool`]).
+enum Input {
+    File(std::fs::File),
+    Spooled {
+        stdin: std::fs::File,
+        spool: std::fs::File,
+        /// the bytes spooled; `at`: the reading's place
+        len: u64,
+        at: u64,
+    },
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Input::File(f) => f.read(buf),
+            Input::Spooled {
+                stdin,
+                spool,
+                len,
+                at,
+            } => {
+                if *at < *len {
+                    let room = buf
+                        .len()
+                        .min(usize::try_from(*len - *at).unwrap_or(usize::MAX));
+                    let n = spool.read_at(&mut buf[..room], *at)?;
+                    *at += n as u64;
+                    return Ok(n);
+                }
+                let n = stdin.read(buf)?;
+                spool.write_all_at(&buf[..n], *len)?;
+                *len += n as u64;
+                *at = *len;
+                Ok(n)
+            }
+        }
+    }
+}
+
+impl Input {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        match self {
+            Input::File(f) => f.seek(std::io::SeekFrom::Start(0)).map(|_| ()),
+            Input::Spooled { at, .. } => {
+                *at = 0;
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A stream file's events as an operator asks for them.
 pub struct Source {
-    file: std::fs::File,
+    file: Input,
     points: Vec<String>,
     max_record: usize,
     small: bool,
@@ -231,11 +287,72 @@ impl Source {
         path: &str,
         points: Vec<String>,
         max_record: usize,
-        mut opts: Options,
+        opts: Options,
     ) -> Result<Self, String> {
         let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
-        let size = file.metadata().map_err(|e| format!("{path}: {e}"))?.len();
-        let small = usize::try_from(size).is_ok_and(|s| s <= max_record);
+        let meta = file.metadata().map_err(|e| format!("{path}: {e}"))?;
+        if !meta.is_file() {
+            // (read once: a late refusal could not run today's path over what was read)
+            return Err(format!("{path}: not a regular file"));
+        }
+        let size = Some(meta.len());
+        Self::reading(Input::File(file), size, points, max_record, opts)
+    }
+
+    /// Standard input (a pipe, not a regular file), nothing read yet: what is read of it is
+    /// kept in a spool file made in the directory `spool_dir` (and unlinked at once).
+    pub fn open_stdin(
+        spool_dir: &str,
+        points: Vec<String>,
+        max_record: usize,
+        opts: Options,
+    ) -> Result<Self, String> {
+        use std::os::fd::AsFd;
+        let stdin = std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("standard input: {e}"))?;
+        let name = std::path::Path::new(spool_dir).join(format!(
+            ".rsep-stdin-{}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        let spool = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&name)
+            .map_err(|e| format!("{}: {e}", name.display()))?;
+        std::fs::remove_file(&name).map_err(|e| format!("{}: {e}", name.display()))?;
+        let input = Input::Spooled {
+            stdin: stdin.into(),
+            spool,
+            len: 0,
+            at: 0,
+        };
+        Self::reading(input, None, points, max_record, opts)
+    }
+
+    /// A file descriptor (the caller's) of the spool of standard input: the bytes read of it,
+    /// from its start; None for a file.
+    pub fn spool(&self) -> Option<std::os::fd::OwnedFd> {
+        match &self.file {
+            Input::File(_) => None,
+            Input::Spooled { spool, .. } => spool.try_clone().ok().map(Into::into),
+        }
+    }
+
+    fn reading(
+        file: Input,
+        size: Option<u64>,
+        points: Vec<String>,
+        max_record: usize,
+        mut opts: Options,
+    ) -> Result<Self, String> {
+        // (the size of standard input is not known: its records are bounded by chunks)
+        let small = size.is_some_and(|size| usize::try_from(size).is_ok_and(|s| s <= max_record));
         if !small {
             // the record bound is proven on chunks of CHUNK bytes
             opts.chunk = CHUNK;
@@ -368,9 +485,7 @@ impl Source {
 
     /// Read again from the file's start, by oxttl (the pinned terms keep their ids).
     pub fn restart(&mut self) -> Result<(), String> {
-        self.file
-            .seek(std::io::SeekFrom::Start(0))
-            .map_err(|e| e.to_string())?;
+        self.file.rewind().map_err(|e| e.to_string())?;
         self.fast = false;
         self.reader = Reader::new(&self.points, Vec::new(), false);
         self.declared = Declared::default();
@@ -777,6 +892,73 @@ mod tests {
         // a `}` line inside a block: rsep's reader fails on the part, oxttl reads it all
         let doc2 = doc.replace(":s :q 7 }", ":s :q 7 . # }\n}");
         assert_eq!(parts(&doc2, tiny(true)).unwrap(), whole(&doc2).unwrap());
+    }
+
+    #[test]
+    fn standard_input_is_spooled_and_read_again_from_its_start() {
+        // (a file stands for the pipe: read once, through the spool)
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let mut doc = String::new();
+        for k in 0..30_000 {
+            doc += &format!("<g:{k}> {t} {k} .\n<g:{k}> {{ <s:s> <p:p> \"v{k}\" }}\n");
+        }
+        // the first chunk ending in a `}` line inside a block (a comment): rsep's reader
+        // gives the input up, oxttl reads it again from its start
+        // (a comment line first, padded so that the line across the chunk's end is a block's)
+        let (mut pad, mut at) = (0, 0);
+        while !doc[..at].ends_with('}') {
+            pad += 1;
+            at = memchr::memchr(b'\n', &doc.as_bytes()[CHUNK - pad - 2..]).unwrap() + CHUNK
+                - pad
+                - 2;
+        }
+        let doc = format!(
+            "#{}\n{} # }}\n}}{}",
+            " ".repeat(pad),
+            &doc[..at - 2],
+            &doc[at..]
+        );
+        let want = whole(&doc).unwrap();
+        let f = file(&doc);
+        let spool = file("");
+        let input = Input::Spooled {
+            stdin: std::fs::File::open(f.as_str()).unwrap(),
+            spool: std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(spool.as_str())
+                .unwrap(),
+            len: 0,
+            at: 0,
+        };
+        let opts = Options::default();
+        let mut src = Source::reading(input, None, vec![PROV.into()], 1 << 26, opts).unwrap();
+        let mut got = Vec::new();
+        let mut k = 0;
+        let mut restarts = 0;
+        loop {
+            match src.has(k) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(Refused(why)) => {
+                    assert!(src.slower().is_some(), "{why}");
+                    src.restart().unwrap();
+                    restarts += 1;
+                    (got, k) = (Vec::new(), 0);
+                    continue;
+                }
+            }
+            got.push(src.time(k));
+            k += 1;
+            src.release(k);
+        }
+        assert_eq!(restarts, 1);
+        assert_eq!(got, want.iter().map(|e| e.0).collect::<Vec<_>>());
+        // the spool holds the input whole, read from its start
+        let mut held = String::new();
+        let mut fd = std::fs::File::from(src.spool().unwrap());
+        fd.read_to_string(&mut held).unwrap();
+        assert_eq!(held, doc);
     }
 
     #[test]

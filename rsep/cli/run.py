@@ -423,8 +423,6 @@ def native_refusal(args: argparse.Namespace, engine: Engine, files: list, tc: Ti
     why = native.refusal(engine.queries, files)  # (what the bench's rsep worker refuses too)
     if why is not None:
         return why
-    if any(path == "-" for _, path in args.stream):
-        return "not one TriG stream file"
     # (a join of windows reads the background graphs the engine was given, as they stand)
     joins = getattr(getattr(engine.queries[0], "native", None), "join", None) is not None
     if args.format not in ("jsonl", "tsv"):
@@ -487,6 +485,10 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
                              args.format)
         native.record(got)
         if got.refused:
+            if got.replay is not None:
+                # standard input was read from: today's path reads what the native path
+                # read of it first, then on
+                files[0].replay = got.replay
             return None
         getattr(args, "started", lambda: None)()
         if beside and target is not None:

@@ -356,6 +356,4 @@ def run(plan: NativePlan, query: EpSparqlQuery, path: str, points: tuple[str, ..
         [(op, head, cmps(conds), list(shared)) for op, head, conds, shared in plan.rules],
         [(slots(a) if a is not None else None, t, action, r) for a, t, action, r in plan.clauses],
         window, list(plan.project), fmt, out_path)
-    if refused:
-        return Outcome(refused)
-    return Outcome("", len(src), src.triples(), instants, rows, src.stats()[2])
+    return native_core.finished(src, refused, instants, rows)

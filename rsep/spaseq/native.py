@@ -344,6 +344,4 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
         [ids(g) for g in plan.negs], plan.vars,
         plan.partition, window, query.issued_at, list(plan.project), plan.distinct,
         (plan.max_runs, plan.max_instant), fmt, out_path)
-    if refused:
-        return Outcome(refused)
-    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
+    return native_core.finished(src, refused, evaluations, rows)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import re
 from collections.abc import Iterator
 from itertools import accumulate, groupby, repeat
@@ -103,6 +104,35 @@ def _printable(text: str) -> str:
     return _INVALID.sub("\ufffd", text)
 
 
+class _Replayed(io.RawIOBase):
+    """Standard input as the native path found it: the bytes it read (the file ``fd``, from
+    its start), then what standard input still holds."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._fd is not None:
+            data = os.pread(self._fd, len(b), self._at)
+            if data:
+                b[:len(data)] = data
+                self._at += len(data)
+                return len(data)
+            os.close(self._fd)
+            self._fd = None
+        return os.readv(0, [b])
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        super().close()
+
+
 class StreamFile:
     """Events of one recorded stream file, in file order, plus rejected records.
 
@@ -128,9 +158,13 @@ class StreamFile:
         chunk_size: int = 1 << 16,
         text: str | None = None,
         max_record: int | None = None,
+        replay: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.text = text  # read this text instead of the file (a frame of a live source)
+        # standard input read by the native path before it refused (rsep.stream.native): a
+        # file descriptor of a file holding what it read, read first, then standard input
+        self.replay = replay
         self.stream = stream
         self.time = time or TimeConfig()
         suffix = self.path.suffix.lower()
@@ -222,6 +256,10 @@ class StreamFile:
     def _open(self) -> IO[str]:
         if self.text is not None:
             return io.StringIO(self.text, newline="")
+        if self.replay is not None:
+            fd, self.replay = self.replay, None
+            return io.TextIOWrapper(io.BufferedReader(_Replayed(fd)), encoding="utf-8",
+                                    errors="surrogateescape", newline="")
         # an invalid byte is kept as a lone surrogate (U+DC80 + byte), never replaced: the
         # record holding it is rejected with its place (invalid_utf8), not read altered
         return open(self.path, encoding="utf-8", errors="surrogateescape", newline="")  # noqa: SIM115

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from rsep.stream.files import StreamFile
 # is written), while today's path streams it in memory bounded by the windows: a larger file
 # runs on today's path, so a run's memory stays bounded whatever the file's size
 # (tests/windows/test_native_window.py pins the refusal). The operators that read a file in
-# parts (:func:`open_stream`) have no such bound.
+# parts (:func:`open_stream`: the window operators, SPASEQ's chain and EP-SPARQL's engine)
+# have no such bound; :func:`read` is left to rsep bench's EP-SPARQL worker, which times a
+# reading pass of its own.
 MAX_FILE_BYTES = 256 * 2**20
 
 # :func:`open_stream`'s chunk (bytes read at once, then to the line's end) and the size of
@@ -94,6 +97,16 @@ class Outcome:
     evaluations: int = 0  # a windowed query's evaluations, a SPASEQ query's instants
     rows: int = 0
     read_s: float = 0.0  # seconds in the reader (the file into ids), of the run's
+    # a refusal after standard input was read from: a file descriptor (the caller's) of a
+    # file holding what was read of it, which today's path reads first (rsep.stream.files)
+    replay: int | None = None
+
+
+def finished(src: Any, refused: str, evaluations: int, rows: int) -> Outcome:
+    """The outcome of an operator's run over the stream ``src`` (:func:`open_stream`'s)."""
+    if refused:
+        return Outcome(refused, replay=src.spool())
+    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
 
 
 def read(path: str, points: Sequence[str], max_record: int) -> tuple[Any, str, float]:
@@ -117,10 +130,14 @@ def read(path: str, points: Sequence[str], max_record: int) -> tuple[Any, str, f
 def open_stream(path: str, points: Sequence[str], max_record: int,
                 stored: Callable[[Any], object] | None, refuse: bool) -> tuple[Any, str]:
     """The stream file at ``path`` to be read in parts as an operator asks for its events
-    (rsep._core.Stream, nothing read yet), or None and why not. Its literals whose form
+    (rsep._core.Stream, nothing read yet), or None and why not; ``-``: standard input (a
+    pipe's bytes kept in a spool file as they are read, so that today's path can read them
+    again after a refusal: :class:`Outcome`'s ``replay``). Its literals whose form
     pyoxigraph's store changes (``stored``: as :func:`store_forms`) refuse the run
     (``refuse``) or are read as the store gives them back; ``stored`` None: every term is
     read as the file gives it (as today's EP-SPARQL path reads it)."""
+    if path == "-" and stat.S_ISREG(os.fstat(0).st_mode):
+        path = "/dev/stdin"  # (a regular file: read from its start, as today's path reads it)
     try:
         src = core().open_stream(path, list(points), max_record, STREAM_CHUNK, SWEEP_TERMS)
     except ValueError as e:

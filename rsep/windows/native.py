@@ -111,6 +111,8 @@ def _join_refusal(join: Join, files: Sequence[object]) -> str | None:
         return missing
     if any(type(f) is not StreamFile or f.fmt != "trig" or f.text is not None for f in files):
         return "a stream that is not a TriG file"
+    if any(str(f.path) == "/dev/stdin" for f in files if isinstance(f, StreamFile)):
+        return "standard input (the join reads its stream files whole)"
     streams = [f.stream for f in files if isinstance(f, StreamFile)]
     if len(set(streams)) != len(streams) or set(streams) != {w.stream for w in join.windows}:
         return "not one stream file for each stream the windows read, and no other"
@@ -524,9 +526,7 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
         list(b.filters), None if b.group is None else
         (list(b.group[0]), list(b.group[1]), b.group[2]), list(b.columns),
         (max_window_triples, max_results), fmt, out_path)
-    if refused:
-        return Outcome(refused)
-    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
+    return native_core.finished(src, refused, evaluations, rows)
 
 
 def run_join(plan: NativePlan, query: ContinuousQuery, paths: Sequence[tuple[str, str]],
@@ -626,6 +626,4 @@ def _select(plan: NativePlan, path: str, points: tuple[str, ...], max_record: in
     refused, evaluations, rows = core().select_stream(
         src, window, plan.non_empty, plan.r2s.value, pattern, loose, list(plan.project),
         (max_window_triples, max_results), fmt, out_path)
-    if refused:
-        return Outcome(refused)
-    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
+    return native_core.finished(src, refused, evaluations, rows)

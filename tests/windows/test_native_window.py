@@ -257,9 +257,8 @@ def test_a_core_older_than_the_operator_is_not_used(monkeypatch: pytest.MonkeyPa
 
 def test_a_file_over_the_whole_file_readers_bound_is_read_in_parts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the reader that holds a file whole (SPASEQ's, native/src/chain.rs) refuses a file
-    # past its bound, and today's path (which streams) runs; the window operators read a
-    # file in parts, and have no such bound
+    # the reader that holds a file whole (rsep.stream.native.read) refuses a file past its
+    # bound; the window operators read a file in parts, and have no such bound
     s = stream_of((0, '<http://e/a> <http://e/p> "x" .'), (1, '<http://e/b> <http://e/p> "y" .'))
     (tmp_path / "s.trig").write_text(s, encoding="utf-8")
     monkeypatch.setattr(native_core, "MAX_FILE_BYTES", len(s.encode()) - 1)

@@ -511,10 +511,13 @@ impl Source {
     /// Read on from the file, `step` bytes at most (into the room past `pending`'s end,
     /// never zeroed first); false at its end.
     fn fill(&mut self, step: usize) -> Result<bool, String> {
-        let n = (&mut self.file)
-            .take(step as u64)
-            .read_to_end(&mut self.pending)
-            .map_err(|e| e.to_string())?;
+        // (a file read through its own reader: std reads a File into the room as it is, where
+        // a reader of ours has that room zeroed first at every read)
+        let got = match &mut self.file {
+            Input::File(f) => f.take(step as u64).read_to_end(&mut self.pending),
+            input => input.take(step as u64).read_to_end(&mut self.pending),
+        };
+        let n = got.map_err(|e| e.to_string())?;
         self.eof = n == 0;
         Ok(n > 0)
     }

@@ -25,7 +25,7 @@
 //! today's path takes it.
 
 use crate::dictionary::{TermId, Terms};
-use crate::select::{json_string, Done, Holders, R2s, Refused, Slot};
+use crate::select::{json_string, Done, Holders, Pool, R2s, Refused, Slot};
 use crate::source::{Feed, Whole};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
@@ -485,16 +485,49 @@ impl Spec {
     /// The BGP's solutions over one event's triples (each a binding of every variable),
     /// distinct, in the order of a nested loop over the patterns in the event's order.
     pub(crate) fn solutions(&self, triples: &[[TermId; 3]], out: &mut Vec<Vec<TermId>>) {
-        let mut distinct: Vec<[TermId; 3]> = Vec::with_capacity(triples.len());
-        let mut seen: HashSet<[TermId; 3]> = HashSet::new();
-        for t in triples {
-            if seen.insert(*t) {
-                distinct.push(*t);
+        let mut flat = Vec::new();
+        let n = self.solutions_into(triples, &mut Scratch::default(), &mut flat);
+        let w = self.vars;
+        out.extend((0..n).map(|i| flat[i * w..(i + 1) * w].to_vec()));
+    }
+
+    /// [`Spec::solutions`] appended to `out` flat (`vars` ids a solution), with `sc`'s
+    /// buffers (kept from event to event: no allocation an event); how many.
+    pub(crate) fn solutions_into(
+        &self,
+        triples: &[[TermId; 3]],
+        sc: &mut Scratch,
+        out: &mut Vec<TermId>,
+    ) -> usize {
+        sc.distinct.clear();
+        // (a large event's by a set: a scan of what it found would be quadratic)
+        if triples.len() > 16 {
+            sc.seen.clear();
+            for t in triples {
+                if sc.seen.insert(*t) {
+                    sc.distinct.push(*t);
+                }
+            }
+        } else {
+            for t in triples {
+                if !sc.distinct.contains(t) {
+                    sc.distinct.push(*t);
+                }
             }
         }
-        let mut binding: Vec<Option<TermId>> = vec![None; self.vars];
-        let mut found: HashSet<Vec<TermId>> = HashSet::new();
-        self.extend(0, &distinct, &mut binding, &mut found, out);
+        sc.binding.clear();
+        sc.binding.resize(self.vars, None);
+        sc.found.clear();
+        let distinct = std::mem::take(&mut sc.distinct);
+        let mut found = Found {
+            from: out.len(),
+            n: 0,
+            set: &mut sc.found,
+        };
+        self.extend(0, &distinct, &mut sc.binding, &mut found, out);
+        let n = found.n;
+        sc.distinct = distinct;
+        n
     }
 
     fn extend(
@@ -502,13 +535,30 @@ impl Spec {
         p: usize,
         triples: &[[TermId; 3]],
         binding: &mut Vec<Option<TermId>>,
-        found: &mut HashSet<Vec<TermId>>,
-        out: &mut Vec<Vec<TermId>>,
+        found: &mut Found<'_>,
+        out: &mut Vec<TermId>,
     ) {
         if p == self.patterns.len() {
-            let sol: Vec<TermId> = binding.iter().map(|b| b.unwrap_or(0)).collect();
-            if found.insert(sol.clone()) {
-                out.push(sol);
+            let w = self.vars;
+            let at = out.len();
+            out.extend(binding.iter().map(|b| b.unwrap_or(0)));
+            let sol = &out[at..];
+            // distinct: by a scan of the event's solutions while few, then by a set
+            let new = if found.n < 16 {
+                !out[found.from..at].chunks_exact(w.max(1)).any(|s| s == sol)
+                    && (w > 0 || found.n == 0)
+            } else {
+                if found.set.is_empty() {
+                    for s in out[found.from..at].chunks_exact(w.max(1)) {
+                        found.set.insert(s.to_vec());
+                    }
+                }
+                found.set.insert(sol.to_vec())
+            };
+            if new {
+                found.n += 1;
+            } else {
+                out.truncate(at);
             }
             return;
         }
@@ -575,6 +625,23 @@ impl Spec {
     }
 }
 
+/// Buffers of [`Spec::solutions_into`], kept from one event to the next.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    distinct: Vec<[TermId; 3]>,
+    seen: HashSet<[TermId; 3]>,
+    binding: Vec<Option<TermId>>,
+    found: HashSet<Vec<TermId>>,
+}
+
+/// An event's solutions found so far: from `from` in the output, `n` of them (in `set`
+/// too once over 16).
+struct Found<'a> {
+    from: usize,
+    n: usize,
+    set: &'a mut HashSet<Vec<TermId>>,
+}
+
 /// Run the query over the events, writing its rows to `out`.
 pub fn run(
     spec: &Spec,
@@ -619,15 +686,20 @@ pub fn run_on(
     // whether one is not decided here (a FILTER's value, two solutions of several
     // patterns), the terms the locality check counts, its triples' count, whether it was
     // inside a window
+    // (the solutions and the terms counted are in pools of all the live events', an
+    // event's the next `sols` and `checked` from where the one before it ended)
     struct Live {
-        sols: Vec<TermId>,
+        sols: u32,
         undecided: bool,
-        checked: Vec<(u8, [TermId; 3])>,
+        checked: u32,
         triples: u64,
         inside: bool,
     }
     let mut live: VecDeque<Live> = VecDeque::new();
+    let mut sols: Pool<TermId> = Pool::default();
+    let mut checked: Pool<(u8, [TermId; 3])> = Pool::default();
     let mut scratch = Vec::new();
+    let mut sc = Scratch::default();
     let mut set = HashSet::new();
     let mut wr = Writer::new(spec, feed.whole());
     let (mut lo, mut hi) = (0usize, 0usize);
@@ -645,16 +717,18 @@ pub fn run_on(
             }
             let (terms, triples) = (feed.terms(), feed.triples_of(hi));
             scratch.clear();
-            spec.solutions(triples, &mut scratch);
+            let found = spec.solutions_into(triples, &mut sc, &mut scratch);
+            let from = sols.items.len();
             let mut l = Live {
-                sols: Vec::new(),
+                sols: 0,
                 undecided: false,
-                checked: Vec::new(),
+                checked: 0,
                 triples: triples.len() as u64,
                 inside: feed.time(hi) >= floor,
             };
             let mut kept = 0;
-            'sol: for s in &scratch {
+            'sol: for i in 0..found {
+                let s = &scratch[i * spec.vars..(i + 1) * spec.vars];
                 for f in &spec.filters {
                     match compare(val_of(&mut vals, terms, s[f.var]), f.op, &f.constant) {
                         Some(true) => {}
@@ -667,19 +741,22 @@ pub fn run_on(
                 }
                 kept += 1;
                 if spec.vars == 0 {
-                    l.sols.push(0);
+                    sols.items.push(0);
                 } else {
-                    l.sols.extend_from_slice(s);
+                    sols.items.extend_from_slice(s);
                 }
             }
+            l.sols = (sols.items.len() - from) as u32;
             if kept > 1 && spec.patterns.len() > 1 {
                 l.undecided = true; // (two solutions: their order is the compiled matcher's)
             }
             set.clear();
             spec.check_terms(triples, &mut set);
-            l.checked.extend(set.iter().copied());
+            let from = checked.items.len();
+            checked.items.extend(set.iter().copied());
+            l.checked = (checked.items.len() - from) as u32;
             if l.inside {
-                holders.enter(&l.checked);
+                holders.enter(&checked.items[from..]);
                 live_triples += l.triples;
             }
             live.push_back(l);
@@ -701,9 +778,11 @@ pub fn run_on(
         while lo < hi && feed.time(lo) < floor {
             let l = live.pop_front().expect("a live event");
             if l.inside {
-                holders.leave(&l.checked);
+                holders.leave(checked.front(l.checked as usize));
                 live_triples -= l.triples;
             }
+            checked.pop_front(l.checked as usize);
+            sols.pop_front(l.sols as usize);
             lo += 1;
         }
         if live_triples > spec.max_window_triples {
@@ -720,15 +799,26 @@ pub fn run_on(
         if holders.conflicts > 0 {
             return refuse("a join term is in two live events (rsep answers from its store then)");
         }
-        let inside = || live.iter().filter(|l| l.inside);
-        if inside().any(|l| l.undecided) {
+        // each inside event's solutions
+        let pool = sols.front(sols.len());
+        let inside = || {
+            live.iter()
+                .scan(0usize, |at, l| {
+                    let from = *at;
+                    *at += l.sols as usize;
+                    Some((from, l))
+                })
+                .filter(|(_, l)| l.inside)
+                .map(|(from, l)| (l, &pool[from..from + l.sols as usize]))
+        };
+        if inside().any(|(l, _)| l.undecided) {
             return refuse(
                 "a live event whose solutions it does not order or filter as rsep does \
                  (two solutions of a block of several patterns, or a value its FILTER does not \
                  compare exactly)",
             );
         }
-        let count: u64 = inside().map(|l| (l.sols.len() / w) as u64).sum();
+        let count: u64 = inside().map(|(_, s)| (s.len() / w) as u64).sum();
         if count > spec.max_results {
             return refuse("an evaluation's rows go over the limit");
         }
@@ -742,8 +832,8 @@ pub fn run_on(
         let current: Vec<Key> = match &spec.group {
             None => {
                 let mut rows = Vec::with_capacity(count as usize);
-                for l in inside() {
-                    for s in l.sols.chunks_exact(w) {
+                for (_, l) in inside() {
+                    for s in l.chunks_exact(w) {
                         rows.push(
                             spec.project
                                 .iter()
@@ -760,7 +850,7 @@ pub fn run_on(
             Some(g) => match grouped(
                 spec,
                 g,
-                inside().flat_map(|l| l.sols.chunks_exact(w)),
+                inside().flat_map(|(_, s)| s.chunks_exact(w)),
                 &mut |id| val_of(&mut vals, terms, id),
                 &mut wr,
                 terms,

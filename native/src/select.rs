@@ -16,6 +16,7 @@ use crate::dictionary::{TermId, Terms};
 use crate::source::{Feed, Whole};
 use crate::stream::Events;
 use hashbrown::HashMap;
+use oxrdf::TermRef;
 use std::collections::VecDeque;
 use std::io::{self, Write};
 
@@ -159,8 +160,10 @@ impl Spec {
         }
     }
 
-    /// The event's solutions, each a matched triple, once each, in the event's order.
+    /// The event's solutions, each a matched triple, once each, in the event's order,
+    /// appended to `out`.
     fn solutions(&self, triples: &[[TermId; 3]], out: &mut Vec<[TermId; 3]>) {
+        let from = out.len();
         // variables are numbered from 0 in the pattern: three at most
         let mut first: [Option<TermId>; 3] = [None; 3];
         let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
@@ -189,7 +192,7 @@ impl Spec {
             if if many {
                 seen.insert(*t)
             } else {
-                !out.contains(t)
+                !out[from..].contains(t)
             } {
                 out.push(*t);
             }
@@ -206,46 +209,72 @@ impl Spec {
 }
 
 /// Each term's N-Triples form as a JSON string (quoted, escaped as Python's json module
-/// escapes with ensure_ascii=False), made once per term.
+/// escapes with ensure_ascii=False), made once per term and kept in one buffer (an entry
+/// an id: where its text is), not an allocation a term: most of a stream's terms are new.
 struct Encoded {
-    cache: Vec<Option<Box<[u8]>>>, // by id
-    tsv: bool,                     // the N-Triples form as it is, not a JSON string
+    /// by id: (start in `text`, length), `NOT_MADE` for a term not made yet
+    spans: Vec<(usize, usize)>,
+    text: Vec<u8>,
+    tsv: bool, // the N-Triples form as it is, not a JSON string
     /// the feed's generation the cache is of (ids given to other terms since: made again)
     generation: u64,
+    /// a term's N-Triples form, before its JSON escaping
+    scratch: Vec<u8>,
 }
 
+const NOT_MADE: (usize, usize) = (usize::MAX, 0);
+
 impl Encoded {
+    fn new(tsv: bool, generation: u64) -> Self {
+        Self {
+            spans: Vec::new(),
+            text: Vec::new(),
+            tsv,
+            generation,
+            scratch: Vec::new(),
+        }
+    }
+
     fn fresh(&mut self, generation: u64) {
         if generation != self.generation {
-            self.cache.clear();
+            self.spans.clear();
+            self.text.clear();
             self.generation = generation;
         }
     }
 
     fn get(&mut self, terms: &Terms, id: TermId) -> &[u8] {
         let i = id as usize;
-        if i >= self.cache.len() {
-            self.cache.resize(i + 1, None);
+        if i >= self.spans.len() {
+            self.spans.resize(i + 1, NOT_MADE);
         }
-        let tsv = self.tsv;
-        self.cache[i].get_or_insert_with(|| {
-            let text = terms.term(id).map(|t| t.to_string()).unwrap_or_default();
-            if tsv {
-                text.into_bytes().into_boxed_slice()
-            } else {
-                json_string(&text).into_boxed_slice()
+        if self.spans[i] == NOT_MADE {
+            let start = self.text.len();
+            if let Some(t) = terms.term(id) {
+                term_text(t, self.tsv, &mut self.scratch, &mut self.text);
+            } else if !self.tsv {
+                self.text.extend_from_slice(b"\"\"");
             }
-        })
+            self.spans[i] = (start, self.text.len() - start);
+        }
+        let (start, len) = self.spans[i];
+        &self.text[start..start + len]
     }
 
     /// A row's bindings appended to `out`: JSON members (`"name": "term", ...`), or with
     /// `tsv` each column's term after a tab (nothing for an unbound one).
-    fn members(&mut self, terms: &Terms, names: &[Vec<u8>], key: &Key, out: &mut Vec<u8>) {
+    fn members(
+        &mut self,
+        terms: &Terms,
+        names: &[Vec<u8>],
+        key: impl Iterator<Item = Option<TermId>>,
+        out: &mut Vec<u8>,
+    ) {
         if self.tsv {
             for v in key {
                 out.push(b'\t');
                 if let Some(id) = v {
-                    out.extend_from_slice(self.get(terms, *id));
+                    out.extend_from_slice(self.get(terms, id));
                 }
             }
             return;
@@ -258,10 +287,142 @@ impl Encoded {
                 }
                 first = false;
                 out.extend_from_slice(name);
-                out.extend_from_slice(self.get(terms, *id));
+                out.extend_from_slice(self.get(terms, id));
             }
         }
     }
+}
+
+/// Bytes N-Triples escapes in a literal's value (as oxrdf's `print_quoted_str`: the ASCII
+/// controls, DEL, `"` and `\`; U+FFFE and U+FFFF are found by their lead byte 0xEF), and
+/// bytes JSON escapes (`"`, `\`, the controls).
+const NT_ESCAPED: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = b < 0x20 || b == 0x7f || b == b'"' as usize || b == b'\\' as usize || b == 0xef;
+        b += 1;
+    }
+    t
+};
+const JSON_ESCAPED: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize;
+        b += 1;
+    }
+    t
+};
+
+/// `term`'s N-Triples form (oxrdf's `Display`) appended to `out`, as a JSON string
+/// ([`json_string`] of it) unless `tsv`; `scratch` holds the form before its escaping.
+/// Written byte by byte, where `to_string` then `json_string` went by `fmt` a character.
+pub fn term_text(term: TermRef<'_>, tsv: bool, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
+    let nt = if tsv { &mut *out } else { &mut *scratch };
+    if !tsv {
+        nt.clear();
+    }
+    match term {
+        TermRef::NamedNode(n) => {
+            nt.push(b'<');
+            nt.extend_from_slice(n.as_str().as_bytes());
+            nt.push(b'>');
+        }
+        TermRef::BlankNode(b) => {
+            nt.extend_from_slice(b"_:");
+            nt.extend_from_slice(b.as_str().as_bytes());
+        }
+        TermRef::Literal(l) => {
+            nt_quoted(l.value().as_bytes(), nt);
+            if let Some(lang) = l.language() {
+                nt.push(b'@');
+                nt.extend_from_slice(lang.as_bytes());
+            } else if l.datatype() != oxrdf::vocab::xsd::STRING {
+                nt.extend_from_slice(b"^^<");
+                nt.extend_from_slice(l.datatype().as_str().as_bytes());
+                nt.push(b'>');
+            }
+        }
+        #[allow(unreachable_patterns)]
+        _ => nt.extend_from_slice(term.to_string().as_bytes()),
+    }
+    if !tsv {
+        json_bytes(scratch, out);
+    }
+}
+
+/// `v` quoted as oxrdf's `print_quoted_str` quotes a literal's value.
+fn nt_quoted(v: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    let mut run = 0;
+    let mut i = 0;
+    while i < v.len() {
+        let b = v[i];
+        if !NT_ESCAPED[b as usize] {
+            i += 1;
+            continue;
+        }
+        let esc: &[u8] = match b {
+            0x08 => b"\\b",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            0x0c => b"\\f",
+            b'\r' => b"\\r",
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0xef if v.get(i + 1) == Some(&0xbf) && matches!(v.get(i + 2), Some(0xbe | 0xbf)) => {
+                if v[i + 2] == 0xbe {
+                    b"\\uFFFE"
+                } else {
+                    b"\\uFFFF"
+                }
+            }
+            0xef => {
+                i += 1;
+                continue;
+            }
+            _ => {
+                out.extend_from_slice(&v[run..i]);
+                out.extend_from_slice(format!("\\u{:04X}", b).as_bytes());
+                i += 1;
+                run = i;
+                continue;
+            }
+        };
+        out.extend_from_slice(&v[run..i]);
+        out.extend_from_slice(esc);
+        i += if b == 0xef { 3 } else { 1 };
+        run = i;
+    }
+    out.extend_from_slice(&v[run..]);
+    out.push(b'"');
+}
+
+/// `s` (UTF-8) as a JSON string literal appended to `out`, as [`json_string`] writes it.
+fn json_bytes(s: &[u8], out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let mut run = 0;
+    for (i, &b) in s.iter().enumerate() {
+        if !JSON_ESCAPED[b as usize] {
+            continue;
+        }
+        out.extend_from_slice(&s[run..i]);
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(format!("\\u{:04x}", b).as_bytes()),
+        }
+        run = i + 1;
+    }
+    out.extend_from_slice(&s[run..]);
+    out.push(b'"');
 }
 
 /// `s` as a JSON string literal, as `json.JSONEncoder(ensure_ascii=False)` writes it.
@@ -326,19 +487,28 @@ pub fn run_on(
     }
     // per event from lo, made as it enters: its solutions, the triples the locality check
     // counts (once each), its triples' count, whether it was inside a window, and (RSTREAM)
-    // its rows' members (written at every close it is live at: RANGE / STEP times)
+    // its rows' members (written at every close it is live at: RANGE / STEP times). The
+    // events' solutions, counted triples and rows are in pools of all the live events' (an
+    // event's are the next `n` from where the one before it ended), not vectors of their own
     struct Live {
-        sols: Vec<[TermId; 3]>,
-        loose: Vec<[TermId; 3]>,
+        sols: u32,
+        loose: u32,
         triples: u64,
         inside: bool,
-        frag: Vec<u8>,
-        ends: Vec<u32>,
+        rows: u32,
     }
     let mut live: VecDeque<Live> = VecDeque::new();
+    let mut sols: Pool<[TermId; 3]> = Pool::default();
+    let mut loose: Pool<[TermId; 3]> = Pool::default();
+    // the rows' text, and each row's end in it
+    let mut frag: Pool<u8> = Pool::default();
+    let mut ends: Pool<usize> = Pool::default();
     let mut seen: hashbrown::HashSet<[TermId; 3]> = hashbrown::HashSet::new();
-    let loose_of = |triples: &[[TermId; 3]], seen: &mut hashbrown::HashSet<[TermId; 3]>| {
-        let mut loose: Vec<[TermId; 3]> = Vec::new();
+    let loose_of = |triples: &[[TermId; 3]],
+                    seen: &mut hashbrown::HashSet<[TermId; 3]>,
+                    loose: &mut Pool<[TermId; 3]>|
+     -> u32 {
+        let from = loose.items.len();
         // (a large event's by a set: a scan of what it found would be quadratic)
         let many = triples.len() > 16;
         seen.clear();
@@ -352,13 +522,13 @@ pub fn run_on(
                 && if many {
                     seen.insert(*t)
                 } else {
-                    !loose.contains(t)
+                    !loose.items[from..].contains(t)
                 }
             {
-                loose.push(*t);
+                loose.items.push(*t);
             }
         }
-        loose
+        (loose.items.len() - from) as u32
     };
     // the JSON of each column's name, `"name": `
     let names: Vec<Vec<u8>> = spec
@@ -370,11 +540,7 @@ pub fn run_on(
             b
         })
         .collect();
-    let mut enc = Encoded {
-        cache: Vec::new(),
-        tsv: spec.tsv,
-        generation: feed.generation(),
-    };
+    let mut enc = Encoded::new(spec.tsv, feed.generation());
     // TSV's header, before the first row: `time op ?v ...` (a column named as time or op
     // is marked too, as the sink's `"?" + c if c in cols` does)
     let mut header: Option<Vec<u8>> = spec.tsv.then(|| {
@@ -392,19 +558,19 @@ pub fn run_on(
         b.push(b'\n');
         b
     });
-    let key = |t: &[TermId; 3]| -> Key {
+    let values = |t: &[TermId; 3]| {
+        let t = *t;
         spec.project
             .iter()
-            .map(|(_, v)| v.and_then(|v| spec.value(t, v)))
-            .collect()
+            .map(move |(_, v)| v.and_then(|v| spec.value(&t, v)))
     };
+    let key = |t: &[TermId; 3]| -> Key { values(t).collect() };
     // the live events are lo..hi; how many live events hold each matching triple
     let (mut lo, mut hi) = (0usize, 0usize);
     let mut holders: Holders<[TermId; 3]> = Holders::default();
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
     let mut line: Vec<u8> = Vec::with_capacity(256);
-    let mut scratch = Vec::new();
     let mut c = spec.next_close(feed.time(0) - 1);
     // rsep also brings the windows to the first close at or after the last event (the close
     // an arrival advances to): their content there counts for the triples' limit too; the
@@ -416,26 +582,27 @@ pub fn run_on(
             let triples = feed.triples_of(hi);
             // (an event below the floor passes by without being inside)
             let inside = t >= floor;
-            scratch.clear();
-            spec.solutions(triples, &mut scratch);
+            let from = sols.items.len();
+            spec.solutions(triples, &mut sols.items);
             let mut l = Live {
-                sols: scratch.clone(),
-                loose: loose_of(triples, &mut seen),
+                sols: (sols.items.len() - from) as u32,
+                loose: loose_of(triples, &mut seen, &mut loose),
                 triples: triples.len() as u64,
                 inside,
-                frag: Vec::new(),
-                ends: Vec::new(),
+                rows: 0,
             };
+            let n = loose.items.len();
             if inside {
-                holders.enter(&l.loose);
+                holders.enter(&loose.items[n - l.loose as usize..]);
                 live_triples += l.triples;
             }
             if spec.r2s == R2s::RStream && inside {
                 enc.fresh(feed.generation());
-                for t in &l.sols {
-                    enc.members(feed.terms(), &names, &key(t), &mut l.frag);
-                    l.ends.push(l.frag.len() as u32);
+                for t in &sols.items[from..] {
+                    enc.members(feed.terms(), &names, values(t), &mut frag.items);
+                    ends.items.push(frag.base + frag.items.len());
                 }
+                l.rows = l.sols;
             }
             live.push_back(l);
             hi += 1;
@@ -457,8 +624,15 @@ pub fn run_on(
         while lo < hi && feed.time(lo) < floor {
             let l = live.pop_front().expect("a live event");
             if l.inside {
-                holders.leave(&l.loose);
+                holders.leave(loose.front(l.loose as usize));
                 live_triples -= l.triples;
+            }
+            loose.pop_front(l.loose as usize);
+            sols.pop_front(l.sols as usize);
+            if l.rows > 0 {
+                let end = ends.front(l.rows as usize)[l.rows as usize - 1];
+                ends.pop_front(l.rows as usize);
+                frag.pop_front(end - frag.base - frag.front);
             }
             lo += 1;
         }
@@ -480,7 +654,7 @@ pub fn run_on(
                 "a matching triple is in two live events (rsep answers from its store then)".into(),
             )));
         }
-        let rows: u64 = live.iter().map(|l| l.sols.len() as u64).sum();
+        let rows = sols.len() as u64;
         if rows > spec.max_results {
             return Ok(Err(Refused(
                 "an evaluation's rows go over the limit".into(),
@@ -497,13 +671,13 @@ pub fn run_on(
             if spec.tsv {
                 line.extend_from_slice(c.to_string().as_bytes());
                 line.extend_from_slice(if delete { b"\tdelete" } else { b"\tinsert" });
-                enc.members(terms, &names, key, line);
+                enc.members(terms, &names, key.iter().copied(), line);
                 line.push(b'\n');
             } else {
                 line.extend_from_slice(b"{\"time\": ");
                 line.extend_from_slice(c.to_string().as_bytes());
                 line.extend_from_slice(b", \"bindings\": {");
-                enc.members(terms, &names, key, line);
+                enc.members(terms, &names, key.iter().copied(), line);
                 line.extend_from_slice(if delete {
                     b"}, \"op\": \"delete\"}\n".as_slice()
                 } else {
@@ -516,27 +690,40 @@ pub fn run_on(
         };
         match spec.r2s {
             R2s::RStream => {
-                let (head, tail): (String, &[u8]) = if spec.tsv {
-                    (format!("{c}\tinsert"), b"\n")
+                // the rows into one buffer, the file written a buffer's worth at a time
+                line.clear();
+                let mut head = Vec::with_capacity(48);
+                if spec.tsv {
+                    head.extend_from_slice(itoa(c, &mut [0; 20]));
+                    head.extend_from_slice(b"\tinsert");
                 } else {
-                    (format!("{{\"time\": {c}, \"bindings\": {{"), b"}}\n")
-                };
-                for l in &live {
-                    let mut at = 0;
-                    for &end in &l.ends {
-                        if let Some(h) = header.take() {
-                            out.write_all(&h)?;
-                        }
-                        out.write_all(head.as_bytes())?;
-                        out.write_all(&l.frag[at..end as usize])?;
-                        out.write_all(tail)?;
-                        at = end as usize;
-                    }
-                    done.rows += l.ends.len() as u64;
+                    head.extend_from_slice(b"{\"time\": ");
+                    head.extend_from_slice(itoa(c, &mut [0; 20]));
+                    head.extend_from_slice(b", \"bindings\": {");
                 }
+                let tail: &[u8] = if spec.tsv { b"\n" } else { b"}}\n" };
+                let text = frag.front(frag.len());
+                let mut at = 0;
+                // (an event outside the window at its entry has no rows in the pool)
+                for &end in ends.front(ends.len()) {
+                    let end = end - frag.base - frag.front;
+                    if let Some(h) = header.take() {
+                        line.extend_from_slice(&h);
+                    }
+                    line.extend_from_slice(&head);
+                    line.extend_from_slice(&text[at..end]);
+                    line.extend_from_slice(tail);
+                    at = end;
+                    if line.len() >= 1 << 16 {
+                        out.write_all(&line)?;
+                        line.clear();
+                    }
+                }
+                out.write_all(&line)?;
+                done.rows += ends.len() as u64;
             }
             R2s::IStream | R2s::DStream => {
-                let current: Vec<Key> = live.iter().flat_map(|l| l.sols.iter().map(key)).collect();
+                let current: Vec<Key> = sols.front(sols.len()).iter().map(key).collect();
                 if spec.r2s == R2s::IStream {
                     // R(t) - R(t'), bags, in R(t)'s order
                     let mut budget = counts(&current);
@@ -579,6 +766,68 @@ pub fn run_on(
         c = spec.next_close(c);
     }
     Ok(Ok(done))
+}
+
+/// Items of the live events, in their order, an event's after the one's before it: pushed
+/// at the end, let go of at the front; the room of the ones let go of is taken back when
+/// they are half the pool (so each item is moved once at most, on average).
+pub(crate) struct Pool<T> {
+    pub(crate) items: Vec<T>,
+    /// items before `front` are let go of; `base`: how many were dropped before `items[0]`
+    pub(crate) front: usize,
+    pub(crate) base: usize,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            front: 0,
+            base: 0,
+        }
+    }
+}
+
+impl<T> Pool<T> {
+    /// The items held.
+    pub(crate) fn len(&self) -> usize {
+        self.items.len() - self.front
+    }
+
+    /// The first `n` items held.
+    pub(crate) fn front(&self, n: usize) -> &[T] {
+        &self.items[self.front..self.front + n]
+    }
+
+    /// Let go of the first `n` items held.
+    pub(crate) fn pop_front(&mut self, n: usize) {
+        self.front += n;
+        debug_assert!(self.front <= self.items.len());
+        if self.front >= 4096 && 2 * self.front >= self.items.len() {
+            self.items.drain(..self.front);
+            self.base += self.front;
+            self.front = 0;
+        }
+    }
+}
+
+/// `n`'s decimal digits, in `buf`.
+pub(crate) fn itoa(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut v = n.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
 }
 
 fn counts(keys: &[Key]) -> HashMap<Key, i64> {
@@ -794,6 +1043,53 @@ mod tests {
         let mut s = spec(5, 1, R2s::RStream);
         s.max_window_triples = 1;
         assert!(lines(&s, &ev, &terms).is_err());
+    }
+
+    #[test]
+    fn terms_written_byte_by_byte_as_their_display_then_json_string() {
+        use oxrdf::{BlankNodeRef, LiteralRef, NamedNodeRef};
+        let pieces = [
+            "a", "\"", "\\", "\n", "\r", "\t", "\u{8}", "\u{c}", "\u{0}", "\u{1f}", "\u{7f}",
+            "\u{fffe}", "\u{ffff}", "\u{fffd}", "\u{efbf}", "é", "😀", " ", "'", "/", "\u{80}",
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let (mut scratch, mut got) = (Vec::new(), Vec::new());
+        for _ in 0..20_000 {
+            let mut v = String::new();
+            for _ in 0..x % 7 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                v.push_str(pieces[(x % pieces.len() as u64) as usize]);
+            }
+            let dt = NamedNodeRef::new_unchecked("http://e/d\u{e9}t");
+            let terms: [TermRef<'_>; 6] = [
+                LiteralRef::new_simple_literal(&v).into(),
+                LiteralRef::new_language_tagged_literal_unchecked(&v, "en-gb").into(),
+                LiteralRef::new_typed_literal(&v, dt).into(),
+                LiteralRef::new_typed_literal(&v, oxrdf::vocab::xsd::STRING).into(),
+                NamedNodeRef::new_unchecked("http://e/x\u{e9}?a=1#f").into(),
+                BlankNodeRef::new_unchecked("b0").into(),
+            ];
+            for t in terms {
+                for tsv in [false, true] {
+                    got.clear();
+                    term_text(t, tsv, &mut scratch, &mut got);
+                    let want = if tsv {
+                        t.to_string().into_bytes()
+                    } else {
+                        json_string(&t.to_string())
+                    };
+                    assert_eq!(got, want, "{t:?}");
+                }
+            }
+        }
+        assert_eq!(itoa(0, &mut [0; 20]), b"0");
+        assert_eq!(itoa(-1205, &mut [0; 20]), b"-1205");
+        assert_eq!(
+            itoa(i64::MIN, &mut [0; 20]),
+            i64::MIN.to_string().as_bytes()
+        );
     }
 
     #[test]

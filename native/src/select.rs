@@ -570,6 +570,8 @@ pub fn run_on(
     let mut holders: Holders<[TermId; 3]> = Holders::default();
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
+    // the first live event at the evaluation `previous` is of (its rows refer to its terms)
+    let mut previous_lo = 0usize;
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut c = spec.next_close(feed.time(0) - 1);
     // rsep also brings the windows to the first close at or after the last event (the close
@@ -646,7 +648,13 @@ pub fn run_on(
         }
         if spec.non_empty && live_triples == 0 {
             c = spec.next_close(c);
-            feed.release(lo);
+            // (ISTREAM and DSTREAM compare the next evaluation with `previous`: the events
+            // its rows are of are held, else a sweep may give their ids to other terms)
+            feed.release(if spec.r2s == R2s::RStream {
+                lo
+            } else {
+                previous_lo
+            });
             continue;
         }
         if holders.conflicts > 0 {
@@ -762,6 +770,7 @@ pub fn run_on(
             }
         }
         // the previous window's keys are of events from lo on
+        previous_lo = lo;
         feed.release(lo);
         c = spec.next_close(c);
     }

@@ -20,7 +20,7 @@
 //! when it was first read.
 
 use crate::dictionary::{TermId, Terms};
-use hashbrown::HashSet;
+use hashbrown::{HashMap, HashSet};
 use memchr::memchr2;
 use oxilangtag::LanguageTag;
 use oxiri::Iri;
@@ -94,6 +94,12 @@ struct Lexer<'a> {
     prefixes: Vec<(String, Prefix)>,
     /// IRIs validated that the dictionary does not hold (datatypes, default-graph terms)
     valid: HashSet<String>,
+    /// the ids of prefixed names as written, of graphs' predicates and objects that were
+    /// in the dictionary already (a stream's few predicates, classes, sensors): such a name
+    /// is neither resolved nor hashed as an IRI again. Kept for one part of a document only
+    /// (the dictionary is not swept while a part is read), and cleared when a prefix is
+    /// declared again
+    names: HashMap<&'a [u8], TermId>,
 }
 
 type Step<T> = Result<T, GiveUp>;
@@ -286,6 +292,7 @@ pub fn read_on(
         i: 0,
         prefixes: std::mem::take(&mut declared.prefixes),
         valid: std::mem::take(&mut declared.valid),
+        names: HashMap::new(),
     };
     let got = statements(&mut lx, terms, sink);
     declared.prefixes = lx.prefixes;
@@ -442,6 +449,7 @@ impl<'a> Lexer<'a> {
         };
         let check = parsed.path().is_empty();
         let prefix = self.t[start..name_end].to_owned();
+        self.names.clear();
         self.prefixes.retain(|(p, _)| *p != prefix);
         self.prefixes.push((
             prefix,
@@ -556,6 +564,37 @@ impl<'a> Lexer<'a> {
     ) -> Step<TermId> {
         let (iri, check) = self.named(buf)?;
         self.intern_iri(terms, sink, iri, check)
+    }
+
+    /// [`Lexer::graph_iri`] of a predicate or an object: a prefixed name the dictionary
+    /// held before is looked up by how it is written.
+    fn known_iri(
+        &mut self,
+        terms: &mut Terms,
+        sink: &mut impl Sink,
+        buf: &mut String,
+    ) -> Step<TermId> {
+        if self.peek() == Some(b'<') {
+            return self.graph_iri(terms, sink, buf);
+        }
+        let span = self.pname_span()?;
+        let written = &self.d[span.start..span.end];
+        if let Some(&id) = self.names.get(written) {
+            self.i = span.end;
+            return Ok(id);
+        }
+        let (iri, check) = self.resolve(span, buf)?;
+        self.i = span.end;
+        let term = NamedNodeRef::new_unchecked(iri).into();
+        let (id, new) = terms.intern_ref(term);
+        if new {
+            self.check_iri(iri, check, false)?;
+            sink.fresh(term).map_err(GiveUp::Sink)?;
+        } else {
+            // (a term new here is most often the event's own, not seen again)
+            self.names.insert(written, id);
+        }
+        Ok(id)
     }
 
     /// A subject or a graph label: an IRI (validated if new) or a prefixed name.
@@ -865,7 +904,7 @@ impl<'a> Lexer<'a> {
                     self.i += 1;
                     *type_id.get_or_insert_with(|| terms.intern_ref(rdf::TYPE.into()).0)
                 } else {
-                    self.graph_iri(terms, sink, pb)?
+                    self.known_iri(terms, sink, pb)?
                 };
                 loop {
                     self.ws()?;
@@ -878,7 +917,7 @@ impl<'a> Lexer<'a> {
                         _ => false,
                     };
                     if iri {
-                        let o = self.graph_iri(terms, sink, ob)?;
+                        let o = self.known_iri(terms, sink, ob)?;
                         sink.triple(terms, g, s, p, o, at).map_err(GiveUp::Sink)?;
                         self.ws()?;
                         if self.peek() != Some(b',') {

@@ -708,6 +708,14 @@ pub fn run_on(
     let mut previous: Vec<Key> = Vec::new();
     // the first live event at the evaluation `previous` is of (its rows refer to its terms)
     let mut previous_lo = 0usize;
+    // RSEP_NATIVE_EVAL_TIMES=FILE: each evaluation's time written to FILE (nanoseconds of
+    // the wall clock and of this thread's CPU, a line each), from its window's events all
+    // read to its rows written: the latency an evaluation adds once its last event came
+    // (the events' reading is not in it); the CPU time leaves out the waits of a machine
+    // shared with other work
+    let timed = std::env::var_os("RSEP_NATIVE_EVAL_TIMES");
+    let mut times: Vec<(u128, u64)> = Vec::new();
+    let mut t0 = None;
     let mut c = spec.next_close(feed.time(0) - 1);
     loop {
         let (floor, ceil) = spec.limits(c);
@@ -776,6 +784,9 @@ pub fn run_on(
         };
         if last.is_some_and(|last| c > spec.next_close(last - 1)) {
             break;
+        }
+        if timed.is_some() {
+            t0 = Some((std::time::Instant::now(), thread_cpu_ns()));
         }
         while lo < hi && feed.time(lo) < floor {
             let l = live.pop_front().expect("a live event");
@@ -868,6 +879,9 @@ pub fn run_on(
             },
         };
         done.rows += report(spec.r2s, c, &current, &previous, &mut wr, terms, out)?;
+        if let Some((wall, cpu)) = t0.take() {
+            times.push((wall.elapsed().as_nanos(), thread_cpu_ns() - cpu));
+        }
         if spec.r2s != R2s::RStream {
             previous = current;
         }
@@ -877,7 +891,33 @@ pub fn run_on(
         feed.release(lo);
         c = spec.next_close(c);
     }
+    if let Some(path) = timed {
+        let text: String = times.iter().map(|(w, c)| format!("{w} {c}\n")).collect();
+        std::fs::write(path, text)?;
+    }
     Ok(Ok(done))
+}
+
+/// This thread's CPU time in nanoseconds (0 where the clock is not known).
+fn thread_cpu_ns() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        #[repr(C)]
+        struct Timespec {
+            sec: i64,
+            nsec: i64,
+        }
+        extern "C" {
+            fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+        }
+        const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+        let mut ts = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec (two longs on 64-bit Linux) into `ts`
+        if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return ts.sec as u64 * 1_000_000_000 + ts.nsec as u64;
+        }
+    }
+    0
 }
 
 /// An evaluation's rows at close `c` written as the R2S operator gives them (RSTREAM: all;

@@ -598,6 +598,8 @@ impl<'a> Lexer<'a> {
     }
 
     /// A subject or a graph label: an IRI (validated if new) or a prefixed name.
+    // (inlined where it is called: out of line, its result goes through memory at every term)
+    #[inline(always)]
     fn named<'b>(&mut self, buf: &'b mut String) -> Step<(&'b str, bool)>
     where
         'a: 'b,

@@ -1165,6 +1165,143 @@ fn epsparql_stream(
     })
 }
 
+
+
+/// RSEP-QL's MATCH on ids (crate::rsepql): the BEPs (each a triple pattern's slots and
+/// its landmark window's t0), the event pattern in postfix (`b<n>` a BEP, `first`, `last`,
+/// `seq`), the policy, per column (name, "var" | "from" | "to", variable), the R2S
+/// operator, (max window triples, max results), jsonl or tsv: (refusal or "",
+/// evaluations, rows).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn match_run(
+    py: Python<'_>,
+    ev: PyRef<'_, StreamEvents>,
+    beps: Vec<(Vec<PySlot>, i64)>,
+    expr: Vec<String>,
+    policy: &str,
+    vars: usize,
+    project: Vec<(String, String, Option<usize>)>,
+    r2s: &str,
+    limits: (u64, u64),
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::rsepql::{Bep, Col, Expr, Spec as MatchSpec};
+    let bad = |what: String| PyValueError::new_err(what);
+    let var = |v: usize| {
+        if v < vars {
+            Ok(v)
+        } else {
+            Err(bad(format!("a variable {v}")))
+        }
+    };
+    let mut bs = Vec::new();
+    for (p, t0) in &beps {
+        let mut slots = [Slot::Const(None); 3];
+        if p.len() != 3 {
+            return Err(bad("a triple pattern of three slots".into()));
+        }
+        for (k, (kind, n)) in p.iter().enumerate() {
+            slots[k] = match (kind.as_str(), n) {
+                ("var", Some(v)) => Slot::Var(var(*v)?),
+                ("id", n) => Slot::Const(n.map(|i| i as TermId)),
+                _ => return Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+            };
+        }
+        bs.push(Bep {
+            pattern: slots,
+            t0: *t0,
+        });
+    }
+    let mut stack: Vec<Expr> = Vec::new();
+    for tok in &expr {
+        let e = match tok.as_str() {
+            "first" | "last" => {
+                let x = Box::new(stack.pop().ok_or_else(|| bad("an empty stack".into()))?);
+                if tok == "first" {
+                    Expr::First(x)
+                } else {
+                    Expr::Last(x)
+                }
+            }
+            "seq" => {
+                let r = stack.pop().ok_or_else(|| bad("an empty stack".into()))?;
+                let l = stack.pop().ok_or_else(|| bad("an empty stack".into()))?;
+                Expr::Seq(Box::new(l), Box::new(r))
+            }
+            t => match t.strip_prefix('b').and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) if n < bs.len() => Expr::Bep(n),
+                _ => return Err(bad(format!("an event pattern token {t:?}"))),
+            },
+        };
+        stack.push(e);
+    }
+    let expr = match (stack.pop(), stack.is_empty()) {
+        (Some(e), true) => e,
+        _ => return Err(bad("not one event pattern".into())),
+    };
+    let mut cols = Vec::new();
+    for (name, kind, v) in project {
+        let col = match kind.as_str() {
+            "var" => Col::Var(v.map(var).transpose()?),
+            "from" => Col::From,
+            "to" => Col::To,
+            _ => return Err(bad(format!("a column {kind:?}"))),
+        };
+        cols.push((name, col));
+    }
+    let spec = MatchSpec {
+        beps: bs,
+        expr,
+        policy: crate::policy::Policy::parse(policy)
+            .ok_or_else(|| bad(format!("a policy {policy:?}")))?,
+        vars,
+        project: cols,
+        r2s: r2s_of(r2s)?,
+        max_window_triples: limits.0,
+        max_results: limits.1,
+        tsv: match format {
+            "jsonl" => false,
+            "tsv" => true,
+            _ => return Err(bad(format!("a format {format:?}"))),
+        },
+    };
+    run_to_file(py, out_path, &ev, |events, terms, out| {
+        crate::rsepql::run(&spec, events, terms, out)
+    })
+}
+
+/// Run an operator over the events with the GIL released (no Python object is touched),
+/// writing to `out_path` through one buffer: (its refusal or "", evaluations, rows written).
+fn run_to_file(
+    py: Python<'_>,
+    out_path: &str,
+    ev: &StreamEvents,
+    run: impl FnOnce(
+            &Events,
+            &CoreTerms,
+            &mut std::io::BufWriter<std::fs::File>,
+        ) -> std::io::Result<Result<Done, Refused>>
+        + Send,
+) -> PyResult<(String, u64, u64)> {
+    let file = std::fs::File::create(out_path)
+        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
+    let got = py.detach(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let r = crate::select::unpanicked(|| run(&ev.events, &ev.terms, &mut out))?;
+        std::io::Write::flush(&mut out)?;
+        Ok::<_, std::io::Error>(r)
+    });
+    match got {
+        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
+        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
+        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "{out_path}: {e}"
+        ))),
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Terms>()?;
@@ -1179,6 +1316,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_stream, m)?)?;
     m.add_function(wrap_pyfunction!(epsparql_stream, m)?)?;
+
+    m.add_function(wrap_pyfunction!(chain_run, m)?)?;
+    m.add_function(wrap_pyfunction!(epsparql_run, m)?)?;
+    m.add_function(wrap_pyfunction!(match_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

@@ -15,6 +15,7 @@ from rsep.algebra.epsparql import EpSparqlQuery, EtalisPolicy, Expr, Node
 from rsep.algebra.query import ContinuousQuery, Query
 from rsep.algebra.spaseq import SpaseqQuery
 from rsep.epsparql import native as ep_native
+from rsep.events import native as match_native
 from rsep.lang import dialect_of
 from rsep.lang.dialect import EPSPARQL, RSP, SPASEQ
 from rsep.lars import explain as lars_explain
@@ -75,7 +76,16 @@ def _rsp(q: Query, lars: bool, fmt: str, time_unit_ms: int | None) -> str:
 
 
 def native_line(q: ContinuousQuery) -> str:
-    """Whether the query takes the native path (rsep.windows.native), and why."""
+    """Whether the query takes the native path (rsep.windows.native, or rsep.events.native
+    for a MATCH), and why."""
+    if q.matches:
+        got = match_native.native_plan(q)
+        if isinstance(got, str):
+            return f"native: not taken: {got}\n"
+        if (missing := match_native.available()) is not None:
+            return f"native: not taken: {missing}\n"
+        return ("native: taken by `rsep run` over one stream file with --format jsonl or tsv "
+                f"and no --graph, --until, --trace or time option: {got.describe()}\n")
     plan = native_plan(q, compile_plan(q), q.report, q.r2s)
     if isinstance(plan, str):
         return f"native: not taken: {plan}\n"

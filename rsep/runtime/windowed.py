@@ -24,6 +24,7 @@ from rsep.algebra.pattern import written
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.query import CSPARQL_TIMESTAMP, ContinuousQuery
 from rsep.algebra.window import WindowKind
+from rsep.events import native as events_native
 from rsep.events.incremental import IncrementalMatcher
 from rsep.events.mappings import EventMapping, justification
 from rsep.events.solver import BatchSolver
@@ -248,8 +249,12 @@ class QueryRuntime:
         self.result: Maintained | None = None
         # the native path's plan (rsep.windows.native), or why the query does not take it;
         # a run takes it when its input and options allow too (rsep.cli.run)
-        self.native: NativePlan | str = native_plan(self.query, self.maintained, self.report,
-                                                    self.query.r2s)
+        self.native: NativePlan | events_native.NativePlan | str = native_plan(
+            self.query, self.maintained, self.report, self.query.r2s)
+        if self.query.matches:
+            # a MATCH's own native path (rsep.events.native), its planner's say
+            self.native = events_native.native_plan(self.query)
+            self.native_path = events_native  # type: ignore[misc]
         self._default: list[str] = []  # the background graphs merged into the default graph
         self._arrived = 0  # arrivals not advanced into a maintained result's windows yet
         # the evaluation path, chosen once, here (the plan says which)

@@ -397,6 +397,105 @@ impl Delta {
     }
 }
 
+/// E_1 SEQ^c / SEQ^r E_2 of two BEPs (incremental.py's `_trim` and `_pair`): Eq. (10) /
+/// (11) over the live candidates only. A consumed item is gone for good (an item enters a
+/// landmark window once and never leaves it), and so is a right mapping that no unconsumed
+/// left one ends before: items come in time order, so every left mapping still to come
+/// ends at or after the instant of this evaluation, where the right one started.
+struct Pair {
+    /// the variables both BEPs bind (the left mappings' buckets)
+    shared: Vec<usize>,
+    lefts: Vec<Leaf>,
+    buckets: Buckets,
+    /// the right mappings still usable, in arrival order
+    rights: Vec<Leaf>,
+}
+
+impl Pair {
+    fn add_left(&mut self, m: Leaf) {
+        let k = self.lefts.len() as u32;
+        self.buckets
+            .entry(Store::key(&self.shared, &m.mu))
+            .or_default()
+            .push(k);
+        self.lefts.push(m);
+    }
+
+    /// pick(FIRST / LAST) of the unconsumed left mappings that end before `t1`, from the
+    /// bucket of `mu`'s shared values (in arrival order, so in time order), consumed
+    /// entries at the scanned end let go of.
+    fn pick(&mut self, policy: Policy, mu: &[TermId], t1: i64, consumed: &[bool]) -> Vec<u32> {
+        let Some(bucket) = self.buckets.get_mut(&Store::key(&self.shared, mu)) else {
+            return Vec::new();
+        };
+        let lefts = &self.lefts;
+        let gone = |k: &u32| consumed[lefts[*k as usize].item as usize];
+        let mut out = Vec::new();
+        if policy == Policy::Chronological {
+            let lead = bucket.iter().take_while(|k| gone(k)).count();
+            bucket.drain(..lead);
+            let mut best = None;
+            for &k in bucket.iter() {
+                let t = lefts[k as usize].t;
+                if t >= t1 || best.is_some_and(|b| t > b) {
+                    break;
+                }
+                if !gone(&k) {
+                    best = Some(t);
+                    out.push(k);
+                }
+            }
+        } else {
+            while bucket.last().is_some_and(&gone) {
+                bucket.pop();
+            }
+            let mut best = None;
+            let end = bucket.partition_point(|&k| lefts[k as usize].t < t1);
+            for &k in bucket[..end].iter().rev() {
+                let t = lefts[k as usize].t;
+                if best.is_some_and(|b| t < b) {
+                    break;
+                }
+                if !gone(&k) {
+                    best = Some(t);
+                    out.push(k);
+                }
+            }
+            out.reverse(); // (ties in the order of the entries, as last() keeps them)
+        }
+        out
+    }
+
+    fn eval(&mut self, policy: Policy, consumed: &[bool]) -> Vec<Em> {
+        let mut rights = std::mem::take(&mut self.rights);
+        rights.retain(|m| !consumed[m.item as usize]);
+        let mut usable: Vec<(Leaf, Vec<u32>)> = Vec::with_capacity(rights.len());
+        for m2 in rights {
+            let picked = self.pick(policy, &m2.mu, m2.t, consumed);
+            if !picked.is_empty() {
+                usable.push((m2, picked));
+            }
+        }
+        let chosen = policy::select(policy, &usable, |(m, _)| (m.t, m.t), |(m, _)| &m.mu[..]);
+        let mut out = Vec::new();
+        for ((m2, picked), &c) in usable.iter().zip(&chosen) {
+            if c {
+                for &k in picked {
+                    let m1 = &self.lefts[k as usize];
+                    out.push(Em {
+                        mu: merge(&m1.mu, &m2.mu),
+                        t1: m1.t,
+                        t2: m2.t,
+                        just: vec![m1.item, m2.item],
+                    });
+                }
+            }
+        }
+        self.rights = usable.into_iter().map(|(m, _)| m).collect();
+        out
+    }
+}
+
 /// Writes rows as rsep/runtime/sinks.py's jsonl or tsv writes a MATCH's outputs.
 struct Writer<'a> {
     terms: &'a Terms,
@@ -543,6 +642,32 @@ pub fn run(
         })
         .collect();
     let delta = spec.policy == Policy::Unrestricted && spec.expr.pure_sequence();
+    let mut pair = match &spec.expr {
+        Expr::Seq(l, r) if matches!(spec.policy, Policy::Chronological | Policy::Recent) => {
+            match (&**l, &**r) {
+                (Expr::Bep(a), Expr::Bep(b)) if a != b => {
+                    let shared: Vec<usize> = stores[*a]
+                        .vars
+                        .iter()
+                        .copied()
+                        .filter(|v| stores[*b].vars.contains(v))
+                        .collect();
+                    Some((
+                        *a,
+                        *b,
+                        Pair {
+                            shared,
+                            lefts: Vec::new(),
+                            buckets: HashMap::new(),
+                            rights: Vec::new(),
+                        },
+                    ))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
     let mut dm = Delta {
         before: {
             let mut cons = Vec::new();
@@ -620,18 +745,27 @@ pub fn run(
                                 .into(),
                         )))
                     }
-                    Ok(Some(mu)) => stores[b].push(Leaf {
-                        mu,
-                        t: tau,
-                        item: k as u32,
-                    }),
+                    Ok(Some(mu)) => {
+                        let m = Leaf {
+                            mu,
+                            t: tau,
+                            item: k as u32,
+                        };
+                        match &mut pair {
+                            Some((l, _, p)) if *l == b => p.add_left(m),
+                            Some((_, r, p)) if *r == b => p.rights.push(m),
+                            _ => stores[b].push(m),
+                        }
+                    }
                     Ok(None) => {}
                 }
             }
             k += 1;
         }
         // the evaluation at tau
-        let found: Vec<Em> = if delta {
+        let found: Vec<Em> = if let Some((_, _, p)) = &mut pair {
+            p.eval(spec.policy, &consumed)
+        } else if delta {
             let n = leaves.len();
             for (i, &b) in leaves.iter().enumerate() {
                 for fk in old[b]..stores[b].maps.len() {

@@ -130,8 +130,9 @@ pub struct Clause {
     pub rule: usize,
 }
 
-/// The terms' values, decoded once per id when an expression first reads it.
-struct Values<'a> {
+/// The terms' values, decoded once per id when an expression first reads it (RSEP-QL's
+/// MATCH reads its FILTER's through it too: crate::rsepql).
+pub struct Values<'a> {
     terms: &'a Terms,
     cache: Vec<Option<Val>>,
 }
@@ -141,6 +142,13 @@ fn unsure() -> Refused {
 }
 
 impl Values<'_> {
+    pub fn new(terms: &Terms) -> Values<'_> {
+        Values {
+            terms,
+            cache: Vec::new(),
+        }
+    }
+
     fn get(&mut self, id: TermId) -> Val {
         let k = id as usize;
         if k >= self.cache.len() {
@@ -168,7 +176,7 @@ impl Values<'_> {
     }
 
     /// Whether every comparison holds of the solution; Err when one is not decided here.
-    fn all(&mut self, cmps: &[Cmp], mu: &[TermId], ta: i64, tw: i64) -> Result<bool, Refused> {
+    pub fn all(&mut self, cmps: &[Cmp], mu: &[TermId], ta: i64, tw: i64) -> Result<bool, Refused> {
         for c in cmps {
             let a = self.num(&c.left, mu, ta, tw)?;
             let b = self.num(&c.right, mu, ta, tw)?;

@@ -1169,7 +1169,8 @@ fn epsparql_stream(
 
 /// RSEP-QL's MATCH on ids (crate::rsepql): the BEPs (each a triple pattern's slots and
 /// its landmark window's t0), the event pattern in postfix (`b<n>` a BEP, `first`, `last`,
-/// `seq`), the policy, per column (name, "var" | "from" | "to", variable), the R2S
+/// `seq`), the policy, per column (name, "var" | "from" | "to", variable), the
+/// FILTER's comparisons (as epsparql_run's), the R2S
 /// operator, (max window triples, max results), jsonl or tsv: (refusal or "",
 /// evaluations, rows).
 #[pyfunction]
@@ -1182,6 +1183,7 @@ fn match_run(
     policy: &str,
     vars: usize,
     project: Vec<(String, String, Option<usize>)>,
+    filter: Vec<PyNumCmp>,
     r2s: &str,
     limits: (u64, u64),
     format: &str,
@@ -1258,6 +1260,17 @@ fn match_run(
             .ok_or_else(|| bad(format!("a policy {policy:?}")))?,
         vars,
         project: cols,
+        filter: filter
+            .iter()
+            .map(|(l, op, r)| {
+                Ok(crate::epsparql::Cmp {
+                    left: epsparql_num(l, vars)?,
+                    op: crate::bgp::Op::parse(op)
+                        .ok_or_else(|| bad(format!("an operator {op:?}")))?,
+                    right: epsparql_num(r, vars)?,
+                })
+            })
+            .collect::<PyResult<_>>()?,
         r2s: r2s_of(r2s)?,
         max_window_triples: limits.0,
         max_results: limits.1,

@@ -23,6 +23,7 @@
 //! rows show), an evaluation with more rows than the run's limit, a window over its triples.
 
 use crate::dictionary::{TermId, Terms};
+use crate::epsparql::{Cmp, Values};
 use crate::policy::{self, Policy};
 use crate::select::{json_string, Done, R2s, Refused, Slot};
 use crate::stream::Events;
@@ -98,6 +99,9 @@ pub struct Spec {
     pub vars: usize,
     /// per output column, in the projection's order: its name and what it reads
     pub project: Vec<(String, Col)>,
+    /// the FILTER of the MATCH's group (a conjunction; empty: none), on its solutions as
+    /// pyoxigraph evaluates it over their VALUES
+    pub filter: Vec<Cmp>,
     pub r2s: R2s,
     pub max_window_triples: u64,
     pub max_results: u64,
@@ -713,6 +717,7 @@ pub fn run(
         line: Vec::new(),
         rows: 0,
     };
+    let mut values = Values::new(terms);
     let mut previous: Vec<Row> = Vec::new();
     let mut done = Done::default();
     let mut distinct: Vec<[TermId; 3]> = Vec::new();
@@ -795,8 +800,16 @@ pub fn run(
             }
         }
         done.evaluations += 1;
-        let rows: Vec<Row> = found
-            .iter()
+        let mut kept = Vec::with_capacity(found.len());
+        for m in &found {
+            match values.all(&spec.filter, &m.mu, m.t1, m.t2) {
+                Ok(true) => kept.push(m),
+                Ok(false) => {}
+                Err(r) => return Ok(Err(r)),
+            }
+        }
+        let rows: Vec<Row> = kept
+            .into_iter()
             .map(|m| {
                 spec.project
                     .iter()

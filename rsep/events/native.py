@@ -4,8 +4,12 @@ output.
 
 :func:`native_plan` is its planner. It takes a MATCH-only ``SELECT`` (the MATCH alone in the
 WHERE clause, its variables or ``?_from`` / ``?_to`` selected: the query's rows are the
-MATCH's solutions, with no SPARQL) under the report a MATCH query has (on arrival) and any
-R2S operator, over landmark windows (``[LND t0]``, no STEP) of one stream, whose event
+MATCH's solutions, with no SPARQL), or a ``SELECT`` of variables whose group is the MATCH
+and FILTERs that are conjunctions of comparisons (``<, <=, >, >=, =, !=``) of the BEPs'
+variables, xsd:integer, xsd:decimal and xsd:double literals and ``+ - *`` of those (the
+MATCH's solutions filtered as pyoxigraph filters their VALUES, in their order: the
+comparisons decided as rsep/sparql/filters.py decides them, native/src/epsparql.rs's),
+under the report a MATCH query has (on arrival) and any R2S operator, over landmark windows (``[LND t0]``, no STEP) of one stream, whose event
 pattern is EVENT, SEQ, FIRST and LAST over BEPs of one triple pattern each (variables, IRIs
 and literals in canonical form; no FILTER, no blank node), under any of 000's selection
 policies (UNRESTRICTED, NAIVE, CHRONOLOGICAL, RECENT: Table 1's rows, consumption per
@@ -15,14 +19,15 @@ else by rsep.events.reference's equations over the BEPs' mappings (native/src/po
 the selection's one implementation). An ISTREAM / DSTREAM of an UNRESTRICTED pure sequence
 is not taken (today's path keeps its bag from the matches that came and went, in an order
 of its own). For anything else it says why not, and the query runs as before: MATCH inside
-a larger WHERE clause (pyoxigraph joins its VALUES), time or count windows, a BEP of several
+a larger WHERE clause (pyoxigraph joins its VALUES), another FILTER, time or count windows, a BEP of several
 triple patterns or with FILTER, timestamp(), other report policies.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape with integer point times, and the
 operator refuses an input on which it would not write what today's path writes, byte for
 byte: an item with two solutions of one BEP (rsep asks pyoxigraph then, whose order of an
-item's solutions shows in the rows), an evaluation over ``--max-results``, a window over
+item's solutions shows in the rows), a FILTER's value it does not decide exactly (anything
+but those numbers, an integer overflow), an evaluation over ``--max-results``, a window over
 ``--max-window-triples``. Literals pyoxigraph's store gives back in another form are read
 in that form, as today's path matches and writes them. ``RSEP_PURE=1`` turns the path off
 (the pure build runs Python only), and so does ``RSEP_NATIVE=0`` alone (today's path with
@@ -37,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
+from rsep.algebra import pattern as pt
 from rsep.algebra.events import (
     FROM_VAR,
     TO_VAR,
@@ -46,10 +52,20 @@ from rsep.algebra.events import (
     Last,
     Seq,
 )
+from rsep.algebra.expression import (
+    Arithmetic,
+    Compare,
+    Expression,
+    Iri,
+    Variable,
+    conjuncts,
+    signed_literal,
+)
 from rsep.algebra.pattern import BGP
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.selection import Selection
 from rsep.algebra.window import WindowKind
+from rsep.sparql.filters import Fallback, literal_value
 from rsep.sparql.matcher import Canon
 from rsep.sparql.pattern import triple_patterns
 from rsep.stream import native as native_core
@@ -65,6 +81,13 @@ MAX_BEPS = 8  # leaves of the event pattern
 
 # per position: ("var", number) or ("term", the term in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
+# a comparison: (left, operator, right), each side postfix tokens (native/src/py.rs's
+# epsparql_num: "v<n>" a variable, "c<literal>", "+", "-", "*")
+Cmp = tuple[tuple[str, ...], str, tuple[str, ...]]
+_OPS = ("<", "<=", ">", ">=", "=", "!=")
+_ARITH = ("+", "-", "*")
+_NUMBERS = ("integer", "decimal", "double")
+XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
 def available() -> str | None:
@@ -89,6 +112,7 @@ class NativePlan:
     project: tuple[tuple[str, str, int | None], ...]  # (name, var | from | to, variable)
     r2s: R2S
     delta: bool  # an UNRESTRICTED pure sequence: the delta mode's order
+    filter: tuple[Cmp, ...] = ()  # the FILTER of the MATCH's group: its comparisons
     join = None  # (rsep.cli.run asks: no join of windows here)
 
     def describe(self) -> str:
@@ -98,7 +122,8 @@ class NativePlan:
         return (f"native ({how}): each BEP's mappings on ids as its item enters the window, "
                 "matched, selected and written in Rust (rsep._core), terms decoded only for "
                 "output; a stream file the native reader does not take, an item with two "
-                "solutions of a BEP or a limit reached run as today's path")
+                "solutions of a BEP, a value the FILTER does not compare exactly or a limit "
+                "reached run as today's path")
 
 
 def _postfix(e: EventPattern, numbers: dict[int, int], out: list[str]) -> None:
@@ -126,7 +151,7 @@ def native_plan(query: ContinuousQuery) -> NativePlan | str:
     path."""
     if not query.matches:
         return "no MATCH"
-    if len(query.matches) != 1 or query.match_projection is None or query.form != "SELECT":
+    if len(query.matches) != 1 or query.form != "SELECT":
         return "not a MATCH-only SELECT (the MATCH joined with other patterns by pyoxigraph)"
     if query.calls_timestamp:
         return "timestamp()"
@@ -184,8 +209,15 @@ def native_plan(query: ContinuousQuery) -> NativePlan | str:
         beps.append((tuple(slots), t0s[b.window]))
     expr: list[str] = []
     _postfix(m.expr, numbers, expr)
-    names = query.match_projection or (
-        tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
+    filters: list[Cmp] = []
+    if query.match_projection is not None:
+        names = query.match_projection or (
+            tuple(m.expr.variables) + ((FROM_VAR, TO_VAR) if m.expose_interval else ()))
+    else:
+        got = _filtered(query, variables)
+        if isinstance(got, str):
+            return got
+        names, filters = got
     project: list[tuple[str, str, int | None]] = []
     for name in names:
         if m.expose_interval and name == FROM_VAR:
@@ -199,7 +231,70 @@ def native_plan(query: ContinuousQuery) -> NativePlan | str:
         return (f"{query.r2s.value} of an UNRESTRICTED sequence (today's path keeps its bag from "
                 "the matches that came and went)")
     return NativePlan(tuple(beps), tuple(expr), m.selection, len(variables), tuple(project),
-                      query.r2s, delta)
+                      query.r2s, delta, tuple(filters))
+
+
+def _filtered(query: ContinuousQuery, numbers: dict[str, int]
+              ) -> tuple[tuple[str, ...], list[Cmp]] | str:
+    """``SELECT ?v ... WHERE { MATCH ... FILTER (...) }``: the MATCH's solutions filtered, as
+    pyoxigraph evaluates the FILTER over their VALUES, in their order; the projection and
+    the FILTER's comparisons (a conjunction of comparisons of numeric expressions: the
+    variables the BEPs bind, xsd:integer, xsd:decimal and xsd:double literals, ``+ - *``),
+    or why the native path does not take it."""
+    tree = query.pattern
+    assert tree is not None  # (native_plan's)
+    mods = tree.modifiers
+    if not isinstance(tree.pattern, pt.Filter) or not isinstance(tree.pattern.arg, pt.MatchSlot) \
+            or tree.values is not None:
+        return "not a MATCH-only SELECT (the MATCH joined with other patterns by pyoxigraph)"
+    if mods.distinct or mods.reduced or mods.group_by or mods.having or mods.order_by \
+            or mods.limit is not None or mods.offset is not None:
+        return "DISTINCT, REDUCED, GROUP BY, HAVING, ORDER BY, LIMIT or OFFSET"
+    if not mods.projection or any(p.expr is not None for p in mods.projection):
+        return "SELECT * or SELECT expressions over a FILTER"
+    out: list[Cmp] = []
+    for cond in tree.pattern.conditions:
+        for c in conjuncts(cond):
+            if not isinstance(c, Compare) or c.op not in _OPS:
+                return "a FILTER that is not a comparison of numbers (or a conjunction of those)"
+            left, right = _num(c.left, numbers), _num(c.right, numbers)
+            if isinstance(left, str):
+                return left
+            if isinstance(right, str):
+                return right
+            out.append((left, c.op, right))
+    return tuple(p.var for p in mods.projection), out
+
+
+def _num(e: Expression, numbers: dict[str, int]) -> tuple[str, ...] | str:
+    """A numeric expression in postfix tokens (native/src/py.rs's epsparql_num: ``v<n>`` a
+    variable, ``c<literal>``, ``+ - *``), or why not."""
+    if isinstance(e, Variable):
+        if e.name not in numbers:
+            return f"?{e.name} in the FILTER is bound by no BEP"
+        return (f"v{numbers[e.name]}",)
+    if isinstance(e, Arithmetic):
+        if e.op not in _ARITH:
+            return f"the operator {e.op} (the native path takes + - *)"
+        a, b = _num(e.left, numbers), _num(e.right, numbers)
+        if isinstance(a, str):
+            return a
+        if isinstance(b, str):
+            return b
+        return (*a, *b, e.op)
+    lit = signed_literal(e)
+    if lit is None or lit.language is not None or not isinstance(lit.datatype, Iri) \
+            or lit.datatype.value not in tuple(XSD + t for t in _NUMBERS):
+        return "a FILTER of other terms than variables and xsd:integer, xsd:decimal or " \
+               "xsd:double literals (with + - *)"
+    try:
+        kind, _ = literal_value(lit.lexical, lit.datatype.value)
+    except Fallback:
+        return f"the number {lit.lexical} (filters.py leaves it to pyoxigraph)"
+    if kind not in ("n", "d", "f"):
+        return f"the number {lit.lexical}"
+    # (N-Triples: the lexical form of a number needs no escape)
+    return (f'c"{lit.lexical}"^^<{lit.datatype.value}>',)
 
 
 # The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why
@@ -231,7 +326,7 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
             for tp, t0 in plan.beps]
     refused, evaluations, rows = core().match_run(
         ev, beps, list(plan.expr), plan.policy.value, plan.vars, list(plan.project),
-        plan.r2s.value, (max_window_triples, max_results), fmt, out_path)
+        [(list(a), op, list(b)) for a, op, b in plan.filter], plan.r2s.value, (max_window_triples, max_results), fmt, out_path)
     if refused:
         return Outcome(refused)
     return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)

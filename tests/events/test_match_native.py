@@ -64,7 +64,7 @@ def streams(draw) -> str:
     # (items of two triples in a third of the streams: one with two solutions of a BEP is
     # refused, so in every stream they would leave the native path few runs)
     two = RARELY if draw(st.integers(0, 2)) == 0 else st.just(False)
-    for i in range(draw(st.integers(1, 30))):
+    for i in range(draw(st.integers(6, 30))):
         t += draw(st.sampled_from([0, 1, 1, 1, 2, 3]))
         n = 2 if draw(two) else 1
         body = " ".join(f"{draw(st.sampled_from(NODES))} <{EX}{draw(st.sampled_from('pqr'))}> "
@@ -92,7 +92,7 @@ def queries(draw) -> str:
                                         unique=True)))
     r2s = draw(st.sampled_from(["RSTREAM", "RSTREAM", "ISTREAM", "DSTREAM"]))
     filt = ""
-    if draw(st.integers(0, 2)) == 0:
+    if draw(st.integers(0, 4)) == 0:
         # a FILTER on the MATCH's solutions (of the variables selected: not SELECT *); its
         # values are IRIs, strings and integers, so some runs are refused
         if select == "*":

@@ -143,10 +143,17 @@ fn unsure() -> Refused {
 
 impl Values<'_> {
     pub fn new(terms: &Terms) -> Values<'_> {
-        Values {
-            terms,
-            cache: Vec::new(),
-        }
+        Values::with(terms, Vec::new())
+    }
+
+    /// With the values of an earlier one ([`Values::into_cache`]: valid while the ids it
+    /// read name the same terms).
+    pub fn with(terms: &Terms, cache: Vec<Option<Val>>) -> Values<'_> {
+        Values { terms, cache }
+    }
+
+    pub fn into_cache(self) -> Vec<Option<Val>> {
+        self.cache
     }
 
     fn get(&mut self, id: TermId) -> Val {

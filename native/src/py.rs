@@ -1165,9 +1165,7 @@ fn epsparql_stream(
     })
 }
 
-
-
-/// RSEP-QL's MATCH on ids (crate::rsepql): the BEPs (each a triple pattern's slots and
+/// RSEP-QL's MATCH on ids (crate::rsepql) over a [`Stream`], read as the matcher goes: the BEPs (each a triple pattern's slots and
 /// its landmark window's t0), the event pattern in postfix (`b<n>` a BEP, `first`, `last`,
 /// `seq`), the policy, per column (name, "var" | "from" | "to", variable), the
 /// FILTER's comparisons (as epsparql_run's), the R2S
@@ -1175,9 +1173,9 @@ fn epsparql_stream(
 /// evaluations, rows).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-fn match_run(
+fn match_stream(
     py: Python<'_>,
-    ev: PyRef<'_, StreamEvents>,
+    mut src: PyRefMut<'_, Stream>,
     beps: Vec<(Vec<PySlot>, i64)>,
     expr: Vec<String>,
     policy: &str,
@@ -1280,8 +1278,8 @@ fn match_run(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_to_file(py, out_path, &ev, |events, terms, out| {
-        crate::rsepql::run(&spec, events, terms, out)
+    run_stream(py, out_path, &mut src.inner, |src, out| {
+        crate::rsepql::run_on(&spec, src, out)
     })
 }
 
@@ -1329,10 +1327,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_stream, m)?)?;
     m.add_function(wrap_pyfunction!(epsparql_stream, m)?)?;
-
-    m.add_function(wrap_pyfunction!(chain_run, m)?)?;
-    m.add_function(wrap_pyfunction!(epsparql_run, m)?)?;
-    m.add_function(wrap_pyfunction!(match_run, m)?)?;
+    m.add_function(wrap_pyfunction!(match_stream, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())
 }

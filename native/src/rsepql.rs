@@ -26,7 +26,7 @@ use crate::dictionary::{TermId, Terms};
 use crate::epsparql::{Cmp, Values};
 use crate::policy::{self, Policy};
 use crate::select::{json_string, Done, R2s, Refused, Slot};
-use crate::stream::Events;
+use crate::source::{Feed, Source};
 use hashbrown::HashMap;
 use std::io::Write;
 
@@ -500,9 +500,9 @@ impl Pair {
     }
 }
 
-/// Writes rows as rsep/runtime/sinks.py's jsonl or tsv writes a MATCH's outputs.
-struct Writer<'a> {
-    terms: &'a Terms,
+/// Writes rows as rsep/runtime/sinks.py's jsonl or tsv writes a MATCH's outputs (the terms
+/// it writes are held: their ids and text never change).
+struct Writer {
     cache: HashMap<TermId, Box<[u8]>>,
     names: Vec<Vec<u8>>,
     header: Option<Vec<u8>>,
@@ -518,9 +518,8 @@ enum Value {
     Time(i64),
 }
 
-impl Writer<'_> {
-    fn text(&mut self, id: TermId, tsv: bool) -> &[u8] {
-        let terms = self.terms;
+impl Writer {
+    fn text(&mut self, terms: &Terms, id: TermId, tsv: bool) -> &[u8] {
         self.cache.entry(id).or_insert_with(|| {
             let t = terms.term(id).map(|t| t.to_string()).unwrap_or_default();
             if tsv {
@@ -538,6 +537,7 @@ impl Writer<'_> {
         tau: i64,
         row: &Row,
         delete: bool,
+        terms: &Terms,
     ) -> std::io::Result<()> {
         let mut line = std::mem::take(&mut self.line);
         line.clear();
@@ -550,7 +550,7 @@ impl Writer<'_> {
                 line.push(b'\t');
                 match v {
                     Some(Value::Term(id)) => {
-                        let t = self.text(*id, true).to_vec();
+                        let t = self.text(terms, *id, true).to_vec();
                         line.extend_from_slice(&t);
                     }
                     Some(Value::Time(t)) => {
@@ -581,7 +581,7 @@ impl Writer<'_> {
                     sep = true;
                     let name = self.names[k].clone();
                     line.extend_from_slice(&name);
-                    let t = self.text(*id, false).to_vec();
+                    let t = self.text(terms, *id, false).to_vec();
                     line.extend_from_slice(&t);
                 }
             }
@@ -613,14 +613,37 @@ fn counts(rows: &[Row]) -> (HashMap<&Row, i64>, Vec<&Row>) {
     (c, order)
 }
 
-/// Run the query over the events, writing its rows to `out`: Ok(Err) when the native path
-/// refuses the input (what was written is to be thrown away).
-pub fn run(
+/// An input the matcher reads events from: a [`Feed`] whose terms the matcher can hold (a
+/// term of a kept mapping keeps its id through the dictionary's sweeps).
+pub trait Input: Feed {
+    fn hold(&mut self, id: TermId);
+}
+
+impl Input for Source {
+    fn hold(&mut self, id: TermId) {
+        if let Some(t) = self.terms().term(id).map(|t| t.into_owned()) {
+            self.pin(t.as_ref());
+        }
+    }
+}
+
+/// Run the query over the events as an [`Input`] gives them (a stream file read in parts:
+/// each event let go of once its mappings are made, the terms of the mappings kept held),
+/// writing its rows to `out`: Ok(Err) when the native path refuses the input (what was
+/// written is to be thrown away).
+pub fn run_on(
     spec: &Spec,
-    ev: &Events,
-    terms: &Terms,
+    feed: &mut impl Input,
     out: &mut dyn Write,
 ) -> std::io::Result<Result<Done, Refused>> {
+    macro_rules! has {
+        ($k:expr) => {
+            match feed.has($k) {
+                Ok(b) => b,
+                Err(r) => return Ok(Err(r)),
+            }
+        };
+    }
     let vars = spec.vars;
     let mut leaves = Vec::new();
     spec.expr.leaves(&mut leaves);
@@ -685,10 +708,11 @@ pub fn run(
         leaves: leaves.clone(),
         results: Vec::new(),
     };
-    let mut consumed: Vec<bool> = vec![false; ev.len()];
+    let mut consumed: Vec<bool> = Vec::new();
+    let mut held: Vec<bool> = Vec::new(); // by id: held already
+    let mut cache = Vec::new(); // the FILTER's values, by id
     let mut window_triples = vec![0u64; spec.beps.len()];
     let mut writer = Writer {
-        terms,
         cache: HashMap::new(),
         names: spec
             .project
@@ -717,17 +741,18 @@ pub fn run(
         line: Vec::new(),
         rows: 0,
     };
-    let mut values = Values::new(terms);
     let mut previous: Vec<Row> = Vec::new();
     let mut done = Done::default();
     let mut distinct: Vec<[TermId; 3]> = Vec::new();
     let mut k = 0;
-    while k < ev.len() {
-        let tau = ev.times[k];
+    while has!(k) {
+        let tau = feed.time(k);
         // the instant's items enter their windows; each BEP's mappings on them
         let old: Vec<usize> = stores.iter().map(|s| s.maps.len()).collect();
-        while k < ev.len() && ev.times[k] == tau {
-            let triples = ev.triples_of(k);
+        while has!(k) && feed.time(k) == tau {
+            let triples = feed.triples_of(k);
+            let count = triples.len() as u64;
+            consumed.push(false);
             distinct.clear();
             for t in triples {
                 if !distinct.contains(t) {
@@ -738,7 +763,7 @@ pub fn run(
                 if tau < bep.t0 {
                     continue; // (never inside a landmark window from t0)
                 }
-                window_triples[b] += triples.len() as u64;
+                window_triples[b] += count;
                 if window_triples[b] > spec.max_window_triples {
                     return Ok(Err(Refused("a window's triples go over the limit".into())));
                 }
@@ -751,6 +776,16 @@ pub fn run(
                         )))
                     }
                     Ok(Some(mu)) => {
+                        for &id in mu.iter() {
+                            let i = id as usize;
+                            if id != 0 && held.get(i) != Some(&true) {
+                                if i >= held.len() {
+                                    held.resize(i + 1, false);
+                                }
+                                held[i] = true;
+                                feed.hold(id);
+                            }
+                        }
                         let m = Leaf {
                             mu,
                             t: tau,
@@ -766,6 +801,7 @@ pub fn run(
                 }
             }
             k += 1;
+            feed.release(k);
         }
         // the evaluation at tau
         let found: Vec<Em> = if let Some((_, _, p)) = &mut pair {
@@ -800,6 +836,10 @@ pub fn run(
             }
         }
         done.evaluations += 1;
+        let terms = feed.terms();
+        // (the FILTER reads the kept mappings' terms alone, which are held: their values
+        // stay valid from one evaluation to the next)
+        let mut values = Values::with(terms, std::mem::take(&mut cache));
         let mut kept = Vec::with_capacity(found.len());
         for m in &found {
             match values.all(&spec.filter, &m.mu, m.t1, m.t2) {
@@ -808,6 +848,7 @@ pub fn run(
                 Err(r) => return Ok(Err(r)),
             }
         }
+        cache = values.into_cache();
         let rows: Vec<Row> = kept
             .into_iter()
             .map(|m| {
@@ -827,7 +868,7 @@ pub fn run(
         match spec.r2s {
             R2s::RStream => {
                 for r in &rows {
-                    writer.row(spec, out, tau, r, false)?;
+                    writer.row(spec, out, tau, r, false, terms)?;
                 }
             }
             R2s::IStream => {
@@ -843,7 +884,7 @@ pub fn run(
                     let b = budget.get_mut(r).expect("counted");
                     if *b > 0 {
                         *b -= 1;
-                        writer.row(spec, out, tau, r, false)?;
+                        writer.row(spec, out, tau, r, false, terms)?;
                     }
                 }
             }
@@ -854,7 +895,7 @@ pub fn run(
                 for r in order {
                     let gone = prev[r] - now.get(r).copied().unwrap_or(0);
                     for _ in 0..gone.max(0) {
-                        writer.row(spec, out, tau, r, true)?;
+                        writer.row(spec, out, tau, r, true, terms)?;
                     }
                 }
             }

@@ -22,7 +22,9 @@ of its own). For anything else it says why not, and the query runs as before: MA
 a larger WHERE clause (pyoxigraph joins its VALUES), another FILTER, time or count windows, a BEP of several
 triple patterns or with FILTER, timestamp(), other report policies.
 
-:func:`run` then runs such a query over one stream file, or returns why it did not: the
+:func:`run` then runs such a query over one stream file, read in parts as the matcher goes
+(native/src/source.rs: an item let go of once its BEPs' mappings are made, the terms of the
+mappings kept held through the dictionary's sweeps), or returns why it did not: the
 native reader takes only files of the common shape with integer point times, and the
 operator refuses an input on which it would not write what today's path writes, byte for
 byte: an item with two solutions of one BEP (rsep asks pyoxigraph then, whose order of an
@@ -92,7 +94,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 def available() -> str | None:
     """Why the native core cannot run this path here, or None."""
-    return native_core.available("match_run", "RSEP-QL MATCH engine")
+    return native_core.available("match_stream", "RSEP-QL MATCH engine")
 
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
@@ -314,19 +316,16 @@ def run(plan: NativePlan, query: ContinuousQuery, path: str, points: tuple[str, 
     ``fmt`` (jsonl or tsv, as rsep.runtime.sinks writes them); or say why not (then
     ``out_path`` holds nothing to keep). The signature is rsep.windows.native.run's, which
     rsep.cli.run calls alike."""
-    ev, why, read_s = native_core.read(path, points, max_record)
-    if ev is None:
+    # literals whose form pyoxigraph's store changes are read as the store gives them back:
+    # today's path matches and writes a literal so
+    src, why = native_core.open_stream(path, points, max_record, Canon().term, False)
+    if src is None:
         return Outcome(why)
-    # literals whose form pyoxigraph's store changes: today's path matches and writes a
-    # literal as the store gives it back
-    changed = native_core.store_forms(ev, Canon().term)
-    if changed:
-        ev.restore(changed)
-    beps = [([("var", int(v)) if kind == "var" else ("id", ev.id(str(v))) for kind, v in tp], t0)
+    beps = [([("var", int(v)) if kind == "var" else ("id", src.id(str(v))) for kind, v in tp], t0)
             for tp, t0 in plan.beps]
-    refused, evaluations, rows = core().match_run(
-        ev, beps, list(plan.expr), plan.policy.value, plan.vars, list(plan.project),
+    refused, evaluations, rows = core().match_stream(
+        src, beps, list(plan.expr), plan.policy.value, plan.vars, list(plan.project),
         [(list(a), op, list(b)) for a, op, b in plan.filter], plan.r2s.value, (max_window_triples, max_results), fmt, out_path)
     if refused:
         return Outcome(refused)
-    return Outcome("", len(ev), ev.triples(), evaluations, rows, read_s)
+    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])

@@ -1283,36 +1283,6 @@ fn match_stream(
     })
 }
 
-/// Run an operator over the events with the GIL released (no Python object is touched),
-/// writing to `out_path` through one buffer: (its refusal or "", evaluations, rows written).
-fn run_to_file(
-    py: Python<'_>,
-    out_path: &str,
-    ev: &StreamEvents,
-    run: impl FnOnce(
-            &Events,
-            &CoreTerms,
-            &mut std::io::BufWriter<std::fs::File>,
-        ) -> std::io::Result<Result<Done, Refused>>
-        + Send,
-) -> PyResult<(String, u64, u64)> {
-    let file = std::fs::File::create(out_path)
-        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
-    let got = py.detach(|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::select::unpanicked(|| run(&ev.events, &ev.terms, &mut out))?;
-        std::io::Write::flush(&mut out)?;
-        Ok::<_, std::io::Error>(r)
-    });
-    match got {
-        Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
-        Ok(Err(refused)) => Ok((refused.0, 0, 0)),
-        Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
-            "{out_path}: {e}"
-        ))),
-    }
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Terms>()?;

@@ -616,11 +616,11 @@ fn counts(rows: &[Row]) -> (HashMap<&Row, i64>, Vec<&Row>) {
 /// An input the matcher reads events from: a [`Feed`] whose terms the matcher can hold (a
 /// term of a kept mapping keeps its id through the dictionary's sweeps).
 pub trait Input: Feed {
-    fn hold(&mut self, id: TermId);
+    fn keep(&mut self, id: TermId);
 }
 
 impl Input for Source {
-    fn hold(&mut self, id: TermId) {
+    fn keep(&mut self, id: TermId) {
         if let Some(t) = self.terms().term(id).map(|t| t.into_owned()) {
             self.pin(t.as_ref());
         }
@@ -783,7 +783,7 @@ pub fn run_on(
                                     held.resize(i + 1, false);
                                 }
                                 held[i] = true;
-                                feed.hold(id);
+                                feed.keep(id);
                             }
                         }
                         let m = Leaf {

@@ -1,5 +1,7 @@
-//! RSEP-QL's MATCH on ids (issue 50): a MATCH-only `SELECT` over landmark windows of one
-//! stream, its event pattern (EVENT, SEQ, FIRST, LAST) under one of 000's selection
+//! RSEP-QL's MATCH on ids (issue 50): a MATCH-only `SELECT` (or the MATCH under FILTERs
+//! comparing numbers, decided as [`crate::epsparql`] decides them, on the MATCH's solutions
+//! as pyoxigraph filters their VALUES) over landmark windows of one stream (read in parts:
+//! [`crate::source`]), its event pattern (EVENT, SEQ, FIRST, LAST) under one of 000's selection
 //! policies, evaluated at every arrival instant as rsep/runtime/windowed.py does, rows
 //! written as rsep/runtime/sinks.py writes them.
 //!

@@ -1,8 +1,8 @@
-//! SPASEQ's chain engine on ids (issue 50, first to third stages): a SEQ of GPMs, each
-//! plain, under Kleene+ or negated, under `,` (strict contiguity), `;` (skip-till-next) and `:`
-//! (skip-till-any), WITHIN tumbling windows, over a stream file's events of ids as a
-//! [`Feed`] gives them (read in parts, [`crate::source`]), writing its matches as rsep's
-//! sink does.
+//! SPASEQ's chain engine on ids (issue 50, first to fourth stages): a SEQ of GPMs, each
+//! plain, under Kleene+, negated or in a conjunction or disjunction, under `,` (strict
+//! contiguity), `;` (skip-till-next) and `:` (skip-till-any), WITHIN tumbling windows, over
+//! a stream file's events of ids as a [`Feed`] gives them (read in parts,
+//! [`crate::source`]), writing its matches as rsep's sink does.
 //!
 //! The semantics are rsep/spaseq/chain.py's `ChainEngine` (NFA_scep's Algorithms 2 and 4 on
 //! a straight line of states) and, for `:`, rsep/spaseq/nfa.py's `NFAEngine`: per instant,
@@ -17,7 +17,10 @@
 //! entering x_(i+1); the run that entered the state stays only under `:`. A negated GPM
 //! before x_i (`A; B!; C`, Algorithm 9) is no state: a run that entered x_i dies at an event
 //! it matches joined with the run's mappings, once x_i's own event has been taken (a copy
-//! that took it goes on). Today's engine shares the
+//! that took it goes on). A state may be a conjunction or disjunction of GPMs (002 Defs. 8, 9,
+//! `NFAEngine._bop`): its alternatives, each a conjunction joined in order on the instant's
+//! one event; a run takes the state by each alternative whose join is not empty (a copy each,
+//! one step per conjunct). Today's engine shares the
 //! runs of `:` that can only go on alike (one run whose history is a DAG of their paths,
 //! enumerated when one completes); this one keeps each path as its own run, so it writes
 //! the same matches (one per path) and has at least as many live runs as today's. An instant's matches are written ordered by the events they took, a
@@ -246,6 +249,21 @@ pub struct Atom {
     /// the negated GPMs (in `Spec::negs`) just before this state: a run that entered it
     /// dies at an event one of them matches joined with the run's mappings
     pub forbid: Vec<usize>,
+    /// a conjunction or disjunction of GPMs (002 Defs. 8, 9) at this state, which then
+    /// takes no other: its alternatives (one for `A & B`, one a GPM each for `A | B`),
+    /// each a conjunction of GPMs with their leaf keys, joined in this order (a conjunct's
+    /// stateful FILTERs may read the earlier ones'); empty: the state's GPM is
+    /// `Spec::gpms`'s
+    pub alts: Vec<Vec<(u64, Gpm)>>,
+}
+
+/// A step's code in `Run::at`: the state in the low 16 bits, above them which of the
+/// state's GPM occurrences took the event (0: its own, k: the k-th conjunct of its
+/// alternatives, counted across them in order)
+const STATE_BITS: u32 = 16;
+
+fn state_of(code: u32) -> usize {
+    (code & ((1 << STATE_BITS) - 1)) as usize
 }
 
 /// The operator between two GPMs of the SEQ: how a run at the later one's state takes
@@ -306,7 +324,7 @@ impl Run {
         let width = spec.project.len();
         let mut at = 0;
         for &s in &self.at {
-            if spec.atoms[s as usize].shown.is_empty() {
+            if spec.atoms[state_of(s)].shown.is_empty() {
                 continue;
             }
             let m = self.iters[at] as usize;
@@ -345,6 +363,25 @@ impl Run {
             times,
             at,
             iters,
+            window: self.window,
+        }
+    }
+
+    /// The run having taken the instant's event at `t` by an alternative of a conjunction
+    /// or disjunction, one step per GPM of it (`codes`, in leaf key order, as today's path
+    /// sorts a match's steps), with mappings `vals` (a state that shows no iteration).
+    fn took_all(&self, t: i64, codes: &[u32], vals: Vec<TermId>) -> Run {
+        let mut times = Vec::with_capacity(self.times.len() + codes.len());
+        times.extend_from_slice(&self.times);
+        times.extend(codes.iter().map(|_| t));
+        let mut at = Vec::with_capacity(self.at.len() + codes.len());
+        at.extend_from_slice(&self.at);
+        at.extend_from_slice(codes);
+        Run {
+            vals,
+            times,
+            at,
+            iters: self.iters.clone(),
             window: self.window,
         }
     }
@@ -488,6 +525,58 @@ fn extend(
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A conjunction's or disjunction's GPMs solved over the instant's event into `out` (per
+/// alternative, per conjunct): an alternative's conjuncts after one without a solution are
+/// not solved (Sec. 7.3's lazy evaluation: it cannot be taken) and left empty.
+#[allow(clippy::too_many_arguments)]
+fn solve_alts(
+    alts: &[Vec<(u64, Gpm)>],
+    triples: &[[TermId; 3]],
+    vars: usize,
+    values: &mut Values<'_>,
+    scratch: &mut Vec<TermId>,
+    found: &mut Vec<TermId>,
+    out: &mut [Vec<Vec<TermId>>],
+) -> Result<(), Refused> {
+    for (alt, out) in alts.iter().zip(out.iter_mut()) {
+        let mut dead = false;
+        for ((_, g), sols) in alt.iter().zip(out.iter_mut()) {
+            if dead {
+                sols.clear();
+                continue;
+            }
+            solutions(g, triples, vars, values, scratch, found, sols)?;
+            dead = sols.is_empty();
+        }
+    }
+    Ok(())
+}
+
+/// A run's mappings joined with an alternative's conjuncts in order (`first`: the first
+/// one's solutions the run can reach, `sols`: each one's), their stateful FILTERs applied
+/// (NFAEngine._bop's And), into `out`; Err for a FILTER not decided here.
+#[allow(clippy::too_many_arguments)]
+fn extend_all(
+    alt: &[(u64, Gpm)],
+    run: &[TermId],
+    first: &[TermId],
+    sols: &[Vec<TermId>],
+    vars: usize,
+    values: &mut Values<'_>,
+    out: &mut Vec<TermId>,
+    spare: &mut Vec<TermId>,
+) -> Result<(), Refused> {
+    extend(&alt[0].1, run, first, vars, values, out)?;
+    for ((_, g), sols) in alt.iter().zip(sols).skip(1) {
+        if out.is_empty() {
+            break;
+        }
+        extend(g, out, sols, vars, values, spare)?;
+        std::mem::swap(out, spare);
     }
     Ok(())
 }
@@ -637,13 +726,14 @@ fn iterations(
         out.extend_from_slice(b": [");
         let (mut at, mut first) = (0, true);
         for &s in &r.at {
-            if spec.atoms[s as usize].shown.is_empty() {
+            let s = state_of(s);
+            if spec.atoms[s].shown.is_empty() {
                 continue;
             }
             let m = r.iters[at] as usize;
             let envs = &r.iters[at + 1..at + 1 + m * width];
             at += 1 + m * width;
-            if s as usize != i {
+            if s != i {
                 continue;
             }
             sols.clear();
@@ -731,6 +821,11 @@ pub fn run_on(
         || spec.ops[1..].contains(&Select::First)
         || spec.window.is_some_and(|w| w <= 0)
         || !(spec.atoms.is_empty() || spec.atoms.len() == n)
+        || n >= 1 << STATE_BITS
+        || spec
+            .atoms
+            .iter()
+            .any(|a| (a.kleene && !a.alts.is_empty()) || a.alts.iter().any(|alt| alt.is_empty()))
     {
         return Ok(Err(Refused("not a chain the native path runs".into())));
     }
@@ -745,6 +840,28 @@ pub fn run_on(
     feed.hold();
     let atoms = &spec.atoms[..];
     let kleene = |i: usize| atoms.get(i).is_some_and(|a| a.kleene);
+    let alts_of = |i: usize| atoms.get(i).map_or(&[][..], |a| &a.alts[..]);
+    // per state, the leaf keys of its GPM occurrences by a step's code (`STATE_BITS`), and
+    // per alternative the codes of its steps in leaf key order (the order of a match's
+    // steps of one time in today's path)
+    let mut step_keys: Vec<Vec<u64>> = Vec::with_capacity(n);
+    let mut codes: Vec<Vec<Vec<u32>>> = Vec::with_capacity(n);
+    for (i, a) in atoms.iter().enumerate() {
+        let mut ks = vec![a.key];
+        let mut per_alt = Vec::new();
+        for alt in &a.alts {
+            let mut cs: Vec<(u64, u32)> = Vec::new();
+            for (key, _) in alt {
+                cs.push((*key, (i as u32) | ((ks.len() as u32) << STATE_BITS)));
+                ks.push(*key);
+            }
+            cs.sort_unstable();
+            per_alt.push(cs.into_iter().map(|(_, c)| c).collect());
+        }
+        step_keys.push(ks);
+        codes.push(per_alt);
+    }
+    let step_key = |code: u32| step_keys[state_of(code)][(code >> STATE_BITS) as usize];
     // the per-id caches, kept across instants while the feed's generation stays (the
     // comparisons' values, the writer's texts of terms, the rows' texts for ordering)
     let mut generation = feed.generation();
@@ -786,6 +903,20 @@ pub fn run_on(
     let mut sols: Vec<Vec<TermId>> = vec![Vec::new(); n];
     let mut neg_sols: Vec<Vec<TermId>> = vec![Vec::new(); spec.negs.len()];
     let (mut scratch, mut found, mut joined) = (Vec::new(), Vec::new(), Vec::new());
+    // a conjunction's or disjunction's state: per alternative, each conjunct's solutions of
+    // the instant (those after an empty one left empty: lazy, Sec. 7.3), and per
+    // alternative its first conjunct's of one bucket; the joins of a run, and what it took
+    let mut alt_sols: Vec<Vec<Vec<Vec<TermId>>>> = (0..n)
+        .map(|i| {
+            alts_of(i)
+                .iter()
+                .map(|a| vec![Vec::new(); a.len()])
+                .collect()
+        })
+        .collect();
+    let mut groups: Vec<Vec<TermId>> = Vec::new();
+    let mut joined2: Vec<TermId> = Vec::new();
+    let mut outs: Vec<(usize, Vec<TermId>)> = Vec::new();
     let (mut group, mut keys, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
     let mut stays: Vec<Run> = Vec::new();
     let mut matches: Vec<Run> = Vec::new();
@@ -862,12 +993,19 @@ pub fn run_on(
                 }
             }
         }
-        for (g, out) in spec
+        for (k, (g, out)) in spec
             .gpms
             .iter()
             .chain(&spec.negs)
             .zip(sols.iter_mut().chain(neg_sols.iter_mut()))
+            .enumerate()
         {
+            if k < n && !alts_of(k).is_empty() {
+                // (a conjunction's or disjunction's GPMs are solved at its state, if a run
+                // waits there)
+                out.clear();
+                continue;
+            }
             let got = solutions(
                 g,
                 &triples,
@@ -886,7 +1024,108 @@ pub fn run_on(
             let g = &spec.gpms[i];
             let last = i + 1 == n;
             let iterate = kleene(i);
-            if !sols[i].is_empty() && (!buckets[i].is_empty() || !loops[i].is_empty()) {
+            let alts = alts_of(i);
+            if !alts.is_empty() {
+                if i > 0 && !buckets[i].is_empty() {
+                    let got = solve_alts(
+                        alts,
+                        &triples,
+                        vars,
+                        &mut values,
+                        &mut scratch,
+                        &mut found,
+                        &mut alt_sols[i],
+                    );
+                    if let Err(why) = got {
+                        return Ok(Err(why));
+                    }
+                    let state_sols = &alt_sols[i];
+                    let alive = |x: usize| state_sols[x].iter().all(|s| !s.is_empty());
+                    let any = spec.ops[i] == Select::Any;
+                    keys.clear();
+                    if let Some(p) = spec.partition {
+                        for x in (0..alts.len()).filter(|&x| alive(x)) {
+                            for s in state_sols[x][0].chunks_exact(vars) {
+                                if !keys.contains(&s[p]) {
+                                    keys.push(s[p]);
+                                }
+                            }
+                        }
+                    }
+                    if (0..alts.len()).any(alive) {
+                        keys.push(MIXED);
+                    }
+                    groups.resize(alts.len(), Vec::new());
+                    for &bk in &keys {
+                        let (before, after) = buckets.split_at_mut(i + 1);
+                        let Some(runs) = before[i].get_mut(&bk) else {
+                            continue;
+                        };
+                        for (x, group) in groups.iter_mut().enumerate() {
+                            group.clear();
+                            if !alive(x) {
+                                continue;
+                            }
+                            for s in state_sols[x][0].chunks_exact(vars) {
+                                if bk == MIXED || spec.partition.is_some_and(|p| s[p] == bk) {
+                                    group.extend_from_slice(s);
+                                }
+                            }
+                        }
+                        let mut j = 0;
+                        while j < runs.len() {
+                            // Def. 8's join of the conjuncts of one alternative; Def. 9: a
+                            // run for each alternative taken
+                            outs.clear();
+                            for (x, alt) in alts.iter().enumerate() {
+                                if groups[x].is_empty() {
+                                    continue;
+                                }
+                                let got = extend_all(
+                                    alt,
+                                    &runs[j].vals,
+                                    &groups[x],
+                                    &state_sols[x],
+                                    vars,
+                                    &mut values,
+                                    &mut joined,
+                                    &mut joined2,
+                                );
+                                if let Err(why) = got {
+                                    return Ok(Err(why));
+                                }
+                                if !joined.is_empty() {
+                                    outs.push((x, joined.clone()));
+                                }
+                            }
+                            if outs.is_empty() {
+                                j += 1;
+                                continue;
+                            }
+                            for (x, vals) in outs.drain(..) {
+                                let took = runs[j].took_all(t, &codes[i][x], vals);
+                                if last {
+                                    matches.push(took);
+                                } else {
+                                    live += 1;
+                                    after[0].entry(key(&took.vals)).or_default().push(took);
+                                }
+                            }
+                            // skip-till-any: the run stays for later events; else it has
+                            // left the state (its copies took the event)
+                            if any {
+                                j += 1;
+                            } else {
+                                runs.swap_remove(j);
+                                live -= 1;
+                            }
+                        }
+                        if runs.is_empty() {
+                            before[i].remove(&bk);
+                        }
+                    }
+                }
+            } else if !sols[i].is_empty() && (!buckets[i].is_empty() || !loops[i].is_empty()) {
                 let any = spec.ops[i] == Select::Any;
                 // the buckets the solutions can reach: each of their partition values', with
                 // those solutions, and the mixed one with all of them
@@ -1080,7 +1319,57 @@ pub fn run_on(
                 loops[i].entry(loop_key(i, &r.vals)).or_default().push(r);
             }
         }
-        if t >= t0 && !sols[0].is_empty() {
+        if t >= t0 && !alts_of(0).is_empty() {
+            // a conjunction or disjunction at x_0: a run for each alternative taken
+            let alts = alts_of(0);
+            let got = solve_alts(
+                alts,
+                &triples,
+                vars,
+                &mut values,
+                &mut scratch,
+                &mut found,
+                &mut alt_sols[0],
+            );
+            if let Err(why) = got {
+                return Ok(Err(why));
+            }
+            let start = Run {
+                vals: Vec::new(),
+                times: Vec::new(),
+                at: Vec::new(),
+                iters: Vec::new(),
+                window: spec.window.map_or(0, |w| (t - t0).div_euclid(w)),
+            };
+            for (x, alt) in alts.iter().enumerate() {
+                let sols_x = &alt_sols[0][x];
+                if sols_x.iter().any(|s| s.is_empty()) {
+                    continue;
+                }
+                // (the first conjunct's solutions are the run's first mappings)
+                joined.clear();
+                joined.extend_from_slice(&sols_x[0]);
+                for ((_, g), sols) in alt.iter().zip(sols_x).skip(1) {
+                    if joined.is_empty() {
+                        break;
+                    }
+                    if let Err(why) = extend(g, &joined, sols, vars, &mut values, &mut joined2) {
+                        return Ok(Err(why));
+                    }
+                    std::mem::swap(&mut joined, &mut joined2);
+                }
+                if joined.is_empty() {
+                    continue;
+                }
+                let r = start.took_all(t, &codes[0][x], joined.clone());
+                if n == 1 {
+                    matches.push(r);
+                } else {
+                    live += 1;
+                    buckets[1].entry(key(&r.vals)).or_default().push(r);
+                }
+            }
+        } else if t >= t0 && !sols[0].is_empty() {
             let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
             let start = Run {
                 vals: Vec::new(),
@@ -1122,7 +1411,7 @@ pub fn run_on(
         if atoms.is_empty() {
             matches.sort_by(|a, b| a.times.cmp(&b.times));
         } else {
-            let step = |r: &Run, k: usize| (r.times[k], atoms[r.at[k] as usize].key);
+            let step = |r: &Run, k: usize| (r.times[k], step_key(r.at[k]));
             matches.sort_by(|a, b| {
                 (0..a.times.len().min(b.times.len()))
                     .map(|k| step(a, k).cmp(&step(b, k)))
@@ -1436,6 +1725,7 @@ mod tests {
                 },
                 name: ["A", "B", "C", "D"][i].into(),
                 forbid: vec![],
+                alts: vec![],
             })
             .collect();
         let spec = Spec {
@@ -1614,6 +1904,81 @@ mod tests {
         let mut out = Vec::new();
         run(&spec(vec![]), &ev, &terms, &mut out).unwrap().unwrap();
         assert_eq!(String::from_utf8(out).unwrap().lines().count(), 4);
+    }
+
+    #[test]
+    fn a_conjunction_joins_its_gpms_on_one_event_and_a_disjunction_runs_each() {
+        // SEQ (A op (B & C)) and SEQ (A op (B | C)): A ?p1, B a price above it, C a price
+        // above it (&) or below it (|), all on the instant's one event
+        let doc = stream(&[(0, "a", 5), (1, "a", 6), (2, "a", 4)]);
+        let mut terms = Terms::new();
+        let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
+        let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
+        let g = |p: usize, op: Op| Gpm {
+            patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
+            binds: vec![0, p],
+            local: vec![],
+            stateful: if p > 1 {
+                vec![Cmp {
+                    left: Operand::Var(p),
+                    op,
+                    right: Operand::Var(1),
+                }]
+            } else {
+                vec![]
+            },
+        };
+        let spec = |op: Select, alts: Vec<Vec<(u64, Gpm)>>| Spec {
+            gpms: vec![g(1, Op::Gt), g(2, Op::Gt)],
+            ops: vec![Select::First, op],
+            vars: 4,
+            partition: Some(0),
+            window: None,
+            t0: None,
+            project: vec![("c".into(), Some(0))],
+            distinct: false,
+            max_runs: 1000,
+            max_instant: None,
+            format: Format::Events,
+            atoms: vec![
+                Atom {
+                    key: 1,
+                    ..Atom::default()
+                },
+                Atom {
+                    key: 2,
+                    alts,
+                    ..Atom::default()
+                },
+            ],
+            negs: vec![],
+        };
+        let both = vec![vec![(2, g(2, Op::Gt)), (3, g(3, Op::Gt))]];
+        let either = vec![vec![(2, g(2, Op::Gt))], vec![(3, g(3, Op::Lt))]];
+        let text = |spec: Spec| {
+            let mut out = Vec::new();
+            run(&spec, &ev, &terms, &mut out).unwrap().unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        // one step per conjunct, of one time: 5 then 6 above it twice; 6's run waits
+        assert_eq!(
+            text(spec(Select::Next, both.clone())),
+            "{\"events\": [0, 1, 1]}\n"
+        );
+        // under ',' 6's run dies at 4
+        assert_eq!(
+            text(spec(Select::Strict, both)),
+            "{\"events\": [0, 1, 1]}\n"
+        );
+        // 5 -> 6 by B, 6 -> 4 by C; under ':' 5's run stays and takes 4 by C too
+        assert_eq!(
+            text(spec(Select::Next, either.clone())),
+            "{\"events\": [0, 1]}\n{\"events\": [1, 2]}\n"
+        );
+        assert_eq!(
+            text(spec(Select::Any, either)),
+            "{\"events\": [0, 1]}\n{\"events\": [0, 2]}\n{\"events\": [1, 2]}\n"
+        );
     }
 
     #[test]

@@ -845,7 +845,9 @@ type PyGpm = (
 
 /// A SPASEQ state's atom: (Kleene+, its leaf key, the variables each iteration binds
 /// afresh, those of them written in "iterations" with their names, the GPM's name).
-/// And the negated GPMs just before it (their numbers in `negs`).
+/// And the negated GPMs just before it (their numbers in `negs`), and a conjunction's or
+/// disjunction's alternatives (each a conjunction of (leaf key, GPM); empty: the state's
+/// GPM is `gpms`').
 type PyAtom = (
     bool,
     u64,
@@ -853,6 +855,7 @@ type PyAtom = (
     Vec<(String, usize)>,
     String,
     Vec<usize>,
+    Vec<Vec<(u64, PyGpm)>>,
 );
 
 /// Run a SPASEQ chain (native/src/chain.rs) over a [`Stream`], read as the engine goes,
@@ -946,7 +949,7 @@ fn chain_stream(
         .map(|op| Select::parse(op).ok_or_else(|| bad(format!("an event selection {op:?}"))))
         .collect::<PyResult<Vec<_>>>()?;
     let mut chain_atoms = Vec::new();
-    for (kleene, key, drop, shown, name, forbid) in atoms {
+    for (kleene, key, drop, shown, name, forbid, alts) in atoms {
         for &v in drop.iter().chain(shown.iter().map(|(_, v)| v)) {
             var(v)?;
         }
@@ -960,6 +963,14 @@ fn chain_stream(
             shown,
             name,
             forbid,
+            alts: alts
+                .iter()
+                .map(|alt| {
+                    alt.iter()
+                        .map(|(k, g)| Ok((*k, gpm(g)?)))
+                        .collect::<PyResult<Vec<_>>>()
+                })
+                .collect::<PyResult<Vec<_>>>()?,
         });
     }
     let spec = ChainSpec {

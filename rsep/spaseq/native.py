@@ -1,4 +1,4 @@
-"""The native path of a SPASEQ chain (issue 50, first to third stages): read, matched and
+"""The native path of a SPASEQ chain (issue 50, first to fourth stages): read, matched and
 written on integer ids in Rust (rsep._core: native/src/source.rs and chain.rs), terms
 decoded only for output; the stream file is read in parts as the engine goes, each
 instant's events let go of once matched and the term dictionary swept between instants
@@ -21,11 +21,16 @@ the run going on at each; a match writes each iteration's selected own variables
 ``"iterations"`` as today's path does. A negated GPM (``B!``, between two others, Appendix
 B.0.1 as docs/semantics.md reads it) is no state: the next one's runs die at an event it
 matches joined with their mappings (NFAEngine's Algorithm 9), the neighbours joined by the
-weaker of its two operators. For anything else (optional atoms, conjunction or disjunction
-of GPMs, one GPM under Kleene+ twice, OPTIONAL or any other pattern, a FILTER of anything
-else, SELECT expressions, PARTITION BY, several streams, an engine option the chain engine
-does not run, no-window-pushing with ``:``, a Kleene+ or a negation) it says why not, and
-the query runs as before.
+weaker of its two operators. A state may be a conjunction or disjunction of such GPMs
+(002 Defs. 8, 9: ``(B & C)``, ``(B | C)``, a disjunction of conjunctions ``(B | C & D)``),
+run as NFAEngine's ``_bop`` runs it on the instant's one event: an alternative's conjuncts
+joined in order (a conjunct's stateful FILTERs read the run's and the earlier conjuncts'
+variables), a copy of the run for each alternative taken, one step a conjunct. For anything
+else (optional atoms, a disjunction inside a conjunction, a later FILTER reading what one
+alternative of a disjunction does not bind, one GPM under Kleene+ twice, OPTIONAL or any
+other pattern, a FILTER of anything else, SELECT expressions, PARTITION BY, several streams,
+an engine option the chain engine does not run, no-window-pushing with ``:``, a Kleene+, a
+negation, a conjunction or a disjunction) it says why not, and the query runs as before.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape (native/src/stream.rs; a refusal of
@@ -60,7 +65,7 @@ from rsep.algebra.expression import (
     conjuncts,
     signed_literal,
 )
-from rsep.algebra.spaseq import AtomKind, Leaf, SpaseqQuery, Strategy
+from rsep.algebra.spaseq import GPM, And, AtomKind, BopNode, Leaf, Or, SpaseqQuery, Strategy
 from rsep.sparql.filters import Fallback, literal_value
 from rsep.sparql.matcher import Canon
 from rsep.stream import native as native_core
@@ -89,6 +94,12 @@ Slots = tuple[tuple[str, int | str], ...]
 # a GPM: (triple patterns, the variables it binds, its FILTERs on those alone, its FILTERs
 # reading earlier GPMs' variables)
 NativeGpm = tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...]]
+# a state's atom: (Kleene+, its leaf key, the variables each iteration binds afresh, the
+# selected ones of those in name order with their names, the GPM's name, the negated GPMs
+# just before it: their numbers in ``negs``, and a conjunction's or disjunction's
+# alternatives, each a conjunction of (leaf key, GPM); () for one GPM, ``gpms``')
+NativeAtom = tuple[bool, int, tuple[int, ...], tuple[tuple[str, int], ...], str,
+                   tuple[int, ...], tuple[tuple[tuple[int, NativeGpm], ...], ...]]
 
 
 def available() -> str | None:
@@ -115,11 +126,7 @@ class NativePlan:
     distinct: bool
     max_runs: int
     max_instant: int | None
-    # per state: (Kleene+, its leaf key, the variables each iteration binds afresh, the
-    # selected ones of those in name order with their names, the GPM's name, the negated
-    # GPMs just before it: their numbers in ``negs``)
-    atoms: tuple[tuple[bool, int, tuple[int, ...], tuple[tuple[str, int], ...], str,
-                       tuple[int, ...]], ...] = ()
+    atoms: tuple[NativeAtom, ...] = ()  # per state
     negs: tuple[NativeGpm, ...] = ()
 
     def describe(self) -> str:
@@ -142,8 +149,9 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             return "a negated atom not between two others"
         if a.kind is AtomKind.OPTIONAL:
             return "an optional atom (the native path takes plain, Kleene+ and negated GPMs)"
-        if not isinstance(a.body, Leaf):
-            return "a conjunction or disjunction of GPMs (the native path takes plain GPMs)"
+        if _alternatives(a.body) is None:
+            return ("a disjunction inside a conjunction (the native path takes a "
+                    "disjunction of GPMs or of conjunctions of GPMs)")
     kleene = [a for a in seq.atoms if a.kind is AtomKind.KLEENE]
     if len({a.leaf.gpm.name for a in kleene}) != len(kleene):
         # (today's path writes one "iterations" entry per GPM name, the later over the earlier)
@@ -158,6 +166,8 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             return "no-window-pushing with a negated atom"
         if any(op is Strategy.ANY for op in seq.ops):
             return "no-window-pushing with skip-till-any ':'"
+        if any(not isinstance(a.body, Leaf) for a in atoms_):
+            return "no-window-pushing with a conjunction or disjunction"
     if len(set(query.streams.values())) != 1:
         return "several streams"
     if trace is not None:
@@ -173,61 +183,44 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
         return "a variable selected twice"
     numbers: dict[str, int] = {}
     gpms = []
-    atoms = []
+    atoms: list[NativeAtom] = []
     negs: list[NativeGpm] = []
     forbid: list[int] = []  # the negated GPMs before the next state
     ops: list[str] = []
     bound_before: set[str] = set()
     selected = set(query.variables)
+    own_sets: list[set[int]] = []  # each GPM occurrence's variables (the partition's)
     for k, a in enumerate(seq.atoms):
-        g = a.leaf.gpm
-        if g.background:
-            return f"GPM {g.name}: a background GRAPH"
-        c = gpm.compiled.get(g.name)
-        if c is None:
-            return f"GPM {g.name}: not one basic graph pattern with compiled FILTERs " \
-                   "(OPTIONAL, UNION, a property path or a FILTER pyoxigraph decides)"
-        if len(c.triples) > MAX_PATTERNS:
-            return f"GPM {g.name}: more than {MAX_PATTERNS} triple patterns"
-        patterns: list[Slots] = []
-        own: list[int] = []
-        for tp in c.triples:
-            slots: list[tuple[str, int | str]] = []
-            for x in tp:
-                if isinstance(x, tuple):
-                    if x[1].startswith("_:"):
-                        return f"GPM {g.name}: a blank node in a triple pattern"
-                    n = numbers.setdefault(x[1], len(numbers))
-                    if n not in own:
-                        own.append(n)
-                    slots.append(("var", n))
-                elif isinstance(x, (ox.NamedNode, ox.Literal)):
-                    # (the compiled GPM's constants are the store's forms already, as the
-                    # stream's literals are once restored)
-                    slots.append(("term", str(x)))
-                else:
-                    return f"GPM {g.name}: a term the native path does not read ({x})"
-            patterns.append(tuple(slots))
-        names = {v for v, n in numbers.items() if n in own}
-        local: list[Cmp] = []
-        for f in g.local_filters:
-            got = _conjunction(f.expr, numbers, names)
-            if isinstance(got, str):
-                return f"GPM {g.name}: FILTER {f.text}: {got}"
-            local += got
-        stateful: list[Cmp] = []
-        for f in g.stateful:
-            got = _conjunction(f.expr, numbers, names | bound_before)
-            if isinstance(got, str):
-                return f"GPM {g.name}: FILTER {f.text}: {got}"
-            stateful += got
-        compiled = (tuple(patterns), tuple(own), tuple(local), tuple(stateful))
+        alts = _alternatives(a.body)
+        assert alts is not None  # (refused above)
+        # each alternative's conjuncts compiled in order: a conjunct's stateful FILTERs
+        # read the run's variables and the earlier conjuncts' (NFAEngine._bop's And)
+        compiled_alts: list[tuple[tuple[int, NativeGpm], ...]] = []
+        alt_names: list[set[str]] = []
+        occurrences: list[set[int]] = []
+        for alt in alts:
+            got_alt: list[tuple[int, NativeGpm]] = []
+            seen: set[str] = set()
+            for leaf in alt:
+                got = _compile(leaf.gpm, gpm, numbers, bound_before | seen)
+                if isinstance(got, str):
+                    return got
+                compiled, leaf_names = got
+                occurrences.append(set(compiled[1]))
+                got_alt.append((leaf.key, compiled))
+                seen |= leaf_names
+            compiled_alts.append(tuple(got_alt))
+            alt_names.append(seen)
+        compiled = compiled_alts[0][0][1]
+        names = set.intersection(*alt_names)
+        plain = isinstance(a.body, Leaf)
         if a.kind is AtomKind.NEGATION:
             # (its variables stay unbound in the run: Algorithm 9 joins it with the run's
             # mappings and drops the result)
             forbid.append(len(negs))
             negs.append(compiled)
             continue
+        own_sets += occurrences
         if k == 0:
             ops.append("")
         elif seq.atoms[k - 1].kind is AtomKind.NEGATION:
@@ -236,27 +229,104 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             ops.append(_SELECT[Strategy.weaker(seq.ops[k - 2], seq.ops[k - 1])])
         else:
             ops.append(_SELECT[seq.ops[k - 1]])
+        first = alts[0][0]
         if a.kind is AtomKind.KLEENE:
+            g = a.leaf.gpm
             if not a.local_vars <= names:
                 return f"GPM {g.name}+: a variable of its own its triple patterns do not bind"
             drops = tuple(sorted(numbers[v] for v in a.local_vars))
             # (runtime.py's MatchOutput.iterations: each iteration's selected own variables,
             # in the order of the mapping, by name)
             shown = tuple((v, numbers[v]) for v in sorted(a.local_vars & selected))
-            atoms.append((True, a.leaf.key, drops, shown, g.name, tuple(forbid)))
+            atoms.append((True, a.leaf.key, drops, shown, g.name, tuple(forbid), ()))
         else:
-            atoms.append((False, a.leaf.key, (), (), g.name, tuple(forbid)))
+            atoms.append((False, first.key, (), (), first.gpm.name, tuple(forbid),
+                          () if plain else tuple(compiled_alts)))
         forbid = []
+        # (after a disjunction, a later FILTER may read only what every alternative binds)
         bound_before |= names
         gpms.append(compiled)
     if not numbers:
         return "no variable in any GPM"
     common = set(range(len(numbers)))
-    for _, own_vars, _, _ in gpms:
-        common &= set(own_vars)
+    for own_vars in own_sets:
+        common &= own_vars
     return NativePlan(tuple(gpms), tuple(ops), len(numbers), min(common) if common else None,
                       tuple((v, numbers.get(v)) for v in variables), query.distinct,
                       options.max_runs, options.max_instant, tuple(atoms), tuple(negs))
+
+
+def _alternatives(body: BopNode) -> list[list[Leaf]] | None:
+    """An atom's GPM occurrences as a disjunction of conjunctions (Defs. 8, 9): one
+    alternative of one GPM for a plain atom, one of several for ``A & B``, one a GPM each
+    (or a conjunction each) for ``A | B``; None for a disjunction inside a conjunction,
+    which the native path does not take."""
+    def conj(n: BopNode) -> list[Leaf] | None:
+        if isinstance(n, Leaf):
+            return [n]
+        if isinstance(n, And):
+            out: list[Leaf] = []
+            for it in n.items:
+                got = conj(it)
+                if got is None:
+                    return None
+                out += got
+            return out
+        return None
+
+    if isinstance(body, Or):
+        alts = [conj(it) for it in body.items]
+        return None if any(a is None for a in alts) else [a for a in alts if a is not None]
+    one = conj(body)
+    return None if one is None else [one]
+
+
+def _compile(g: GPM, gpm: GPMEvaluator, numbers: dict[str, int], bound_before: set[str]
+             ) -> tuple[NativeGpm, set[str]] | str:
+    """A GPM occurrence as native/src/chain.rs reads it (its variables numbered in
+    ``numbers``, its stateful FILTERs reading those bound before), with the names of the
+    variables it binds; or why the native path does not take it."""
+    if g.background:
+        return f"GPM {g.name}: a background GRAPH"
+    c = gpm.compiled.get(g.name)
+    if c is None:
+        return f"GPM {g.name}: not one basic graph pattern with compiled FILTERs " \
+               "(OPTIONAL, UNION, a property path or a FILTER pyoxigraph decides)"
+    if len(c.triples) > MAX_PATTERNS:
+        return f"GPM {g.name}: more than {MAX_PATTERNS} triple patterns"
+    patterns: list[Slots] = []
+    own: list[int] = []
+    for tp in c.triples:
+        slots: list[tuple[str, int | str]] = []
+        for x in tp:
+            if isinstance(x, tuple):
+                if x[1].startswith("_:"):
+                    return f"GPM {g.name}: a blank node in a triple pattern"
+                n = numbers.setdefault(x[1], len(numbers))
+                if n not in own:
+                    own.append(n)
+                slots.append(("var", n))
+            elif isinstance(x, (ox.NamedNode, ox.Literal)):
+                # (the compiled GPM's constants are the store's forms already, as the
+                # stream's literals are once restored)
+                slots.append(("term", str(x)))
+            else:
+                return f"GPM {g.name}: a term the native path does not read ({x})"
+        patterns.append(tuple(slots))
+    names = {v for v, n in numbers.items() if n in own}
+    local: list[Cmp] = []
+    for f in g.local_filters:
+        got = _conjunction(f.expr, numbers, names)
+        if isinstance(got, str):
+            return f"GPM {g.name}: FILTER {f.text}: {got}"
+        local += got
+    stateful: list[Cmp] = []
+    for f in g.stateful:
+        got = _conjunction(f.expr, numbers, names | bound_before)
+        if isinstance(got, str):
+            return f"GPM {g.name}: FILTER {f.text}: {got}"
+        stateful += got
+    return (tuple(patterns), tuple(own), tuple(local), tuple(stateful)), names
 
 
 def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
@@ -340,7 +410,8 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     gpms = [ids(g) for g in plan.gpms]
     refused, evaluations, rows = core().chain_stream(
         src, gpms, list(plan.ops),
-        [(k, key, list(d), list(sh), name, list(f)) for k, key, d, sh, name, f in plan.atoms],
+        [(k, key, list(d), list(sh), name, list(f), [[(lk, ids(g)) for lk, g in alt] for alt in alts])
+         for k, key, d, sh, name, f, alts in plan.atoms],
         [ids(g) for g in plan.negs], plan.vars,
         plan.partition, window, query.issued_at, list(plan.project), plan.distinct,
         (plan.max_runs, plan.max_instant), fmt, out_path)

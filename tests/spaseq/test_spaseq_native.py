@@ -42,6 +42,7 @@ from spaseq_throughput import query as throughput_query  # noqa: E402
 TAKEN = [0, 0, 0]
 KLEENE = [0, 0, 0]  # the same, of the queries with a Kleene+ atom
 NEGATED = [0, 0, 0]  # and with a negated one
+BOPS = [0, 0, 0]  # and with a conjunction or disjunction of GPMs
 WHY: dict[str, int] = {}  # the refusals' reasons (their first words), for the message
 EXAMPLES = int(os.environ.get("RSEP_EXAMPLES", "60"))
 PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
@@ -84,12 +85,47 @@ CONSTANTS = ["3", "5", "2.5", "4.0e0", f'"6"^^<{XSD}integer>', "-1"]
 OPS = ["<", "<=", ">", ">=", "=", "!="]
 
 
+def bop(draw, name: str, i: int) -> tuple[str, list[str]]:
+    """GPM ``name`` (the i-th of the sequence, binding ?c and ?p<i>) in a conjunction or
+    disjunction with one or two more GPMs (002 Defs. 8, 9: events of one time, here of
+    the one stream): the atom and their definitions. A conjunct reads the volume into a
+    variable of its own, FILTERed against a constant or the conjunction's ?p<i>; a
+    disjunct binds ?p<i> too (a price or a volume: a later FILTER reads it in either
+    alternative) and now and then ?c's volume."""
+    kind = draw(st.sampled_from(["&", "&", "|", "|", "&&", "|&"]))
+    subject = "?c" if not draw(RARELY) else "?x"
+    defs = []
+    if kind in ("&", "&&"):
+        atom = f"({name}"
+        for k in range(len(kind)):
+            body = f"{subject} <http://e/volume> ?e{i}{k} ."
+            if draw(st.booleans()):
+                other = draw(st.sampled_from([f"?p{i}", draw(st.sampled_from(CONSTANTS))]
+                                             + ([f"?e{i}0"] if k else [])))
+                body += f" FILTER (?e{i}{k} {draw(st.sampled_from(OPS))} {other})"
+            defs.append(f"DEFINE GPM E{i}{k} ON S1 {{ {body} }}")
+            atom += f" & E{i}{k}"
+        return atom + ")", defs
+    pred = draw(st.sampled_from(["price", "volume"]))
+    body = f"{subject} <http://e/{pred}> ?p{i} ."
+    if draw(st.booleans()):
+        body += f" FILTER (?p{i} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(CONSTANTS))})"
+    defs.append(f"DEFINE GPM E{i}0 ON S1 {{ {body} }}")
+    if kind == "|&":
+        # a disjunct that is a conjunction: (A | E & F)
+        defs.append(f"DEFINE GPM E{i}1 ON S1 {{ ?c <http://e/volume> ?e{i}1 }}")
+        return f"({name} | E{i}0 & E{i}1)", defs
+    return f"({name} | E{i}0)", defs
+
+
 @st.composite
-def queries(draw, forced: bool = False) -> str:
-    """A chain of one to four GPMs, now and then one under Kleene+ (anywhere, first too)
-    and a negated GPM between two; ``forced``: two to three GPMs, one of them under Kleene+
-    and a negated one between two of them."""
-    n = draw(st.integers(2, 3)) if forced else draw(st.integers(1, 4))
+def queries(draw, forced: bool = False, bops: bool = False) -> str:
+    """A chain of one to four GPMs, now and then one under Kleene+ (anywhere, first too),
+    one in a conjunction or disjunction of GPMs and a negated GPM between two; ``forced``:
+    two to three GPMs, one of them under Kleene+ and a negated one between two of them;
+    ``bops``: one to three GPMs, one or more of them (anywhere) in a conjunction or
+    disjunction."""
+    n = draw(st.integers(2, 3)) if forced else draw(st.integers(1, 3 if bops else 4))
     names = "ABCD"[:n]
     defs = []
     variables = ["?c"]  # (selecting one no GPM binds is an error of the query)
@@ -114,6 +150,13 @@ def queries(draw, forced: bool = False) -> str:
     negated = draw(st.integers(1, n - 1)) if forced else None
     if kleene is not None:
         atoms[kleene] = names[kleene] + "+"
+    chosen = draw(st.integers(0, n - 1)) if bops else None
+    for i, x in enumerate(atoms):
+        if x.endswith("+") or forced:
+            continue
+        if i == chosen or draw(st.sampled_from([False] * (3 if bops else 7) + [True])):
+            atoms[i], more = bop(draw, x, i + 1)
+            defs += more
     seq = atoms[0]
     op = st.sampled_from([",", ";", ":"])
     for i, x in enumerate(atoms[1:], 1):
@@ -164,14 +207,17 @@ def both(tmp: Path, query: str, stream: str, extra: list[str],
     assert got is not None  # (rsep run of a SPASEQ query always asks)
     assert rc == prc
     assert out == pout, (got.refused, out.decode(), pout.decode())
-    if "+" in query or "!" in query:
-        # (Kleene+ and negation run on the general engine today: its compiled build too)
+    if any(c in query for c in "+!&|"):
+        # (Kleene+, negation, conjunction and disjunction run on the general engine
+        # today: its compiled build too)
         trc, tout, _ = run(tmp, query, stream, extra, "RSEP_NATIVE", monkeypatch)
         assert (trc, tout) == (rc, out), (got.refused, out.decode(), tout.decode())
         if "+" in query:
             KLEENE[0 if got.refused else 1 if not got.rows else 2] += 1
         if "!" in query:
             NEGATED[0 if got.refused else 1 if not got.rows else 2] += 1
+        if "&" in query or "|" in query:
+            BOPS[0 if got.refused else 1 if not got.rows else 2] += 1
     TAKEN[0 if got.refused else 1 if not got.rows else 2] += 1
     if got.refused:
         WHY[got.refused.split(":")[0]] = WHY.get(got.refused.split(":")[0], 0) + 1
@@ -213,12 +259,23 @@ def test_native_kleene_and_negation_equal_todays_path(tmp_path: Path,
     both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
 
 
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(bops=True), stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]))
+def test_native_conjunction_and_disjunction_equal_todays_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, query: str, stream: str,
+        fmt: str) -> None:
+    """Each draw with a conjunction or disjunction of GPMs somewhere in the sequence (first
+    and last too, under `,` `;` and `:`): against RSEP_PURE=1 and RSEP_NATIVE=0."""
+    both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
+
+
 def test_the_random_runs_were_mostly_native() -> None:
-    # (after the property test, in file order: its runs counted)
+    # (after the property tests, in file order: their runs counted)
     refused, empty, rows = TAKEN
     total = refused + empty + rows
     assert empty + rows >= total // 3 and rows >= total // 10, (TAKEN, WHY)
-    for drawn in (KLEENE, NEGATED):
+    for drawn in (KLEENE, NEGATED, BOPS):
         refused, empty, rows = drawn
         total = refused + empty + rows
         assert total >= EXAMPLES // 5, drawn
@@ -387,7 +444,7 @@ def test_options_it_does_not_keep_to_run_as_today(tmp_path: Path,
 
 GPMS = {
     "kleene twice": ("SEQ (A; B+; B+)", ""),
-    "conjunction": ("SEQ (A; (A & B))", ""),
+    "disjunction in a conjunction": ("SEQ (A; (A & (A | B)))", ""),
     "background": ("SEQ (A; B)", "GRAPH <http://e/kb> { ?c <http://e/in> ?x }"),
     "optional": ("SEQ (A; B)", "OPTIONAL { ?c <http://e/volume> ?v }"),
     "string filter": ("SEQ (A; B)", 'FILTER (STR(?p2) = "1")'),
@@ -400,7 +457,7 @@ GPMS = {
 
 @pytest.mark.parametrize(("case", "why"), [
     ("kleene twice", "one GPM under Kleene+ twice"),
-    ("conjunction", "conjunction or disjunction"),
+    ("disjunction in a conjunction", "a disjunction inside a conjunction"),
     ("background", "background GRAPH"),
     ("optional", "not one basic graph pattern"),
     ("string filter", "not one basic graph pattern"),
@@ -672,3 +729,81 @@ def test_negation_refusals() -> None:
     plan = plan_of(NEGATION_Q.replace("SEQ (A; B!; C)", "SEQ (A, B!; C)"))
     assert isinstance(plan, native.NativePlan) and plan.ops == ("", ";"), plan
     assert plan.atoms[1][5] == (0,)
+
+
+# 002 Query 5's shape on one stream (its three streams are one here: the native path reads
+# one): a rise, then at one instant a rise above it (B) and a volume above that (C)
+CONJ_Q = (f"SELECT *\nWITHIN 10\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n"
+          "  SEQ (A; (B & C))\n"
+          "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
+          "  DEFINE GPM B ON S1 { ?c <http://e/price> ?p2 FILTER (?p2 > ?p1) }\n"
+          "  DEFINE GPM C ON S1 { ?c <http://e/volume> ?v FILTER (?v > ?p2) }\n}\n")
+TWO = "<http://e/a> <http://e/price> {} ; <http://e/volume> {} ."
+
+
+def test_conjunction_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_of(CONJ_Q)
+    assert isinstance(plan, native.NativePlan), plan
+    # x_1 is the conjunction: one alternative of B (leaf 2) then C (leaf 3)
+    assert [[k for k, _ in alt] for alt in plan.atoms[1][6]] == [[2, 3]]
+    assert plan.atoms[0][6] == ()
+    s = stream_of((0, TWO.format(5, 1)), (1, TWO.format(6, 3)), (2, TWO.format(7, 9)))
+    got = both(tmp_path, CONJ_Q, s, ["--format", "tsv"], monkeypatch)
+    # at 1, B holds (6 > 5) but C does not (3 < 6): 5's run waits; at 2 both hold for 5's
+    # and 6's runs
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    assert (got.refused, got.rows) == ("", 2), out
+    assert [line.split("\t")[:4] for line in out[1:]] == [
+        ["2", "insert", "<http://e/a>", f'"5"^^<{XSD}integer>'],
+        ["2", "insert", "<http://e/a>", f'"6"^^<{XSD}integer>']]
+    # under ',' the runs must take the next instant: 5's dies at 1, 6's takes 2
+    strict = CONJ_Q.replace("SEQ (A; (B & C))", "SEQ (A, (B & C))")
+    assert both(tmp_path, strict, s, [], monkeypatch).rows == 1
+    # first in the sequence, and under ':' (5's run stays: it also takes 8 and 9 at 3)
+    s2 = stream_of((0, TWO.format(5, 6)), (1, TWO.format(4, 2)), (2, TWO.format(3, 9)),
+                   (3, TWO.format(8, 9)))
+    lead = (f"SELECT *\nWITHIN 10\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n  SEQ ((A & B): C)\n"
+            "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
+            "  DEFINE GPM B ON S1 { ?c <http://e/volume> ?v1 FILTER (?v1 > ?p1) }\n"
+            "  DEFINE GPM C ON S1 { ?c <http://e/price> ?p3 FILTER (?p3 > ?p1) }\n}\n")
+    got = both(tmp_path, lead, s2, [], monkeypatch)
+    # (5, 6) at 0 and (3, 9) at 2 start runs; 8 at 3 rises above both
+    assert (got.refused, got.rows) == ("", 2)
+
+
+DISJ_Q = CONJ_Q.replace("SEQ (A; (B & C))", "SEQ (A; (B | C))").replace(
+    "?c <http://e/volume> ?v FILTER (?v > ?p2)", "?c <http://e/volume> ?p2 FILTER (?p2 > ?p1)")
+
+
+def test_disjunction_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_of(DISJ_Q)
+    assert isinstance(plan, native.NativePlan), plan
+    assert [[k for k, _ in alt] for alt in plan.atoms[1][6]] == [[2], [3]]
+    # at 1 both alternatives hold for 5's run (6 and 7 above 5): two matches, B's first
+    # (its leaf key); at 2 neither holds for 6's run
+    s = stream_of((0, TWO.format(5, 1)), (1, TWO.format(6, 7)), (2, TWO.format(1, 1)))
+    got = both(tmp_path, DISJ_Q, s, ["--format", "tsv"], monkeypatch)
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    assert (got.refused, got.rows) == ("", 2), out
+    assert [line.split("\t")[4] for line in out[1:]] == [f'"6"^^<{XSD}integer>',
+                                                        f'"7"^^<{XSD}integer>']
+    # a disjunct that is a conjunction: (B | C & D), D's volume above the price
+    mixed = DISJ_Q.replace("(B | C)", "(B | C & D)").replace(
+        "\n}\n", "\n  DEFINE GPM D ON S1 { ?c <http://e/volume> ?w FILTER (?w > 6) }\n}\n")
+    plan = plan_of(mixed)
+    assert isinstance(plan, native.NativePlan), plan
+    assert [[k for k, _ in alt] for alt in plan.atoms[1][6]] == [[2], [3, 4]]
+    assert both(tmp_path, mixed, s, [], monkeypatch).rows == 2
+
+
+def test_conjunction_and_disjunction_refusals() -> None:
+    assert plan_of(CONJ_Q, "no-window-pushing") == \
+        "no-window-pushing with a conjunction or disjunction"
+    # a later FILTER reading what only one alternative binds: today's path decides it
+    later = (f"SELECT *\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n  SEQ (A; (B | C); D)\n"
+             "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
+             "  DEFINE GPM B ON S1 { ?c <http://e/price> ?p2 }\n"
+             "  DEFINE GPM C ON S1 { ?c <http://e/volume> ?v }\n"
+             "  DEFINE GPM D ON S1 { ?c <http://e/price> ?p4 FILTER (?p4 > ?p2) }\n}\n")
+    plan = plan_of(later)
+    assert isinstance(plan, str) and "?p2 is not bound" in plan, plan

@@ -37,6 +37,7 @@
 
 use crate::bgp::Op;
 use crate::dictionary::{TermId, Terms};
+use crate::epsparql::{arith, Arith};
 use crate::select::{json_string, Done, Refused, Slot};
 use crate::source::{Feed, Whole};
 use crate::stream::Events;
@@ -181,15 +182,18 @@ fn double(v: Val) -> f64 {
     }
 }
 
-/// A comparison's operand: a variable (its number) or a constant number.
-#[derive(Clone, Copy, Debug)]
+/// A comparison's operand: a variable (its number), a constant number, or `+ - *` of two
+/// (`?after >= ?before + 2`), computed as rsep/sparql/filters.py computes it
+/// ([`crate::epsparql::arith`]).
+#[derive(Clone, Debug)]
 pub enum Operand {
     Var(usize),
     Const(Val),
+    Arith(Box<Operand>, Arith, Box<Operand>),
 }
 
 /// `left op right`; a FILTER is a conjunction of these.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Cmp {
     pub left: Operand,
     pub op: Op,
@@ -404,13 +408,19 @@ impl Values<'_> {
 
     /// A variable's value: the run's when it has one, else the event's solution's (a run
     /// and a solution it joins agree where both bind).
-    fn operand(&mut self, o: Operand, run: &[TermId], sol: &[TermId]) -> Val {
+    /// An arithmetic operand's value (filters.py's), Unsure where that module would leave
+    /// it to pyoxigraph (an overflow, a decimal beyond its range) or an operand is unsure.
+    fn operand(&mut self, o: &Operand, run: &[TermId], sol: &[TermId]) -> Val {
         match o {
-            Operand::Const(v) => v,
-            Operand::Var(v) => match if run[v] != 0 { run[v] } else { sol[v] } {
+            Operand::Const(v) => *v,
+            Operand::Var(v) => match if run[*v] != 0 { run[*v] } else { sol[*v] } {
                 0 => Val::Unsure, // (never: the planner's)
                 id => self.get(id),
             },
+            Operand::Arith(a, op, b) => {
+                let (x, y) = (self.operand(a, run, sol), self.operand(b, run, sol));
+                arith(x, *op, y).unwrap_or(Val::Unsure)
+            }
         }
     }
 
@@ -418,8 +428,8 @@ impl Values<'_> {
     /// Err when one is not decided here.
     fn all(&mut self, cmps: &[Cmp], run: &[TermId], sol: &[TermId]) -> Result<bool, Refused> {
         for c in cmps {
-            let a = self.operand(c.left, run, sol);
-            let b = self.operand(c.right, run, sol);
+            let a = self.operand(&c.left, run, sol);
+            let b = self.operand(&c.right, run, sol);
             match compare(a, c.op, b) {
                 Some(true) => {}
                 Some(false) => return Ok(false),

@@ -224,7 +224,7 @@ fn scaled(v: Val) -> Option<i128> {
 /// decimal with a decimal exactly (a product with at most 18 fractional digits), anything
 /// with a double as doubles; None where filters.py falls back to pyoxigraph (an overflow,
 /// a decimal out of its range or precision) or the operands are no numbers.
-fn arith(x: Val, op: Arith, y: Val) -> Option<Val> {
+pub fn arith(x: Val, op: Arith, y: Val) -> Option<Val> {
     match (x, y) {
         (Val::Unsure, _) | (_, Val::Unsure) => None,
         (Val::Int(a), Val::Int(b)) => Some(Val::Int(match op {

@@ -833,7 +833,9 @@ fn join_window(
 
 /// A comparison operand as Python gives it: (a variable's number, None) or (None, a
 /// numeric literal in N-Triples syntax).
-type PyOperand = (Option<usize>, Option<String>);
+/// A comparison's operand in postfix tokens: `v<n>` a variable, `c<literal>` a number
+/// (N-Triples), `+`, `-`, `*` on the two before.
+type PyOperand = Vec<String>;
 /// A SPASEQ GPM: (triple patterns, the variables it binds, its FILTERs on those alone,
 /// its FILTERs reading earlier GPMs' variables), each FILTER a conjunction of comparisons.
 type PyGpm = (
@@ -891,17 +893,37 @@ fn chain_stream(
             Err(bad(format!("a variable {v}")))
         }
     };
-    let operand = |(v, lit): &PyOperand| -> PyResult<Operand> {
-        match (v, lit) {
-            (Some(v), None) => Ok(Operand::Var(var(*v)?)),
-            (None, Some(lit)) => {
+    let operand = |tokens: &PyOperand| -> PyResult<Operand> {
+        use crate::epsparql::Arith;
+        let mut stack: Vec<Operand> = Vec::new();
+        for tok in tokens {
+            let op = match tok.as_str() {
+                "+" => Some(Arith::Add),
+                "-" => Some(Arith::Sub),
+                "*" => Some(Arith::Mul),
+                _ => None,
+            };
+            if let Some(op) = op {
+                let (Some(b), Some(a)) = (stack.pop(), stack.pop()) else {
+                    return Err(bad(format!("an operand {tokens:?}")));
+                };
+                stack.push(Operand::Arith(Box::new(a), op, Box::new(b)));
+            } else if let Some(v) = tok.strip_prefix('v') {
+                let v = v.parse().map_err(|_| bad(format!("a variable {tok}")))?;
+                stack.push(Operand::Var(var(v)?));
+            } else if let Some(lit) = tok.strip_prefix('c') {
                 let t = Term::from_str(lit).map_err(|e| bad(format!("a literal {lit}: {e}")))?;
                 match value_of(Some(t.as_ref())) {
-                    Val::Unsure => Err(bad(format!("a constant not decided here: {lit}"))),
-                    v => Ok(Operand::Const(v)),
+                    Val::Unsure => return Err(bad(format!("a constant not decided here: {lit}"))),
+                    v => stack.push(Operand::Const(v)),
                 }
+            } else {
+                return Err(bad(format!("an operand token {tok:?}")));
             }
-            _ => Err(bad("an operand: a variable or a literal".into())),
+        }
+        match (stack.pop(), stack.is_empty()) {
+            (Some(o), true) => Ok(o),
+            _ => Err(bad(format!("an operand {tokens:?}"))),
         }
     };
     let cmps = |cs: &[(PyOperand, String, PyOperand)]| -> PyResult<Vec<Cmp>> {

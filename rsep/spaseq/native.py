@@ -10,9 +10,10 @@ runs, narrowed, and skip-till-any besides (which :class:`rsep.spaseq.nfa.NFAEngi
 today): a SEQ of plain GPMs under ``,`` (strict contiguity), ``;`` (skip-till-next) and
 ``:`` (skip-till-any) over one stream, each GPM one basic graph pattern over the event's graph
 (no blank node, no background GRAPH) with FILTERs each a conjunction of comparisons
-(``<, <=, >, >=, =, !=``) of variables and xsd:integer, xsd:decimal or xsd:double literals,
-those on the GPM's own variables tested on the event, those reading earlier GPMs' on the
-run (``?p2 > ?p1``); SELECT of variables (DISTINCT or not), WITHIN or not. Any of those
+(``<, <=, >, >=, =, !=``) of variables and xsd:integer, xsd:decimal or xsd:double literals
+and ``+ - *`` of those (``?after >= ?before + 2``, computed as rsep/sparql/filters.py
+computes it), those on the GPM's own variables tested on the event, those reading earlier
+GPMs' on the run (``?p2 > ?p1``); SELECT of variables (DISTINCT or not), WITHIN or not. Any of those
 GPMs may be under Kleene+ (``B+``, first in the sequence or after any operator), run as
 :class:`~rsep.spaseq.nfa.NFAEngine` runs it (002 Defs. 13, 14 as docs/semantics.md reads
 them): each iteration binds the GPM's own variables afresh and joins on the others, the
@@ -58,6 +59,7 @@ from typing import TYPE_CHECKING
 import pyoxigraph as ox
 
 from rsep.algebra.expression import (
+    Arithmetic,
     Compare,
     Expression,
     Iri,
@@ -86,8 +88,9 @@ _SELECT = {Strategy.STRICT: ",", Strategy.NEXT: ";", Strategy.ANY: ":"}
 _NUMBERS = ("integer", "decimal", "double")
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
-# a comparison's operand: (variable number, None) or (None, a literal in N-Triples syntax)
-Operand = tuple[int | None, str | None]
+# a comparison's operand in postfix tokens: ``v<n>`` variable n, ``c<literal>`` a number in
+# N-Triples syntax, ``+ - *`` on the two before (chain.rs computes them as filters.py does)
+Operand = tuple[str, ...]
 Cmp = tuple[Operand, str, Operand]
 # per position: ("var", number) or ("term", the term in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
@@ -331,8 +334,8 @@ def _compile(g: GPM, gpm: GPMEvaluator, numbers: dict[str, int], bound_before: s
 
 def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
                  ) -> list[Cmp] | str:
-    """A FILTER as a conjunction of comparisons of variables (bound there) and numbers, or
-    why the native path does not take it."""
+    """A FILTER as a conjunction of comparisons of variables (bound there) and numbers, and
+    ``+ - *`` of those, or why the native path does not take it."""
     out: list[Cmp] = []
     for c in conjuncts(e):
         if not isinstance(c, Compare) or c.op not in _OPS:
@@ -342,7 +345,7 @@ def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
             return left
         if isinstance(right, str):
             return right
-        if left[0] is None and right[0] is None:
+        if not any(tok.startswith("v") for tok in (*left, *right)):
             return "a comparison of two constants"
         out.append((left, c.op, right))
     return out
@@ -352,7 +355,16 @@ def _operand(e: Expression, numbers: dict[str, int], bound: set[str]) -> Operand
     if isinstance(e, Variable):
         if e.name not in bound:
             return f"?{e.name} is not bound by this GPM or an earlier one"
-        return (numbers[e.name], None)
+        return (f"v{numbers[e.name]}",)
+    if isinstance(e, Arithmetic):
+        if e.op not in ("+", "-", "*"):
+            return f"the operator {e.op} (the native path takes + - *)"
+        left, right = _operand(e.left, numbers, bound), _operand(e.right, numbers, bound)
+        if isinstance(left, str):
+            return left
+        if isinstance(right, str):
+            return right
+        return (*left, *right, e.op)
     lit = signed_literal(e)
     if lit is None or lit.language is not None or not isinstance(lit.datatype, Iri) \
             or lit.datatype.value not in tuple(XSD + t for t in _NUMBERS):
@@ -364,7 +376,7 @@ def _operand(e: Expression, numbers: dict[str, int], bound: set[str]) -> Operand
     if kind not in ("n", "d", "f"):
         return f"the number {lit.lexical}"
     # (N-Triples: the lexical form of a number needs no escape)
-    return (None, f'"{lit.lexical}"^^<{lit.datatype.value}>')
+    return (f'c"{lit.lexical}"^^<{lit.datatype.value}>',)
 
 
 # The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why

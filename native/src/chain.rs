@@ -228,6 +228,10 @@ pub struct Spec {
     pub distinct: bool,
     pub max_runs: u64,
     pub max_instant: Option<u64>,
+    /// today's engine keeps closed windows' runs it does not touch until every 1024th
+    /// instant (NFAEngine without window pushing, Sec. 7.2.1): they count against
+    /// `max_runs` until then
+    pub lazy_expiry: bool,
     pub format: Format,
     /// per state: its atom's kind and what a match writes of it; empty: every atom a plain
     /// GPM, its leaf key its position
@@ -904,6 +908,8 @@ pub fn run_on(
     let mut buckets: Vec<HashMap<TermId, Vec<Run>>> = (0..n).map(|_| HashMap::new()).collect();
     let mut loops: Vec<HashMap<TermId, Vec<Run>>> = (0..n).map(|_| HashMap::new()).collect();
     let mut live: u64 = 0;
+    // the runs of closed windows dropped here that today's engine may still hold
+    let mut stale: u64 = 0;
     let mut oldest = i64::MIN;
     let mut done = Done::default();
     let mut triples: Vec<[TermId; 3]> = Vec::new();
@@ -988,6 +994,11 @@ pub fn run_on(
             line: std::mem::take(&mut line_buf),
         };
         done.evaluations += 1;
+        if spec.lazy_expiry && (done.evaluations - 1) % 1024 == 0 {
+            // (NFAEngine._process: the instants before this one a multiple of 1024, it
+            // drops every closed window's runs first)
+            stale = 0;
+        }
         if let Some(w) = spec.window {
             // window j is [t0 + j w, t0 + (j + 1) w]: those up to `last` ended before t
             let last = (t - t0 - 1).div_euclid(w) - 1;
@@ -998,6 +1009,9 @@ pub fn run_on(
                         let before = runs.len();
                         runs.retain(|r| r.window > last);
                         live -= (before - runs.len()) as u64;
+                        if spec.lazy_expiry {
+                            stale += (before - runs.len()) as u64;
+                        }
                         !runs.is_empty()
                     });
                 }
@@ -1404,7 +1418,10 @@ pub fn run_on(
                 buckets[1].entry(key(&r.vals)).or_default().push(r);
             }
         }
-        if live > spec.max_runs {
+        // (with lazy expiry, today's live runs are at most this engine's and those it
+        // dropped since today's last full expiry: each of today's runs stands for one or
+        // more of this engine's, and it drops a closed window's run at the latest then)
+        if live + stale > spec.max_runs {
             return Ok(Err(Refused(format!(
                 "more than {} live runs (today's path drops the oldest and warns past its \
                  bound, which under ':' it may not reach, sharing runs)",
@@ -1599,6 +1616,7 @@ mod tests {
             distinct: false,
             max_runs: 1000,
             max_instant: None,
+            lazy_expiry: false,
             format,
             atoms: vec![],
             negs: vec![],
@@ -1749,6 +1767,7 @@ mod tests {
             distinct: false,
             max_runs: 1000,
             max_instant: None,
+            lazy_expiry: false,
             format: Format::Jsonl,
             atoms,
             negs: vec![],
@@ -1894,6 +1913,7 @@ mod tests {
             distinct: false,
             max_runs: 1000,
             max_instant: None,
+            lazy_expiry: false,
             format: Format::Events,
             atoms: (0..2)
                 .map(|i| Atom {
@@ -1949,6 +1969,7 @@ mod tests {
             distinct: false,
             max_runs: 1000,
             max_instant: None,
+            lazy_expiry: false,
             format: Format::Events,
             atoms: vec![
                 Atom {
@@ -2034,6 +2055,7 @@ mod tests {
             distinct: false,
             max_runs,
             max_instant: None,
+            lazy_expiry: false,
             format: Format::Events,
             atoms: vec![],
             negs: vec![],

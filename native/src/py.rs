@@ -879,7 +879,7 @@ fn chain_stream(
     t0: Option<i64>,
     project: Vec<(String, Option<usize>)>,
     distinct: bool,
-    limits: (u64, Option<u64>),
+    limits: (u64, Option<u64>, bool),
     format: &str,
     out_path: &str,
 ) -> PyResult<(String, u64, u64)> {
@@ -1006,6 +1006,7 @@ fn chain_stream(
         distinct,
         max_runs: limits.0,
         max_instant: limits.1,
+        lazy_expiry: limits.2,
         atoms: chain_atoms,
         negs,
         format: match format {

@@ -30,8 +30,12 @@ variables), a copy of the run for each alternative taken, one step a conjunct. F
 else (optional atoms, a disjunction inside a conjunction, a later FILTER reading what one
 alternative of a disjunction does not bind, one GPM under Kleene+ twice, OPTIONAL or any
 other pattern, a FILTER of anything else, SELECT expressions, PARTITION BY, several streams,
-an engine option the chain engine does not run, no-window-pushing with ``:``, a Kleene+, a
-negation, a conjunction or a disjunction) it says why not, and the query runs as before.
+an engine option the chain engine does not run) it says why not, and the query runs as
+before. With ``no-window-pushing``, where NFAEngine runs the query today (``:``, Kleene+,
+negation, conjunction, disjunction), it keeps closed windows' runs until an event touches
+them or every 1024th instant, counting them against ``max-runs``: the native engine counts
+the runs it dropped at a window's close since such an instant as live too, so its count
+still bounds today's.
 
 :func:`run` then runs such a query over one stream file, or returns why it did not: the
 native reader takes only files of the common shape (native/src/stream.rs; a refusal of
@@ -131,6 +135,9 @@ class NativePlan:
     max_instant: int | None
     atoms: tuple[NativeAtom, ...] = ()  # per state
     negs: tuple[NativeGpm, ...] = ()
+    # closed windows' runs count against max_runs until every 1024th instant (today's
+    # NFAEngine without window pushing)
+    lazy_expiry: bool = False
 
     def describe(self) -> str:
         return ("native: read, matched and written on integer ids in Rust (rsep._core), terms "
@@ -160,17 +167,12 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
         # (today's path writes one "iterations" entry per GPM name, the later over the earlier)
         return "one GPM under Kleene+ twice"
     negated = any(a.kind is AtomKind.NEGATION for a in seq.atoms)
-    if not options.window_pushing:
-        # (today's general engine then drops closed windows' runs late, counting them
-        # against max-runs: the native path's count would not bound its own)
-        if kleene:
-            return "no-window-pushing with a Kleene+ atom"
-        if negated:
-            return "no-window-pushing with a negated atom"
-        if any(op is Strategy.ANY for op in seq.ops):
-            return "no-window-pushing with skip-till-any ':'"
-        if any(not isinstance(a.body, Leaf) for a in atoms_):
-            return "no-window-pushing with a conjunction or disjunction"
+    # Today's general engine (NFAEngine: what the chain engine does not run) without window
+    # pushing drops a closed window's runs when an event touches them or every 1024th
+    # instant, counting them against max-runs until then: chain.rs counts them so too.
+    general = bool(kleene) or negated or any(op is Strategy.ANY for op in seq.ops) \
+        or any(not isinstance(a.body, Leaf) for a in atoms_)
+    lazy_expiry = general and not options.window_pushing
     if len(set(query.streams.values())) != 1:
         return "several streams"
     if trace is not None:
@@ -256,7 +258,8 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
         common &= own_vars
     return NativePlan(tuple(gpms), tuple(ops), len(numbers), min(common) if common else None,
                       tuple((v, numbers.get(v)) for v in variables), query.distinct,
-                      options.max_runs, options.max_instant, tuple(atoms), tuple(negs))
+                      options.max_runs, options.max_instant, tuple(atoms), tuple(negs),
+                      lazy_expiry)
 
 
 def _alternatives(body: BopNode) -> list[list[Leaf]] | None:
@@ -426,5 +429,5 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
          for k, key, d, sh, name, f, alts in plan.atoms],
         [ids(g) for g in plan.negs], plan.vars,
         plan.partition, window, query.issued_at, list(plan.project), plan.distinct,
-        (plan.max_runs, plan.max_instant), fmt, out_path)
+        (plan.max_runs, plan.max_instant, plan.lazy_expiry), fmt, out_path)
     return native_core.finished(src, refused, evaluations, rows)

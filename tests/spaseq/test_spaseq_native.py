@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ TAKEN = [0, 0, 0]
 KLEENE = [0, 0, 0]  # the same, of the queries with a Kleene+ atom
 NEGATED = [0, 0, 0]  # and with a negated one
 BOPS = [0, 0, 0]  # and with a conjunction or disjunction of GPMs
+LAZY = [0, 0, 0]  # the runs without window pushing (at small bounds of live runs)
 WHY: dict[str, int] = {}  # the refusals' reasons (their first words), for the message
 EXAMPLES = int(os.environ.get("RSEP_EXAMPLES", "60"))
 PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
@@ -508,9 +510,12 @@ def test_skip_till_any_is_planned() -> None:
     assert isinstance(plan, native.NativePlan) and plan.ops == ("", ":"), plan
     mixed = plan_of(q.replace("SEQ (A: B)", "SEQ (A, B; A: B)"))
     assert isinstance(mixed, native.NativePlan) and mixed.ops == ("", ",", ";", ":"), mixed
-    # (today's engine then counts closed windows' runs against max-runs a while)
-    assert plan_of(q, "no-window-pushing") == "no-window-pushing with skip-till-any ':'"
-    assert isinstance(plan_of(RISE, "no-window-pushing"), native.NativePlan)
+    # (today's engine then counts closed windows' runs against max-runs a while, and so
+    # does the native engine; the chain engine drops them at once whatever the option)
+    lazy = plan_of(q, "no-window-pushing")
+    assert isinstance(lazy, native.NativePlan) and lazy.lazy_expiry, lazy
+    eager = plan_of(RISE, "no-window-pushing")
+    assert isinstance(eager, native.NativePlan) and not eager.lazy_expiry, eager
 
 
 ANY = RISE.replace("SEQ (A; B)", "SEQ (A: B)")
@@ -697,7 +702,8 @@ def test_kleene_plus_iterations_of_several_solutions(tmp_path: Path,
 
 
 def test_kleene_plus_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert plan_of(KLEENE_Q, "no-window-pushing") == "no-window-pushing with a Kleene+ atom"
+    lazy = plan_of(KLEENE_Q, "no-window-pushing")
+    assert isinstance(lazy, native.NativePlan) and lazy.lazy_expiry, lazy
     assert isinstance(plan_of(KLEENE_Q), native.NativePlan)
 
 
@@ -733,7 +739,8 @@ def test_negation_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_negation_refusals() -> None:
-    assert plan_of(NEGATION_Q, "no-window-pushing") == "no-window-pushing with a negated atom"
+    lazy = plan_of(NEGATION_Q, "no-window-pushing")
+    assert isinstance(lazy, native.NativePlan) and lazy.lazy_expiry, lazy
     plan = plan_of(NEGATION_Q)
     assert isinstance(plan, native.NativePlan) and len(plan.negs) == 1, plan
     # the neighbours are joined by the weaker of the two operators (`,` and `;`: `;`)
@@ -808,8 +815,8 @@ def test_disjunction_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_conjunction_and_disjunction_refusals() -> None:
-    assert plan_of(CONJ_Q, "no-window-pushing") == \
-        "no-window-pushing with a conjunction or disjunction"
+    lazy = plan_of(CONJ_Q, "no-window-pushing")
+    assert isinstance(lazy, native.NativePlan) and lazy.lazy_expiry, lazy
     # a later FILTER reading what only one alternative binds: today's path decides it
     later = (f"SELECT *\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n  SEQ (A; (B | C); D)\n"
              "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 }\n"
@@ -840,3 +847,49 @@ def test_the_warming_example_is_taken(tmp_path: Path, monkeypatch: pytest.Monkey
         tmp_path, big, prices("9000000000000000000", "1"), [], monkeypatch).refused
     # (a division: filters.py leaves it to pyoxigraph, so the GPM is not compiled)
     assert "not one basic graph pattern" in str(plan_of(RISE.replace("?p2 > ?p1", "?p2 > ?p1 / 2")))
+
+
+def test_closed_windows_runs_count_without_window_pushing(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Without window pushing today's NFAEngine keeps a closed window's runs that no event
+    touches (a's, once only b's events come) until every 1024th instant, counting them
+    against max-runs: the native engine counts those it dropped alike, so it refuses where
+    today's path cuts and warns, and runs where it does not."""
+    s = stream_of(*((t, f"<http://e/{c}> <http://e/price> {p} .")
+                    for t, c, p in [(0, "a", 9), (1, "a", 8), (2, "b", 7), (3, "b", 6)]))
+    q = ANY.replace("WITHIN 10", "WITHIN 2")
+    # at 3 window [0, 2] has closed: a's two runs are dropped here, today's keeps them
+    # (four live: over three); with window pushing both have two
+    monkeypatch.setenv("RSEP_SPASEQ_OPTIONS", "no-window-pushing,max-runs=3")
+    with pytest.warns(RuntimeWarning, match="partial matches alive"):
+        assert "more than 3 live runs" in both(tmp_path, q, s, [], monkeypatch).refused
+    monkeypatch.setenv("RSEP_SPASEQ_OPTIONS", "no-window-pushing,max-runs=4")
+    assert both(tmp_path, q, s, [], monkeypatch).refused == ""
+    monkeypatch.setenv("RSEP_SPASEQ_OPTIONS", "max-runs=3")
+    assert both(tmp_path, q, s, [], monkeypatch).refused == ""
+
+
+@settings(max_examples=max(1, EXAMPLES // 2), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(), stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]),
+       max_runs=st.sampled_from([2, 4, 8, 1000]))
+def test_native_without_window_pushing_equals_todays_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, query: str, stream: str, fmt: str,
+        max_runs: int) -> None:
+    """no-window-pushing with small bounds of live runs: where today's path would cut (and
+    warn), the native path refuses and today's runs; elsewhere the same bytes."""
+    monkeypatch.setenv("RSEP_SPASEQ_OPTIONS", f"no-window-pushing,max-runs={max_runs}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
+    LAZY[0 if got.refused else 1 if not got.rows else 2] += 1
+
+
+def test_the_runs_without_window_pushing_were_mostly_native() -> None:
+    # (after the property test above: a refusal at the small bounds is expected now and
+    # then, where today's path would cut)
+    refused, empty, rows = LAZY
+    total = refused + empty + rows
+    assert total >= EXAMPLES // 4 and empty + rows >= total // 3 and rows >= total // 10, \
+        (LAZY, WHY)

@@ -263,6 +263,9 @@ pub struct Atom {
     /// stateful FILTERs may read the earlier ones'); empty: the state's GPM is
     /// `Spec::gpms`'s
     pub alts: Vec<Vec<(u64, Gpm)>>,
+    /// an optional atom (`B?`, Appendix B.0.2): a run entering this state also goes on to
+    /// the next at once (an ε edge), waiting there with the weaker of the two selections
+    pub optional: bool,
 }
 
 /// A step's code in `Run::at`: the state in the low 16 bits, above them which of the
@@ -288,6 +291,21 @@ pub enum Select {
     Any,
 }
 
+/// The less demanding of two selections (`Strategy.weaker`: `,` < `;` < `:`), what joins
+/// the neighbours of a skipped atom.
+fn weaker(a: Select, b: Select) -> Select {
+    let rank = |s: Select| match s {
+        Select::First | Select::Strict => 0,
+        Select::Next => 1,
+        Select::Any => 2,
+    };
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
 impl Select {
     pub fn parse(s: &str) -> Option<Select> {
         match s {
@@ -311,7 +329,9 @@ pub enum Format {
 
 /// A partial match: its mappings (each a row of every variable, one after the other: most
 /// often one), the times of the events it took, and the window it started in; with a
-/// Kleene+ atom, also the state that took each event and each iteration's shown values.
+/// Kleene+ atom, also the state that took each event and each iteration's shown values;
+/// and the event selection it waits with (its state's, or after skipping an optional atom
+/// the weaker of that and the skipped one's: NFAEngine._enter).
 #[derive(Clone)]
 struct Run {
     vals: Vec<TermId>,
@@ -319,6 +339,7 @@ struct Run {
     at: Vec<u32>,
     iters: Vec<TermId>,
     window: i64,
+    op: Select,
 }
 
 impl Run {
@@ -372,13 +393,14 @@ impl Run {
             at,
             iters,
             window: self.window,
+            op: spec.ops.get(i + 1).copied().unwrap_or(Select::First),
         }
     }
 
     /// The run having taken the instant's event at `t` by an alternative of a conjunction
     /// or disjunction, one step per GPM of it (`codes`, in leaf key order, as today's path
     /// sorts a match's steps), with mappings `vals` (a state that shows no iteration).
-    fn took_all(&self, t: i64, codes: &[u32], vals: Vec<TermId>) -> Run {
+    fn took_all(&self, t: i64, codes: &[u32], vals: Vec<TermId>, op: Select) -> Run {
         let mut times = Vec::with_capacity(self.times.len() + codes.len());
         times.extend_from_slice(&self.times);
         times.extend(codes.iter().map(|_| t));
@@ -391,6 +413,7 @@ impl Run {
             at,
             iters: self.iters.clone(),
             window: self.window,
+            op,
         }
     }
 }
@@ -836,10 +859,17 @@ pub fn run_on(
         || spec.window.is_some_and(|w| w <= 0)
         || !(spec.atoms.is_empty() || spec.atoms.len() == n)
         || n >= 1 << STATE_BITS
-        || spec
-            .atoms
-            .iter()
-            .any(|a| (a.kleene && !a.alts.is_empty()) || a.alts.iter().any(|alt| alt.is_empty()))
+        || spec.atoms.iter().any(|a| {
+            (a.kleene && !a.alts.is_empty())
+                || a.alts.iter().any(|alt| alt.is_empty())
+                || (a.optional && (a.kleene || !a.alts.is_empty()))
+        })
+        || (!spec.atoms.is_empty() && spec.atoms.iter().all(|a| a.optional))
+        // a state reached past optional ones at the start: one plain GPM (it starts runs as
+        // x_0 does)
+        || (1..spec.atoms.len())
+            .take_while(|&s| spec.atoms[s - 1].optional)
+            .any(|s| spec.atoms[s].kleene || !spec.atoms[s].alts.is_empty())
     {
         return Ok(Err(Refused("not a chain the native path runs".into())));
     }
@@ -855,6 +885,7 @@ pub fn run_on(
     let atoms = &spec.atoms[..];
     let kleene = |i: usize| atoms.get(i).is_some_and(|a| a.kleene);
     let alts_of = |i: usize| atoms.get(i).map_or(&[][..], |a| &a.alts[..]);
+    let optional = atoms.iter().any(|a| a.optional);
     // per state, the leaf keys of its GPM occurrences by a step's code (`STATE_BITS`), and
     // per alternative the codes of its steps in leaf key order (the order of a match's
     // steps of one time in today's path)
@@ -1065,7 +1096,6 @@ pub fn run_on(
                     }
                     let state_sols = &alt_sols[i];
                     let alive = |x: usize| state_sols[x].iter().all(|s| !s.is_empty());
-                    let any = spec.ops[i] == Select::Any;
                     keys.clear();
                     if let Some(p) = spec.partition {
                         for x in (0..alts.len()).filter(|&x| alive(x)) {
@@ -1127,7 +1157,8 @@ pub fn run_on(
                                 continue;
                             }
                             for (x, vals) in outs.drain(..) {
-                                let took = runs[j].took_all(t, &codes[i][x], vals);
+                                let op = spec.ops.get(i + 1).copied().unwrap_or(Select::First);
+                                let took = runs[j].took_all(t, &codes[i][x], vals, op);
                                 if last {
                                     matches.push(took);
                                 } else {
@@ -1137,7 +1168,7 @@ pub fn run_on(
                             }
                             // skip-till-any: the run stays for later events; else it has
                             // left the state (its copies took the event)
-                            if any {
+                            if runs[j].op == Select::Any {
                                 j += 1;
                             } else {
                                 runs.swap_remove(j);
@@ -1150,7 +1181,6 @@ pub fn run_on(
                     }
                 }
             } else if !sols[i].is_empty() && (!buckets[i].is_empty() || !loops[i].is_empty()) {
-                let any = spec.ops[i] == Select::Any;
                 // the buckets the solutions can reach: each of their partition values', with
                 // those solutions, and the mixed one with all of them
                 keys.clear();
@@ -1184,6 +1214,7 @@ pub fn run_on(
                                 j += 1;
                                 continue;
                             }
+                            let any = runs[j].op == Select::Any;
                             if iterate {
                                 // Kleene+ (Algorithm 3): a run iterating here goes on from
                                 // this event, and a copy goes on to x_(i+1); under ':' the run
@@ -1225,6 +1256,7 @@ pub fn run_on(
                             let mut r = runs.swap_remove(j);
                             std::mem::swap(&mut r.vals, &mut joined);
                             r.times.push(t);
+                            r.op = spec.ops.get(i + 1).copied().unwrap_or(Select::First);
                             if !atoms.is_empty() {
                                 r.at.push(i as u32);
                             }
@@ -1327,11 +1359,20 @@ pub fn run_on(
                 }
                 buckets[i].retain(|_, runs| !runs.is_empty());
             }
-            if spec.ops[i] == Select::Strict && !buckets[i].is_empty() {
+            if spec.ops[i] == Select::Strict && !optional && !buckets[i].is_empty() {
                 // a run at x_i that took no event of this instant is over (before x_(i-1)'s
                 // runs move in)
                 live -= buckets[i].values().map(|r| r.len() as u64).sum::<u64>();
                 buckets[i].clear();
+            } else if optional && !buckets[i].is_empty() {
+                // (runs that skipped an optional atom may wait with another selection than
+                // the state's)
+                buckets[i].retain(|_, runs| {
+                    let before = runs.len();
+                    runs.retain(|r| r.op != Select::Strict);
+                    live -= (before - runs.len()) as u64;
+                    !runs.is_empty()
+                });
             }
             if iterate && i > 0 && !loops[i].is_empty() {
                 // after another atom, iterations are strictly contiguous (Def. 14): a run
@@ -1364,6 +1405,7 @@ pub fn run_on(
                 at: Vec::new(),
                 iters: Vec::new(),
                 window: spec.window.map_or(0, |w| (t - t0).div_euclid(w)),
+                op: Select::First,
             };
             for (x, alt) in alts.iter().enumerate() {
                 let sols_x = &alt_sols[0][x];
@@ -1385,7 +1427,8 @@ pub fn run_on(
                 if joined.is_empty() {
                     continue;
                 }
-                let r = start.took_all(t, &codes[0][x], joined.clone());
+                let op = spec.ops.get(1).copied().unwrap_or(Select::First);
+                let r = start.took_all(t, &codes[0][x], joined.clone(), op);
                 if n == 1 {
                     matches.push(r);
                 } else {
@@ -1401,6 +1444,7 @@ pub fn run_on(
                 at: Vec::new(),
                 iters: Vec::new(),
                 window,
+                op: Select::First,
             };
             let r = start.took(t, 0, &sols[0], spec);
             if kleene(0) {
@@ -1416,6 +1460,60 @@ pub fn run_on(
             } else {
                 live += 1;
                 buckets[1].entry(key(&r.vals)).or_default().push(r);
+            }
+        }
+        if optional && t >= t0 {
+            // the states past optional ones at the start start runs too (the ε edges from
+            // x_0: nfa.start_states), a run that took x_s's event entering x_(s+1)
+            let window = spec.window.map_or(0, |w| (t - t0).div_euclid(w));
+            let start = Run {
+                vals: Vec::new(),
+                times: Vec::new(),
+                at: Vec::new(),
+                iters: Vec::new(),
+                window,
+                op: Select::First,
+            };
+            for s in (1..n).take_while(|&s| atoms[s - 1].optional) {
+                // (a stateful FILTER there reads the skipped atoms' variables, unbound in
+                // such a run: an error in SPARQL, so false, and nothing starts)
+                if sols[s].is_empty() || !spec.gpms[s].stateful.is_empty() {
+                    continue;
+                }
+                let r = start.took(t, s, &sols[s], spec);
+                if s + 1 == n {
+                    matches.push(r);
+                } else {
+                    live += 1;
+                    buckets[s + 1].entry(key(&r.vals)).or_default().push(r);
+                }
+            }
+        }
+        if optional {
+            // a run that entered an optional state at this instant (its last event is this
+            // one) goes on to the next state too, with the weaker selection (NFAEngine._enter's
+            // ε edge); in state order, so past several optional ones in a row
+            for s in 1..n {
+                if !atoms[s].optional || buckets[s].is_empty() {
+                    continue;
+                }
+                let next = spec.ops.get(s + 1).copied();
+                let mut copies: Vec<Run> = Vec::new();
+                for runs in buckets[s].values() {
+                    for r in runs.iter().filter(|r| r.times.last() == Some(&t)) {
+                        let mut c = r.clone();
+                        c.op = next.map_or(Select::First, |o| weaker(r.op, o));
+                        copies.push(c);
+                    }
+                }
+                for c in copies {
+                    if s + 1 == n {
+                        matches.push(c);
+                    } else {
+                        live += 1;
+                        buckets[s + 1].entry(key(&c.vals)).or_default().push(c);
+                    }
+                }
             }
         }
         // (with lazy expiry, today's live runs are at most this engine's and those it
@@ -1754,6 +1852,7 @@ mod tests {
                 name: ["A", "B", "C", "D"][i].into(),
                 forbid: vec![],
                 alts: vec![],
+                optional: false,
             })
             .collect();
         let spec = Spec {

@@ -849,7 +849,7 @@ type PyGpm = (
 /// afresh, those of them written in "iterations" with their names, the GPM's name).
 /// And the negated GPMs just before it (their numbers in `negs`), and a conjunction's or
 /// disjunction's alternatives (each a conjunction of (leaf key, GPM); empty: the state's
-/// GPM is `gpms`').
+/// GPM is `gpms`'), and whether it is optional.
 type PyAtom = (
     bool,
     u64,
@@ -858,6 +858,7 @@ type PyAtom = (
     String,
     Vec<usize>,
     Vec<Vec<(u64, PyGpm)>>,
+    bool,
 );
 
 /// Run a SPASEQ chain (native/src/chain.rs) over a [`Stream`], read as the engine goes,
@@ -971,7 +972,7 @@ fn chain_stream(
         .map(|op| Select::parse(op).ok_or_else(|| bad(format!("an event selection {op:?}"))))
         .collect::<PyResult<Vec<_>>>()?;
     let mut chain_atoms = Vec::new();
-    for (kleene, key, drop, shown, name, forbid, alts) in atoms {
+    for (kleene, key, drop, shown, name, forbid, alts, optional) in atoms {
         for &v in drop.iter().chain(shown.iter().map(|(_, v)| v)) {
             var(v)?;
         }
@@ -993,6 +994,7 @@ fn chain_stream(
                         .collect::<PyResult<Vec<_>>>()
                 })
                 .collect::<PyResult<Vec<_>>>()?,
+            optional,
         });
     }
     let spec = ChainSpec {

@@ -26,13 +26,17 @@ weaker of its two operators. A state may be a conjunction or disjunction of such
 (002 Defs. 8, 9: ``(B & C)``, ``(B | C)``, a disjunction of conjunctions ``(B | C & D)``),
 run as NFAEngine's ``_bop`` runs it on the instant's one event: an alternative's conjuncts
 joined in order (a conjunct's stateful FILTERs read the run's and the earlier conjuncts'
-variables), a copy of the run for each alternative taken, one step a conjunct. For anything
-else (optional atoms, a disjunction inside a conjunction, a later FILTER reading what one
-alternative of a disjunction does not bind, OPTIONAL or any
+variables), a copy of the run for each alternative taken, one step a conjunct. Any plain GPM
+may be optional (``B?``, Appendix B.0.2 as docs/semantics.md reads it, NFAEngine._enter's ε
+edge): a run entering its state also goes on to the next at once, waiting there with the
+weaker of the two selections, and past optional atoms at the start runs start at the next
+state too. For anything else (a disjunction inside a conjunction, a later FILTER reading
+what one alternative of a disjunction or an optional atom does not bind, an optional atom at
+the start before a Kleene+, a conjunction or a disjunction, OPTIONAL or any
 other pattern, a FILTER of anything else, SELECT expressions, PARTITION BY, several streams,
 an engine option the chain engine does not run) it says why not, and the query runs as
 before. With ``no-window-pushing``, where NFAEngine runs the query today (``:``, Kleene+,
-negation, conjunction, disjunction), it keeps closed windows' runs until an event touches
+negation, conjunction, disjunction, an optional atom), it keeps closed windows' runs until an event touches
 them or every 1024th instant, counting them against ``max-runs``: the native engine counts
 the runs it dropped at a window's close since such an instant as live too, so its count
 still bounds today's.
@@ -104,9 +108,10 @@ NativeGpm = tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp
 # a state's atom: (Kleene+, its leaf key, the variables each iteration binds afresh, the
 # selected ones of those in name order with their names, the GPM's name, the negated GPMs
 # just before it: their numbers in ``negs``, and a conjunction's or disjunction's
-# alternatives, each a conjunction of (leaf key, GPM); () for one GPM, ``gpms``')
+# alternatives, each a conjunction of (leaf key, GPM); () for one GPM, ``gpms``'; and
+# whether it is optional)
 NativeAtom = tuple[bool, int, tuple[int, ...], tuple[tuple[str, int], ...], str,
-                   tuple[int, ...], tuple[tuple[tuple[int, NativeGpm], ...], ...]]
+                   tuple[int, ...], tuple[tuple[tuple[int, NativeGpm], ...], ...], bool]
 
 
 def available() -> str | None:
@@ -157,8 +162,14 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
                 or atoms_[k + 1].kind is AtomKind.NEGATION):
             # (the parser's rule already: between two atoms neither optional nor negated)
             return "a negated atom not between two others"
-        if a.kind is AtomKind.OPTIONAL:
-            return "an optional atom (the native path takes plain, Kleene+ and negated GPMs)"
+        if a.kind is AtomKind.OPTIONAL and k + 1 < len(atoms_) and all(
+                b.kind is AtomKind.OPTIONAL for b in atoms_[:k]):
+            nxt = atoms_[k + 1]
+            if nxt.kind is AtomKind.KLEENE or not isinstance(nxt.body, Leaf):
+                # (chain.rs starts runs past optional atoms at the start from one plain
+                # GPM, as x_0 starts them)
+                return "an optional atom at the start before a Kleene+, a conjunction or a " \
+                       "disjunction"
         if _alternatives(a.body) is None:
             return ("a disjunction inside a conjunction (the native path takes a "
                     "disjunction of GPMs or of conjunctions of GPMs)")
@@ -170,7 +181,7 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
     # pushing drops a closed window's runs when an event touches them or every 1024th
     # instant, counting them against max-runs until then: chain.rs counts them so too.
     general = bool(kleene) or negated or any(op is Strategy.ANY for op in seq.ops) \
-        or any(not isinstance(a.body, Leaf) for a in atoms_)
+        or any(not isinstance(a.body, Leaf) or a.kind is AtomKind.OPTIONAL for a in atoms_)
     lazy_expiry = general and not options.window_pushing
     if len(set(query.streams.values())) != 1:
         return "several streams"
@@ -242,13 +253,16 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
             # (runtime.py's MatchOutput.iterations: each iteration's selected own variables,
             # in the order of the mapping, by name)
             shown = tuple((v, numbers[v]) for v in sorted(a.local_vars & selected))
-            atoms.append((True, a.leaf.key, drops, shown, g.name, tuple(forbid), ()))
+            atoms.append((True, a.leaf.key, drops, shown, g.name, tuple(forbid), (), False))
         else:
             atoms.append((False, first.key, (), (), first.gpm.name, tuple(forbid),
-                          () if plain else tuple(compiled_alts)))
+                          () if plain else tuple(compiled_alts),
+                          a.kind is AtomKind.OPTIONAL))
         forbid = []
-        # (after a disjunction, a later FILTER may read only what every alternative binds)
-        bound_before |= names
+        if a.kind is not AtomKind.OPTIONAL:
+            # (after a disjunction, a later FILTER may read only what every alternative
+            # binds; an optional atom's variables are unbound in the runs that skip it)
+            bound_before |= names
         gpms.append(compiled)
     if not numbers:
         return "no variable in any GPM"
@@ -424,8 +438,8 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     gpms = [ids(g) for g in plan.gpms]
     refused, evaluations, rows = core().chain_stream(
         src, gpms, list(plan.ops),
-        [(k, key, list(d), list(sh), name, list(f), [[(lk, ids(g)) for lk, g in alt] for alt in alts])
-         for k, key, d, sh, name, f, alts in plan.atoms],
+        [(k, key, list(d), list(sh), name, list(f), [[(lk, ids(g)) for lk, g in alt] for alt in alts],
+          opt) for k, key, d, sh, name, f, alts, opt in plan.atoms],
         [ids(g) for g in plan.negs], plan.vars,
         plan.partition, window, query.issued_at, list(plan.project), plan.distinct,
         (plan.max_runs, plan.max_instant, plan.lazy_expiry), fmt, out_path)

@@ -45,6 +45,7 @@ KLEENE = [0, 0, 0]  # the same, of the queries with a Kleene+ atom
 NEGATED = [0, 0, 0]  # and with a negated one
 BOPS = [0, 0, 0]  # and with a conjunction or disjunction of GPMs
 LAZY = [0, 0, 0]  # the runs without window pushing (at small bounds of live runs)
+OPTS = [0, 0, 0]  # the queries with an optional atom
 WHY: dict[str, int] = {}  # the refusals' reasons (their first words), for the message
 EXAMPLES = int(os.environ.get("RSEP_EXAMPLES", "60"))
 PROV = "<http://www.w3.org/ns/prov#generatedAtTime>"
@@ -131,13 +132,14 @@ def bop(draw, name: str, i: int) -> tuple[str, list[str]]:
 
 
 @st.composite
-def queries(draw, forced: bool = False, bops: bool = False) -> str:
+def queries(draw, forced: bool = False, bops: bool = False, optional: bool = False) -> str:
     """A chain of one to four GPMs, now and then one under Kleene+ (anywhere, first too),
     one in a conjunction or disjunction of GPMs and a negated GPM between two; ``forced``:
     two to three GPMs, one of them under Kleene+ and a negated one between two of them;
     ``bops``: one to three GPMs, one or more of them (anywhere) in a conjunction or
-    disjunction."""
-    n = draw(st.integers(2, 3)) if forced else draw(st.integers(1, 3 if bops else 4))
+    disjunction; ``optional``: two to four GPMs, one or more of them optional (``B?``)."""
+    n = draw(st.integers(2, 3)) if forced else draw(st.integers(2 if optional else 1,
+                                                                3 if bops else 4))
     names = "ABCD"[:n]
     defs = []
     variables = ["?c"]  # (selecting one no GPM binds is an error of the query)
@@ -157,15 +159,20 @@ def queries(draw, forced: bool = False, bops: bool = False) -> str:
                 cond += f" && ?p{i} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(CONSTANTS))}"
             body += f" FILTER ({cond})"
         defs.append(f"DEFINE GPM {name} ON S1 {{ {body} }}")
-    plus = st.sampled_from(["", "", "", "+"])
+    plus = st.sampled_from(["", "", "", "+"] if forced else ["", "", "", "", "+", "?"])
     atoms = [x + draw(plus) for x in names]
+    if optional:
+        k = draw(st.integers(0, n - 1))
+        atoms[k] = names[k] + "?"
+    if all(x.endswith("?") for x in atoms):
+        atoms[-1] = names[-1]  # (a sequence of optional atoms only is an error)
     kleene = draw(st.integers(0, n - 1)) if forced else None
     negated = draw(st.integers(1, n - 1)) if forced else None
     if kleene is not None:
         atoms[kleene] = names[kleene] + "+"
     chosen = draw(st.integers(0, n - 1)) if bops else None
     for i, x in enumerate(atoms):
-        if x.endswith("+") or forced:
+        if x.endswith(("+", "?")) or forced:
             continue
         if i == chosen or draw(st.sampled_from([False] * (3 if bops else 7) + [True])):
             atoms[i], more = bop(draw, x, i + 1)
@@ -178,7 +185,9 @@ def queries(draw, forced: bool = False, bops: bool = False) -> str:
     seq = atoms[0]
     op = st.sampled_from([",", ";", ":"])
     for i, x in enumerate(atoms[1:], 1):
-        if i == negated or (negated is None and draw(st.sampled_from([False] * 3 + [True]))):
+        # (a negated GPM is not next to an optional one)
+        if not x.endswith("?") and not atoms[i - 1].endswith("?") and (i == negated or (
+                negated is None and draw(st.sampled_from([False] * 3 + [True])))):
             # a negated GPM between two: no price of its (or, now and then, any) company
             # above or below the run's since the earlier one
             subject = "?c" if draw(st.booleans()) or draw(RARELY) else "?s"
@@ -225,7 +234,7 @@ def both(tmp: Path, query: str, stream: str, extra: list[str],
     assert got is not None  # (rsep run of a SPASEQ query always asks)
     assert rc == prc
     assert out == pout, (got.refused, out.decode(), pout.decode())
-    if any(c in query for c in "+!&|"):
+    if any(c in query for c in "+!&|") or "?" in query.split("SEQ", 1)[1].split("DEFINE", 1)[0]:
         # (Kleene+, negation, conjunction and disjunction run on the general engine
         # today: its compiled build too)
         trc, tout, _ = run(tmp, query, stream, extra, "RSEP_NATIVE", monkeypatch)
@@ -236,6 +245,8 @@ def both(tmp: Path, query: str, stream: str, extra: list[str],
             NEGATED[0 if got.refused else 1 if not got.rows else 2] += 1
         if "&" in query or "|" in query:
             BOPS[0 if got.refused else 1 if not got.rows else 2] += 1
+    if "?" in query.split("SEQ", 1)[1].split("DEFINE", 1)[0]:
+        OPTS[0 if got.refused else 1 if not got.rows else 2] += 1
     TAKEN[0 if got.refused else 1 if not got.rows else 2] += 1
     if got.refused:
         WHY[got.refused.split(":")[0]] = WHY.get(got.refused.split(":")[0], 0) + 1
@@ -288,12 +299,23 @@ def test_native_conjunction_and_disjunction_equal_todays_path(
     both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
 
 
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=queries(optional=True), stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]))
+def test_native_optional_atoms_equal_todays_path(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 query: str, stream: str, fmt: str) -> None:
+    """Each draw with one or more optional atoms (first, last, several in a row, under
+    `,` `;` `:`): against RSEP_PURE=1 and RSEP_NATIVE=0."""
+    both(tmp_path, query, stream, ["--format", fmt], monkeypatch)
+
+
 def test_the_random_runs_were_mostly_native() -> None:
     # (after the property tests, in file order: their runs counted)
     refused, empty, rows = TAKEN
     total = refused + empty + rows
     assert empty + rows >= total // 3 and rows >= total // 10, (TAKEN, WHY)
-    for drawn in (KLEENE, NEGATED, BOPS):
+    for drawn in (KLEENE, NEGATED, BOPS, OPTS):
         refused, empty, rows = drawn
         total = refused + empty + rows
         assert total >= EXAMPLES // 5, drawn
@@ -909,3 +931,51 @@ def test_one_gpm_under_kleene_plus_twice(tmp_path: Path, monkeypatch: pytest.Mon
     # 1; 3; 2; 3 at 3 and the copy iterating on to 3 at 4: two matches (and 2's run, whose
     # B+ at 3 then needs a C below 3 and 3 again)
     assert (got.refused, got.rows) == ("", 2), got
+
+
+OPT_Q = (f"SELECT *\nWITHIN 10\nFROM STREAM S1 <{STREAM}>\nWHERE {{\n  SEQ (A, B?, C)\n"
+         "  DEFINE GPM A ON S1 { ?c <http://e/price> ?p1 FILTER (?p1 > 5) }\n"
+         "  DEFINE GPM B ON S1 { ?c <http://e/volume> ?v FILTER (?v > 5) }\n"
+         "  DEFINE GPM C ON S1 { ?c <http://e/price> ?p3 FILTER (?p3 < 5) }\n}\n")
+
+
+def test_optional_atoms_are_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_of(OPT_Q)
+    assert isinstance(plan, native.NativePlan) and [a[7] for a in plan.atoms] == \
+        [False, True, False], plan
+    s = stream_of((0, TWO.format(6, 1)), (1, TWO.format(4, 7)), (2, TWO.format(3, 1)))
+    # A at 0; its copy past B takes C at 1 (4 < 5); the run at B takes 7 at 1, then C at 2
+    got = both(tmp_path, OPT_Q, s, ["--format", "tsv"], monkeypatch)
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    assert (got.refused, got.rows) == ("", 2), out
+    assert [line.split("\t")[0] for line in out[1:]] == ["1", "2"]
+    # last: a match at A's own event, and one more with B's
+    last = OPT_Q.replace("SEQ (A, B?, C)", "SEQ (A; B?)").replace(
+        "  DEFINE GPM C ON S1 { ?c <http://e/price> ?p3 FILTER (?p3 < 5) }\n", "")
+    got = both(tmp_path, last, s, ["--format", "tsv"], monkeypatch)
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    assert [line.split("\t")[0] for line in out[1:]] == ["0", "1"], out
+    # first: runs start at A (0) and at C (1 and 2, matches of one event)
+    first = OPT_Q.replace("SEQ (A, B?, C)", "SEQ (A?; C)").replace(
+        "  DEFINE GPM B ON S1 { ?c <http://e/volume> ?v FILTER (?v > 5) }\n", "")
+    got = both(tmp_path, first, s, ["--format", "tsv"], monkeypatch)
+    out = (tmp_path / "native.out").read_text(encoding="utf-8").splitlines()
+    times = [line.split("\t")[0] for line in out[1:]]
+    assert (got.refused, times) == ("", ["1", "1", "2"]), out
+    # a skipped atom joins its neighbours by the weaker selection: A , B? ; C waits under ';'
+    weak = OPT_Q.replace("SEQ (A, B?, C)", "SEQ (A, B?; C)")
+    s2 = stream_of((0, TWO.format(6, 1)), (1, TWO.format(7, 1)), (2, TWO.format(3, 1)))
+    # (6 at 0 and 7 at 1 start runs; 3 at 2 ends both under ';', only 7's under ',')
+    assert both(tmp_path, weak, s2, [], monkeypatch).rows == 2
+    assert both(tmp_path, OPT_Q, s2, [], monkeypatch).rows == 1
+
+
+def test_optional_atom_refusals() -> None:
+    kleene = OPT_Q.replace("SEQ (A, B?, C)", "SEQ (A?, C+)").replace(
+        "  DEFINE GPM B ON S1 { ?c <http://e/volume> ?v FILTER (?v > 5) }\n", "")
+    assert plan_of(kleene) == \
+        "an optional atom at the start before a Kleene+, a conjunction or a disjunction"
+    # a later FILTER reading the optional atom's variable (unbound where it was skipped)
+    reads = OPT_Q.replace("FILTER (?p3 < 5)", "FILTER (?p3 < ?v)")
+    plan = plan_of(reads)
+    assert isinstance(plan, str) and "?v is not bound" in plan, plan

@@ -323,40 +323,53 @@ def test_the_random_runs_were_mostly_native() -> None:
 
 
 # runs read in parts of a few bytes, the dictionary swept after each instant: refused,
-# taken writing nothing, taken writing rows
+# taken writing nothing, taken writing rows; and of them those with a conjunction or
+# disjunction, and those with an optional atom
 TINY = [0, 0, 0]
+TINY_BOPS = [0, 0, 0]
+TINY_OPTS = [0, 0, 0]
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(query=queries(), kleene=queries(forced=True), stream=streams(),
-       fmt=st.sampled_from(["jsonl", "tsv"]), chunk=st.sampled_from([1, 16, 64, 200]),
-       forced=st.booleans(), fast=st.booleans())
+@given(query=st.one_of(queries(), queries(forced=True), queries(bops=True),
+                       queries(optional=True)),
+       stream=streams(), fmt=st.sampled_from(["jsonl", "tsv"]),
+       chunk=st.sampled_from([1, 16, 64, 200]), fast=st.booleans())
 def test_read_in_tiny_parts_with_constant_sweeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 query: str, kleene: str, stream: str, fmt: str,
-                                                 chunk: int, forced: bool, fast: bool) -> None:
+                                                 query: str, stream: str, fmt: str,
+                                                 chunk: int, fast: bool) -> None:
     """The stream file read every few bytes a chunk, the dictionary swept after every
-    instant (ids freed and given again all along, a live run's and a partition key's kept):
-    the output is today's (RSEP_NATIVE=0), byte for byte; a refusal found late leaves
-    nothing written. Not ``fast``: a "# }" line inside a graph block, so that rsep's own
-    reader gives the file up and oxttl reads it from the start, the engine run again."""
+    instant (ids freed and given again all along, a live run's, its iterations' and a
+    partition key's kept), the query any shape the engine takes (a Kleene+ and a negation,
+    a conjunction or disjunction, optional atoms, or any of the plain draws): the output is
+    today's (RSEP_NATIVE=0), byte for byte; a refusal found late leaves nothing written.
+    Not ``fast``: a "# }" line inside a graph block, so that rsep's own reader gives the
+    file up and oxttl reads it from the start, the engine run again."""
     if not fast:
         stream = stream.replace(" { ", " { # }\n", 1)
-    q = kleene if forced else query
     with monkeypatch.context() as m:
         m.setattr(native_core, "STREAM_CHUNK", chunk)
         m.setattr(native_core, "SWEEP_TERMS", 0)
-        rc, out, got = run(tmp_path, q, stream, ["--format", fmt], False, m)
-        trc, tout, _ = run(tmp_path, q, stream, ["--format", fmt], "RSEP_NATIVE", m)
+        rc, out, got = run(tmp_path, query, stream, ["--format", fmt], False, m)
+        trc, tout, _ = run(tmp_path, query, stream, ["--format", fmt], "RSEP_NATIVE", m)
     assert got is not None
     assert (rc, out) == (trc, tout), (got.refused, out.decode(), tout.decode())
-    TINY[0 if got.refused else 1 if not got.rows else 2] += 1
+    taken = 0 if got.refused else 1 if not got.rows else 2
+    TINY[taken] += 1
+    seq = query.split("SEQ", 1)[1].split("DEFINE", 1)[0]
+    if "&" in seq or "|" in seq:
+        TINY_BOPS[taken] += 1
+    if "?" in seq:
+        TINY_OPTS[taken] += 1
 
 
 def test_the_tiny_part_runs_were_mostly_native() -> None:
-    refused, empty, rows = TINY
-    total = refused + empty + rows
-    assert empty + rows >= total // 3 and rows >= total // 10, TINY
+    for drawn in (TINY, TINY_BOPS, TINY_OPTS):
+        refused, empty, rows = drawn
+        total = refused + empty + rows
+        assert total >= EXAMPLES // 8, (drawn, TINY)
+        assert empty + rows >= total // 3 and rows >= total // 10, (drawn, TINY)
 
 
 def test_the_dictionary_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -56,18 +56,10 @@ from rsep.algebra.epsparql import (
     Var,
 )
 from rsep.algebra.events import FROM_VAR, TO_VAR, Selection
-from rsep.algebra.expression import (
-    Arithmetic,
-    Compare,
-    Expression,
-    Iri,
-    Variable,
-    conjuncts,
-    signed_literal,
-)
+from rsep.algebra.expression import Expression, Variable
 from rsep.epsparql.etalis_rules import Atom, Temp, Unsupported, binarise, compile_query, tr_clauses
 from rsep.epsparql.rewrites import mismatched_bounds
-from rsep.sparql.filters import Fallback, literal_value
+from rsep.sparql.numeric import Cmp, Operand, numeric_conjunction
 from rsep.stream import native as native_core
 from rsep.stream.native import Outcome as Outcome
 from rsep.stream.native import core as core
@@ -76,17 +68,10 @@ from rsep.stream.time import TimeKind
 NATIVE = "native"
 
 MAX_PATTERNS = 8  # the SEQ's operands
-_OPS = ("<", "<=", ">", ">=", "=", "!=")
-_ARITH = ("+", "-", "*")
-_NUMBERS = ("integer", "decimal", "double")
-XSD = "http://www.w3.org/2001/XMLSchema#"
 _DURATION = "__d"  # getDURATION() (the substitution sigma of 003 Sec. 4.2)
 
 # per position: ("var", number) or ("term", the IRI in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
-# a comparison: (left, operator, right), each side postfix tokens (native/src/py.rs's
-# epsparql_num: "v<n>" a variable, "d" getDURATION(), "c<literal>", "+", "-", "*")
-Cmp = tuple[tuple[str, ...], str, tuple[str, ...]]
 
 
 def available() -> str | None:
@@ -260,52 +245,21 @@ def _etalis_plan(query: EpSparqlQuery, numbers: dict[str, int], patterns: list[S
 
 
 def _conjunction(e: Expression, numbers: dict[str, int], duration: bool) -> list[Cmp] | str:
-    """A FILTER as a conjunction of comparisons of numeric expressions, or why the native
-    path does not take it."""
-    out: list[Cmp] = []
-    for c in conjuncts(e):
-        if not isinstance(c, Compare) or c.op not in _OPS:
-            return "not a comparison of numbers (or a conjunction of those)"
-        left, right = _num(c.left, numbers, duration), _num(c.right, numbers, duration)
-        if isinstance(left, str):
-            return left
-        if isinstance(right, str):
-            return right
-        out.append((left, c.op, right))
-    return out
-
-
-def _num(e: Expression, numbers: dict[str, int], duration: bool) -> tuple[str, ...] | str:
-    if isinstance(e, Variable):
-        if e.name == _DURATION:
+    """A FILTER as a conjunction of comparisons of numeric expressions of the patterns'
+    variables and (``duration``) getDURATION(), or why the native path does not take it."""
+    def variable(v: Variable) -> Operand | str:
+        if v.name == _DURATION:
             if not duration:
                 return "getDURATION() in an ETALIS where condition"
             return ("d",)
-        if e.name not in numbers:
-            return f"?{e.name} is bound by no triple pattern (or is getSTARTTIME() / getENDTIME())"
-        return (f"v{numbers[e.name]}",)
-    if isinstance(e, Arithmetic):
-        if e.op not in _ARITH:
-            return f"the operator {e.op} (the native path takes + - *)"
-        a, b = _num(e.left, numbers, duration), _num(e.right, numbers, duration)
-        if isinstance(a, str):
-            return a
-        if isinstance(b, str):
-            return b
-        return (*a, *b, e.op)
-    lit = signed_literal(e)
-    if lit is None or lit.language is not None or not isinstance(lit.datatype, Iri) \
-            or lit.datatype.value not in tuple(XSD + t for t in _NUMBERS):
-        return "not a comparison of variables, getDURATION() and xsd:integer, xsd:decimal " \
-               "or xsd:double literals (with + - *)"
-    try:
-        kind, _ = literal_value(lit.lexical, lit.datatype.value)
-    except Fallback:
-        return f"the number {lit.lexical} (filters.py leaves it to pyoxigraph)"
-    if kind not in ("n", "d", "f"):
-        return f"the number {lit.lexical}"
-    # (N-Triples: the lexical form of a number needs no escape)
-    return (f'c"{lit.lexical}"^^<{lit.datatype.value}>',)
+        if v.name not in numbers:
+            return f"?{v.name} is bound by no triple pattern (or is getSTARTTIME() / getENDTIME())"
+        return (f"v{numbers[v.name]}",)
+
+    return numeric_conjunction(
+        e, variable, not_comparison="not a comparison of numbers (or a conjunction of those)",
+        other_term="not a comparison of variables, getDURATION() and xsd:integer, xsd:decimal "
+                   "or xsd:double literals (with + - *)")
 
 
 # The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why

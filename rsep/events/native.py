@@ -54,21 +54,13 @@ from rsep.algebra.events import (
     Last,
     Seq,
 )
-from rsep.algebra.expression import (
-    Arithmetic,
-    Compare,
-    Expression,
-    Iri,
-    Variable,
-    conjuncts,
-    signed_literal,
-)
+from rsep.algebra.expression import Variable
 from rsep.algebra.pattern import BGP
 from rsep.algebra.policy import R2S, ReportPolicy
 from rsep.algebra.selection import Selection
 from rsep.algebra.window import WindowKind
-from rsep.sparql.filters import Fallback, literal_value
 from rsep.sparql.matcher import Canon
+from rsep.sparql.numeric import Cmp, numeric_conjunction
 from rsep.sparql.pattern import triple_patterns
 from rsep.stream import native as native_core
 from rsep.stream.native import Outcome as Outcome
@@ -83,13 +75,6 @@ MAX_BEPS = 8  # leaves of the event pattern
 
 # per position: ("var", number) or ("term", the term in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
-# a comparison: (left, operator, right), each side postfix tokens (native/src/py.rs's
-# epsparql_num: "v<n>" a variable, "c<literal>", "+", "-", "*")
-Cmp = tuple[tuple[str, ...], str, tuple[str, ...]]
-_OPS = ("<", "<=", ">", ">=", "=", "!=")
-_ARITH = ("+", "-", "*")
-_NUMBERS = ("integer", "decimal", "double")
-XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
 def available() -> str | None:
@@ -254,49 +239,23 @@ def _filtered(query: ContinuousQuery, numbers: dict[str, int]
         return "DISTINCT, REDUCED, GROUP BY, HAVING, ORDER BY, LIMIT or OFFSET"
     if not mods.projection or any(p.expr is not None for p in mods.projection):
         return "SELECT * or SELECT expressions over a FILTER"
+    def variable(v: Variable) -> tuple[str, ...] | str:
+        if v.name not in numbers:
+            return f"?{v.name} in the FILTER is bound by no BEP"
+        return (f"v{numbers[v.name]}",)
+
     out: list[Cmp] = []
     for cond in tree.pattern.conditions:
-        for c in conjuncts(cond):
-            if not isinstance(c, Compare) or c.op not in _OPS:
-                return "a FILTER that is not a comparison of numbers (or a conjunction of those)"
-            left, right = _num(c.left, numbers), _num(c.right, numbers)
-            if isinstance(left, str):
-                return left
-            if isinstance(right, str):
-                return right
-            out.append((left, c.op, right))
+        got = numeric_conjunction(
+            cond, variable,
+            not_comparison="a FILTER that is not a comparison of numbers (or a conjunction of "
+                           "those)",
+            other_term="a FILTER of other terms than variables and xsd:integer, xsd:decimal "
+                       "or xsd:double literals (with + - *)")
+        if isinstance(got, str):
+            return got
+        out += got
     return tuple(p.var for p in mods.projection), out
-
-
-def _num(e: Expression, numbers: dict[str, int]) -> tuple[str, ...] | str:
-    """A numeric expression in postfix tokens (native/src/py.rs's epsparql_num: ``v<n>`` a
-    variable, ``c<literal>``, ``+ - *``), or why not."""
-    if isinstance(e, Variable):
-        if e.name not in numbers:
-            return f"?{e.name} in the FILTER is bound by no BEP"
-        return (f"v{numbers[e.name]}",)
-    if isinstance(e, Arithmetic):
-        if e.op not in _ARITH:
-            return f"the operator {e.op} (the native path takes + - *)"
-        a, b = _num(e.left, numbers), _num(e.right, numbers)
-        if isinstance(a, str):
-            return a
-        if isinstance(b, str):
-            return b
-        return (*a, *b, e.op)
-    lit = signed_literal(e)
-    if lit is None or lit.language is not None or not isinstance(lit.datatype, Iri) \
-            or lit.datatype.value not in tuple(XSD + t for t in _NUMBERS):
-        return "a FILTER of other terms than variables and xsd:integer, xsd:decimal or " \
-               "xsd:double literals (with + - *)"
-    try:
-        kind, _ = literal_value(lit.lexical, lit.datatype.value)
-    except Fallback:
-        return f"the number {lit.lexical} (filters.py leaves it to pyoxigraph)"
-    if kind not in ("n", "d", "f"):
-        return f"the number {lit.lexical}"
-    # (N-Triples: the lexical form of a number needs no escape)
-    return (f'c"{lit.lexical}"^^<{lit.datatype.value}>',)
 
 
 # The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why

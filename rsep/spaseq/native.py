@@ -66,18 +66,10 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from rsep.algebra.expression import (
-    Arithmetic,
-    Compare,
-    Expression,
-    Iri,
-    Variable,
-    conjuncts,
-    signed_literal,
-)
+from rsep.algebra.expression import Expression, Variable
 from rsep.algebra.spaseq import GPM, And, AtomKind, BopNode, Leaf, Or, SpaseqQuery, Strategy
-from rsep.sparql.filters import Fallback, literal_value
 from rsep.sparql.matcher import Canon
+from rsep.sparql.numeric import Cmp, Operand, numeric_conjunction
 from rsep.stream import native as native_core
 from rsep.stream.native import Outcome as Outcome
 from rsep.stream.native import core as core
@@ -91,15 +83,8 @@ NATIVE = "native"
 
 MAX_PATTERNS = 8  # triple patterns of a GPM (each event's solutions by a nested loop)
 
-_OPS = ("<", "<=", ">", ">=", "=", "!=")
 _SELECT = {Strategy.STRICT: ",", Strategy.NEXT: ";", Strategy.ANY: ":"}
-_NUMBERS = ("integer", "decimal", "double")
-XSD = "http://www.w3.org/2001/XMLSchema#"
 
-# a comparison's operand in postfix tokens: ``v<n>`` variable n, ``c<literal>`` a number in
-# N-Triples syntax, ``+ - *`` on the two before (chain.rs computes them as filters.py does)
-Operand = tuple[str, ...]
-Cmp = tuple[Operand, str, Operand]
 # per position: ("var", number) or ("term", the term in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
 # a GPM: (triple patterns, the variables it binds, its FILTERs on those alone, its FILTERs
@@ -352,47 +337,15 @@ def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
                  ) -> list[Cmp] | str:
     """A FILTER as a conjunction of comparisons of variables (bound there) and numbers, and
     ``+ - *`` of those, or why the native path does not take it."""
-    out: list[Cmp] = []
-    for c in conjuncts(e):
-        if not isinstance(c, Compare) or c.op not in _OPS:
-            return "not a comparison of numbers (or a conjunction of those)"
-        left, right = _operand(c.left, numbers, bound), _operand(c.right, numbers, bound)
-        if isinstance(left, str):
-            return left
-        if isinstance(right, str):
-            return right
-        if not any(tok.startswith("v") for tok in (*left, *right)):
-            return "a comparison of two constants"
-        out.append((left, c.op, right))
-    return out
+    def variable(v: Variable) -> Operand | str:
+        if v.name not in bound:
+            return f"?{v.name} is not bound by this GPM or an earlier one"
+        return (f"v{numbers[v.name]}",)
 
-
-def _operand(e: Expression, numbers: dict[str, int], bound: set[str]) -> Operand | str:
-    if isinstance(e, Variable):
-        if e.name not in bound:
-            return f"?{e.name} is not bound by this GPM or an earlier one"
-        return (f"v{numbers[e.name]}",)
-    if isinstance(e, Arithmetic):
-        if e.op not in ("+", "-", "*"):
-            return f"the operator {e.op} (the native path takes + - *)"
-        left, right = _operand(e.left, numbers, bound), _operand(e.right, numbers, bound)
-        if isinstance(left, str):
-            return left
-        if isinstance(right, str):
-            return right
-        return (*left, *right, e.op)
-    lit = signed_literal(e)
-    if lit is None or lit.language is not None or not isinstance(lit.datatype, Iri) \
-            or lit.datatype.value not in tuple(XSD + t for t in _NUMBERS):
-        return "not a comparison of variables and xsd:integer, xsd:decimal or xsd:double"
-    try:
-        kind, _ = literal_value(lit.lexical, lit.datatype.value)
-    except Fallback:
-        return f"the number {lit.lexical} (filters.py leaves it to pyoxigraph)"
-    if kind not in ("n", "d", "f"):
-        return f"the number {lit.lexical}"
-    # (N-Triples: the lexical form of a number needs no escape)
-    return (f'c"{lit.lexical}"^^<{lit.datatype.value}>',)
+    return numeric_conjunction(
+        e, variable, not_comparison="not a comparison of numbers (or a conjunction of those)",
+        other_term="not a comparison of variables and xsd:integer, xsd:decimal or xsd:double",
+        constants=False)
 
 
 # The last run's outcome (the CLI's, for tests): whether the native path ran, and if not why

@@ -247,14 +247,15 @@ class QueryRuntime:
         self.maintained: Plan | str = compile_plan(self.query, self.plan) \
             if isinstance(self.plan, Analysis) else self.plan
         self.result: Maintained | None = None
-        # the native path's plan (rsep.windows.native), or why the query does not take it;
-        # a run takes it when its input and options allow too (rsep.cli.run)
-        self.native: NativePlan | events_native.NativePlan | str = native_plan(
-            self.query, self.maintained, self.report, self.query.r2s)
+        # the native path's plan, or why the query does not take it; a run takes it when its
+        # input and options allow too (rsep.cli.run). A MATCH has a native path of its own
+        # (rsep.events.native); the window planner's (rsep.windows.native) is the others'.
+        self.native: NativePlan | events_native.NativePlan | str
         if self.query.matches:
-            # a MATCH's own native path (rsep.events.native), its planner's say
             self.native = events_native.native_plan(self.query)
             self.native_path = events_native  # type: ignore[misc]
+        else:
+            self.native = native_plan(self.query, self.maintained, self.report, self.query.r2s)
         self._default: list[str] = []  # the background graphs merged into the default graph
         self._arrived = 0  # arrivals not advanced into a maintained result's windows yet
         # the evaluation path, chosen once, here (the plan says which)

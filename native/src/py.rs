@@ -275,6 +275,8 @@ fn select_spec(
 #[pyclass(module = "rsep._core", name = "Stream")]
 struct Stream {
     inner: Source,
+    /// the bytes of the output written through ([`run_stream`]'s `fd:N`), of the last run
+    sent: u64,
 }
 
 #[pymethods]
@@ -326,6 +328,13 @@ impl Stream {
         use std::os::fd::IntoRawFd;
         self.inner.spool().map(IntoRawFd::into_raw_fd)
     }
+
+    /// The bytes of the last run's output that went out through `fd:N` before it ended (all
+    /// of them, or, after a refusal, those of the events read before the last wait for
+    /// input: what today's path, reading the stream again, writes first).
+    fn sent(&self) -> u64 {
+        self.sent
+    }
 }
 
 /// The stream file at `path`, to be read in parts (nothing read yet); `-`: standard input
@@ -354,7 +363,7 @@ fn open_stream(
     } else {
         Source::open(path, points, max_record, opts)
     };
-    got.map(|inner| Stream { inner })
+    got.map(|inner| Stream { inner, sent: 0 })
         .map_err(PyValueError::new_err)
 }
 
@@ -381,44 +390,182 @@ fn select_stream(
     let spec = select_spec(
         window, non_empty, r2s, pattern, loose, project, limits, format,
     )?;
-    run_stream(py, out_path, &mut src.inner, |src, out| {
+    run_stream(py, out_path, &mut src, |src, out| {
         crate::select::run_on(&spec, src, out)
     })
 }
 
 /// Run an operator over a [`Stream`] with the GIL released (taken again only to ask for
 /// literals' stored forms), writing to `out_path` through one buffer: (its refusal or "",
-/// evaluations, rows written).
+/// evaluations, rows written). `out_path` `fd:N`: written through to the caller's file
+/// descriptor N, for a stream read from a pipe ([`Through`]).
 fn run_stream(
     py: Python<'_>,
     out_path: &str,
-    src: &mut Source,
-    run: impl Fn(
-            &mut Source,
-            &mut std::io::BufWriter<std::fs::File>,
-        ) -> std::io::Result<Result<Done, Refused>>
-        + Send
-        + Sync,
+    stream: &mut Stream,
+    run: impl Fn(&mut Source, &mut Out) -> std::io::Result<Result<Done, Refused>> + Send + Sync,
 ) -> PyResult<(String, u64, u64)> {
-    let got = py.detach(|| loop {
-        let file = std::fs::File::create(out_path)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::select::unpanicked(|| run(src, &mut out))?;
-        if r.is_err() && src.slower().is_some() {
-            // rsep's own reader gave the file up: oxttl reads it from the start, the
-            // operator runs again and what it wrote is written again
-            src.restart().map_err(std::io::Error::other)?;
-            continue;
-        }
-        std::io::Write::flush(&mut out)?;
-        break Ok::<_, std::io::Error>(r);
+    let src = &mut stream.inner;
+    let through = match out_path.strip_prefix("fd:") {
+        Some(fd) => Some(
+            Through::open(fd)
+                .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{out_path}: {e}")))?,
+        ),
+        None => None,
+    };
+    let got = py.detach(|| {
+        let got = (|| loop {
+            let mut out = match &through {
+                Some(t) => {
+                    let waits = t.clone();
+                    src.set_wait(Some(Box::new(move || waits.send())));
+                    Out::Through(t.clone())
+                }
+                None => Out::File(std::io::BufWriter::with_capacity(
+                    1 << 20,
+                    std::fs::File::create(out_path)?,
+                )),
+            };
+            let r = crate::select::unpanicked(|| run(src, &mut out))?;
+            if r.is_err() && src.slower().is_some() {
+                // rsep's own reader gave the file up: oxttl reads it from the start, the
+                // operator runs again and what it wrote is written again (what went out
+                // through a pipe's output is not written twice: the same events give the
+                // same bytes first)
+                src.restart().map_err(std::io::Error::other)?;
+                if let Some(t) = &through {
+                    t.again();
+                }
+                continue;
+            }
+            if r.is_ok() {
+                std::io::Write::flush(&mut out)?;
+            }
+            break Ok::<_, std::io::Error>(r);
+        })();
+        // (on every way out: the wait holds a clone of the output)
+        src.set_wait(None);
+        got
     });
+    stream.sent = through.as_ref().map_or(0, Through::sent);
     match got {
         Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
         Ok(Err(refused)) => Ok((refused.0, 0, 0)),
         Err(e) => Err(pyo3::exceptions::PyOSError::new_err(format!(
             "{out_path}: {e}"
         ))),
+    }
+}
+
+/// Where an operator's rows go: a file written whole (renamed onto the output by the
+/// caller), or [`Through`].
+enum Out {
+    File(std::io::BufWriter<std::fs::File>),
+    Through(Through),
+}
+
+impl std::io::Write for Out {
+    #[inline]
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::File(f) => f.write(b),
+            Out::Through(t) => {
+                t.0.borrow_mut().buf.extend_from_slice(b);
+                Ok(b.len())
+            }
+        }
+    }
+
+    #[inline]
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Out::File(f) => f.write_all(b),
+            Out::Through(t) => {
+                t.0.borrow_mut().buf.extend_from_slice(b);
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::File(f) => f.flush(),
+            Out::Through(t) => t.send(),
+        }
+    }
+}
+
+/// An output written through while a pipe is read (`rsep run --stream IRI=-`): an endless
+/// stream's rows go out as they come, not when it ends. The rows are held until the reading
+/// next waits on the pipe ([`Source::set_wait`]): by then every row of the events given so
+/// far is written, and none of them depends on what comes later, so what went out is what
+/// today's path writes first over the same stream. After a late refusal (a syntax error, a
+/// literal the native path does not take) today's path reads the stream again from its
+/// spool and skips [`Stream::sent`] bytes of its output; the rows held since the last wait
+/// are dropped, as a file's output is.
+#[derive(Clone)]
+struct Through(std::rc::Rc<std::cell::RefCell<Sent>>);
+
+struct Sent {
+    file: std::fs::File,
+    buf: Vec<u8>,
+    /// bytes sent (those of a run before a restart included); `skip`: bytes the current
+    /// run writes again, not to be sent twice
+    sent: u64,
+    skip: u64,
+}
+
+// SAFETY: a Through is made, shared (the operator's output, the source's wait) and dropped
+// within one run_stream call, on the one thread that runs the operator; no clone outlives
+// it or crosses to another thread (the wait is taken off the source before it returns).
+unsafe impl Send for Through {}
+unsafe impl Sync for Through {}
+
+impl Through {
+    fn open(fd: &str) -> std::io::Result<Self> {
+        use std::os::fd::{BorrowedFd, RawFd};
+        let fd: RawFd = fd
+            .parse()
+            .map_err(|_| std::io::Error::other("not a file descriptor"))?;
+        if fd < 0 {
+            return Err(std::io::Error::other("not a file descriptor"));
+        }
+        // SAFETY: the caller keeps descriptor `fd` open for the call; it is duplicated here
+        let file = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
+        Ok(Self(std::rc::Rc::new(std::cell::RefCell::new(Sent {
+            file: file.into(),
+            buf: Vec::new(),
+            sent: 0,
+            skip: 0,
+        }))))
+    }
+
+    /// What was held goes out (but for what an earlier run already sent).
+    fn send(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut s = self.0.borrow_mut();
+        let s = &mut *s;
+        let dup = usize::try_from(s.skip)
+            .unwrap_or(usize::MAX)
+            .min(s.buf.len());
+        s.file.write_all(&s.buf[dup..])?;
+        s.file.flush()?;
+        s.skip -= dup as u64;
+        s.sent += (s.buf.len() - dup) as u64;
+        s.buf.clear();
+        Ok(())
+    }
+
+    /// The operator runs again from the stream's start: what it held is dropped, and what
+    /// was sent is not sent again.
+    fn again(&self) {
+        let mut s = self.0.borrow_mut();
+        s.buf.clear();
+        s.skip = s.sent;
+    }
+
+    fn sent(&self) -> u64 {
+        self.0.borrow().sent
     }
 }
 
@@ -548,7 +695,7 @@ fn bgp_stream(
     let spec = bgp_spec(
         window, non_empty, r2s, patterns, vars, checks, filters, group, project, limits, format,
     )?;
-    run_stream(py, out_path, &mut src.inner, |src, out| {
+    run_stream(py, out_path, &mut src, |src, out| {
         crate::bgp::run_on(&spec, src, out)
     })
 }
@@ -1018,7 +1165,7 @@ fn chain_stream(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_stream(py, out_path, &mut src.inner, |src, out| {
+    run_stream(py, out_path, &mut src, |src, out| {
         crate::chain::run_on(&spec, src, out)
     })
 }
@@ -1196,7 +1343,7 @@ fn epsparql_stream(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_stream(py, out_path, &mut src.inner, |src, out| {
+    run_stream(py, out_path, &mut src, |src, out| {
         crate::epsparql::run_on(&spec, src, out)
     })
 }
@@ -1314,7 +1461,7 @@ fn match_stream(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_stream(py, out_path, &mut src.inner, |src, out| {
+    run_stream(py, out_path, &mut src, |src, out| {
         crate::rsepql::run_on(&spec, src, out)
     })
 }

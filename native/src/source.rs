@@ -189,6 +189,25 @@ impl Read for Input {
 }
 
 impl Input {
+    /// Whether the next read waits on standard input (its spool read to its end).
+    fn live(&self) -> bool {
+        matches!(self, Input::Spooled { len, at, .. } if at >= len)
+    }
+
+    /// One read of at most `step` bytes onto `buf`'s end: a pipe gives what it has.
+    fn read_once(&mut self, step: usize, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+        let at = buf.len();
+        buf.resize(at + step, 0);
+        let got = loop {
+            match self.read(&mut buf[at..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                got => break got,
+            }
+        };
+        buf.truncate(at + *got.as_ref().unwrap_or(&0));
+        got
+    }
+
     fn rewind(&mut self) -> std::io::Result<()> {
         match self {
             Input::File(f) => f.seek(std::io::SeekFrom::Start(0)).map(|_| ()),
@@ -201,8 +220,18 @@ impl Input {
 }
 
 /// A stream file's events as an operator asks for them.
+/// Called before the reading waits on standard input for more: what the operator wrote from
+/// the events given so far can go out then (py.rs's write-through), for nothing more comes
+/// of them until the pipe gives more.
+pub type Wait = Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>;
+
 pub struct Source {
     file: Input,
+    wait: Option<Wait>,
+    /// the last read was of standard input (or the spool's last): what it gave is taken
+    short: bool,
+    /// the last chunk given ended the document
+    ended: bool,
     points: Vec<String>,
     max_record: usize,
     small: bool,
@@ -360,6 +389,9 @@ impl Source {
         let reader = Reader::new(&points, Vec::new(), false);
         Ok(Self {
             file,
+            wait: None,
+            short: false,
+            ended: false,
             points,
             max_record,
             small,
@@ -399,6 +431,11 @@ impl Source {
     pub fn set_forms(&mut self, forms: Box<Forms>, refuse: bool) {
         self.forms = Some(forms);
         self.refuse_changed = refuse;
+    }
+
+    /// What is called before each wait on standard input ([`Wait`]); a file never waits.
+    pub fn set_wait(&mut self, wait: Option<Wait>) {
+        self.wait = wait;
     }
 
     /// The id of a term the caller refers to (a query's constant): never swept.
@@ -493,6 +530,8 @@ impl Source {
         self.pending.clear();
         self.pos = 0;
         self.eof = false;
+        self.short = false;
+        self.ended = false;
         self.carry.clear();
         self.carry_at = 0;
         self.done = false;
@@ -513,12 +552,25 @@ impl Source {
     fn fill(&mut self, step: usize) -> Result<bool, String> {
         // (a file read through its own reader: std reads a File into the room as it is, where
         // a reader of ours has that room zeroed first at every read)
+        let live = self.file.live();
         let got = match &mut self.file {
             Input::File(f) => f.take(step as u64).read_to_end(&mut self.pending),
-            input => input.take(step as u64).read_to_end(&mut self.pending),
+            input => {
+                if live {
+                    if let Some(wait) = self.wait.as_mut() {
+                        wait().map_err(|e| e.to_string())?;
+                    }
+                }
+                // standard input (or its spool) a read at a time: a live pipe's events are
+                // taken as they come, not once a whole chunk of them is there
+                input.read_once(step, &mut self.pending)
+            }
         };
         let n = got.map_err(|e| e.to_string())?;
         self.eof = n == 0;
+        // (each read of a pipe, or the spool's last, ends a chunk at its last line: the next
+        // read may wait for as long as the pipe's writer pauses)
+        self.short = n > 0 && (live || self.file.live());
         Ok(n > 0)
     }
 
@@ -534,15 +586,24 @@ impl Source {
                     break want + nl + 1;
                 }
             }
+            if self.short {
+                // a pipe's whole lines so far are a chunk (a smaller chunk only makes the
+                // record bound tighter)
+                if let Some(nl) = memchr::memrchr(b'\n', &self.pending) {
+                    break nl + 1;
+                }
+            }
             if self.eof || !self.fill(step)? {
                 break self.pending.len();
             }
         };
-        if end == 0 && self.pos > 0 {
+        if end == 0 && self.pos > 0 && self.ended {
             return Ok(None);
         }
-        if self.pending.len() == end && !self.eof {
-            // whether this chunk is the last one: its reading ends the document
+        if self.pending.len() == end && !self.eof && !self.file.live() {
+            // whether this chunk is the last one: its reading ends the document (a pipe is
+            // not waited on for that: its events are read as they come, and an empty last
+            // chunk ends the document at the pipe's end)
             self.fill(step)?;
         }
         Ok(Some(end))
@@ -556,6 +617,7 @@ impl Source {
             return Ok(());
         };
         let last = self.eof && self.pending.len() == end;
+        self.ended = last;
         let piece = &self.pending[..end];
         if std::str::from_utf8(piece).is_err() {
             return Err("the file is not UTF-8 throughout".into());

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import IO
+from typing import IO, Any
 
 from rsep.algebra.output import Output
 from rsep.algebra.policy import R2S, ReportPolicy
@@ -467,6 +467,9 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     assert isinstance(plan, native.NativePlan)  # (native_refusal's)
     lim = engine.limits
     target = args.output if args.output is not None else None
+    through = _through(args, sink)
+    if through is not None:
+        return _native_through(args, engine, files, tc, sink, dead, native, plan, through)
     # the results are written beside the output and renamed onto it, in one step; a device,
     # FIFO or link is written through, from a temporary file of the system's
     beside = target is not None and (_regular(target) or not os.path.lexists(target))
@@ -514,6 +517,66 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _through(args: argparse.Namespace, sink: FormatSink) -> int | None:
+    """The output's file descriptor when the native path writes its rows through as it goes:
+    its one stream is a pipe on standard input (an endless stream's rows go out as they
+    come, as today's path writes them), and the sink is a file or standard output."""
+    if len(args.stream) != 1 or args.stream[0][1] != "-" \
+            or stat.S_ISREG(os.fstat(0).st_mode):
+        return None
+    try:
+        return sink.out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+class _Skipping:
+    """A text output that drops the first ``skip`` bytes written to it: what the native
+    path wrote through before it refused, which today's path writes again first."""
+
+    def __init__(self, out: IO[str], skip: int) -> None:
+        self.out = out
+        self.skip = skip
+
+    def write(self, text: str) -> int:
+        if self.skip:
+            data = text.encode("utf-8")
+            if len(data) <= self.skip:
+                self.skip -= len(data)
+                return len(text)
+            text = data[self.skip:].decode("utf-8")
+            self.skip = 0
+        return self.out.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.out, name)
+
+
+def _native_through(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
+                    sink: FormatSink, dead: DeadLetter, native: ModuleType, plan: Any,
+                    fd: int) -> int | None:
+    """The native run over a pipe, its rows written through to ``fd`` as the pipe is read
+    (native/src/py.rs's Through); after a refusal today's path reads the pipe again from
+    its spool and skips what went out already."""
+    rt = engine.queries[0]
+    lim = engine.limits
+    sink.out.flush()
+    got = native.run(plan, rt.query, args.stream[0][1], tc.point,  # type: ignore[attr-defined]
+                     files[0].max_record, engine.time_unit_ms, lim.max_window_triples, lim.max_results, f"fd:{fd}",
+                     args.format)
+    native.record(got)
+    if got.refused:
+        if got.replay is not None:
+            files[0].replay = got.replay
+        if got.sent:
+            sink.out = _Skipping(sink.out, got.sent)  # type: ignore[assignment]
+        return None
+    getattr(args, "started", lambda: None)()
+    sink.close()
+    dead.close()
+    return EXIT_OK
 
 
 def main(args: argparse.Namespace) -> int:

@@ -100,12 +100,15 @@ class Outcome:
     # a refusal after standard input was read from: a file descriptor (the caller's) of a
     # file holding what was read of it, which today's path reads first (rsep.stream.files)
     replay: int | None = None
+    # the bytes of the output that went out before a refusal, a pipe being read (the run
+    # wrote through to ``fd:N``): today's path writes them first, and skips them
+    sent: int = 0
 
 
 def finished(src: Any, refused: str, evaluations: int, rows: int) -> Outcome:
     """The outcome of an operator's run over the stream ``src`` (:func:`open_stream`'s)."""
     if refused:
-        return Outcome(refused, replay=src.spool())
+        return Outcome(refused, replay=src.spool(), sent=src.sent())
     return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
 
 

@@ -398,7 +398,7 @@ fn select_stream(
 /// Run an operator over a [`Stream`] with the GIL released (taken again only to ask for
 /// literals' stored forms), writing to `out_path` through one buffer: (its refusal or "",
 /// evaluations, rows written). `out_path` `fd:N`: written through to the caller's file
-/// descriptor N, for a stream read from a pipe ([`Through`]).
+/// descriptor N as the stream is read ([`Through`]).
 fn run_stream(
     py: Python<'_>,
     out_path: &str,
@@ -495,14 +495,14 @@ impl std::io::Write for Out {
     }
 }
 
-/// An output written through while a pipe is read (`rsep run --stream IRI=-`): an endless
-/// stream's rows go out as they come, not when it ends. The rows are held until the reading
-/// next waits on the pipe ([`Source::set_wait`]): by then every row of the events given so
-/// far is written, and none of them depends on what comes later, so what went out is what
-/// today's path writes first over the same stream. After a late refusal (a syntax error, a
-/// literal the native path does not take) today's path reads the stream again from its
-/// spool and skips [`Stream::sent`] bytes of its output; the rows held since the last wait
-/// are dropped, as a file's output is.
+/// An output written through as the stream is read: an endless stream's rows go out as they
+/// come (a pipe on standard input), a long file's as it is read, and an interrupted run keeps
+/// them. The rows are held until the reading next reads on ([`Source::set_wait`]): by then
+/// every row of the events given so far is written, and none of them depends on what comes
+/// later, so what went out is what today's path writes first over the same stream. After a
+/// late refusal (a syntax error, a literal the native path does not take) today's path reads
+/// the stream again (a pipe's from its spool) and skips [`Stream::sent`] bytes of its
+/// output; the rows held since the last read are dropped.
 #[derive(Clone)]
 struct Through(std::rc::Rc<std::cell::RefCell<Sent>>);
 

@@ -220,9 +220,9 @@ impl Input {
 }
 
 /// A stream file's events as an operator asks for them.
-/// Called before the reading waits on standard input for more: what the operator wrote from
-/// the events given so far can go out then (py.rs's write-through), for nothing more comes
-/// of them until the pipe gives more.
+/// Called before the reading reads on (and may wait, on a pipe): what the operator wrote of
+/// the events given so far can go out then (py.rs's write-through), for it is final: no
+/// row of theirs depends on what comes later.
 pub type Wait = Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>;
 
 pub struct Source {
@@ -433,7 +433,7 @@ impl Source {
         self.refuse_changed = refuse;
     }
 
-    /// What is called before each wait on standard input ([`Wait`]); a file never waits.
+    /// What is called before each read ([`Wait`]).
     pub fn set_wait(&mut self, wait: Option<Wait>) {
         self.wait = wait;
     }
@@ -553,18 +553,14 @@ impl Source {
         // (a file read through its own reader: std reads a File into the room as it is, where
         // a reader of ours has that room zeroed first at every read)
         let live = self.file.live();
+        if let Some(wait) = self.wait.as_mut() {
+            wait().map_err(|e| e.to_string())?;
+        }
         let got = match &mut self.file {
             Input::File(f) => f.take(step as u64).read_to_end(&mut self.pending),
-            input => {
-                if live {
-                    if let Some(wait) = self.wait.as_mut() {
-                        wait().map_err(|e| e.to_string())?;
-                    }
-                }
-                // standard input (or its spool) a read at a time: a live pipe's events are
-                // taken as they come, not once a whole chunk of them is there
-                input.read_once(step, &mut self.pending)
-            }
+            // standard input (or its spool) a read at a time: a live pipe's events are taken
+            // as they come, not once a whole chunk of them is there
+            input => input.read_once(step, &mut self.pending),
         };
         let n = got.map_err(|e| e.to_string())?;
         self.eof = n == 0;

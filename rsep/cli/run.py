@@ -451,7 +451,7 @@ def _regular(path: str) -> bool:
 def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
                 sink: FormatSink, dead: DeadLetter) -> int | None:
     """The run on the native path, its exit status; None when it does not take it (then
-    nothing was written: today's path runs)."""
+    today's path runs, skipping what the native path wrote through before it refused)."""
     # the native path's module, from the query's runtime (rsep.runtime.windowed and
     # rsep.spaseq.runtime import theirs): a SPASEQ run loads none of the window machinery
     native: ModuleType | None = next((rt.native_path for rt in engine.queries
@@ -467,11 +467,12 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     assert isinstance(plan, native.NativePlan)  # (native_refusal's)
     lim = engine.limits
     target = args.output if args.output is not None else None
-    through = _through(args, sink)
-    if through is not None:
+    through = _through(sink)
+    if through is not None and getattr(plan, "join", None) is None:
         return _native_through(args, engine, files, tc, sink, dead, native, plan, through)
-    # the results are written beside the output and renamed onto it, in one step; a device,
-    # FIFO or link is written through, from a temporary file of the system's
+    # (the join, or an output with no file descriptor of its own) the results are written
+    # beside the output and renamed onto it, in one step; a device, FIFO or link is written
+    # through, from a temporary file of the system's
     beside = target is not None and (_regular(target) or not os.path.lexists(target))
     fd, tmp = tempfile.mkstemp(prefix=".rsep-native-", suffix=".jsonl",
                                dir=os.path.dirname(os.path.abspath(target))
@@ -519,13 +520,10 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
             os.remove(tmp)
 
 
-def _through(args: argparse.Namespace, sink: FormatSink) -> int | None:
-    """The output's file descriptor when the native path writes its rows through as it goes:
-    its one stream is a pipe on standard input (an endless stream's rows go out as they
-    come, as today's path writes them), and the sink is a file or standard output."""
-    if len(args.stream) != 1 or args.stream[0][1] != "-" \
-            or stat.S_ISREG(os.fstat(0).st_mode):
-        return None
+def _through(sink: FormatSink) -> int | None:
+    """The output's file descriptor, to which the native path writes its rows through as it
+    reads the stream, as today's path writes them (an endless pipe's rows go out as they
+    come, an interrupted run keeps them); None for an output with none (a broker's)."""
     try:
         return sink.out.fileno()
     except (AttributeError, OSError, ValueError):
@@ -557,9 +555,9 @@ class _Skipping:
 def _native_through(args: argparse.Namespace, engine: Engine, files: list, tc: TimeConfig,
                     sink: FormatSink, dead: DeadLetter, native: ModuleType, plan: Any,
                     fd: int) -> int | None:
-    """The native run over a pipe, its rows written through to ``fd`` as the pipe is read
-    (native/src/py.rs's Through); after a refusal today's path reads the pipe again from
-    its spool and skips what went out already."""
+    """The native run, its rows written through to ``fd`` as the stream is read
+    (native/src/py.rs's Through); after a refusal today's path reads the stream again (a
+    pipe's from its spool) and skips what went out already."""
     rt = engine.queries[0]
     lim = engine.limits
     sink.out.flush()

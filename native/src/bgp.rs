@@ -37,6 +37,10 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::str::FromStr;
 
+// (a child of this module, where the Makefile's list of sources sees it)
+#[path = "groups.rs"]
+mod groups;
+
 /// A pattern as rsep's locality check reads it (incremental.Pattern): per position an IRI
 /// that must be there (`Some`; `Some(None)`: one the stream does not have) or anything, and
 /// the positions whose terms it counts (none: the whole triple).
@@ -703,6 +707,15 @@ pub fn run_on(
     let mut set = HashSet::new();
     let mut wr = Writer::new(spec, feed.whole());
     let (mut lo, mut hi) = (0usize, 0usize);
+    // GROUP BY's groups, kept as solutions enter and leave the window (groups.rs): the
+    // inside events before `added` have entered them, their solutions before `add_at` (a
+    // place in `sols`). An event enters them at the close it is first inside, after that
+    // close's expiry, so that the groups at every close are the window's and nothing else.
+    let mut groups = spec.group.as_ref().map(groups::Groups::new);
+    let (mut added, mut add_at) = (0usize, 0u64);
+    // the inside events undecided, and the inside solutions (a check of every live event at
+    // each close would cost what the window holds)
+    let (mut undecided, mut inside_sols) = (0usize, 0u64);
     let mut holders: Holders<(u8, [TermId; 3])> = Holders::default();
     let mut live_triples = 0u64;
     let mut previous: Vec<Key> = Vec::new();
@@ -768,6 +781,8 @@ pub fn run_on(
             if l.inside {
                 holders.enter(&checked.items[from..]);
                 live_triples += l.triples;
+                undecided += usize::from(l.undecided);
+                inside_sols += u64::from(l.sols) / w as u64;
             }
             live.push_back(l);
             hi += 1;
@@ -788,11 +803,32 @@ pub fn run_on(
         if timed.is_some() {
             t0 = Some((std::time::Instant::now(), thread_cpu_ns()));
         }
+        if feed.generation() != generation {
+            generation = feed.generation();
+            vals.clear();
+            wr.fresh();
+        }
         while lo < hi && feed.time(lo) < floor {
             let l = live.pop_front().expect("a live event");
             if l.inside {
                 holders.leave(checked.front(l.checked as usize));
                 live_triples -= l.triples;
+                undecided -= usize::from(l.undecided);
+                inside_sols -= u64::from(l.sols) / w as u64;
+            }
+            if let (Some(gs), Some(g)) = (groups.as_mut(), spec.group.as_ref()) {
+                if lo < added {
+                    if l.inside {
+                        let terms = feed.terms();
+                        for s in sols.front(l.sols as usize).chunks_exact(w) {
+                            gs.leave(g, s, &mut |id| val_of(&mut vals, terms, id));
+                        }
+                    }
+                } else {
+                    // (never inside a window: it never entered the groups)
+                    added = lo + 1;
+                    add_at += u64::from(l.sols);
+                }
             }
             checked.pop_front(l.checked as usize);
             sols.pop_front(l.sols as usize);
@@ -830,14 +866,19 @@ pub fn run_on(
                 .filter(|(_, l)| l.inside)
                 .map(|(from, l)| (l, &pool[from..from + l.sols as usize]))
         };
-        if inside().any(|(l, _)| l.undecided) {
+        debug_assert_eq!(undecided, inside().filter(|(l, _)| l.undecided).count());
+        if undecided > 0 {
             return refuse(
                 "a live event whose solutions it does not order or filter as rsep does \
                  (two solutions of a block of several patterns, or a value its FILTER does not \
                  compare exactly)",
             );
         }
-        let count: u64 = inside().map(|(_, s)| (s.len() / w) as u64).sum();
+        let count = inside_sols;
+        debug_assert_eq!(
+            count,
+            inside().map(|(_, s)| (s.len() / w) as u64).sum::<u64>()
+        );
         if count > spec.max_results {
             return refuse("an evaluation's rows go over the limit");
         }
@@ -866,17 +907,26 @@ pub fn run_on(
                 }
                 rows
             }
-            Some(g) => match grouped(
-                spec,
-                g,
-                inside().flat_map(|(_, s)| s.chunks_exact(w)),
-                &mut |id| val_of(&mut vals, terms, id),
-                &mut wr,
-                terms,
-            ) {
-                Ok(rows) => rows,
-                Err(why) => return Ok(Err(why)),
-            },
+            Some(g) => {
+                let gs = groups.as_mut().expect("the groups of a grouping");
+                let val = &mut |id| val_of(&mut vals, terms, id);
+                while added < hi {
+                    let l = &live[added - lo];
+                    if l.inside {
+                        for i in 0..l.sols as usize / w {
+                            let at = add_at + (i * w) as u64;
+                            let from = at as usize - sols.base;
+                            gs.enter(g, &sols.items[from..from + w], at, val);
+                        }
+                    }
+                    add_at += u64::from(l.sols);
+                    added += 1;
+                }
+                match gs.rows(spec, g, &sols, val, &mut wr, terms) {
+                    Ok(rows) => rows,
+                    Err(why) => return Ok(Err(why)),
+                }
+            }
         };
         done.rows += report(spec.r2s, c, &current, &previous, &mut wr, terms, out)?;
         if let Some((wall, cpu)) = t0.take() {
@@ -1228,32 +1278,7 @@ pub(crate) fn grouped<'s>(
     for st in &groups {
         let mut vals: Vec<Option<Out>> = Vec::with_capacity(g.aggs.len());
         for (acc, agg) in st.accs.iter().zip(&g.aggs) {
-            vals.push(match acc {
-                Acc::Count => Some(wr.count(terms, st.n)),
-                Acc::Distinct(seen) => Some(wr.count(terms, seen.len() as u64)),
-                Acc::Best(best) => best.map(|(id, _)| u64::from(id)),
-                Acc::Sample(first) => first.map(u64::from),
-                Acc::Sum(None) | Acc::Concat(None) => None,
-                Acc::Sum(Some(s)) => {
-                    let v = if agg.kind == AggKind::Avg {
-                        s.avg(st.n).ok_or_else(|| {
-                            Refused("AVG's division failing (unbound in oxigraph)".into())
-                        })?
-                    } else {
-                        *s
-                    };
-                    Some(wr.intern(terms, v.term()))
-                }
-                Acc::Concat(Some((text, lang))) => {
-                    let l = match lang.as_deref() {
-                        Some(tag) if !tag.is_empty() => {
-                            Literal::new_language_tagged_literal_unchecked(text.as_str(), tag)
-                        }
-                        _ => Literal::new_simple_literal(text.as_str()),
-                    };
-                    Some(wr.intern(terms, l.into()))
-                }
-            });
+            vals.push(value(acc, agg, st.n, wr, terms)?);
         }
         rows.push(
             spec.project
@@ -1267,6 +1292,41 @@ pub(crate) fn grouped<'s>(
         );
     }
     Ok(rows)
+}
+
+/// An aggregate's value from its state after the group's `n` solutions were folded.
+fn value(
+    acc: &Acc,
+    agg: &Agg,
+    n: u64,
+    wr: &mut Writer,
+    terms: &Terms,
+) -> Result<Option<Out>, Refused> {
+    Ok(match acc {
+        Acc::Count => Some(wr.count(terms, n)),
+        Acc::Distinct(seen) => Some(wr.count(terms, seen.len() as u64)),
+        Acc::Best(best) => best.map(|(id, _)| u64::from(id)),
+        Acc::Sample(first) => first.map(u64::from),
+        Acc::Sum(None) | Acc::Concat(None) => None,
+        Acc::Sum(Some(s)) => {
+            let v = if agg.kind == AggKind::Avg {
+                s.avg(n)
+                    .ok_or_else(|| Refused("AVG's division failing (unbound in oxigraph)".into()))?
+            } else {
+                *s
+            };
+            Some(wr.intern(terms, v.term()))
+        }
+        Acc::Concat(Some((text, lang))) => {
+            let l = match lang.as_deref() {
+                Some(tag) if !tag.is_empty() => {
+                    Literal::new_language_tagged_literal_unchecked(text.as_str(), tag)
+                }
+                _ => Literal::new_simple_literal(text.as_str()),
+            };
+            Some(wr.intern(terms, l.into()))
+        }
+    })
 }
 
 fn counts(keys: &[Key]) -> HashMap<Key, i64> {

@@ -197,7 +197,11 @@ class NativePlan:
                     "not fold exactly or a limit reached run as today's path")
         if self.bgp is not None:
             return ("native: read, windowed, joined, filtered, grouped and written on integer "
-                    "ids in Rust (rsep._core), terms decoded only for output; a stream file the "
+                    "ids in Rust (rsep._core), terms decoded only for output; groups kept as "
+                    "solutions enter and leave the window (COUNT, COUNT DISTINCT, MIN / MAX by "
+                    "monotonic deques, SUM / AVG of integers and decimals exactly, SAMPLE), a "
+                    "group's SUM / AVG of a double and GROUP_CONCAT folded again at each close "
+                    "in arrival order (their bytes depend on it); a stream file the "
                     "native reader does not take, a join term in two live events, an event with "
                     "two solutions of a block of several patterns, a value a FILTER or MIN / MAX "
                     "does not compare exactly, a value SUM / AVG / SAMPLE / GROUP_CONCAT does not "

@@ -516,7 +516,9 @@ def test_explain_prints_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture
         in capsys.readouterr().out.replace("(str(", "(STR(")
     q.write_text(SENSORS, encoding="utf-8")
     main(["explain", str(q)])
-    assert "native: taken" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "native: taken" in out
+    assert "groups kept as solutions enter and leave the window" in out
 
 
 def test_the_benchmark_query_sensors_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ pub mod chain;
 pub mod dictionary;
 pub mod epsparql;
 pub mod join;
+pub mod nquads;
 pub mod policy;
 pub mod reader;
 pub mod rsepql;

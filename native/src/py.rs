@@ -4,7 +4,7 @@ use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
 use crate::select::{Done, R2s, Refused, Slot, Spec};
 use crate::source::{Options, Source};
-use crate::stream::{read_events_with, stable_literal, Events};
+use crate::stream::{read_events_as, stable_literal, Events};
 use oxrdf::Term;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -203,18 +203,20 @@ fn restored<'a>(
 /// it: (events or None, the reason or ""). `fast`: rsep's own TriG reader tried first (the
 /// same events; off, oxttl reads the whole file, for the tests and benchmarks).
 #[pyfunction]
-#[pyo3(signature = (path, points, max_record, fast=true))]
+#[pyo3(signature = (path, points, max_record, fast=true, format="trig"))]
 fn read_stream(
     py: Python<'_>,
     path: &str,
     points: Vec<String>,
     max_record: usize,
     fast: bool,
+    format: &str,
 ) -> PyResult<(Option<StreamEvents>, String)> {
+    let format = crate::nquads::from_name(format).map_err(PyValueError::new_err)?;
     let data = std::fs::read(path).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
     let got = py.detach(|| {
         let mut terms = CoreTerms::new();
-        read_events_with(&data, &mut terms, &points, max_record, fast)
+        read_events_as(&data, format, &mut terms, &points, max_record, fast)
             .map(|events| StreamEvents { terms, events })
     });
     Ok(match got {
@@ -343,7 +345,8 @@ impl Stream {
 /// line's end); `sweep`: the dictionary's size below which it is not swept (0: after every
 /// chunk); `fast`: rsep's own TriG reader tried first.
 #[pyfunction]
-#[pyo3(signature = (path, points, max_record, chunk=crate::stream::CHUNK, sweep=1 << 16, fast=true))]
+#[pyo3(signature = (path, points, max_record, chunk=crate::stream::CHUNK, sweep=1 << 16, fast=true, format="trig"))]
+#[allow(clippy::too_many_arguments)]
 fn open_stream(
     path: &str,
     points: Vec<String>,
@@ -351,11 +354,13 @@ fn open_stream(
     chunk: usize,
     sweep: usize,
     fast: bool,
+    format: &str,
 ) -> PyResult<Stream> {
     let opts = Options {
         chunk: chunk.max(1),
         sweep,
         fast,
+        format: crate::nquads::from_name(format).map_err(PyValueError::new_err)?,
     };
     let got = if path == "-" {
         let dir = std::env::temp_dir();
@@ -830,14 +835,24 @@ impl JoinInput {
 /// Read the stream files at `paths` into events of one dictionary, or say why the native
 /// reader does not take one of them: (the input or None, the reason or "").
 #[pyfunction]
-#[pyo3(signature = (paths, points, max_record, fast=true))]
+#[pyo3(signature = (paths, points, max_record, fast=true, formats=None))]
 fn read_streams(
     py: Python<'_>,
     paths: Vec<String>,
     points: Vec<String>,
     max_record: usize,
     fast: bool,
+    formats: Option<Vec<String>>,
 ) -> PyResult<(Option<JoinInput>, String)> {
+    let formats = match formats {
+        None => vec![Format::TriG; paths.len()],
+        Some(names) if names.len() == paths.len() => names
+            .iter()
+            .map(|n| crate::nquads::from_name(n))
+            .collect::<Result<_, _>>()
+            .map_err(PyValueError::new_err)?,
+        Some(_) => return Err(PyValueError::new_err("one format a path")),
+    };
     let mut data = Vec::with_capacity(paths.len());
     for path in &paths {
         data.push(std::fs::read(path).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?);
@@ -845,9 +860,9 @@ fn read_streams(
     let got = py.detach(|| {
         let mut terms = CoreTerms::new();
         let mut streams = Vec::with_capacity(data.len());
-        for (bytes, path) in data.iter().zip(&paths) {
+        for ((bytes, path), &format) in data.iter().zip(&paths).zip(&formats) {
             streams.push(
-                read_events_with(bytes, &mut terms, &points, max_record, fast)
+                read_events_as(bytes, format, &mut terms, &points, max_record, fast)
                     .map_err(|why| format!("{path}: {why}"))?,
             );
         }

@@ -26,11 +26,11 @@
 //! made of ids (their text) when [`Source::generation`] changes.
 
 use crate::dictionary::{TermId, Terms};
+use crate::nquads::Parser;
+use crate::reader::Format;
 use crate::select::Refused;
 use crate::stream::{has_long_string, stable_literal, Events, Reader, CHUNK};
 use crate::trig::{read_on, Declared};
-use oxttl::trig::LowLevelTriGParser;
-use oxttl::TriGParser;
 use std::io::{Read, Seek};
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
@@ -40,12 +40,14 @@ use std::time::{Duration, Instant};
 pub type Forms = dyn FnMut(Vec<String>) -> Result<Vec<(String, String)>, String> + Send + Sync;
 
 /// How a file is read: the chunks' size, the dictionary's size below which it is never
-/// swept (0: swept after every chunk), whether rsep's own reader is tried first.
+/// swept (0: swept after every chunk), whether rsep's own reader is tried first (TriG's
+/// only), its syntax (TriG or N-Quads: [`crate::nquads`]).
 #[derive(Clone, Copy)]
 pub struct Options {
     pub chunk: usize,
     pub sweep: usize,
     pub fast: bool,
+    pub format: Format,
 }
 
 impl Default for Options {
@@ -54,6 +56,7 @@ impl Default for Options {
             chunk: CHUNK,
             sweep: 1 << 16,
             fast: true,
+            format: Format::TriG,
         }
     }
 }
@@ -241,7 +244,7 @@ pub struct Source {
     pinned: Vec<TermId>,
     reader: Reader,
     declared: Declared,
-    parser: LowLevelTriGParser,
+    parser: Parser,
     /// bytes read from the file and not yet in a chunk; `pos`: the file offset after the
     /// chunks given out
     pending: Vec<u8>,
@@ -380,8 +383,14 @@ impl Source {
         max_record: usize,
         mut opts: Options,
     ) -> Result<Self, String> {
-        // (the size of standard input is not known: its records are bounded by chunks)
-        let small = size.is_some_and(|size| usize::try_from(size).is_ok_and(|s| s <= max_record));
+        crate::nquads::stream_format(opts.format)?;
+        // (the size of standard input is not known: its records are bounded by chunks; an
+        // N-Quads file's are not bounded at all)
+        let small = !crate::nquads::bounded(opts.format)
+            || size.is_some_and(|size| usize::try_from(size).is_ok_and(|s| s <= max_record));
+        if opts.format != Format::TriG {
+            opts.fast = false; // (rsep's own reader reads TriG)
+        }
         if !small {
             // the record bound is proven on chunks of CHUNK bytes
             opts.chunk = CHUNK;
@@ -401,7 +410,7 @@ impl Source {
             pinned: Vec::new(),
             reader,
             declared: Declared::default(),
-            parser: TriGParser::new().low_level(),
+            parser: Parser::new(opts.format),
             pending: Vec::new(),
             pos: 0,
             eof: false,
@@ -526,7 +535,7 @@ impl Source {
         self.fast = false;
         self.reader = Reader::new(&self.points, Vec::new(), false);
         self.declared = Declared::default();
-        self.parser = TriGParser::new().low_level();
+        self.parser = Parser::new(self.opts.format);
         self.pending.clear();
         self.pos = 0;
         self.eof = false;
@@ -618,7 +627,7 @@ impl Source {
         if std::str::from_utf8(piece).is_err() {
             return Err("the file is not UTF-8 throughout".into());
         }
-        if has_long_string(piece) {
+        if crate::nquads::bounded(self.opts.format) && has_long_string(piece) {
             return Err("the file holds a long (triple-quoted) string".into());
         }
         if self.fast {
@@ -916,6 +925,7 @@ mod tests {
             chunk: 7,
             sweep: 0,
             fast,
+            format: Format::TriG,
         }
     }
 
@@ -1057,6 +1067,7 @@ mod tests {
             chunk: 7,
             sweep: 1 << 20,
             fast: true,
+            format: Format::TriG,
         };
         assert!(parts(&doc, held)
             .unwrap_err()
@@ -1138,6 +1149,7 @@ mod tests {
             chunk: 4096,
             sweep: 256,
             fast: true,
+            format: Format::TriG,
         };
         let mut src = Source::open(f.as_str(), vec![PROV.into()], 1 << 26, opts).unwrap();
         let mut k = 0;

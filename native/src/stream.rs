@@ -15,9 +15,10 @@
 //!   event is rejected there), and no record can be over the record size limit.
 
 use crate::dictionary::{TermId, Terms};
+use crate::nquads::Parser;
+use crate::reader::Format;
 use oxrdf::vocab::xsd;
 use oxrdf::{GraphName, NamedNodeRef, NamedOrBlankNode, Quad, Term, TermRef};
-use oxttl::TriGParser;
 
 /// How much text the parser is fed at once: cut at the line end after this many bytes, so
 /// that each quad is known to come out of a chunk (or the next: one token of lookahead).
@@ -85,15 +86,30 @@ pub fn read_events_with(
     max_record: usize,
     fast: bool,
 ) -> Result<Events, String> {
+    read_events_as(data, Format::TriG, terms, points, max_record, fast)
+}
+
+/// [`read_events_with`] of a file in `format`: TriG, or N-Quads (read by oxttl, with no
+/// record bound: [`crate::nquads`]).
+pub fn read_events_as(
+    data: &[u8],
+    format: Format,
+    terms: &mut Terms,
+    points: &[String],
+    max_record: usize,
+    fast: bool,
+) -> Result<Events, String> {
+    let format = crate::nquads::stream_format(format)?;
     let Ok(text) = std::str::from_utf8(data) else {
         return Err("the file is not UTF-8 throughout".into());
     };
-    if has_long_string(data) {
+    let bounded = crate::nquads::bounded(format);
+    if bounded && has_long_string(data) {
         // a long string's token spans lines: the record bound below needs one-line tokens
         return Err("the file holds a long (triple-quoted) string".into());
     }
     let cuts = chunk_ends(data);
-    let small = data.len() <= max_record;
+    let small = !bounded || data.len() <= max_record;
     if !small && max_record < 8 * CHUNK {
         return Err(format!(
             "the record limit ({max_record}) is too small to bound records by chunks"
@@ -104,7 +120,7 @@ pub fn read_events_with(
     // dictionary grown once, at about one term per 100 bytes of the file and their text at
     // most the file's, not by doubling (room reserved and not used is never touched)
     terms.reserve(data.len() / 100, data.len());
-    if fast {
+    if fast && format == Format::TriG {
         let mut r = Reader::new(points, cuts.clone(), true);
         if crate::trig::read(text, terms, &mut r).is_ok() {
             if let Ok(ev) = r.finish(small, data.len(), max_record) {
@@ -115,7 +131,7 @@ pub fn read_events_with(
         terms.truncate(mark);
     }
     let mut r = Reader::new(points, cuts.clone(), true);
-    let mut parser = TriGParser::new().low_level();
+    let mut parser = Parser::new(format);
     let mut start = 0;
     for (ci, &end) in cuts.iter().enumerate() {
         parser.extend_from_slice(&data[start..end]);

@@ -2,8 +2,8 @@
 
 What rsep.windows.native (windowed queries), rsep.spaseq.native (SPASEQ chains) and
 rsep.epsparql.native (EP-SPARQL SEQs) share:
-the module, whether it can run here, which runs may read with it (one TriG stream file, its
-times from the default graph's point-time triples), a stream file read into events of ids,
+the module, whether it can run here, which runs may read with it (one TriG or N-Quads
+stream file, its times from the default graph's point-time triples), a stream file read into events of ids,
 the literals of those events that pyoxigraph's store would give back in another form, and a
 run's outcome. The planners and the operators are each path's own.
 """
@@ -65,13 +65,23 @@ def available(operator: str, what: str) -> str | None:
     return None
 
 
+def file_format(path: str | os.PathLike[str]) -> str:
+    """The syntax rsep.stream.files.StreamFile reads a stream file at ``path`` in when none
+    is given: ``nquads`` by the name (``.nq``, ``.nquads``), else ``trig`` (N-Triples
+    included). The native reader reads a file in it; :func:`refusal` refuses a file whose
+    syntax was given otherwise."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    return "nquads" if suffix in (".nq", ".nquads") else "trig"
+
+
 def refusal(queries: Sequence[object], files: Sequence[object], other: str,
             missing: str | None) -> str | None:
     """Why a run of these registered queries (rsep.runtime's) over these stream readers does
     not take a native path, or None: one query its planner took (the query's ``native``,
     its plan or why not; ``other``: what a query without one is), the core built and not
-    turned off (``missing``: :func:`available`'s answer), one TriG stream file read as a
-    file (no text given) with times from the default graph's point-time triples."""
+    turned off (``missing``: :func:`available`'s answer), one TriG or N-Quads stream file
+    read as a file (no text given), in the syntax its name gives (:func:`file_format`),
+    with times from the default graph's point-time triples."""
     if len(queries) != 1:
         return "more than one query"
     plan = getattr(queries[0], "native", other)
@@ -79,9 +89,9 @@ def refusal(queries: Sequence[object], files: Sequence[object], other: str,
         return plan
     if missing is not None:
         return missing
-    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].fmt != "trig" \
-            or files[0].text is not None:
-        return "not one TriG stream file"
+    if len(files) != 1 or type(files[0]) is not StreamFile or files[0].text is not None \
+            or files[0].fmt != file_format(files[0].path):
+        return "not one TriG or N-Quads stream file read in the syntax its name gives"
     if files[0].time.in_graph:
         return "times not read from the default graph's point-time triples"
     return None
@@ -123,7 +133,7 @@ def read(path: str, points: Sequence[str], max_record: int) -> tuple[Any, str, f
         return None, (f"the native reader does not take {path}: {size:,} bytes, over its "
                       f"{MAX_FILE_BYTES:,} (it holds a file whole; today's path streams it)"), 0.0
     t0 = time.perf_counter()
-    ev, why = core().read_stream(path, list(points), max_record)
+    ev, why = core().read_stream(path, list(points), max_record, format=file_format(path))
     read_s = time.perf_counter() - t0
     if ev is None:
         return None, f"the native reader does not take {path}: {why}", read_s
@@ -132,7 +142,8 @@ def read(path: str, points: Sequence[str], max_record: int) -> tuple[Any, str, f
 
 def open_stream(path: str, points: Sequence[str], max_record: int,
                 stored: Callable[[Any], object] | None, refuse: bool) -> tuple[Any, str]:
-    """The stream file at ``path`` to be read in parts as an operator asks for its events
+    """The stream file at ``path`` (in the syntax its name gives: :func:`file_format`) to
+    be read in parts as an operator asks for its events
     (rsep._core.Stream, nothing read yet), or None and why not; ``-``: standard input (a
     pipe's bytes kept in a spool file as they are read, so that today's path can read them
     again after a refusal: :class:`Outcome`'s ``replay``). Its literals whose form
@@ -142,7 +153,8 @@ def open_stream(path: str, points: Sequence[str], max_record: int,
     if path == "-" and stat.S_ISREG(os.fstat(0).st_mode):
         path = "/dev/stdin"  # (a regular file: read from its start, as today's path reads it)
     try:
-        src = core().open_stream(path, list(points), max_record, STREAM_CHUNK, SWEEP_TERMS)
+        src = core().open_stream(path, list(points), max_record, STREAM_CHUNK, SWEEP_TERMS,
+                                 format=file_format(path))
     except ValueError as e:
         return None, f"the native reader does not take {path}: {e}"
     if stored is not None:

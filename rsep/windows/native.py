@@ -104,13 +104,15 @@ def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
 
 
 def _join_refusal(join: Join, files: Sequence[object]) -> str | None:
-    """rsep.stream.native.refusal's rules for a join of windows: one TriG stream file read
-    as a file for each stream its windows read, and no other."""
+    """rsep.stream.native.refusal's rules for a join of windows: one TriG or N-Quads stream
+    file read as a file (in the syntax its name gives) for each stream its windows read, and
+    no other."""
     missing = available()
     if missing is not None:
         return missing
-    if any(type(f) is not StreamFile or f.fmt != "trig" or f.text is not None for f in files):
-        return "a stream that is not a TriG file"
+    if any(type(f) is not StreamFile or f.text is not None
+           or f.fmt != native_core.file_format(f.path) for f in files):
+        return "a stream that is not a TriG or N-Quads file read in the syntax its name gives"
     if any(str(f.path) == "/dev/stdin" for f in files if isinstance(f, StreamFile)):
         return "standard input (the join reads its stream files whole)"
     streams = [f.stream for f in files if isinstance(f, StreamFile)]
@@ -555,7 +557,8 @@ def run_join(plan: NativePlan, query: ContinuousQuery, paths: Sequence[tuple[str
                        f"all, over its {native_core.MAX_FILE_BYTES:,} (it holds the files whole; "
                        "today's path streams them)")
     t0 = time.perf_counter()
-    ev, why = core().read_streams([path for _, path in paths], list(points), max_record)
+    ev, why = core().read_streams([path for _, path in paths], list(points), max_record,
+                                  formats=[native_core.file_format(path) for _, path in paths])
     read_s = time.perf_counter() - t0
     if ev is None:
         return Outcome(f"the native reader does not take {why}")

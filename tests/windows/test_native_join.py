@@ -353,3 +353,20 @@ def test_files_over_the_readers_bound_together_run_as_today(
     streams = [(S1, str(tmp_path / "s1.trig")), (S2, str(tmp_path / "s2.trig"))]
     got = all_three(tmp_path, ROADS, streams, True, [], monkeypatch)
     assert "bytes in all, over its" in got.refused
+
+
+def test_citybench_join_over_an_nquads_file_runs_natively(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # one stream as N-Quads (its quads in the TriG file's order), the other TriG: the same
+    # rows as today's path writes, natively (native/src/nquads.rs)
+    import pyoxigraph as ox
+    g = workloads.citybench(tmp_path, 600, 3)
+    q = bq.rspql_citybench(50, 10).replace(workloads.CITY_KB, KB)
+    nq = tmp_path / "speed.nq"
+    ox.serialize(ox.parse(path=g.streams["speed"].trig, format=ox.RdfFormat.TRIG), str(nq),
+                 format=ox.RdfFormat.N_QUADS)
+    streams = [(workloads.CITY_SPEED, str(nq)), (workloads.CITY_COUNT, g.streams["count"].trig)]
+    (tmp_path / "kb.nt").write_bytes(Path(g.graphs[workloads.CITY_KB]).read_bytes())
+    got = all_three(tmp_path, q, streams, True, [], monkeypatch)
+    assert (got.refused, got.evaluations) == ("", 30)
+    assert got.rows > 30

@@ -245,6 +245,8 @@ pub struct Source {
     reader: Reader,
     declared: Declared,
     parser: Parser,
+    /// an N-Quads file's lines read by rsep's own reader (with `fast`)
+    lines: crate::nquads::Lines,
     /// bytes read from the file and not yet in a chunk; `pos`: the file offset after the
     /// chunks given out
     pending: Vec<u8>,
@@ -388,9 +390,6 @@ impl Source {
         // N-Quads file's are not bounded at all)
         let small = !crate::nquads::bounded(opts.format)
             || size.is_some_and(|size| usize::try_from(size).is_ok_and(|s| s <= max_record));
-        if opts.format != Format::TriG {
-            opts.fast = false; // (rsep's own reader reads TriG)
-        }
         if !small {
             // the record bound is proven on chunks of CHUNK bytes
             opts.chunk = CHUNK;
@@ -411,6 +410,7 @@ impl Source {
             reader,
             declared: Declared::default(),
             parser: Parser::new(opts.format),
+            lines: crate::nquads::Lines::default(),
             pending: Vec::new(),
             pos: 0,
             eof: false,
@@ -536,6 +536,7 @@ impl Source {
         self.reader = Reader::new(&self.points, Vec::new(), false);
         self.declared = Declared::default();
         self.parser = Parser::new(self.opts.format);
+        self.lines = crate::nquads::Lines::default();
         self.pending.clear();
         self.pos = 0;
         self.eof = false;
@@ -630,6 +631,7 @@ impl Source {
         if crate::nquads::bounded(self.opts.format) && has_long_string(piece) {
             return Err("the file holds a long (triple-quoted) string".into());
         }
+        let nquads = self.opts.format == Format::NQuads;
         if self.fast {
             if self.carry.is_empty() {
                 self.carry_at = start;
@@ -649,7 +651,17 @@ impl Source {
         self.reader.cuts.push(self.pos);
         self.reader.whole = last;
         let fresh = self.reader.ev.triples.len();
-        if self.fast {
+        if nquads && self.fast {
+            // (whole lines: read at once, nothing carried to the next chunk)
+            let ci = (self.reader.cuts.len() - 1) as u32;
+            let text = std::str::from_utf8(&self.carry).expect("UTF-8, checked");
+            self.lines
+                .read(text, &mut self.terms, &mut self.reader, ci)?;
+            self.carry.clear();
+            if last {
+                self.reader.end()?;
+            }
+        } else if self.fast {
             let upto = if last {
                 self.carry.len()
             } else {

@@ -131,6 +131,17 @@ pub fn read_events_as(
         terms.truncate(mark);
     }
     let mut r = Reader::new(points, cuts.clone(), true);
+    if fast && format == Format::NQuads {
+        // rsep's own reader line by line, oxttl where it does not take a line (a chunk's
+        // rest): the quads and refusals of oxttl's reading alone ([`crate::nquads::Lines`])
+        let mut lines = crate::nquads::Lines::default();
+        let mut start = 0;
+        for (ci, &end) in cuts.iter().enumerate() {
+            lines.read(&text[start..end], terms, &mut r, ci as u32)?;
+            start = end;
+        }
+        return r.finish(small, data.len(), max_record);
+    }
     let mut parser = Parser::new(format);
     let mut start = 0;
     for (ci, &end) in cuts.iter().enumerate() {
@@ -155,7 +166,7 @@ pub fn read_events_as(
 }
 
 /// The longest term (an IRI, a literal's lexical form) the native reader takes.
-const MAX_TERM_BYTES: usize = 1 << 20;
+pub(crate) const MAX_TERM_BYTES: usize = 1 << 20;
 
 fn term_len(t: TermRef<'_>) -> usize {
     match t {
@@ -374,7 +385,7 @@ impl Reader {
     }
 
     /// A default-graph quad: an event's time, `g` its graph's name (its id).
-    fn time(
+    pub(crate) fn time(
         &mut self,
         g: TermId,
         predicate: &str,
@@ -425,7 +436,12 @@ impl Reader {
     }
 
     /// A triple of graph `g` (the current one), its terms' ids (their lengths checked).
-    fn content(&mut self, g: TermId, [s, p, o]: [TermId; 3], ci: u32) -> Result<(), String> {
+    pub(crate) fn content(
+        &mut self,
+        g: TermId,
+        [s, p, o]: [TermId; 3],
+        ci: u32,
+    ) -> Result<(), String> {
         let ev = &mut self.ev;
         ev.triples.push([s, p, o]);
         let last = ev.offsets.last_mut().expect("an event");
@@ -523,7 +539,7 @@ impl crate::trig::Sink for Reader {
 }
 
 /// Whether `term` is the IRI `iri`.
-fn is_iri(term: Option<TermRef<'_>>, iri: &str) -> bool {
+pub(crate) fn is_iri(term: Option<TermRef<'_>>, iri: &str) -> bool {
     matches!(term, Some(TermRef::NamedNode(n)) if n.as_str() == iri)
 }
 

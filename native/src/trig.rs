@@ -225,7 +225,7 @@ fn local_run(d: &[u8], from: usize) -> (usize, bool) {
 /// unreserved characters, no user, no port, no percent-encoding. Such an IRI is valid; one
 /// of another shape may be too, and oxiri decides it. (Most IRIs of a stream are new, each
 /// observation's own: oxiri's parse of each was a third of reading them.)
-fn plainly_valid(iri: &[u8]) -> bool {
+pub(crate) fn plainly_valid(iri: &[u8]) -> bool {
     let is = |b: u8, class: u8| CLASS[b as usize] & class != 0;
     let Some(colon) = iri.iter().position(|&b| b == b':') else {
         return false;

@@ -274,7 +274,7 @@ fn double(v: Val) -> f64 {
 }
 
 /// A triple's match of a pattern into `mu` (cleared first): false when it does not match.
-fn matches(p: &[Slot; 3], t: &[TermId; 3], mu: &mut [TermId]) -> bool {
+pub(crate) fn matches(p: &[Slot; 3], t: &[TermId; 3], mu: &mut [TermId]) -> bool {
     mu.fill(0);
     for k in 0..3 {
         match p[k] {
@@ -321,26 +321,31 @@ fn duration_bound(filter: &[Cmp]) -> Option<(i64, bool)> {
 /// An output row's writer: rsep/runtime/sinks.py's jsonl or tsv of an EpOutput, or the
 /// bench worker's `values` (`Format::Events`: `{"values": [...], "from": a, "to": w}`,
 /// integers by value).
-struct Writer {
+pub(crate) struct Writer {
     cache: HashMap<TermId, Box<[u8]>>,
     values: HashMap<TermId, Box<[u8]>>,
     format: Format,
     project: Vec<(Vec<u8>, Option<usize>)>,
     header: Option<Vec<u8>>,
     line: Vec<u8>,
-    rows: u64,
+    pub(crate) rows: u64,
 }
 
 const INTEGER: &str = "http://www.w3.org/2001/XMLSchema#integer";
 
 impl Writer {
     fn new(spec: &Spec) -> Writer {
+        Writer::of(spec.format, &spec.project)
+    }
+
+    /// The writer of rows of these columns in this format (the formal policies' too:
+    /// crate::formal).
+    pub(crate) fn of(format: Format, columns: &[(String, Option<usize>)]) -> Writer {
         Writer {
             cache: HashMap::new(),
             values: HashMap::new(),
-            format: spec.format,
-            project: spec
-                .project
+            format,
+            project: columns
                 .iter()
                 .map(|(name, v)| {
                     let mut b = json_string(name);
@@ -348,9 +353,9 @@ impl Writer {
                     (b, *v)
                 })
                 .collect(),
-            header: (spec.format == Format::Tsv).then(|| {
+            header: (format == Format::Tsv).then(|| {
                 let mut h = b"time\top".to_vec();
-                for (name, _) in &spec.project {
+                for (name, _) in columns {
                     h.extend_from_slice(format!("\t?{name}").as_bytes());
                 }
                 h.push(b'\n');
@@ -372,7 +377,7 @@ impl Writer {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn row(
+    pub(crate) fn row(
         &mut self,
         terms: &Terms,
         out: &mut dyn Write,
@@ -525,14 +530,14 @@ pub fn run_on(
 
 /// What an evaluator keeps of the feed's ids across its instants: the values decoded, the
 /// writer's texts; made again once the feed's generation changes (a sweep).
-struct Caches {
-    generation: u64,
-    values: Vec<Option<Val>>,
-    writer: Writer,
+pub(crate) struct Caches {
+    pub(crate) generation: u64,
+    pub(crate) values: Vec<Option<Val>>,
+    pub(crate) writer: Writer,
 }
 
 impl Caches {
-    fn fresh(&mut self, generation: u64) {
+    pub(crate) fn fresh(&mut self, generation: u64) {
         if generation != self.generation {
             self.generation = generation;
             self.values.clear();
@@ -543,7 +548,7 @@ impl Caches {
 
 /// Let the feed go of the events before `below`, and sweep its dictionary if it is due,
 /// keeping the ids `held` gives.
-fn let_go(
+pub(crate) fn let_go(
     feed: &mut impl Feed,
     below: usize,
     held: &mut Vec<TermId>,

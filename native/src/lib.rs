@@ -17,6 +17,7 @@ pub mod bgp;
 pub mod chain;
 pub mod dictionary;
 pub mod epsparql;
+pub mod formal;
 pub mod join;
 pub mod nquads;
 pub mod policy;

@@ -8,6 +8,17 @@
 //! right operands that have a left one, those no compatible rival precedes / follows, and
 //! join each with the FIRST / LAST of its left ones (docs/semantics.md, "RSEP-QL event
 //! patterns").
+//!
+//! Where 000's Table 1 says EP-SPARQL's chronological / recent are RSEP-QL's SEQ^c / SEQ^r +
+//! P^c / P^r, both languages' native evaluators select with the code here ([`seq`]:
+//! RSEP-QL's MATCH in [`crate::rsepql`], EP-SPARQL's formal policies in [`crate::formal`]).
+//! rsep's EP-SPARQL reading differs from RSEP-QL's MATCH in one respect the code here takes
+//! as a parameter, [`Consumption`]: the query's FILTER (its duration bound included) is
+//! applied to the selected combinations *before* they consume, so a selected one that fails
+//! it is not consumed and keeps beating its rivals (docs/semantics.md, "The window of a
+//! chronological / recent query"). The other difference, decisions deferred to the instant
+//! an occurrence leaves the query's window, is a matter of *when* the selection runs, not of
+//! what it selects: the EP-SPARQL driver's ([`crate::formal`]), not this module's.
 
 /// The SEQ variant and consumption a MATCH uses (rsep.algebra.selection.Selection).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +41,7 @@ impl Policy {
     }
 }
 
-type Key = (i64, i64);
+pub type Key = (i64, i64);
 
 /// Eq. (5): the candidates of the least key, in their order.
 pub fn first<C>(cands: Vec<C>, key: impl Fn(&C) -> Key) -> Vec<C> {
@@ -95,6 +106,67 @@ pub fn select<'a, C>(
     usable.iter().map(|c| best[values(c)] == key(c)).collect()
 }
 
+/// Eqs. (10) / (11) at one SEQ^c / SEQ^r: of the right operands (in their order) those
+/// with a left one ([`select`]'s usable) and no compatible rival preceding / following,
+/// each joined with [`pick`] of its left ones, in the order rights, then lefts. `lefts`
+/// gives a right operand's left candidates (the left operand under its mapping, ending
+/// before it starts: the caller's evaluation); `values` a right operand's mapping (its
+/// rivals are the equal ones).
+#[allow(clippy::too_many_arguments)]
+pub fn seq<R, L, O>(
+    policy: Policy,
+    rights: Vec<R>,
+    mut lefts: impl FnMut(&R) -> Vec<L>,
+    rkey: impl Fn(&R) -> Key,
+    lkey: impl Fn(&L) -> Key,
+    values: impl for<'a> Fn(&'a R) -> &'a [u32],
+    mut join: impl FnMut(&L, &R) -> O,
+) -> Vec<O> {
+    let mut usable: Vec<(R, Vec<L>)> = Vec::new();
+    for m2 in rights {
+        let ls = lefts(&m2);
+        if !ls.is_empty() {
+            usable.push((m2, ls));
+        }
+    }
+    let chosen = select(policy, &usable, |(m, _)| rkey(m), |(m, _)| values(m));
+    let mut out = Vec::new();
+    for ((m2, ls), c) in usable.into_iter().zip(chosen) {
+        if c {
+            for m1 in pick(policy, ls, &lkey) {
+                out.push(join(&m1, &m2));
+            }
+        }
+    }
+    out
+}
+
+/// Which of an evaluation's selected combinations consume their justification (Appendix
+/// A's P^c / P^r).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consumption {
+    /// RSEP-QL's MATCH: every combination the event pattern selects, whatever a FILTER after
+    /// the MATCH then keeps of it
+    Selected,
+    /// rsep's reading of EP-SPARQL's formal policies: the combinations the query outputs,
+    /// after its FILTER (a selected one the FILTER rejects is not consumed)
+    Output,
+}
+
+/// The combinations of `found` whose items are consumed, `output` telling which the query
+/// outputs (read under [`Consumption::Output`] only).
+pub fn consumed<'a, C>(
+    when: Consumption,
+    found: &'a [C],
+    output: &'a [bool],
+) -> impl Iterator<Item = &'a C> {
+    found
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| when == Consumption::Selected || output[*i])
+        .map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +195,42 @@ mod tests {
             select(Policy::Recent, &c, key, values),
             vec![true, true, false]
         );
+    }
+}
+
+#[cfg(test)]
+mod seq_tests {
+    use super::*;
+
+    #[test]
+    fn seq_joins_the_selected_rights_with_their_picked_lefts() {
+        // rights (mapping, t) and lefts t: right [1]@5 and [1]@7 rival, [2]@6 has none
+        let rights: Vec<(Vec<u32>, i64)> = vec![(vec![1], 7), (vec![2], 6), (vec![1], 5)];
+        let lefts = [1i64, 1, 3, 6];
+        let run = |p: Policy| {
+            seq(
+                p,
+                rights.clone(),
+                |r| lefts.iter().copied().filter(|&t| t < r.1).collect(),
+                |r| (r.1, r.1),
+                |&t| (t, t),
+                |r| &r.0[..],
+                |&l, r| (l, r.1),
+            )
+        };
+        assert_eq!(
+            run(Policy::Chronological),
+            vec![(1, 6), (1, 6), (1, 5), (1, 5)]
+        );
+        assert_eq!(run(Policy::Recent), vec![(6, 7), (3, 6)]);
+    }
+
+    #[test]
+    fn only_the_output_consumes_under_epsparqls_reading() {
+        let found = ['a', 'b', 'c'];
+        let out = [false, true, false];
+        let all: Vec<_> = consumed(Consumption::Selected, &found, &out).collect();
+        let kept: Vec<_> = consumed(Consumption::Output, &found, &out).collect();
+        assert_eq!((all, kept), (vec![&'a', &'b', &'c'], vec![&'b']));
     }
 }

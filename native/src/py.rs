@@ -1363,6 +1363,88 @@ fn epsparql_stream(
     })
 }
 
+/// EP-SPARQL's formal chronological / recent (native/src/formal.rs) over a [`Stream`], read
+/// as the engine goes: the SEQ's `patterns`, the FILTER's comparisons (as epsparql_stream's),
+/// the `policy` (CHRONOLOGICAL or RECENT), the query's `window` (h, strict) or None, the
+/// partition variable or None, the columns, jsonl / tsv / values. Returns (the refusal's
+/// reason or "", evaluations, rows written); on a refusal, what was written is to be thrown
+/// away.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn epsparql_formal_stream(
+    py: Python<'_>,
+    mut src: PyRefMut<'_, Stream>,
+    policy: &str,
+    vars: usize,
+    patterns: Vec<Vec<PySlot>>,
+    filter: Vec<PyNumCmp>,
+    window: Option<(f64, bool)>,
+    part: Option<usize>,
+    project: Vec<(String, Option<usize>)>,
+    format: &str,
+    out_path: &str,
+) -> PyResult<(String, u64, u64)> {
+    use crate::bgp::Op;
+    use crate::chain::Format;
+    use crate::epsparql::Cmp;
+    use crate::policy::Policy;
+    let bad = |what: String| PyValueError::new_err(what);
+    let var = |v: usize| {
+        if v < vars {
+            Ok(v)
+        } else {
+            Err(bad(format!("a variable {v}")))
+        }
+    };
+    let slot = |(kind, n): &PySlot| -> PyResult<Slot> {
+        match (kind.as_str(), n) {
+            ("var", Some(v)) => Ok(Slot::Var(var(*v)?)),
+            ("id", n) => Ok(Slot::Const(n.map(|i| i as TermId))),
+            _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
+        }
+    };
+    let mut pats = Vec::new();
+    for p in &patterns {
+        match p.as_slice() {
+            [s, p, o] => pats.push([slot(s)?, slot(p)?, slot(o)?]),
+            _ => return Err(bad("a triple pattern of three slots".into())),
+        }
+    }
+    let mut cmps = Vec::new();
+    for (l, op, r) in &filter {
+        cmps.push(Cmp {
+            left: epsparql_num(l, vars)?,
+            op: Op::parse(op).ok_or_else(|| bad(format!("an operator {op:?}")))?,
+            right: epsparql_num(r, vars)?,
+        });
+    }
+    for v in project.iter().filter_map(|(_, v)| *v).chain(part) {
+        var(v)?;
+    }
+    let policy = match Policy::parse(policy) {
+        Some(p @ (Policy::Chronological | Policy::Recent)) => p,
+        _ => return Err(bad(format!("a policy {policy:?}"))),
+    };
+    let spec = crate::formal::Spec {
+        patterns: pats,
+        filter: cmps,
+        policy,
+        window,
+        part,
+        vars,
+        project,
+        format: match format {
+            "jsonl" => Format::Jsonl,
+            "tsv" => Format::Tsv,
+            "values" => Format::Events,
+            _ => return Err(bad(format!("a format {format:?}"))),
+        },
+    };
+    run_stream(py, out_path, &mut src.inner, |src, out| {
+        crate::formal::run_on(&spec, src, out)
+    })
+}
+
 /// RSEP-QL's MATCH on ids (crate::rsepql) over a [`Stream`], read as the matcher goes: the BEPs (each a triple pattern's slots and
 /// its landmark window's t0), the event pattern in postfix (`b<n>` a BEP, `first`, `last`,
 /// `seq`), the policy, per column (name, "var" | "from" | "to", variable), the
@@ -1495,6 +1577,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_stream, m)?)?;
     m.add_function(wrap_pyfunction!(epsparql_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(epsparql_formal_stream, m)?)?;
     m.add_function(wrap_pyfunction!(match_stream, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     Ok(())

@@ -26,7 +26,7 @@
 
 use crate::dictionary::{TermId, Terms};
 use crate::epsparql::{Cmp, Values};
-use crate::policy::{self, Policy};
+use crate::policy::{self, Consumption, Policy};
 use crate::select::{json_string, Done, R2s, Refused, Slot};
 use crate::source::{Feed, Source};
 use hashbrown::HashMap;
@@ -301,25 +301,18 @@ impl Reference<'_> {
                 }
             }
             Policy::Chronological | Policy::Recent => {
-                // Eqs. (10) / (11)
-                let mut usable: Vec<(Em, Vec<Em>)> = Vec::new();
-                for m2 in rights {
-                    let lefts = self.eval(l, before(m2.t1), &merge(subst, &m2.mu));
-                    if !lefts.is_empty() {
-                        usable.push((m2, lefts));
-                    }
-                }
-                let chosen =
-                    policy::select(self.policy, &usable, |(m, _)| key(m), |(m, _)| &m.mu[..]);
-                for (i, picked) in usable.into_iter().enumerate() {
-                    if !chosen[i] {
-                        continue;
-                    }
-                    let (m2, lefts) = picked;
-                    for m1 in policy::pick(self.policy, lefts, key) {
-                        out.push(join(&m1, &m2));
-                    }
-                }
+                // Eqs. (10) / (11): the one implementation EP-SPARQL's formal policies
+                // select by too (crate::formal)
+                let p = self.policy;
+                out = policy::seq(
+                    p,
+                    rights,
+                    |m2| self.eval(l, before(m2.t1), &merge(subst, &m2.mu)),
+                    key,
+                    key,
+                    |m| &m.mu[..],
+                    join,
+                );
             }
         }
         out
@@ -831,7 +824,8 @@ pub fn run_on(
             )));
         }
         if matches!(spec.policy, Policy::Chronological | Policy::Recent) {
-            for m in &found {
+            // (MATCH consumes what it selects; a FILTER after it reads that afterwards)
+            for m in policy::consumed(Consumption::Selected, &found, &[]) {
                 for &i in &m.just {
                     consumed[i as usize] = true;
                 }

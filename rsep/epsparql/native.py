@@ -16,11 +16,17 @@ no blank node), under at most one FILTER that is a conjunction (``&&``) of compa
   before it);
 * ``etalis-chronological`` / ``etalis-recent``: rsep.epsparql.etalis's ``Machine`` on the
   query's binarised ETALIS rules (seq, where and event rules; a duration bound is the rule
-  window, any other FILTER a where rule), step by step, goals and labels as it keeps them.
+  window, any other FILTER a where rule), step by step, goals and labels as it keeps them;
+* RSEP-QL's formal ``chronological`` / ``recent`` (native/src/formal.rs): as
+  rsep.epsparql.policy's ``PolicyState`` evaluates them (seqindex.py's indexes, the
+  reference evaluator for other shapes), RSEP-QL's Eq. (10) / (11) at every SEQ over the
+  window's unconsumed occurrences, the FILTER applied before consumption, decisions
+  deferred to the instant an occurrence leaves the window, part by part when a variable
+  occurs in every pattern (the parts in the order of their terms' text), selecting by
+  native/src/policy.rs, which RSEP-QL's MATCH on ids selects by too.
 
-For anything else it says why not, and the query runs as before: RSEP-QL's formal
-``chronological`` / ``recent`` (rsep.epsparql.policy's consumption on output and its
-deferred decisions, not on ids), CONSTRUCT rules and ASK, background graphs, a BGP of
+For anything else it says why not, and the query runs as before: CONSTRUCT rules and ASK,
+background graphs, a BGP of
 several patterns, any other operator (AND, OPTIONAL, UNION, EQUALS, OPTIONALSEQ, a SEQ with
 a condition), a FILTER inside an operand or of anything else (getSTARTTIME(),
 getENDTIME(), functions, division, a duration literal), a literal or blank node in a
@@ -58,7 +64,9 @@ from rsep.algebra.epsparql import (
 from rsep.algebra.events import FROM_VAR, TO_VAR, Selection
 from rsep.algebra.expression import Expression, Variable
 from rsep.epsparql.etalis_rules import Atom, Temp, Unsupported, binarise, compile_query, tr_clauses
+from rsep.epsparql.policy import partition_variable
 from rsep.epsparql.rewrites import mismatched_bounds
+from rsep.epsparql.rewrites import window as query_window
 from rsep.sparql.numeric import Cmp, Operand, numeric_conjunction
 from rsep.stream import native as native_core
 from rsep.stream.native import Outcome as Outcome
@@ -66,6 +74,8 @@ from rsep.stream.native import core as core
 from rsep.stream.time import TimeKind
 
 NATIVE = "native"
+# RSEP-QL's formal policies (000 Eqs. (10) / (11), Appendix A): native/src/formal.rs's modes
+_FORMAL = {Selection.CHRONOLOGICAL: "chronological", Selection.RECENT: "recent"}
 
 MAX_PATTERNS = 8  # the SEQ's operands
 _DURATION = "__d"  # getDURATION() (the substitution sigma of 003 Sec. 4.2)
@@ -99,10 +109,19 @@ class NativePlan:
     rules: tuple[tuple[str, int, tuple[Cmp, ...], tuple[int, ...]], ...]
     clauses: tuple[tuple[Slots | None, int | None, str, int], ...]
     project: tuple[tuple[str, int | None], ...]  # (output name, variable number or None)
+    # chronological / recent: policy.py's partition variable's number, or None
+    part: int | None = None
 
     def describe(self) -> str:
-        how = ("every combination, as the incremental evaluator's plan" if self.mode == "unrestricted"
-               else "ETALIS's binarised rules step by step, as rsep.epsparql.etalis's Machine")
+        if self.mode == "unrestricted":
+            how = "every combination, as the incremental evaluator's plan"
+        elif self.mode in _FORMAL.values():
+            how = ("RSEP-QL's Eq. (10) / (11) at every SEQ over the window's unconsumed "
+                   "occurrences, consumption on output, decisions deferred to the instant an "
+                   "occurrence leaves the window, as rsep.epsparql.policy's PolicyState"
+                   + (" part by part" if self.part is not None else ""))
+        else:
+            how = "ETALIS's binarised rules step by step, as rsep.epsparql.etalis's Machine"
         return (f"native ({self.mode}: {how}): read, matched and written on integer ids in Rust "
                 "(rsep._core), terms decoded only for output; a stream file the native reader "
                 "does not take or a value a FILTER does not compare exactly run as today's path")
@@ -116,10 +135,9 @@ def native_plan(query: EpSparqlQuery) -> NativePlan | str:
         return "ASK"
     if query.background:
         return "background graphs"
-    if isinstance(query.policy, Selection) and query.policy is not Selection.UNRESTRICTED:
-        return (f"RSEP-QL's formal {query.policy.name.lower()} policy (consumption on output "
-                "and deferred decisions: today's path; the ETALIS modes etalis-chronological / "
-                "etalis-recent are native)")
+    if isinstance(query.policy, Selection) and query.policy is not Selection.UNRESTRICTED \
+            and query.policy not in _FORMAL:
+        return f"the {query.policy.name.lower()} policy"
     top = query.pattern
     if not isinstance(top, Project):
         return "not a SELECT"
@@ -180,6 +198,11 @@ def native_plan(query: EpSparqlQuery) -> NativePlan | str:
         if isinstance(got, str):
             return f"FILTER {cond.text}: {got}"
         conj = got
+    if query.policy in _FORMAL:
+        # policy.py's parts: the least variable of every triple pattern, its values' order
+        part = partition_variable(query.pattern)
+        return NativePlan(_FORMAL[query.policy], len(numbers), tuple(patterns), tuple(conj), (),
+                          (), project, numbers[part] if part is not None else None)
     return NativePlan("unrestricted", len(numbers), tuple(patterns), tuple(conj), (), (), project)
 
 
@@ -287,7 +310,12 @@ def run(plan: NativePlan, query: EpSparqlQuery, path: str, points: tuple[str, ..
     if why:
         return Outcome(f"the time bound: {why} (today's path reports it)")
     window: tuple[float, bool] | None = None
-    if plan.mode != "unrestricted":
+    if plan.mode in _FORMAL.values():
+        # the query's window (rewrites.window: the duration bound of its FILTERs), which
+        # PolicyState applies as ETALIS's window
+        h, strict = query_window(query.pattern, TimeKind.ABSTRACT)
+        window = None if h == float("inf") else (float(h), strict)
+    elif plan.mode != "unrestricted":
         try:
             h, strict = compile_query(query).window(TimeKind.ABSTRACT)
         except Unsupported as e:
@@ -305,6 +333,11 @@ def run(plan: NativePlan, query: EpSparqlQuery, path: str, points: tuple[str, ..
     def cmps(cs: tuple[Cmp, ...]) -> list[tuple[list[str], str, list[str]]]:
         return [(list(a), op, list(b)) for a, op, b in cs]
 
+    if plan.mode in _FORMAL.values():
+        refused, instants, rows = core().epsparql_formal_stream(
+            src, plan.mode.upper(), plan.vars, [slots(p) for p in plan.patterns],
+            cmps(plan.filter), window, plan.part, list(plan.project), fmt, out_path)
+        return native_core.finished(src, refused, instants, rows)
     refused, instants, rows = core().epsparql_stream(
         src, plan.mode, plan.vars, [slots(p) for p in plan.patterns], cmps(plan.filter),
         [(op, head, cmps(conds), list(shared)) for op, head, conds, shared in plan.rules],

@@ -5,7 +5,7 @@ Hypothesis draws streams like ``rsep bench epsparql-etalis``'s (keys, kinds a / 
 integer walk per key, gaps between times, items of one time, now and then two triples in one
 item, a repeated triple, a decimal, a double, a non-canonical integer, a string or an IRI for
 a value) and queries (a SEQ of two or three triple patterns, a kind repeated now and then,
-rarely a pattern sharing no variable; a FILTER of duration bounds, comparisons and
+rarely a pattern sharing no variable, or a value variable with the pattern before; a FILTER of duration bounds, comparisons and
 arithmetic on the values, or none; a projection), under every policy the CLI offers; each
 run goes through ``rsep run`` natively and with the native path off (RSEP_PURE=1 in
 process: today's path with the compiled build), in jsonl or tsv, and the outputs and exit
@@ -88,7 +88,10 @@ def queries(draw) -> str:
     kinds = [draw(st.sampled_from("abc")) for _ in range(n)]
     names = ["a", "b", "c"][:n]
     subjects = ["?k" if i == 0 or not draw(RARELY) else f"?s{i}" for i in range(n)]
-    parts = " SEQ ".join(f"{{{s} :{kind} ?{v}}}" for s, kind, v in zip(subjects, kinds, names, strict=True))
+    # now and then an operand's value the one before it binds: a join on values besides ?k
+    # (the formal policies' rivals and candidates are then not one part's all)
+    objects = [v if i == 0 or not draw(RARELY) else names[i - 1] for i, v in enumerate(names)]
+    parts = " SEQ ".join(f"{{{s} :{kind} ?{v}}}" for s, kind, v in zip(subjects, kinds, objects, strict=True))
     conds = []
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 1, 2, 3]))):
         x, y = draw(st.sampled_from(names)), draw(st.sampled_from(names))

@@ -132,9 +132,33 @@ struct Part {
     /// the two-operand index's rights by mapping: their arrival numbers, in order (some
     /// may be gone from `ops[1]`: skipped when met)
     groups: HashMap<Box<[TermId]>, VecDeque<u64>>,
+    /// the index's mappings whose selected pair may differ from the one last tested
+    /// (seqindex.py's `pending`): a pair the FILTER rejected is rejected again, and one it
+    /// passed was output and consumed, so only these are tested, unless (chronological) the
+    /// left selection changed, when every mapping is
+    pending: HashSet<Box<[TermId]>>,
+    /// chronological: the lefts last selected (arrival numbers)
+    last: Vec<u64>,
+    /// recent: each mapping's lefts last paired with it, and each left's mappings
+    partner: HashMap<Box<[TermId]>, Vec<u64>>,
+    partners: HashMap<u64, Vec<Box<[TermId]>>>,
 }
 
 impl Part {
+    /// A right of the index let go of: its mapping's selection may change.
+    fn right_gone(&mut self, l: &Leaf) {
+        if !self.groups.is_empty() {
+            self.pending.insert(l.mu.clone());
+        }
+    }
+
+    /// A left of the index let go of: the mappings paired with it (recent) select anew.
+    fn left_gone(&mut self, l: &Leaf) {
+        if let Some(ms) = self.partners.remove(&l.seq) {
+            self.pending.extend(ms);
+        }
+    }
+
     fn find(&self, j: usize, seq: u64) -> Option<usize> {
         self.ops[j].binary_search_by_key(&seq, |l| l.seq).ok()
     }
@@ -219,7 +243,7 @@ impl<'s> Engine<'s> {
             let n = self.n;
             let part = self.parts.entry(key).or_insert_with(|| Part {
                 ops: (0..n).map(|_| VecDeque::new()).collect(),
-                groups: HashMap::new(),
+                ..Part::default()
             });
             let leaf = Leaf {
                 mu: mu.into(),
@@ -228,6 +252,7 @@ impl<'s> Engine<'s> {
                 seq,
             };
             if self.indexed && j == 1 {
+                part.pending.insert(leaf.mu.clone());
                 match part.groups.get_mut(&leaf.mu) {
                     Some(g) => g.push_back(seq),
                     None => {
@@ -334,18 +359,31 @@ impl<'s> Engine<'s> {
                     (t as f64) < lo
                 }
             };
-            for ops in part.ops.iter_mut() {
-                while ops.front().is_some_and(|l| gone(l.t)) {
-                    ops.pop_front(); // (its item's expiry entry let it go)
+            for j in 0..self.n {
+                while part.ops[j].front().is_some_and(|l| gone(l.t)) {
+                    // (its item's expiry entry let it go)
+                    let l = part.ops[j].pop_front().expect("a front");
+                    if self.indexed {
+                        if j == 0 {
+                            part.left_gone(&l);
+                        } else {
+                            part.right_gone(&l);
+                        }
+                    }
                 }
             }
         }
         for j in 1..self.n {
             let first = part.ops[j - 1].front().map(|l| l.t);
-            let ops = &mut part.ops[j];
-            while ops.front().is_some_and(|l| first.is_none_or(|f| l.t <= f)) {
-                let l = ops.pop_front().expect("a front");
+            while part.ops[j]
+                .front()
+                .is_some_and(|l| first.is_none_or(|f| l.t <= f))
+            {
+                let l = part.ops[j].pop_front().expect("a front");
                 Self::unhold(&mut self.held, key, j, &l);
+                if self.indexed {
+                    part.right_gone(&l);
+                }
             }
         }
         if part.is_empty() {
@@ -386,24 +424,41 @@ impl<'s> Engine<'s> {
     /// before the right starts (recent: those at the latest such time). The pairs come in
     /// the reference's order: by the right's arrival, then the left's.
     fn indexed(policy: Policy, part: &mut Part) -> Vec<Sol> {
-        let Part { ops, groups } = part;
+        let Part {
+            ops,
+            groups,
+            pending,
+            last,
+            partner,
+            partners,
+        } = part;
         let (lefts, rights) = (&ops[0], &ops[1]);
-        let mut pairs: Vec<(u64, u64, Sol)> = Vec::new();
         if lefts.is_empty() {
             groups.clear();
+            pending.clear();
+            partner.clear();
+            partners.clear();
+            last.clear();
             return Vec::new();
         }
         let at = |l: &Leaf| (l.t, l.t);
         let find = |seq: u64| rights.binary_search_by_key(&seq, |l| l.seq).ok();
         let chrono = policy == Policy::Chronological;
-        let first: Vec<&Leaf> = if chrono {
+        let mut first: Vec<&Leaf> = Vec::new();
+        let mut every = false;
+        if chrono {
             let t0 = lefts[0].t;
             let end = lefts.partition_point(|l| l.t <= t0);
-            policy::pick(policy, lefts.range(..end).collect(), |l| at(l))
-        } else {
-            Vec::new()
-        };
-        groups.retain(|_, g| {
+            first = policy::pick(policy, lefts.range(..end).collect(), |l| at(l));
+            if first.len() != last.len() || first.iter().zip(last.iter()).any(|(a, &b)| a.seq != b)
+            {
+                *last = first.iter().map(|l| l.seq).collect();
+                every = true;
+            }
+        }
+        let mut pairs: Vec<(u64, u64, Sol)> = Vec::new();
+        // a mapping's selected pair, tested: false when the mapping has no right left
+        let mut select = |mu: &[TermId], g: &mut VecDeque<u64>| -> bool {
             // (arrival numbers of rights consumed or dropped, at the end the policy reads)
             let r = loop {
                 let s = if chrono { g.front() } else { g.back() };
@@ -428,14 +483,38 @@ impl<'s> Engine<'s> {
                 }
                 let tl = lefts[j - 1].t;
                 let i = lefts.partition_point(|l| l.t < tl);
-                policy::pick(policy, lefts.range(i..j).collect(), |l| at(l))
+                let chosen = policy::pick(policy, lefts.range(i..j).collect(), |l| at(l));
+                let now: Vec<u64> = chosen.iter().map(|l| l.seq).collect();
+                if let Some(old) = partner.insert(mu.into(), now.clone()) {
+                    for s in old {
+                        if let Some(ms) = partners.get_mut(&s) {
+                            ms.retain(|m| &m[..] != mu);
+                        }
+                    }
+                }
+                for s in now {
+                    partners.entry(s).or_default().push(mu.into());
+                }
+                chosen
             };
             let rs = Sol::of(r);
             for a in chosen {
                 pairs.push((r.seq, a.seq, combine(&Sol::of(a), &rs)));
             }
             true
-        });
+        };
+        if every {
+            groups.retain(|mu, g| select(mu, g));
+        } else {
+            for mu in pending.iter() {
+                if let Some(g) = groups.get_mut(mu) {
+                    if !select(mu, g) {
+                        groups.remove(mu);
+                    }
+                }
+            }
+        }
+        pending.clear();
         pairs.sort_unstable_by_key(|p| (p.0, p.1));
         pairs.into_iter().map(|p| p.2).collect()
     }
@@ -452,7 +531,14 @@ impl<'s> Engine<'s> {
                 self.dirty.insert(key);
                 if let Some(part) = self.parts.get_mut(&key) {
                     if let Some(i) = part.find(j as usize, seq) {
-                        part.ops[j as usize].remove(i);
+                        let l = part.ops[j as usize].remove(i).expect("found");
+                        if self.indexed {
+                            if j == 0 {
+                                part.left_gone(&l);
+                            } else {
+                                part.right_gone(&l);
+                            }
+                        }
                     }
                     if part.is_empty() {
                         self.parts.remove(&key);

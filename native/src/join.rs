@@ -24,6 +24,12 @@
 //! order, or the groups in the order of their earliest solution, folded by bgp.rs's
 //! aggregates in arrival order (SPARQL's exact numeric typing); R2S as bgp.rs.
 //!
+//! The streams are read as a [`Streams`] feed gives their merge ([`crate::source::Merged`]:
+//! the files read in parts), each event's solutions made once it is read and the event let
+//! go of then; the dictionary is swept between closes keeping what the windows, the
+//! background's index and the last evaluation's rows hold, so memory is bounded by the
+//! windows, not the files.
+//!
 //! Recomputing is proven equal by construction rather than maintained incrementally: the
 //! solutions and their order are a function of the live content alone, as in rsep, whose
 //! maintained join only caches them. It refuses what bgp.rs refuses, in any window (the
@@ -34,9 +40,11 @@
 use crate::bgp::{self, compare, grouped, report, value_of, Check, Col, Cond, Grouping, Val};
 use crate::bgp::{Key, Writer};
 use crate::dictionary::{TermId, Terms};
-use crate::select::{Done, Holders, R2s, Refused, Slot};
+use crate::select::{Done, Holders, Pool, R2s, Refused, Slot};
+use crate::source::{Streams, WholeMerge};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
+use std::collections::VecDeque;
 use std::io::{self, Write};
 
 /// One window: its extent, its stream (an index into the streams given to [`run`]) and its
@@ -133,52 +141,72 @@ fn limits(spec: &Spec, w: &Window, c: i64) -> (i64, i64) {
     }
 }
 
-/// A window's events (its stream's, in order), each one's solutions of its block (the
-/// FILTERs' verdict taken), and its state as closes pass.
-struct Live<'a> {
-    times: &'a [i64],
-    seqs: Vec<u64>,
-    sol_off: Vec<u32>,
-    sols: Vec<TermId>,
-    undecided: Vec<bool>,
-    check_off: Vec<u32>,
-    checked: Vec<(u8, [TermId; 3])>,
-    sizes: Vec<u64>,
-    inside: Vec<bool>,
-    lo: usize,
-    hi: usize,
+/// A window's events (its stream's, in order, from the first still in it or to come), each
+/// one's solutions of its block (the FILTERs' verdict taken) made as it was read, and its
+/// state as closes pass: the events before `entered` came into it (inside it, or passed by
+/// below its floor), the others are read but not yet before its ceiling.
+#[derive(Default)]
+struct Live {
+    evs: VecDeque<Ev>,
+    entered: usize,
+    sols: Pool<TermId>,
+    checked: Pool<(u8, [TermId; 3])>,
     holders: Holders<(u8, [TermId; 3])>,
     triples: u64,
 }
 
-impl Live<'_> {
-    fn sols_of(&self, k: usize, w: usize) -> &[TermId] {
-        &self.sols[self.sol_off[k] as usize * w..self.sol_off[k + 1] as usize * w]
+/// An event of a window's stream: its number in the merge, its time, where its solutions
+/// (`sols` ids) and the terms its locality check counts (`checked`) are in the window's
+/// pools (from the pools' starts, dropped items included), whether one of its solutions is
+/// not ordered or filtered as rsep does, its triples' count, whether it was inside.
+struct Ev {
+    seq: u64,
+    time: i64,
+    sol_at: usize,
+    sols: u32,
+    undecided: bool,
+    chk_at: usize,
+    checked: u32,
+    size: u64,
+    inside: bool,
+}
+
+impl Live {
+    fn sols_of(&self, e: &Ev) -> &[TermId] {
+        let from = e.sol_at - self.sols.base;
+        &self.sols.items[from..from + e.sols as usize]
     }
 
     /// The window brought to its content at close `c`.
     fn advance(&mut self, (floor, ceil): (i64, i64)) {
-        let n = self.times.len();
-        while self.hi < n && self.times[self.hi] < ceil {
-            let k = self.hi;
-            if self.times[k] >= floor {
+        while self.entered < self.evs.len() && self.evs[self.entered].time < ceil {
+            let e = &self.evs[self.entered];
+            if e.time >= floor {
                 // (an event below the floor passes by without being inside)
-                self.inside[k] = true;
-                let (from, to) = (self.check_off[k] as usize, self.check_off[k + 1] as usize);
-                self.holders.enter(&self.checked[from..to]);
-                self.triples += self.sizes[k];
+                let (from, n) = (e.chk_at - self.checked.base, e.checked as usize);
+                self.holders.enter(&self.checked.items[from..from + n]);
+                self.triples += e.size;
+                self.evs[self.entered].inside = true;
             }
-            self.hi += 1;
+            self.entered += 1;
         }
-        while self.lo < self.hi && self.times[self.lo] < floor {
-            let k = self.lo;
-            if self.inside[k] {
-                let (from, to) = (self.check_off[k] as usize, self.check_off[k + 1] as usize);
-                self.holders.leave(&self.checked[from..to]);
-                self.triples -= self.sizes[k];
+        while self.entered > 0 && self.evs[0].time < floor {
+            let e = self.evs.pop_front().expect("an event");
+            if e.inside {
+                let from = e.chk_at - self.checked.base;
+                self.holders
+                    .leave(&self.checked.items[from..from + e.checked as usize]);
+                self.triples -= e.size;
             }
-            self.lo += 1;
+            self.sols.pop_front(e.sols as usize);
+            self.checked.pop_front(e.checked as usize);
+            self.entered -= 1;
         }
+    }
+
+    /// The events inside the window.
+    fn inside(&self) -> impl Iterator<Item = &Ev> {
+        self.evs.iter().take(self.entered).filter(|e| e.inside)
     }
 }
 
@@ -298,77 +326,56 @@ pub fn run(
     terms: &Terms,
     out: &mut impl Write,
 ) -> Result<Result<Done, Refused>, io::Error> {
+    run_on(
+        spec,
+        &mut WholeMerge::new(streams.to_vec(), terms),
+        graph,
+        out,
+    )
+}
+
+/// [`run`] over the merged streams as a [`Streams`] feed gives them (`graph`: of the
+/// feed's ids, which it keeps, pinned or held): each event's solutions made once it is
+/// read, then the event let go of; the dictionary swept (when due) between closes, keeping
+/// the ids of the windows' solutions and counted terms, the background's and the last
+/// evaluation's rows'.
+pub fn run_on(
+    spec: &Spec,
+    feed: &mut impl Streams,
+    graph: &[[TermId; 3]],
+    out: &mut impl Write,
+) -> Result<Result<Done, Refused>, io::Error> {
     let mut done = Done::default();
     let refuse = |why: &str| Ok(Err(Refused(why.to_owned())));
+    macro_rules! has {
+        ($k:expr) => {
+            match feed.has($k) {
+                Ok(b) => b,
+                Err(r) => return Ok(Err(r)),
+            }
+        };
+    }
     if spec.step <= 0 {
         return refuse("a step that is not positive");
     }
-    if spec.windows.is_empty() || spec.windows.iter().any(|w| w.stream >= streams.len()) {
+    if spec.windows.is_empty() || spec.windows.iter().any(|w| w.stream >= feed.count()) {
         return refuse("a window without its stream");
     }
-    // the merge: by (time, stream's place), each stream in its own (non-decreasing) order
-    let mut merged: Vec<(i64, usize, usize)> = Vec::new();
-    for (i, ev) in streams.iter().enumerate() {
-        for (k, &t) in ev.times.iter().enumerate() {
-            merged.push((t, i, k));
-        }
-    }
-    if merged.is_empty() {
+    if !has!(0) {
         return Ok(Ok(done));
     }
-    merged.sort_unstable();
-    let mut seqs: Vec<Vec<u64>> = streams.iter().map(|ev| vec![0; ev.len()]).collect();
-    for (n, &(_, i, k)) in merged.iter().enumerate() {
-        seqs[i][k] = n as u64 + 1;
-    }
-    let (first, last) = (
-        merged[0].0,
-        merged.iter().map(|m| m.0).max().expect("an event"),
-    );
+    // (the ids the windows keep past their events: the sweeps are this operator's)
+    feed.hold();
     let mut vals: HashMap<TermId, Val> = HashMap::new();
-    let mut val =
-        |id: TermId| -> Val { *vals.entry(id).or_insert_with(|| value_of(terms.term(id))) };
-    let w = spec.vars.max(1);
-    let mut live: Vec<Live<'_>> = Vec::new();
-    let mut scratch = Vec::new();
-    for win in &spec.windows {
-        let block = spec.block(win);
-        let ev = streams[win.stream];
-        let n = ev.len();
-        let mut l = Live {
-            times: &ev.times,
-            seqs: seqs[win.stream].clone(),
-            sol_off: Vec::with_capacity(n + 1),
-            sols: Vec::new(),
-            undecided: vec![false; n],
-            check_off: Vec::with_capacity(n + 1),
-            checked: Vec::new(),
-            sizes: (0..n).map(|k| ev.triples_of(k).len() as u64).collect(),
-            inside: vec![false; n],
-            lo: 0,
-            hi: 0,
-            holders: Holders::default(),
-            triples: 0,
-        };
-        l.sol_off.push(0);
-        l.check_off.push(0);
-        let mut set = HashSet::new();
-        for k in 0..n {
-            l.undecided[k] = event_solutions(
-                &block,
-                ev.triples_of(k),
-                &mut val,
-                &mut scratch,
-                &mut l.sols,
-            );
-            l.sol_off.push((l.sols.len() / w) as u32);
-            set.clear();
-            block.check_terms(ev.triples_of(k), &mut set);
-            l.checked.extend(set.iter().copied());
-            l.check_off.push(l.checked.len() as u32);
-        }
-        live.push(l);
+    let mut generation = feed.generation();
+    fn val_of(vals: &mut HashMap<TermId, Val>, terms: &Terms, id: TermId) -> Val {
+        *vals.entry(id).or_insert_with(|| value_of(terms.term(id)))
     }
+    let w = spec.vars.max(1);
+    let blocks: Vec<bgp::Spec> = spec.windows.iter().map(|win| spec.block(win)).collect();
+    let mut live: Vec<Live> = spec.windows.iter().map(|_| Live::default()).collect();
+    let mut scratch = Vec::new();
+    let mut set = HashSet::new();
     // the relations: the windows' blocks, then the background patterns; each one's variables
     let nw = spec.windows.len();
     let mut rel_vars: Vec<Vec<usize>> = spec
@@ -426,154 +433,243 @@ pub fn run(
         })
         .collect();
     let out_spec = spec.output();
-    // (the dictionary holds every term of the streams and the background: read whole)
-    let mut wr = Writer::new(&out_spec, true);
+    let mut wr = Writer::new(&out_spec, feed.whole());
     let mut previous: Vec<Key> = Vec::new();
-    let mut c = spec.next_close(first - 1);
-    let beyond = spec.next_close(last - 1);
-    while c <= beyond {
+    // the merged events read into the windows (`next` of them), the last one's time
+    let (mut next, mut latest) = (0usize, feed.time(0));
+    let mut held: Vec<TermId> = Vec::new();
+    let mut c = spec.next_close(feed.time(0) - 1);
+    loop {
+        // every event before the latest ceiling of the windows at c, into its windows
+        let need = spec
+            .windows
+            .iter()
+            .map(|win| limits(spec, win, c).1)
+            .max()
+            .expect("a window");
+        while has!(next) && feed.time(next) < need {
+            if feed.generation() != generation {
+                generation = feed.generation();
+                vals.clear();
+                wr.fresh();
+            }
+            let (terms, triples, time) = (feed.terms(), feed.triples_of(next), feed.time(next));
+            let stream = feed.stream(next);
+            for ((l, win), block) in live.iter_mut().zip(&spec.windows).zip(&blocks) {
+                if win.stream != stream {
+                    continue;
+                }
+                let sol_at = l.sols.base + l.sols.items.len();
+                let undecided = event_solutions(
+                    block,
+                    triples,
+                    &mut |id| val_of(&mut vals, terms, id),
+                    &mut scratch,
+                    &mut l.sols.items,
+                );
+                set.clear();
+                block.check_terms(triples, &mut set);
+                let chk_at = l.checked.base + l.checked.items.len();
+                l.checked.items.extend(set.iter().copied());
+                l.evs.push_back(Ev {
+                    seq: next as u64 + 1,
+                    time,
+                    sol_at,
+                    sols: (l.sols.base + l.sols.items.len() - sol_at) as u32,
+                    undecided,
+                    chk_at,
+                    checked: (l.checked.base + l.checked.items.len() - chk_at) as u32,
+                    size: triples.len() as u64,
+                    inside: false,
+                });
+            }
+            latest = time;
+            next += 1;
+            feed.release(next);
+        }
+        // the last event's time, unless an event at c or later says it is c or later
+        let mut j = next;
+        while has!(j) && feed.time(j) < c {
+            j += 1;
+        }
+        let last = if has!(j) {
+            None
+        } else if j > next {
+            Some(feed.time(j - 1))
+        } else {
+            Some(latest)
+        };
+        if last.is_some_and(|last| c > spec.next_close(last - 1)) {
+            break;
+        }
         for (l, win) in live.iter_mut().zip(&spec.windows) {
             l.advance(limits(spec, win, c));
             if l.triples > spec.max_window_triples {
                 return refuse("a window's triples go over the limit");
             }
         }
-        if c > last {
+        if last.is_some_and(|last| c > last) {
             break;
         }
-        if spec.non_empty && live.iter().all(|l| l.triples == 0) {
-            c = spec.next_close(c);
-            continue;
-        }
-        if live.iter().any(|l| l.holders.conflicts > 0) {
-            return refuse("a join term is in two live events (rsep answers from its store then)");
-        }
-        if live
-            .iter()
-            .any(|l| (l.lo..l.hi).any(|k| l.inside[k] && l.undecided[k]))
-        {
-            return refuse(
-                "a live event whose solutions it does not order or filter as rsep does \
-                 (two solutions of a block of several patterns, or a value its FILTER does not \
-                 compare exactly)",
-            );
-        }
-        // each window's live solutions, with their components
-        let window_sols = |r: usize| -> Vec<([u64; 3], &[TermId])> {
-            let l = &live[r];
-            let mut got = Vec::new();
-            for k in (l.lo..l.hi).filter(|&k| l.inside[k]) {
-                for (i, s) in l.sols_of(k, w).chunks_exact(w).enumerate() {
-                    got.push(([l.seqs[k], r as u64, i as u64], s));
+        if !(spec.non_empty && live.iter().all(|l| l.triples == 0)) {
+            if live.iter().any(|l| l.holders.conflicts > 0) {
+                return refuse(
+                    "a join term is in two live events (rsep answers from its store then)",
+                );
+            }
+            if live.iter().any(|l| l.inside().any(|e| e.undecided)) {
+                return refuse(
+                    "a live event whose solutions it does not order or filter as rsep does \
+                     (two solutions of a block of several patterns, or a value its FILTER does \
+                     not compare exactly)",
+                );
+            }
+            if feed.generation() != generation {
+                generation = feed.generation();
+                vals.clear();
+                wr.fresh();
+            }
+            let terms = feed.terms();
+            // each window's live solutions, with their components
+            let window_sols = |r: usize| -> Vec<([u64; 3], &[TermId])> {
+                let l = &live[r];
+                let mut got = Vec::new();
+                for e in l.inside() {
+                    for (i, s) in l.sols_of(e).chunks_exact(w).enumerate() {
+                        got.push(([e.seq, r as u64, i as u64], s));
+                    }
                 }
-            }
-            got
-        };
-        let mut partial: Vec<Partial> = window_sols(0)
-            .into_iter()
-            .map(|(comp, s)| Partial {
-                binding: s.to_vec(),
-                wins: vec![comp],
-                bgs: Vec::new(),
-            })
-            .collect();
-        for (step, (r, keys)) in steps.iter().enumerate() {
-            if partial.is_empty() {
-                break;
-            }
-            let mut next = Vec::new();
-            let key_of = |b: &[TermId]| -> Vec<TermId> { keys.iter().map(|&v| b[v]).collect() };
-            let merge = |p: &Partial, s: &[TermId]| -> Vec<TermId> {
-                p.binding
-                    .iter()
-                    .zip(s)
-                    .map(|(&a, &b)| if a != 0 { a } else { b })
-                    .collect()
+                got
             };
-            if *r < nw {
-                let sols = window_sols(*r);
-                let mut idx: HashMap<Vec<TermId>, Vec<usize>> = HashMap::new();
-                for (i, (_, s)) in sols.iter().enumerate() {
-                    idx.entry(key_of(s)).or_default().push(i);
-                }
-                for p in &partial {
-                    for &i in idx.get(&key_of(&p.binding)).into_iter().flatten() {
-                        let (comp, s) = sols[i];
-                        let mut wins = p.wins.clone();
-                        wins.push(comp);
-                        next.push(Partial {
-                            binding: merge(p, s),
-                            wins,
-                            bgs: p.bgs.clone(),
-                        });
-                    }
-                }
-            } else {
-                let idx = bg_index[step].as_ref().expect("a background index");
-                let matches = &bg[r - nw];
-                for p in &partial {
-                    for &i in idx.get(&key_of(&p.binding)).into_iter().flatten() {
-                        let (pos, s) = &matches[i];
-                        let mut bgs = p.bgs.clone();
-                        bgs.push([*r as u64, *pos]);
-                        next.push(Partial {
-                            binding: merge(p, s),
-                            wins: p.wins.clone(),
-                            bgs,
-                        });
-                    }
-                }
-            }
-            if next.len() as u64 > spec.max_results {
-                return refuse("an evaluation's joined solutions go over the limit");
-            }
-            partial = next;
-        }
-        // top-level FILTERs, then arrival order
-        let mut joined: Vec<(Vec<u64>, Vec<TermId>)> = Vec::with_capacity(partial.len());
-        'sol: for p in partial {
-            for f in &spec.filters {
-                match compare(val(p.binding[f.var]), f.op, &f.constant) {
-                    Some(true) => {}
-                    Some(false) => continue 'sol,
-                    None => return refuse("a value a top-level FILTER does not compare exactly"),
-                }
-            }
-            joined.push((p.arrival(), p.binding));
-        }
-        joined.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        if joined.len() as u64 > spec.max_results {
-            return refuse("an evaluation's rows go over the limit");
-        }
-        done.evaluations += 1;
-        let current: Vec<Key> = match &spec.group {
-            None => joined
-                .iter()
-                .map(|(_, s)| {
-                    spec.project
-                        .iter()
-                        .map(|(_, col)| match col {
-                            Col::Var(Some(v)) if s[*v] != 0 => Some(u64::from(s[*v])),
-                            _ => None,
-                        })
-                        .collect()
+            let mut partial: Vec<Partial> = window_sols(0)
+                .into_iter()
+                .map(|(comp, s)| Partial {
+                    binding: s.to_vec(),
+                    wins: vec![comp],
+                    bgs: Vec::new(),
                 })
-                .collect(),
-            Some(g) => match grouped(
-                &out_spec,
-                g,
-                joined.iter().map(|(_, s)| s.as_slice()),
-                &mut val,
-                &mut wr,
-                terms,
-            ) {
-                Ok(rows) => rows,
-                Err(why) => return Ok(Err(why)),
-            },
-        };
-        done.rows += report(spec.r2s, c, &current, &previous, &mut wr, terms, out)?;
-        if spec.r2s != R2s::RStream {
-            previous = current;
+                .collect();
+            for (step, (r, keys)) in steps.iter().enumerate() {
+                if partial.is_empty() {
+                    break;
+                }
+                let mut next = Vec::new();
+                let key_of = |b: &[TermId]| -> Vec<TermId> { keys.iter().map(|&v| b[v]).collect() };
+                let merge = |p: &Partial, s: &[TermId]| -> Vec<TermId> {
+                    p.binding
+                        .iter()
+                        .zip(s)
+                        .map(|(&a, &b)| if a != 0 { a } else { b })
+                        .collect()
+                };
+                if *r < nw {
+                    let sols = window_sols(*r);
+                    let mut idx: HashMap<Vec<TermId>, Vec<usize>> = HashMap::new();
+                    for (i, (_, s)) in sols.iter().enumerate() {
+                        idx.entry(key_of(s)).or_default().push(i);
+                    }
+                    for p in &partial {
+                        for &i in idx.get(&key_of(&p.binding)).into_iter().flatten() {
+                            let (comp, s) = sols[i];
+                            let mut wins = p.wins.clone();
+                            wins.push(comp);
+                            next.push(Partial {
+                                binding: merge(p, s),
+                                wins,
+                                bgs: p.bgs.clone(),
+                            });
+                        }
+                    }
+                } else {
+                    let idx = bg_index[step].as_ref().expect("a background index");
+                    let matches = &bg[r - nw];
+                    for p in &partial {
+                        for &i in idx.get(&key_of(&p.binding)).into_iter().flatten() {
+                            let (pos, s) = &matches[i];
+                            let mut bgs = p.bgs.clone();
+                            bgs.push([*r as u64, *pos]);
+                            next.push(Partial {
+                                binding: merge(p, s),
+                                wins: p.wins.clone(),
+                                bgs,
+                            });
+                        }
+                    }
+                }
+                if next.len() as u64 > spec.max_results {
+                    return refuse("an evaluation's joined solutions go over the limit");
+                }
+                partial = next;
+            }
+            // top-level FILTERs, then arrival order
+            let mut joined: Vec<(Vec<u64>, Vec<TermId>)> = Vec::with_capacity(partial.len());
+            'sol: for p in partial {
+                for f in &spec.filters {
+                    match compare(
+                        val_of(&mut vals, terms, p.binding[f.var]),
+                        f.op,
+                        &f.constant,
+                    ) {
+                        Some(true) => {}
+                        Some(false) => continue 'sol,
+                        None => {
+                            return refuse("a value a top-level FILTER does not compare exactly")
+                        }
+                    }
+                }
+                joined.push((p.arrival(), p.binding));
+            }
+            joined.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            if joined.len() as u64 > spec.max_results {
+                return refuse("an evaluation's rows go over the limit");
+            }
+            done.evaluations += 1;
+            let current: Vec<Key> = match &spec.group {
+                None => joined
+                    .iter()
+                    .map(|(_, s)| {
+                        spec.project
+                            .iter()
+                            .map(|(_, col)| match col {
+                                Col::Var(Some(v)) if s[*v] != 0 => Some(u64::from(s[*v])),
+                                _ => None,
+                            })
+                            .collect()
+                    })
+                    .collect(),
+                Some(g) => match grouped(
+                    &out_spec,
+                    g,
+                    joined.iter().map(|(_, s)| s.as_slice()),
+                    &mut |id| val_of(&mut vals, terms, id),
+                    &mut wr,
+                    terms,
+                ) {
+                    Ok(rows) => rows,
+                    Err(why) => return Ok(Err(why)),
+                },
+            };
+            done.rows += report(spec.r2s, c, &current, &previous, &mut wr, terms, out)?;
+            if spec.r2s != R2s::RStream {
+                previous = current;
+            }
+            wr.compact(&mut previous);
+        }
+        if feed.due() {
+            // what outlives the events let go of: the windows' solutions and counted
+            // terms, the background's triples, the rows the next evaluation is compared with
+            held.clear();
+            for l in &live {
+                held.extend_from_slice(l.sols.front(l.sols.len()));
+                for (_, t) in l.checked.front(l.checked.len()) {
+                    held.extend_from_slice(t);
+                }
+            }
+            held.extend(graph.iter().flatten());
+            for k in &previous {
+                held.extend(k.iter().flatten().filter_map(|&o| TermId::try_from(o).ok()));
+            }
+            feed.sweep_holding(&held);
         }
         c = spec.next_close(c);
     }

@@ -3,7 +3,7 @@
 use crate::dictionary::{TermId, Terms as CoreTerms};
 use crate::reader::{parse as core_parse, Format};
 use crate::select::{Done, R2s, Refused, Slot, Spec};
-use crate::source::{Options, Source};
+use crate::source::{Merged, Options, Source, Streams as _};
 use crate::stream::{read_events_as, stable_literal, Events};
 use oxrdf::Term;
 use pyo3::exceptions::PyValueError;
@@ -172,7 +172,7 @@ impl StreamEvents {
 }
 
 /// Every object among `triples` that is one of the pairs' literals as written replaced by
-/// the pair's other, its stored form (StreamEvents.restore's and JoinInput.restore's).
+/// the pair's other, its stored form (StreamEvents.restore's).
 fn restored<'a>(
     terms: &mut CoreTerms,
     pairs: &[(String, String)],
@@ -765,54 +765,39 @@ fn bgp_spec(
     })
 }
 
-/// Several stream files read into events of one dictionary, with a background graph's
-/// triples interned in it too (rsep/windows/native.py's input for a join of windows).
-#[pyclass(module = "rsep._core", name = "JoinInput")]
-struct JoinInput {
-    terms: CoreTerms,
-    streams: Vec<Events>,
+/// Several stream files, one for each stream, to be read in parts into one dictionary and
+/// merged by time as the operator asks for their events (native/src/source.rs's
+/// `Merged`), with a background graph's triples interned in that dictionary too
+/// (rsep/windows/native.py's input for a join of windows).
+#[pyclass(module = "rsep._core", name = "StreamFiles")]
+struct StreamFiles {
+    inner: Merged,
     graph: Vec<[TermId; 3]>,
 }
 
 #[pymethods]
-impl JoinInput {
-    /// How many events the streams hold, in all.
+impl StreamFiles {
+    /// How many events the files held, in all (all of them after a run).
     fn __len__(&self) -> usize {
-        self.streams.iter().map(Events::len).sum()
+        self.inner.events()
     }
 
-    /// How many triples the streams' events hold, in all.
-    fn triples(&self) -> usize {
-        self.streams.iter().map(|e| e.triples.len()).sum()
+    /// How many triples those events hold.
+    fn triples(&self) -> u64 {
+        self.inner.triples()
     }
 
-    /// The literals of the streams' triples whose form pyoxigraph's store may change (in
-    /// N-Triples syntax, each once): the caller checks them.
-    fn unsure(&self) -> Vec<String> {
-        let mut seen = hashbrown::HashSet::new();
-        let mut out = Vec::new();
-        for t in self.streams.iter().flat_map(|e| &e.triples) {
-            if seen.insert(t[2]) {
-                if let Some(term) = self.terms.term(t[2]) {
-                    if !stable_literal(term) {
-                        out.push(term.to_string());
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// The id of a term written in N-Triples syntax, given one if it is new (a query's
-    /// constant that no stream has matches only the background's).
+    /// The id of a term written in N-Triples syntax (a query's constant), given one if it is
+    /// new, and never swept.
     fn intern(&mut self, term: &str) -> PyResult<TermId> {
         let t = Term::from_str(term)
             .map_err(|e| PyValueError::new_err(format!("not an N-Triples term: {term}: {e}")))?;
-        Ok(self.terms.intern(t))
+        Ok(self.inner.pin(t.as_ref()))
     }
 
     /// The background graph: its triples (subject, predicate, object in N-Triples syntax,
-    /// the object in the form pyoxigraph's store gives it), in rsep's order, de-duplicated.
+    /// the object in the form pyoxigraph's store gives it), in rsep's order, de-duplicated;
+    /// their terms never swept.
     fn set_graph(&mut self, triples: Vec<(String, String, String)>) -> PyResult<()> {
         let mut graph = Vec::with_capacity(triples.len());
         for (s, p, o) in &triples {
@@ -822,28 +807,43 @@ impl JoinInput {
         Ok(())
     }
 
-    /// As StreamEvents.restore, for every stream's objects.
-    fn restore(&mut self, pairs: Vec<(String, String)>) -> PyResult<()> {
-        restored(
-            &mut self.terms,
-            &pairs,
-            self.streams.iter_mut().flat_map(|e| &mut e.triples),
-        )
+    /// As Stream.set_forms, for every file's literals.
+    fn set_forms(&mut self, forms: Py<PyAny>, refuse: bool) {
+        self.inner.set_forms(
+            || {
+                let forms = Python::attach(|py| forms.clone_ref(py));
+                Box::new(move |literals| {
+                    Python::attach(|py| {
+                        forms
+                            .call1(py, (literals,))
+                            .and_then(|r| r.extract::<Vec<(String, String)>>(py))
+                            .map_err(|e| e.to_string())
+                    })
+                })
+            },
+            refuse,
+        );
+    }
+
+    /// (sweeps of the dictionary, the most terms it held at once, seconds reading).
+    fn stats(&self) -> (u64, usize, f64) {
+        self.inner.stats()
     }
 }
 
-/// Read the stream files at `paths` into events of one dictionary, or say why the native
-/// reader does not take one of them: (the input or None, the reason or "").
+/// The stream files at `paths` (one for each stream, in the streams' order), to be read in
+/// parts and merged (nothing read yet); `chunk`, `sweep`, `fast` as open_stream's.
 #[pyfunction]
-#[pyo3(signature = (paths, points, max_record, fast=true, formats=None))]
-fn read_streams(
-    py: Python<'_>,
+#[pyo3(signature = (paths, points, max_record, chunk=crate::stream::CHUNK, sweep=1 << 16, fast=true, formats=None))]
+fn open_streams(
     paths: Vec<String>,
     points: Vec<String>,
     max_record: usize,
+    chunk: usize,
+    sweep: usize,
     fast: bool,
     formats: Option<Vec<String>>,
-) -> PyResult<(Option<JoinInput>, String)> {
+) -> PyResult<StreamFiles> {
     let formats = match formats {
         None => vec![Format::TriG; paths.len()],
         Some(names) if names.len() == paths.len() => names
@@ -853,29 +853,18 @@ fn read_streams(
             .map_err(PyValueError::new_err)?,
         Some(_) => return Err(PyValueError::new_err("one format a path")),
     };
-    let mut data = Vec::with_capacity(paths.len());
-    for path in &paths {
-        data.push(std::fs::read(path).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?);
-    }
-    let got = py.detach(|| {
-        let mut terms = CoreTerms::new();
-        let mut streams = Vec::with_capacity(data.len());
-        for ((bytes, path), &format) in data.iter().zip(&paths).zip(&formats) {
-            streams.push(
-                read_events_as(bytes, format, &mut terms, &points, max_record, fast)
-                    .map_err(|why| format!("{path}: {why}"))?,
-            );
-        }
-        Ok::<_, String>(JoinInput {
-            terms,
-            streams,
+    let opts = Options {
+        chunk: chunk.max(1),
+        sweep,
+        fast,
+        format: Format::TriG,
+    };
+    Merged::open(&paths, &formats, points, max_record, opts)
+        .map(|inner| StreamFiles {
+            inner,
             graph: Vec::new(),
         })
-    });
-    Ok(match got {
-        Ok(input) => (Some(input), String::new()),
-        Err(why) => (None, why),
-    })
+        .map_err(PyValueError::new_err)
 }
 
 /// A window of a join as Python gives it: ((range, offset, right-closed), its stream's
@@ -889,14 +878,14 @@ type PyJoinWindow = (
 );
 
 /// Run a windowed SELECT joining several windows through the background graph
-/// (native/src/join.rs), writing to `out_path`: (the refusal's reason or "", evaluations,
-/// rows written); on a refusal, what was written is to be thrown away. `grid`: the windows'
-/// common (step, origin).
+/// (native/src/join.rs) over [`StreamFiles`], read in parts as the windows go, writing to
+/// `out_path`: (the refusal's reason or "", evaluations, rows written); on a refusal, what
+/// was written is to be thrown away. `grid`: the windows' common (step, origin).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn join_window(
     py: Python<'_>,
-    input: PyRef<'_, JoinInput>,
+    mut input: PyRefMut<'_, StreamFiles>,
     grid: (i64, i64),
     non_empty: bool,
     r2s: &str,
@@ -932,7 +921,7 @@ fn join_window(
     let (top, group, cols) = parts(filters, group, project)?;
     let mut wins = Vec::new();
     for ((range, offset, right_closed), stream, patterns, checks, conds) in windows {
-        if stream >= input.streams.len() {
+        if stream >= input.inner.count() {
             return Err(bad(format!("a stream {stream}")));
         }
         let (conds, _, _) = parts(conds, None, Vec::new())?;
@@ -972,17 +961,19 @@ fn join_window(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    let file = std::fs::File::create(out_path)
-        .map_err(|e| PyValueError::new_err(format!("{out_path}: {e}")))?;
-    let inp = &*input;
-    let got = py.detach(|| {
+    let StreamFiles { inner, graph } = &mut *input;
+    let got = py.detach(|| loop {
+        let file = std::fs::File::create(out_path)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let streams: Vec<&Events> = inp.streams.iter().collect();
-        let r = crate::select::unpanicked(|| {
-            crate::join::run(&spec, &streams, &inp.graph, &inp.terms, &mut out)
-        })?;
+        let r = crate::select::unpanicked(|| crate::join::run_on(&spec, inner, graph, &mut out))?;
+        if r.is_err() && inner.slower().is_some() {
+            // rsep's own reader gave a file up: every file is read again from its start
+            // (that one by oxttl), the operator runs again and what it wrote is written again
+            inner.restart().map_err(std::io::Error::other)?;
+            continue;
+        }
         std::io::Write::flush(&mut out)?;
-        Ok::<_, std::io::Error>(r)
+        break Ok::<_, std::io::Error>(r);
     });
     match got {
         Ok(Ok(done)) => Ok((String::new(), done.evaluations, done.rows)),
@@ -1440,7 +1431,7 @@ fn epsparql_formal_stream(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
-    run_stream(py, out_path, &mut src.inner, |src, out| {
+    run_stream(py, out_path, &mut src, |src, out| {
         crate::formal::run_on(&spec, src, out)
     })
 }
@@ -1572,8 +1563,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_stream, m)?)?;
     m.add_function(wrap_pyfunction!(select_stream, m)?)?;
     m.add_function(wrap_pyfunction!(bgp_stream, m)?)?;
-    m.add_class::<JoinInput>()?;
-    m.add_function(wrap_pyfunction!(read_streams, m)?)?;
+    m.add_class::<StreamFiles>()?;
+    m.add_function(wrap_pyfunction!(open_streams, m)?)?;
     m.add_function(wrap_pyfunction!(join_window, m)?)?;
     m.add_function(wrap_pyfunction!(chain_stream, m)?)?;
     m.add_function(wrap_pyfunction!(epsparql_stream, m)?)?;

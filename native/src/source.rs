@@ -148,6 +148,299 @@ impl Feed for Source {
     }
 }
 
+/// Events of several streams merged into one sequence, each event knowing its stream.
+pub trait Streams: Feed {
+    /// The stream (its place among those given) event `k` is of (`has(k)` was true).
+    fn stream(&self, k: usize) -> usize;
+    /// How many streams are merged.
+    fn count(&self) -> usize;
+}
+
+/// Several whole files' events (one dictionary), merged as [`Merged`] merges them.
+pub struct WholeMerge<'a> {
+    streams: Vec<&'a Events>,
+    terms: &'a Terms,
+    /// (stream, its event) in the merged order
+    order: Vec<(usize, usize)>,
+}
+
+impl<'a> WholeMerge<'a> {
+    pub fn new(streams: Vec<&'a Events>, terms: &'a Terms) -> Self {
+        let mut keyed: Vec<(i64, usize, usize)> = Vec::new();
+        for (i, ev) in streams.iter().enumerate() {
+            keyed.extend(ev.times.iter().enumerate().map(|(k, &t)| (t, i, k)));
+        }
+        // (each stream's times do not go back: its events keep their order among equals)
+        keyed.sort_unstable();
+        let order = keyed.into_iter().map(|(_, i, k)| (i, k)).collect();
+        Self {
+            streams,
+            terms,
+            order,
+        }
+    }
+}
+
+impl Feed for WholeMerge<'_> {
+    fn has(&mut self, k: usize) -> Result<bool, Refused> {
+        Ok(k < self.order.len())
+    }
+    fn time(&self, k: usize) -> i64 {
+        let (i, e) = self.order[k];
+        self.streams[i].times[e]
+    }
+    fn triples_of(&self, k: usize) -> &[[TermId; 3]] {
+        let (i, e) = self.order[k];
+        self.streams[i].triples_of(e)
+    }
+    fn release(&mut self, _below: usize) {}
+    fn terms(&self) -> &Terms {
+        self.terms
+    }
+    fn generation(&self) -> u64 {
+        0
+    }
+    fn whole(&self) -> bool {
+        true
+    }
+}
+
+impl Streams for WholeMerge<'_> {
+    fn stream(&self, k: usize) -> usize {
+        self.order[k].0
+    }
+    fn count(&self) -> usize {
+        self.streams.len()
+    }
+}
+
+/// Several stream files, one for each stream, read in parts into one dictionary and merged
+/// as rsep.stream.source's merge_streams merges them: by time, events of equal time in the
+/// order of their streams' places among those given, each stream's in its own order. Each
+/// file is read (accepted, refused, its records bounded, its literals' stored forms asked)
+/// as a [`Source`] alone reads it; the dictionary is shared, swept over every file's held
+/// events.
+pub struct Merged {
+    sources: Vec<Source>,
+    paths: Vec<String>,
+    /// the dictionary of all of them (each source's own stays empty but while it reads)
+    terms: Terms,
+    pinned: Vec<TermId>,
+    /// (stream, its event) of the merged events from `base` on
+    order: std::collections::VecDeque<(usize, usize)>,
+    base: usize,
+    /// per stream: its next event to merge, its events let go of, whether it ended
+    next: Vec<usize>,
+    released: Vec<usize>,
+    ended: Vec<bool>,
+    /// the stream whose reading rsep's own reader gave up (read again by oxttl)
+    slow: Option<usize>,
+    holding: bool,
+    generation: u64,
+    sweeps: u64,
+    peak_terms: usize,
+}
+
+impl Merged {
+    /// The files at `paths` (in the streams' order), nothing read yet (as [`Source::open`]).
+    pub fn open(
+        paths: &[String],
+        formats: &[Format],
+        points: Vec<String>,
+        max_record: usize,
+        opts: Options,
+    ) -> Result<Self, String> {
+        let mut sources = Vec::with_capacity(paths.len());
+        for (path, &format) in paths.iter().zip(formats) {
+            let opts = Options { format, ..opts };
+            let mut s = Source::open(path, points.clone(), max_record, opts)?;
+            // (the sweeps are this merge's, over every file's events)
+            s.holding = true;
+            sources.push(s);
+        }
+        let n = sources.len();
+        Ok(Self {
+            sources,
+            paths: paths.to_vec(),
+            terms: Terms::new(),
+            pinned: Vec::new(),
+            order: std::collections::VecDeque::new(),
+            base: 0,
+            next: vec![0; n],
+            released: vec![0; n],
+            ended: vec![false; n],
+            slow: None,
+            holding: false,
+            generation: 0,
+            sweeps: 0,
+            peak_terms: 0,
+        })
+    }
+
+    /// As [`Source::set_forms`], for every file (`forms` makes each one's asker).
+    pub fn set_forms(&mut self, mut forms: impl FnMut() -> Box<Forms>, refuse: bool) {
+        for s in &mut self.sources {
+            s.set_forms(forms(), refuse);
+        }
+    }
+
+    /// As [`Source::pin`].
+    pub fn pin(&mut self, term: oxrdf::TermRef<'_>) -> TermId {
+        let id = self.terms.intern_ref(term).0;
+        self.pinned.push(id);
+        id
+    }
+
+    /// Stream `i`'s [`Source::has`], reading into the shared dictionary.
+    fn source_has(&mut self, i: usize, k: usize) -> Result<bool, Refused> {
+        let s = &mut self.sources[i];
+        std::mem::swap(&mut self.terms, &mut s.terms);
+        let got = s.has(k);
+        std::mem::swap(&mut self.terms, &mut s.terms);
+        self.peak_terms = self.peak_terms.max(self.terms.len());
+        got.map_err(|Refused(why)| Refused(format!("{}: {why}", self.paths[i])))
+    }
+
+    /// The events merged so far.
+    pub fn events(&self) -> usize {
+        self.sources.iter().map(Source::events).sum()
+    }
+
+    pub fn triples(&self) -> u64 {
+        self.sources.iter().map(Source::triples).sum()
+    }
+
+    /// (sweeps, the most terms held at once, seconds reading).
+    pub fn stats(&self) -> (u64, usize, f64) {
+        let read: f64 = self.sources.iter().map(|s| s.stats().2).sum();
+        (self.sweeps, self.peak_terms.max(self.terms.len()), read)
+    }
+
+    /// As [`Source::slower`], of any file.
+    pub fn slower(&mut self) -> Option<String> {
+        for (i, s) in self.sources.iter_mut().enumerate() {
+            if let Some(why) = s.slower() {
+                self.slow = Some(i);
+                return Some(format!("{}: {why}", self.paths[i]));
+            }
+        }
+        None
+    }
+
+    /// Every file read again from its start: the one rsep's own reader gave up by oxttl, the
+    /// others as they were read (the pinned terms keep their ids).
+    pub fn restart(&mut self) -> Result<(), String> {
+        for (i, s) in self.sources.iter_mut().enumerate() {
+            s.rewind(self.slow != Some(i))?;
+        }
+        self.slow = None;
+        self.order.clear();
+        self.base = 0;
+        self.next.iter_mut().for_each(|n| *n = 0);
+        self.released.iter_mut().for_each(|n| *n = 0);
+        self.ended.iter_mut().for_each(|e| *e = false);
+        self.sweep_keeping(&[]);
+        Ok(())
+    }
+
+    fn sweep_keeping(&mut self, held: &[TermId]) {
+        for s in &mut self.sources {
+            s.drop_released();
+        }
+        let mut live = vec![0u64; self.terms.slots().div_ceil(64)];
+        for &id in self.pinned.iter().chain(held) {
+            set(&mut live, id);
+        }
+        for s in &self.sources {
+            s.mark(&mut live);
+        }
+        self.terms.sweep(&live);
+        for s in &mut self.sources {
+            s.swept(&live, self.terms.len());
+        }
+        self.generation += 1;
+        self.sweeps += 1;
+    }
+}
+
+impl Feed for Merged {
+    fn has(&mut self, k: usize) -> Result<bool, Refused> {
+        while self.base + self.order.len() <= k {
+            // the earliest next event, the first stream's among equal times
+            let mut best: Option<(i64, usize)> = None;
+            for i in 0..self.sources.len() {
+                if self.ended[i] {
+                    continue;
+                }
+                if !self.source_has(i, self.next[i])? {
+                    self.ended[i] = true;
+                    continue;
+                }
+                let t = self.sources[i].time(self.next[i]);
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, i));
+                }
+            }
+            let Some((_, i)) = best else {
+                return Ok(false);
+            };
+            self.order.push_back((i, self.next[i]));
+            self.next[i] += 1;
+        }
+        if !self.holding && self.due() {
+            self.sweep_keeping(&[]);
+        }
+        Ok(true)
+    }
+    fn time(&self, k: usize) -> i64 {
+        let (i, e) = self.order[k - self.base];
+        self.sources[i].time(e)
+    }
+    fn triples_of(&self, k: usize) -> &[[TermId; 3]] {
+        let (i, e) = self.order[k - self.base];
+        self.sources[i].triples_of(e)
+    }
+    fn release(&mut self, below: usize) {
+        while self.base < below {
+            let Some((i, _)) = self.order.pop_front() else {
+                break;
+            };
+            self.released[i] += 1;
+            self.base += 1;
+        }
+        for (s, &r) in self.sources.iter_mut().zip(&self.released) {
+            s.release(r);
+        }
+    }
+    fn terms(&self) -> &Terms {
+        &self.terms
+    }
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+    fn whole(&self) -> bool {
+        false
+    }
+    fn hold(&mut self) {
+        self.holding = true;
+    }
+    fn due(&self) -> bool {
+        self.sources.iter().any(|s| s.due)
+    }
+    fn sweep_holding(&mut self, held: &[TermId]) {
+        self.sweep_keeping(held);
+    }
+}
+
+impl Streams for Merged {
+    fn stream(&self, k: usize) -> usize {
+        self.order[k - self.base].0
+    }
+    fn count(&self) -> usize {
+        self.sources.len()
+    }
+}
+
 /// What a [`Source`] reads: a file, or standard input (not a regular file: read once),
 /// each byte read from it kept in a spool file (unlinked once made) so that a reading from
 /// the start reads it again, and so that the caller can hand what was read to today's path
@@ -531,8 +824,16 @@ impl Source {
 
     /// Read again from the file's start, by oxttl (the pinned terms keep their ids).
     pub fn restart(&mut self) -> Result<(), String> {
+        self.rewind(false)?;
+        self.sweep();
+        Ok(())
+    }
+
+    /// Back to the file's start, nothing read (by rsep's own reader first, if `fast` and
+    /// the reading was); the dictionary not swept.
+    fn rewind(&mut self, fast: bool) -> Result<(), String> {
         self.file.rewind().map_err(|e| e.to_string())?;
-        self.fast = false;
+        self.fast = fast && self.fast;
         self.reader = Reader::new(&self.points, Vec::new(), false);
         self.declared = Declared::default();
         self.parser = Parser::new(self.opts.format);
@@ -548,7 +849,6 @@ impl Source {
         self.records = 0;
         self.released = 0;
         self.triples_before = 0;
-        self.sweep();
         Ok(())
     }
 
@@ -797,15 +1097,26 @@ impl Source {
         for &id in self.pinned.iter().chain(held) {
             set(&mut live, id);
         }
+        self.mark(&mut live);
+        self.terms.sweep(&live);
+        self.swept(&live, self.terms.len());
+    }
+
+    /// Set the bits of the ids the events still held refer to (and the graph being read).
+    fn mark(&self, live: &mut Vec<u64>) {
         for t in &self.reader.ev.triples {
             for &id in t {
-                set(&mut live, id);
+                set(live, id);
             }
         }
         if let Some(g) = self.reader.current() {
-            set(&mut live, g);
+            set(live, g);
         }
-        self.terms.sweep(&live);
+    }
+
+    /// The dictionary was swept keeping `live` (it holds `len` terms now): what this
+    /// reading keeps of ids forgets the others.
+    fn swept(&mut self, live: &[u64], len: usize) {
         for (w, l) in self
             .reader
             .seen
@@ -830,7 +1141,7 @@ impl Source {
         self.next_sweep = if self.opts.sweep == 0 {
             0
         } else {
-            self.opts.sweep.max(2 * self.terms.len())
+            self.opts.sweep.max(2 * len)
         };
     }
 }
@@ -1147,6 +1458,220 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Every merged event as (stream, time, its triples' terms), the files read in parts,
+    /// each event let go of at once (and the dictionary swept after every chunk).
+    fn merged_parts(
+        docs: &[String],
+        opts: Options,
+    ) -> Result<Vec<(usize, i64, Vec<String>)>, String> {
+        let files: Vec<_> = docs.iter().map(|d| file(d)).collect();
+        let paths: Vec<String> = files.iter().map(|f| f.as_str().to_owned()).collect();
+        let mut src = Merged::open(
+            &paths,
+            &vec![Format::TriG; paths.len()],
+            vec![PROV.into()],
+            1 << 26,
+            opts,
+        )?;
+        let pinned = src.pin(
+            oxrdf::NamedNode::new_unchecked("http://e/pinned")
+                .as_ref()
+                .into(),
+        );
+        let mut out = Vec::new();
+        let mut k = 0;
+        loop {
+            match src.has(k) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(Refused(why)) => {
+                    if src.slower().is_some() {
+                        src.restart()?;
+                        out.clear();
+                        k = 0;
+                        continue;
+                    }
+                    return Err(why);
+                }
+            }
+            let show = |id| src.terms().term(id).unwrap().to_string();
+            let ts = src
+                .triples_of(k)
+                .iter()
+                .map(|t| format!("{} {} {}", show(t[0]), show(t[1]), show(t[2])))
+                .collect();
+            out.push((src.stream(k), src.time(k), ts));
+            k += 1;
+            src.release(k);
+        }
+        assert_eq!(
+            src.terms().term(pinned).unwrap().to_string(),
+            "<http://e/pinned>"
+        );
+        assert_eq!(src.events(), out.len());
+        Ok(out)
+    }
+
+    fn merged_whole(docs: &[String]) -> Result<Vec<(usize, i64, Vec<String>)>, String> {
+        let mut terms = Terms::new();
+        let mut evs = Vec::new();
+        for d in docs {
+            evs.push(read_events(
+                d.as_bytes(),
+                &mut terms,
+                &[PROV.into()],
+                1 << 26,
+            )?);
+        }
+        let mut m = WholeMerge::new(evs.iter().collect(), &terms);
+        let show = |id| terms.term(id).unwrap().to_string();
+        let mut out = Vec::new();
+        let mut k = 0;
+        while m.has(k).unwrap() {
+            let ts = m
+                .triples_of(k)
+                .iter()
+                .map(|t| format!("{} {} {}", show(t[0]), show(t[1]), show(t[2])))
+                .collect();
+            out.push((m.stream(k), m.time(k), ts));
+            k += 1;
+        }
+        Ok(out)
+    }
+
+    /// Stream `name`'s file: `n` events, times from `times`, shared terms across files.
+    fn stream_doc(name: &str, times: &[i64]) -> String {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let mut doc = String::from("@prefix : <http://e/> .\n");
+        for (k, time) in times.iter().enumerate() {
+            doc += &format!(
+                ":{name}{k} {t} {time} .\n:{name}{k} {{ :s{} :p \"v{}\" .\n :s :q {k} }}\n",
+                k % 5,
+                time % 4
+            );
+            if k % 9 == 4 {
+                // the same graph's second block goes on its event
+                doc += &format!(":{name}{k} {{ :x :p :{name} }}\n");
+            }
+        }
+        doc
+    }
+
+    #[test]
+    fn merged_files_give_the_merge_of_the_whole_files() {
+        // equal times across the files (the first file's first), a file ending first, one
+        // with no events, one file alone
+        let a: Vec<i64> = (0..60).map(|k| k / 2).collect();
+        let b: Vec<i64> = (0..45).map(|k| 1 + (2 * k) / 3).collect();
+        let c: Vec<i64> = (0..20).map(|k| 3 * k).collect();
+        let sets = [
+            vec![
+                stream_doc("a", &a),
+                stream_doc("b", &b),
+                stream_doc("c", &c),
+            ],
+            vec![stream_doc("c", &c), stream_doc("a", &a)],
+            vec![stream_doc("b", &b), String::new(), stream_doc("a", &a)],
+            vec![stream_doc("a", &a)],
+        ];
+        for docs in &sets {
+            let want = merged_whole(docs).unwrap();
+            assert_eq!(
+                want.len(),
+                docs.iter()
+                    .map(|d| d.matches("{ :s").count())
+                    .sum::<usize>()
+            );
+            for fast in [true, false] {
+                assert_eq!(&merged_parts(docs, tiny(fast)).unwrap(), &want);
+                let opts = Options {
+                    fast,
+                    ..Options::default()
+                };
+                assert_eq!(&merged_parts(docs, opts).unwrap(), &want);
+            }
+        }
+        // a `}` line inside a block of the second file: rsep's reader gives that file up,
+        // every file is read again, that one by oxttl
+        let docs = [
+            stream_doc("a", &a),
+            stream_doc("b", &b).replace(":s :q 7 }", ":s :q 7 . # }\n}"),
+        ];
+        assert_eq!(
+            merged_parts(&docs, tiny(true)).unwrap(),
+            merged_whole(&docs).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_merged_files_refusal_is_its_own_and_names_it() {
+        let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+        let good = stream_doc("a", &[1, 2, 3, 4]);
+        let back = format!(
+            "<g:0> {t} 2 .\n<g:0> {{ <s:s> <p:p> 1 }}\n<g:1> {t} 1 .\n<g:1> {{ <s:s> <p:p> 1 }}\n"
+        );
+        for fast in [true, false] {
+            let got = merged_parts(&[good.clone(), back.clone()], tiny(fast)).unwrap_err();
+            assert!(
+                got.contains("a time before") && got.contains("rsep-source-"),
+                "{got}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_merge_holding_sweeps_only_when_asked_keeping_what_it_is_given() {
+        let docs: Vec<String> = (0..2)
+            .map(|i| {
+                let t = "<http://www.w3.org/ns/prov#generatedAtTime>";
+                let mut doc = String::new();
+                for k in 0..3000 {
+                    doc += &format!(
+                        "<g:{i}-{k}> {t} {k} .\n<g:{i}-{k}> {{ <s:s> <p:p> \"v{i}-{k}\" }}\n"
+                    );
+                }
+                doc
+            })
+            .collect();
+        let files: Vec<_> = docs.iter().map(|d| file(d)).collect();
+        let paths: Vec<String> = files.iter().map(|f| f.as_str().to_owned()).collect();
+        let opts = Options {
+            chunk: 512,
+            sweep: 64,
+            fast: true,
+        };
+        let mut src = Merged::open(
+            &paths,
+            &vec![Format::TriG; paths.len()],
+            vec![PROV.into()],
+            1 << 26,
+            opts,
+        )
+        .unwrap();
+        src.hold();
+        // the first event's object kept past its release, as an operator's state
+        assert!(src.has(0).unwrap());
+        let kept = src.triples_of(0)[0][2];
+        let mut k = 0;
+        let mut gen = src.generation();
+        while src.has(k).unwrap() {
+            assert_eq!(src.time(k), (k / 2) as i64);
+            assert_eq!(src.stream(k), k % 2);
+            assert_eq!(src.generation(), gen, "swept while reading on");
+            k += 1;
+            src.release(k);
+            if src.due() {
+                src.sweep_holding(&[kept]);
+                gen = src.generation();
+            }
+        }
+        assert_eq!(k, 6000);
+        let (sweeps, peak, _) = src.stats();
+        assert!(sweeps > 10, "{sweeps}");
+        assert!(peak < 3000, "{peak}");
+        assert_eq!(src.terms().term(kept).unwrap().to_string(), "\"v0-0\"");
     }
 
     #[test]

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from rsep.bench import queries as bq
 from rsep.bench import workloads
 from rsep.cli.main import main
+from rsep.stream import native as native_core
 from rsep.windows import native
 
 pytestmark = pytest.mark.skipif(native.available() is not None,
@@ -190,14 +191,9 @@ def all_three(tmp: Path, query: str, streams: list[tuple[str, str]], graph: bool
     return got
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(data=st.data(), sensors=st.integers(1, 4),
-       report=st.sampled_from([None, "window-close,non-empty"]),
-       fmt=st.sampled_from(["jsonl", "tsv"]), swap=st.booleans())
-def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   data: st.DataObject, sensors: int, report: str | None,
-                                   fmt: str, swap: bool) -> None:
+def drawn(tmp_path: Path, data: st.DataObject, sensors: int, report: str | None, fmt: str,
+          swap: bool) -> tuple[str, list[tuple[str, str]], list[str]]:
+    """A drawn query, its stream files (in the order given) and its options."""
     query, second = data.draw(queries())
     (tmp_path / "s1.trig").write_text(data.draw(stream("a", sensors)), encoding="utf-8")
     (tmp_path / "s2.trig").write_text(data.draw(stream("b", sensors)), encoding="utf-8")
@@ -207,11 +203,46 @@ def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         streams.append((S2, str(tmp_path / "s2.trig")))
     if swap:  # (the streams' order breaks ties between equal times)
         streams.reverse()
-    extra = (["--report", report] if report else []) + ["--format", fmt]
+    return query, streams, (["--report", report] if report else []) + ["--format", fmt]
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), sensors=st.integers(1, 4),
+       report=st.sampled_from([None, "window-close,non-empty"]),
+       fmt=st.sampled_from(["jsonl", "tsv"]), swap=st.booleans())
+def test_native_equals_todays_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   data: st.DataObject, sensors: int, report: str | None,
+                                   fmt: str, swap: bool) -> None:
+    query, streams, extra = drawn(tmp_path, data, sensors, report, fmt, swap)
     got = all_three(tmp_path, query, streams, "FROM <" in query, extra, monkeypatch)
     TAKEN[0 if got.refused else 1 if not got.rows else 2] += 1
     if got.refused:
         REFUSED[got.refused[:70]] += 1
+
+
+TINY = [0, 0, 0]  # runs read in parts of a few bytes, swept after each: as TAKEN
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), sensors=st.integers(1, 4),
+       report=st.sampled_from([None, "window-close,non-empty"]),
+       fmt=st.sampled_from(["jsonl", "tsv"]), swap=st.booleans(),
+       chunk=st.one_of(st.sampled_from([1, 300]), st.integers(1, 300)))
+def test_read_in_tiny_parts_with_constant_sweeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 data: st.DataObject, sensors: int,
+                                                 report: str | None, fmt: str, swap: bool,
+                                                 chunk: int) -> None:
+    # each file read a few bytes at a time, the dictionary swept after every part (ids freed
+    # and given again, values by id and terms' forms made again, aggregates' values the
+    # writer's own, the windows' solutions and the background's ids kept): today's output
+    query, streams, extra = drawn(tmp_path, data, sensors, report, fmt, swap)
+    with monkeypatch.context() as m:
+        m.setattr(native_core, "STREAM_CHUNK", chunk)
+        m.setattr(native_core, "SWEEP_TERMS", 0)
+        got = all_three(tmp_path, query, streams, "FROM <" in query, extra, monkeypatch)
+    TINY[0 if got.refused else 1 if not got.rows else 2] += 1
 
 
 def test_the_random_runs_were_mostly_native() -> None:
@@ -221,6 +252,7 @@ def test_the_random_runs_were_mostly_native() -> None:
     print(TAKEN, REFUSED.most_common())
     # (an eighth: at 60 examples a quarter failed CI's derandomized sequence, 14 of 60)
     assert empty + rows >= total // 2 and rows >= total // 8, TAKEN
+    assert TINY[1] + TINY[2] >= sum(TINY) // 2 and TINY[2] >= sum(TINY) // 8, TINY
 
 
 def observation(name: str, i: int, sensor: int, value: int) -> str:
@@ -339,20 +371,19 @@ def test_explain_says_the_join_takes_the_native_path(tmp_path: Path,
         in capsys.readouterr().out
 
 
-def test_files_over_the_readers_bound_together_run_as_today(
+def test_files_over_the_whole_file_readers_bound_run_natively(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rsep.stream import native as native_core
+    # (read in parts: the whole-file reader's bound is not the join's any more)
     (tmp_path / "s1.trig").write_text(stream_of("a", [
         (1, observation("a", 0, 0, 12)), (2, observation("a", 1, 0, 7))]), encoding="utf-8")
     (tmp_path / "s2.trig").write_text(stream_of("b", [(1, observation("b", 0, 0, 5))]),
                                       encoding="utf-8")
     (tmp_path / "kb.nt").write_text(f"<{E}sensor0> <{E}on> <{E}road0> .\n", encoding="utf-8")
-    # (each file under the bound, the two over it)
-    each = max((tmp_path / f).stat().st_size for f in ("s1.trig", "s2.trig"))
-    monkeypatch.setattr(native_core, "MAX_FILE_BYTES", each + 1)
+    monkeypatch.setattr(native_core, "MAX_FILE_BYTES", 16)
     streams = [(S1, str(tmp_path / "s1.trig")), (S2, str(tmp_path / "s2.trig"))]
     got = all_three(tmp_path, ROADS, streams, True, [], monkeypatch)
-    assert "bytes in all, over its" in got.refused
+    assert (got.refused, got.events, got.evaluations, got.rows) == ("", 3, 1, 1)
+
 
 
 def test_citybench_join_over_an_nquads_file_runs_natively(tmp_path: Path,

@@ -39,7 +39,7 @@ use crate::bgp::Op;
 use crate::dictionary::{TermId, Terms};
 use crate::epsparql::{arith, Arith};
 use crate::select::{json_string, Done, Refused, Slot};
-use crate::source::{Feed, Whole};
+use crate::source::{Streams, Whole};
 use crate::stream::Events;
 use hashbrown::{HashMap, HashSet};
 use oxrdf::{LiteralRef, TermRef};
@@ -204,6 +204,8 @@ pub struct Cmp {
 /// the FILTERs on those alone (`local`) and those reading earlier GPMs' (`stateful`).
 #[derive(Clone, Debug)]
 pub struct Gpm {
+    /// the stream whose events it matches (its place among the feed's streams)
+    pub stream: usize,
     pub patterns: Vec<[Slot; 3]>,
     pub binds: Vec<usize>,
     pub local: Vec<Cmp>,
@@ -585,7 +587,7 @@ fn extend(
 #[allow(clippy::too_many_arguments)]
 fn solve_alts(
     alts: &[Vec<(u64, Gpm)>],
-    triples: &[[TermId; 3]],
+    triples: &[Vec<[TermId; 3]>],
     vars: usize,
     values: &mut Values<'_>,
     scratch: &mut Vec<TermId>,
@@ -599,7 +601,7 @@ fn solve_alts(
                 sols.clear();
                 continue;
             }
-            solutions(g, triples, vars, values, scratch, found, sols)?;
+            solutions(g, &triples[g.stream], vars, values, scratch, found, sols)?;
             dead = sols.is_empty();
         }
     }
@@ -860,10 +862,18 @@ pub fn run(
 /// writer's and the comparisons' per-id caches made again after a sweep.
 pub fn run_on(
     spec: &Spec,
-    feed: &mut impl Feed,
+    feed: &mut impl Streams,
     out: &mut dyn Write,
 ) -> std::io::Result<Result<Done, Refused>> {
     let n = spec.gpms.len();
+    let gpm_streams = spec.gpms.iter().chain(&spec.negs).chain(
+        spec.atoms
+            .iter()
+            .flat_map(|a| a.alts.iter().flatten().map(|(_, g)| g)),
+    );
+    if gpm_streams.map(|g| g.stream).any(|s| s >= feed.count()) {
+        return Ok(Err(Refused("a GPM without its stream".into())));
+    }
     if n == 0
         || spec.vars == 0
         || spec.ops.len() != n
@@ -956,7 +966,7 @@ pub fn run_on(
     let mut stale: u64 = 0;
     let mut oldest = i64::MIN;
     let mut done = Done::default();
-    let mut triples: Vec<[TermId; 3]> = Vec::new();
+    let mut triples: Vec<Vec<[TermId; 3]>> = vec![Vec::new(); feed.count()];
     // per GPM: the instant's solutions (rows of every variable, one after the other),
     // buffers kept across instants
     let vars = spec.vars;
@@ -1010,11 +1020,14 @@ pub fn run_on(
     let mut k = 0;
     let mut held: Vec<TermId> = Vec::new();
     while has!(k) {
-        // an instant: the events of one time are one SPASEQ event (streamset.merge_events)
+        // an instant: each stream's events of one time are one SPASEQ event
+        // (streamset.merge_events), each GPM matched on its stream's
         let t = feed.time(k);
-        triples.clear();
+        for ts in &mut triples {
+            ts.clear();
+        }
         while has!(k) && feed.time(k) == t {
-            triples.extend_from_slice(feed.triples_of(k));
+            triples[feed.stream(k)].extend_from_slice(feed.triples_of(k));
             k += 1;
         }
         if feed.generation() != generation {
@@ -1076,7 +1089,7 @@ pub fn run_on(
             }
             let got = solutions(
                 g,
-                &triples,
+                &triples[g.stream],
                 vars,
                 &mut values,
                 &mut scratch,
@@ -1702,6 +1715,7 @@ mod tests {
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
         let gpm = |p: usize| Gpm {
+            stream: 0,
             patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
             binds: vec![0, p],
             local: vec![],
@@ -1832,6 +1846,7 @@ mod tests {
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
         let n = ops.len() + 1;
         let gpm = |p: usize| Gpm {
+            stream: 0,
             patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
             binds: vec![0, p],
             local: vec![],
@@ -2001,6 +2016,7 @@ mod tests {
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
         let g = |p: usize, op: Op| Gpm {
+            stream: 0,
             patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
             binds: vec![0, p],
             local: vec![],
@@ -2057,6 +2073,7 @@ mod tests {
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
         let g = |p: usize, op: Op| Gpm {
+            stream: 0,
             patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
             binds: vec![0, p],
             local: vec![],
@@ -2151,6 +2168,7 @@ mod tests {
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let price = terms.get(&oxrdf::NamedNode::new_unchecked("http://p/price").into());
         let g = |p: usize| Gpm {
+            stream: 0,
             patterns: vec![[Slot::Var(0), Slot::Const(price), Slot::Var(p)]],
             binds: vec![0, p],
             local: vec![],
@@ -2219,6 +2237,7 @@ mod tests {
         let mut terms = Terms::new();
         let ev = read_events(doc.as_bytes(), &mut terms, &[PROV.to_owned()], 1 << 26).unwrap();
         let g = Gpm {
+            stream: 0,
             patterns: vec![[Slot::Var(0), Slot::Var(1), Slot::Var(2)]],
             binds: vec![0, 1, 2],
             local: vec![],
@@ -2244,6 +2263,7 @@ mod tests {
         all(&g, &mut values, &mut out);
         assert_eq!(out.len(), 6); // 1 and 2, the repeated triple once
         let g = Gpm {
+            stream: 0,
             local: vec![Cmp {
                 left: Operand::Var(2),
                 op: Op::Gt,

@@ -795,6 +795,11 @@ impl StreamFiles {
         Ok(self.inner.pin(t.as_ref()))
     }
 
+    /// As intern (Stream.id's name).
+    fn id(&mut self, term: &str) -> PyResult<TermId> {
+        self.intern(term)
+    }
+
     /// The background graph: its triples (subject, predicate, object in N-Triples syntax,
     /// the object in the form pyoxigraph's store gives it), in rsep's order, de-duplicated;
     /// their terms never swept.
@@ -962,14 +967,31 @@ fn join_window(
         },
     };
     let StreamFiles { inner, graph } = &mut *input;
+    let graph = &*graph;
+    run_files(py, out_path, inner, |src, out| {
+        crate::join::run_on(&spec, src, graph, out)
+    })
+}
+
+/// [`run_stream`] over several files merged ([`StreamFiles`]): a file rsep's own reader gave
+/// up has every file read again from its start (that one by oxttl), the operator run again.
+fn run_files(
+    py: Python<'_>,
+    out_path: &str,
+    src: &mut Merged,
+    run: impl Fn(
+            &mut Merged,
+            &mut std::io::BufWriter<std::fs::File>,
+        ) -> std::io::Result<Result<Done, Refused>>
+        + Send
+        + Sync,
+) -> PyResult<(String, u64, u64)> {
     let got = py.detach(|| loop {
         let file = std::fs::File::create(out_path)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let r = crate::select::unpanicked(|| crate::join::run_on(&spec, inner, graph, &mut out))?;
-        if r.is_err() && inner.slower().is_some() {
-            // rsep's own reader gave a file up: every file is read again from its start
-            // (that one by oxttl), the operator runs again and what it wrote is written again
-            inner.restart().map_err(std::io::Error::other)?;
+        let r = crate::select::unpanicked(|| run(src, &mut out))?;
+        if r.is_err() && src.slower().is_some() {
+            src.restart().map_err(std::io::Error::other)?;
             continue;
         }
         std::io::Write::flush(&mut out)?;
@@ -990,12 +1012,14 @@ fn join_window(
 /// (N-Triples), `+`, `-`, `*` on the two before.
 type PyOperand = Vec<String>;
 /// A SPASEQ GPM: (triple patterns, the variables it binds, its FILTERs on those alone,
-/// its FILTERs reading earlier GPMs' variables), each FILTER a conjunction of comparisons.
+/// its FILTERs reading earlier GPMs' variables, the stream it reads: its place among the
+/// streams given), each FILTER a conjunction of comparisons.
 type PyGpm = (
     Vec<[PySlot; 3]>,
     Vec<usize>,
     Vec<(PyOperand, String, PyOperand)>,
     Vec<(PyOperand, String, PyOperand)>,
+    usize,
 );
 
 /// A SPASEQ state's atom: (Kleene+, its leaf key, the variables each iteration binds
@@ -1014,7 +1038,8 @@ type PyAtom = (
     bool,
 );
 
-/// Run a SPASEQ chain (native/src/chain.rs) over a [`Stream`], read as the engine goes,
+/// Run a SPASEQ chain (native/src/chain.rs) over a [`Stream`] or, each GPM on its own
+/// stream's events, over [`StreamFiles`] (one file a stream), read as the engine goes,
 /// writing to `out_path` in `format` (jsonl, tsv, or events: rsep bench's worker's): (the
 /// refusal's reason or "", instants, rows written); on a refusal, what was written is to
 /// be thrown away.
@@ -1022,7 +1047,7 @@ type PyAtom = (
 #[allow(clippy::too_many_arguments)]
 fn chain_stream(
     py: Python<'_>,
-    mut src: PyRefMut<'_, Stream>,
+    src: &Bound<'_, PyAny>,
     gpms: Vec<PyGpm>,
     ops: Vec<String>,
     atoms: Vec<PyAtom>,
@@ -1098,12 +1123,13 @@ fn chain_stream(
             _ => Err(bad(format!("a slot ({kind:?}, {n:?})"))),
         }
     };
-    let gpm = |(patterns, binds, local, stateful): &PyGpm| -> PyResult<Gpm> {
+    let gpm = |(patterns, binds, local, stateful, stream): &PyGpm| -> PyResult<Gpm> {
         let mut pats = Vec::new();
         for p in patterns {
             pats.push([slot(&p[0])?, slot(&p[1])?, slot(&p[2])?]);
         }
         Ok(Gpm {
+            stream: *stream,
             patterns: pats,
             binds: binds.iter().map(|&v| var(v)).collect::<PyResult<_>>()?,
             local: cmps(local)?,
@@ -1171,6 +1197,12 @@ fn chain_stream(
             _ => return Err(bad(format!("a format {format:?}"))),
         },
     };
+    if let Ok(mut files) = src.cast::<StreamFiles>().map(Bound::borrow_mut) {
+        return run_files(py, out_path, &mut files.inner, |src, out| {
+            crate::chain::run_on(&spec, src, out)
+        });
+    }
+    let mut src = src.cast::<Stream>()?.borrow_mut();
     run_stream(py, out_path, &mut src, |src, out| {
         crate::chain::run_on(&spec, src, out)
     })

@@ -441,6 +441,24 @@ impl Streams for Merged {
     }
 }
 
+impl Streams for Whole<'_> {
+    fn stream(&self, _k: usize) -> usize {
+        0
+    }
+    fn count(&self) -> usize {
+        1
+    }
+}
+
+impl Streams for Source {
+    fn stream(&self, _k: usize) -> usize {
+        0
+    }
+    fn count(&self) -> usize {
+        1
+    }
+}
+
 /// What a [`Source`] reads: a file, or standard input (not a regular file: read once),
 /// each byte read from it kept in a spool file (unlinked once made) so that a reading from
 /// the start reads it again, and so that the caller can hand what was read to today's path

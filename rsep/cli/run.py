@@ -468,11 +468,11 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
     lim = engine.limits
     target = args.output if args.output is not None else None
     through = _through(sink)
-    if through is not None and getattr(plan, "join", None) is None:
+    if through is not None and getattr(plan, "join", None) is None and len(args.stream) == 1:
         return _native_through(args, engine, files, tc, sink, dead, native, plan, through)
-    # (the join, or an output with no file descriptor of its own) the results are written
-    # beside the output and renamed onto it, in one step; a device, FIFO or link is written
-    # through, from a temporary file of the system's
+    # (the join, several streams, or an output with no file descriptor of its own) the
+    # results are written beside the output and renamed onto it, in one step; a device,
+    # FIFO or link is written through, from a temporary file of the system's
     beside = target is not None and (_regular(target) or not os.path.lexists(target))
     fd, tmp = tempfile.mkstemp(prefix=".rsep-native-", suffix=".jsonl",
                                dir=os.path.dirname(os.path.abspath(target))
@@ -483,6 +483,11 @@ def _native_run(args: argparse.Namespace, engine: Engine, files: list, tc: TimeC
             got = native.run_join(plan, rt.query, args.stream, engine.graphs, tc.point,  # type: ignore[attr-defined]
                                   files[0].max_record, engine.time_unit_ms,
                                   lim.max_window_triples, lim.max_results, tmp, args.format)
+        elif len(args.stream) > 1:
+            # (a SPASEQ query over several streams: rsep.spaseq.native's refusal took it)
+            got = native.run_streams(plan, rt.query, args.stream, tc.point,  # type: ignore[attr-defined]
+                                     files[0].max_record, engine.time_unit_ms,
+                                     lim.max_window_triples, lim.max_results, tmp, args.format)
         else:
             got = native.run(plan, rt.query, args.stream[0][1], tc.point, files[0].max_record,  # type: ignore[attr-defined]
                              engine.time_unit_ms, lim.max_window_triples, lim.max_results, tmp,

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
@@ -71,6 +71,7 @@ from rsep.algebra.spaseq import GPM, And, AtomKind, BopNode, Leaf, Or, SpaseqQue
 from rsep.sparql.matcher import Canon
 from rsep.sparql.numeric import Cmp, Operand, numeric_conjunction
 from rsep.stream import native as native_core
+from rsep.stream.files import StreamFile
 from rsep.stream.native import Outcome as Outcome
 from rsep.stream.native import core as core
 from rsep.stream.time import TimeError, TimeKind
@@ -88,8 +89,8 @@ _SELECT = {Strategy.STRICT: ",", Strategy.NEXT: ";", Strategy.ANY: ":"}
 # per position: ("var", number) or ("term", the term in N-Triples syntax)
 Slots = tuple[tuple[str, int | str], ...]
 # a GPM: (triple patterns, the variables it binds, its FILTERs on those alone, its FILTERs
-# reading earlier GPMs' variables)
-NativeGpm = tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...]]
+# reading earlier GPMs' variables, the IRI of the stream whose events it matches)
+NativeGpm = tuple[tuple[Slots, ...], tuple[int, ...], tuple[Cmp, ...], tuple[Cmp, ...], str]
 # a state's atom: (Kleene+, its leaf key, the variables each iteration binds afresh, the
 # selected ones of those in name order with their names, the GPM's name, the negated GPMs
 # just before it: their numbers in ``negs``, and a conjunction's or disjunction's
@@ -106,8 +107,34 @@ def available() -> str | None:
 
 def refusal(queries: Sequence[object], files: Sequence[object]) -> str | None:
     """Why a run of these registered queries over these stream readers does not take the
-    native path, or None (rsep.stream.native.refusal's rules, as rsep.windows.native's)."""
+    native path, or None (rsep.stream.native.refusal's rules, as rsep.windows.native's; a
+    query over several streams: one TriG file read as a file for each of its streams, and
+    no other, as rsep.windows.native's join)."""
+    plan = getattr(queries[0], "native", None) if len(queries) == 1 else None
+    if isinstance(plan, NativePlan) and len(streams_of(plan)) > 1:
+        missing = available()
+        if missing is not None:
+            return missing
+        if any(type(f) is not StreamFile or f.fmt != "trig" or f.text is not None
+               for f in files):
+            return "a stream that is not a TriG file"
+        if any(str(f.path) == "/dev/stdin" for f in files if isinstance(f, StreamFile)):
+            # (a late refusal must run today's path over what was read: the merge of
+            # several files keeps no spool of standard input)
+            return "standard input (several streams are read from regular files)"
+        given = [f.stream for f in files if isinstance(f, StreamFile)]
+        if len(set(given)) != len(given) or set(given) != set(streams_of(plan)):
+            return "not one stream file for each stream the query reads, and no other"
+        if any(f.time.in_graph for f in files if isinstance(f, StreamFile)):
+            return "times not read from the default graph's point-time triples"
+        return None
     return native_core.refusal(queries, files, "not a SPASEQ query", available())
+
+
+def streams_of(plan: NativePlan) -> list[str]:
+    """The IRIs of the streams the plan's GPMs read, once each."""
+    gs = [*plan.gpms, *plan.negs, *(g for a in plan.atoms for alt in a[6] for _, g in alt)]
+    return list(dict.fromkeys(g[4] for g in gs))
 
 
 @dataclass(frozen=True)
@@ -168,8 +195,6 @@ def native_plan(query: SpaseqQuery, gpm: GPMEvaluator, options: NFAOptions,
     general = bool(kleene) or negated or any(op is Strategy.ANY for op in seq.ops) \
         or any(not isinstance(a.body, Leaf) or a.kind is AtomKind.OPTIONAL for a in atoms_)
     lazy_expiry = general and not options.window_pushing
-    if len(set(query.streams.values())) != 1:
-        return "several streams"
     if trace is not None:
         return "a trace of the runs"
     if not options.chain or options.max_matches is not None:
@@ -330,7 +355,7 @@ def _compile(g: GPM, gpm: GPMEvaluator, numbers: dict[str, int], bound_before: s
         if isinstance(got, str):
             return f"GPM {g.name}: FILTER {f.text}: {got}"
         stateful += got
-    return (tuple(patterns), tuple(own), tuple(local), tuple(stateful)), names
+    return (tuple(patterns), tuple(own), tuple(local), tuple(stateful), g.stream), names
 
 
 def _conjunction(e: Expression, numbers: dict[str, int], bound: set[str]
@@ -379,21 +404,63 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     # read in parts as the engine goes (native/src/source.rs): literals pyoxigraph's store
     # reads back in another form are replaced by their stored form as they come, as today's
     # path matches, compares and writes them
+    if len(streams_of(plan)) > 1:
+        return Outcome("several streams (run_streams reads them)")
     src, why = native_core.open_stream(path, points, max_record, Canon().term, False)
     if src is None:
         return Outcome(why)
+    refused, evaluations, rows = _chain(plan, query, src, [iri for iri in streams_of(plan)],
+                                        window, fmt, out_path)
+    return native_core.finished(src, refused, evaluations, rows)
 
+
+def run_streams(plan: NativePlan, query: SpaseqQuery, paths: Sequence[tuple[str, str]],
+                points: tuple[str, ...], max_record: int, time_unit_ms: int | None,
+                max_window_triples: int, max_results: int, out_path: str,
+                fmt: str = "jsonl") -> Outcome:
+    """:func:`run` over the stream files ``paths`` ((stream IRI, path), one for each stream
+    the query reads), merged by time as today's path merges them, each GPM matched on its
+    own stream's events of an instant (NFAEngine's and ChainEngine's ``evs[stream]``)."""
+    if fmt == "tsv" and {"time", "op"} & {name for name, _ in plan.project}:
+        return Outcome("a column named time or op in --format tsv")
+    window = None
+    if query.within is not None:
+        try:
+            window = query.within.units(TimeKind.ABSTRACT, time_unit_ms)
+        except TimeError as e:
+            return Outcome(f"WITHIN: {e}")
+        if window <= 0:
+            return Outcome("WITHIN of no time")
+    try:
+        src = core().open_streams([path for _, path in paths], list(points), max_record,
+                                  native_core.STREAM_CHUNK, native_core.SWEEP_TERMS)
+    except ValueError as e:
+        return Outcome(f"the native reader does not take {e}")
+    canon = Canon()
+    src.set_forms(lambda unsure: native_core.forms(unsure, canon.term), False)
+    refused, evaluations, rows = _chain(plan, query, src, [iri for iri, _ in paths], window,
+                                        fmt, out_path)
+    if refused:
+        return Outcome(refused)
+    return Outcome("", len(src), src.triples(), evaluations, rows, src.stats()[2])
+
+
+def _chain(plan: NativePlan, query: SpaseqQuery, src: Any, order: list[str],
+           window: int | None, fmt: str, out_path: str) -> tuple[str, int, int]:
+    """rsep._core.chain_stream of the plan over ``src`` (a Stream, or StreamFiles of the
+    streams ``order`` names, in that order)."""
     def ids(g: NativeGpm) -> tuple:
-        patterns, binds, local, stateful = g
+        patterns, binds, local, stateful, stream = g
         return ([[("var", v) if kind == "var" else ("id", src.id(str(v))) for kind, v in tp]
-                 for tp in patterns], list(binds), list(local), list(stateful))
+                 for tp in patterns], list(binds), list(local), list(stateful),
+                order.index(stream))
 
     gpms = [ids(g) for g in plan.gpms]
-    refused, evaluations, rows = core().chain_stream(
+    got: tuple[str, int, int] = core().chain_stream(
         src, gpms, list(plan.ops),
         [(k, key, list(d), list(sh), name, list(f), [[(lk, ids(g)) for lk, g in alt] for alt in alts],
           opt) for k, key, d, sh, name, f, alts, opt in plan.atoms],
         [ids(g) for g in plan.negs], plan.vars,
         plan.partition, window, query.issued_at, list(plan.project), plan.distinct,
         (plan.max_runs, plan.max_instant, plan.lazy_expiry), fmt, out_path)
-    return native_core.finished(src, refused, evaluations, rows)
+    return got

@@ -590,18 +590,29 @@ def test_skip_till_any_limits_run_as_today(tmp_path: Path,
         both(tmp_path, ANY, s, ["--max-matches", "2"], monkeypatch).refused
 
 
-def test_several_streams_and_traces_run_as_today(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_streams_are_taken_and_traces_run_as_today(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (several streams: test_spaseq_native_streams.py has their property tests)
     two = RISE.replace(f"FROM STREAM S1 <{STREAM}>",
                        f"FROM STREAM S1 <{STREAM}> FROM STREAM S2 <http://e/t>")
     two = two.replace("B ON S1", "B ON S2")
     (tmp_path / "q.rq").write_text(two, encoding="utf-8")
     (tmp_path / "s.trig").write_text(prices("1", "2"), encoding="utf-8")
-    native.LAST = None
-    assert main(["run", str(tmp_path / "q.rq"), "--stream", f"{STREAM}={tmp_path / 's.trig'}",
-                 "--stream", f"http://e/t={tmp_path / 's.trig'}", "-q", "-o",
-                 str(tmp_path / "o")]) == 0
-    assert native.LAST is not None and native.LAST.refused == "several streams"
+    outs = []
+    for env in ({}, {"RSEP_PURE": "1"}):
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            native.LAST = None
+            assert main(["run", str(tmp_path / "q.rq"), "--stream",
+                         f"{STREAM}={tmp_path / 's.trig'}", "--stream",
+                         f"http://e/t={tmp_path / 's.trig'}", "-q", "-o",
+                         str(tmp_path / "o")]) == 0
+            outs.append((tmp_path / "o").read_bytes())
+            if not env:
+                assert native.LAST is not None and native.LAST.refused == "", native.LAST
+    # A's 1 at 0 (the first stream), B's 2 at 1 (the second's)
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) == 1, outs
     got = both(tmp_path, RISE, prices("1", "2"), ["--trace", "c=<http://e/a>"], monkeypatch)
     assert got.refused
 

@@ -771,4 +771,163 @@ mod tests {
             format!("time\top\t?r\t?n\n2\tinsert\t<e:r0>\t\"1\"^^{int}\n")
         );
     }
+
+    #[test]
+    fn read_in_parts_and_swept_it_writes_what_the_whole_files_give() {
+        use crate::source::{Feed, Merged, Options};
+        // two streams of observations of sensors (a new value term each), equal times across
+        // them; the sensors on roads in the background; ?o1 e:by ?s1 . ?o1 e:v ?v1 (w1) .
+        // ?o2 e:by ?s2 (w2) . ?s1 e:on ?r . ?s2 e:on ?r, GROUP BY ?r COUNT(*) and MAX(?v1)
+        let doc = |name: &str, n: usize, every: usize| {
+            let mut d = String::new();
+            for k in 0..n {
+                d += &format!(
+                    "<g:{name}{k}> {T} {} .\n<g:{name}{k}> {{ <e:{name}{k}> <e:by> <e:x{}> . \
+                     <e:{name}{k}> <e:v> {k} }}\n",
+                    k / every,
+                    k % 3
+                );
+            }
+            d
+        };
+        let docs = [doc("a", 300, 2), doc("b", 200, 3)];
+        let paths: Vec<String> = (0..2)
+            .map(|i| {
+                std::env::temp_dir()
+                    .join(format!("rsep-join-{}-{i}.trig", std::process::id()))
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        for (p, d) in paths.iter().zip(&docs) {
+            std::fs::write(p, d).unwrap();
+        }
+        let named = |s: &str| oxrdf::Term::from(oxrdf::NamedNode::new_unchecked(s));
+        let spec_of = |by: TermId, v: TermId, on: TermId, r2s: R2s| {
+            let check = Check {
+                consts: [None, None, None],
+                tracked: vec![],
+            };
+            let window = |stream: usize, patterns: Vec<[Slot; 3]>| Window {
+                range: 6,
+                offset: 0,
+                right_closed: true,
+                stream,
+                patterns,
+                checks: vec![check.clone()],
+                filters: vec![],
+            };
+            Spec {
+                step: 2,
+                origin: 0,
+                non_empty: false,
+                r2s,
+                windows: vec![
+                    window(
+                        0,
+                        vec![
+                            [Slot::Var(0), Slot::Const(Some(by)), Slot::Var(1)],
+                            [Slot::Var(0), Slot::Const(Some(v)), Slot::Var(5)],
+                        ],
+                    ),
+                    window(1, vec![[Slot::Var(2), Slot::Const(Some(by)), Slot::Var(3)]]),
+                ],
+                background: vec![
+                    [Slot::Var(1), Slot::Const(Some(on)), Slot::Var(4)],
+                    [Slot::Var(3), Slot::Const(Some(on)), Slot::Var(4)],
+                ],
+                vars: 6,
+                filters: vec![],
+                group: Some(Grouping {
+                    keys: vec![4],
+                    aggs: vec![
+                        Agg {
+                            kind: AggKind::Count,
+                            var: None,
+                            separator: String::new(),
+                        },
+                        Agg {
+                            kind: AggKind::Max,
+                            var: Some(5),
+                            separator: String::new(),
+                        },
+                    ],
+                    implicit: false,
+                }),
+                project: vec![
+                    ("r".into(), Col::Var(Some(4))),
+                    ("n".into(), Col::Agg(0)),
+                    ("m".into(), Col::Agg(1)),
+                ],
+                max_window_triples: 1 << 20,
+                max_results: 1 << 20,
+                tsv: false,
+            }
+        };
+        let sensors = ["e:x0", "e:x1", "e:x2"];
+        let roads = ["e:r0", "e:r1", "e:r0"];
+        for r2s in [R2s::RStream, R2s::IStream, R2s::DStream] {
+            let mut terms = Terms::new();
+            let points = ["http://www.w3.org/ns/prov#generatedAtTime".to_owned()];
+            let evs: Vec<Events> = docs
+                .iter()
+                .map(|d| read_events(d.as_bytes(), &mut terms, &points, 1 << 26).unwrap())
+                .collect();
+            let (by, v, on) = (
+                iri(&mut terms, "e:by"),
+                iri(&mut terms, "e:v"),
+                iri(&mut terms, "e:on"),
+            );
+            let graph: Vec<[TermId; 3]> = sensors
+                .iter()
+                .zip(roads)
+                .map(|(x, r)| [iri(&mut terms, x), on, iri(&mut terms, r)])
+                .collect();
+            let mut want = Vec::new();
+            let done = run(
+                &spec_of(by, v, on, r2s),
+                &[&evs[0], &evs[1]],
+                &graph,
+                &terms,
+                &mut want,
+            )
+            .unwrap()
+            .unwrap();
+            assert!(done.rows > 20, "{done:?}");
+            for chunk in [1, 7, 300] {
+                let opts = Options {
+                    chunk,
+                    sweep: 0,
+                    fast: true,
+                };
+                let mut src = Merged::open(&paths, points.to_vec(), 1 << 26, opts).unwrap();
+                let (by, v, on) = (
+                    src.pin(named("e:by").as_ref()),
+                    src.pin(named("e:v").as_ref()),
+                    src.pin(named("e:on").as_ref()),
+                );
+                let graph: Vec<[TermId; 3]> = sensors
+                    .iter()
+                    .zip(roads)
+                    .map(|(x, r)| [src.pin(named(x).as_ref()), on, src.pin(named(r).as_ref())])
+                    .collect();
+                let mut got = Vec::new();
+                let again = run_on(&spec_of(by, v, on, r2s), &mut src, &graph, &mut got)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(again, done);
+                assert_eq!(
+                    String::from_utf8(got).unwrap(),
+                    String::from_utf8(want.clone()).unwrap()
+                );
+                // swept at every close: the terms held are the windows', not the files'
+                let (sweeps, _, _) = src.stats();
+                assert!(sweeps > 50, "{sweeps}");
+                assert!(src.terms().len() < 200, "{}", src.terms().len());
+            }
+        }
+        for p in &paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }

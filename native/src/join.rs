@@ -899,8 +899,11 @@ mod tests {
                     chunk,
                     sweep: 0,
                     fast: true,
+                    ..Options::default()
                 };
-                let mut src = Merged::open(&paths, points.to_vec(), 1 << 26, opts).unwrap();
+                let formats = vec![crate::reader::Format::TriG; paths.len()];
+                let mut src =
+                    Merged::open(&paths, &formats, points.to_vec(), 1 << 26, opts).unwrap();
                 let (by, v, on) = (
                     src.pin(named("e:by").as_ref()),
                     src.pin(named("e:v").as_ref()),

@@ -1314,16 +1314,14 @@ mod tests {
         for k in 0..30_000 {
             doc += &format!("<g:{k}> {t} {k} .\n<g:{k}> {{ <s:s> <p:p> \"v{k}\" }}\n");
         }
-        // the first chunk ending in a `}` line inside a block (a comment): rsep's reader
-        // gives the input up, oxttl reads it again from its start
-        // (a comment line first, padded so that the line across the chunk's end is a block's)
-        let (mut pad, mut at) = (0, 0);
-        while !doc[..at].ends_with('}') {
-            pad += 1;
-            at = memchr::memchr(b'\n', &doc.as_bytes()[CHUNK - pad - 2..]).unwrap() + CHUNK
-                - pad
-                - 2;
-        }
+        // the first read (a pipe's chunk: its whole lines) ending in a `}` line inside a
+        // block (a comment): rsep's reader gives the input up, oxttl reads it again from its
+        // start (a comment line first, padded so that the first read's last line is that
+        // one: `# }`'s line end at byte READ - 1)
+        const READ: usize = 1 << 16;
+        let at = memchr::memrchr(b'\n', &doc.as_bytes()[..READ - 100]).unwrap();
+        assert!(doc[..at].ends_with('}'));
+        let pad = READ - 5 - at;
         let doc = format!(
             "#{}\n{} # }}\n}}{}",
             " ".repeat(pad),
@@ -1659,6 +1657,7 @@ mod tests {
             chunk: 512,
             sweep: 64,
             fast: true,
+            ..Options::default()
         };
         let mut src = Merged::open(
             &paths,

@@ -391,16 +391,9 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     match's events' times, as rsep bench's worker writes them); or say why not (then
     ``out_path`` holds nothing to keep). The signature is rsep.windows.native.run's, which
     rsep.cli.run calls alike; the window limits do not bound a SPASEQ run."""
-    if fmt == "tsv" and {"time", "op"} & {name for name, _ in plan.project}:
-        return Outcome("a column named time or op in --format tsv")
-    window = None
-    if query.within is not None:
-        try:
-            window = query.within.units(TimeKind.ABSTRACT, time_unit_ms)
-        except TimeError as e:
-            return Outcome(f"WITHIN: {e}")
-        if window <= 0:
-            return Outcome("WITHIN of no time")
+    window = _window(plan, query, fmt, time_unit_ms)
+    if isinstance(window, Outcome):
+        return window
     # read in parts as the engine goes (native/src/source.rs): literals pyoxigraph's store
     # reads back in another form are replaced by their stored form as they come, as today's
     # path matches, compares and writes them
@@ -414,13 +407,10 @@ def run(plan: NativePlan, query: SpaseqQuery, path: str, points: tuple[str, ...]
     return native_core.finished(src, refused, evaluations, rows)
 
 
-def run_streams(plan: NativePlan, query: SpaseqQuery, paths: Sequence[tuple[str, str]],
-                points: tuple[str, ...], max_record: int, time_unit_ms: int | None,
-                max_window_triples: int, max_results: int, out_path: str,
-                fmt: str = "jsonl") -> Outcome:
-    """:func:`run` over the stream files ``paths`` ((stream IRI, path), one for each stream
-    the query reads), merged by time as today's path merges them, each GPM matched on its
-    own stream's events of an instant (NFAEngine's and ChainEngine's ``evs[stream]``)."""
+def _window(plan: NativePlan, query: SpaseqQuery, fmt: str, time_unit_ms: int | None
+            ) -> int | None | Outcome:
+    """WITHIN in the stream's abstract time (None: no WITHIN), or the refusal of a run in
+    ``fmt`` or of its WITHIN."""
     if fmt == "tsv" and {"time", "op"} & {name for name, _ in plan.project}:
         return Outcome("a column named time or op in --format tsv")
     window = None
@@ -431,6 +421,19 @@ def run_streams(plan: NativePlan, query: SpaseqQuery, paths: Sequence[tuple[str,
             return Outcome(f"WITHIN: {e}")
         if window <= 0:
             return Outcome("WITHIN of no time")
+    return window
+
+
+def run_streams(plan: NativePlan, query: SpaseqQuery, paths: Sequence[tuple[str, str]],
+                points: tuple[str, ...], max_record: int, time_unit_ms: int | None,
+                max_window_triples: int, max_results: int, out_path: str,
+                fmt: str = "jsonl") -> Outcome:
+    """:func:`run` over the stream files ``paths`` ((stream IRI, path), one for each stream
+    the query reads), merged by time as today's path merges them, each GPM matched on its
+    own stream's events of an instant (NFAEngine's and ChainEngine's ``evs[stream]``)."""
+    window = _window(plan, query, fmt, time_unit_ms)
+    if isinstance(window, Outcome):
+        return window
     try:
         src = core().open_streams([path for _, path in paths], list(points), max_record,
                                   native_core.STREAM_CHUNK, native_core.SWEEP_TERMS)

@@ -50,8 +50,8 @@ def test_explain_spaseq_prints_the_automaton(capsys, tmp_path):
     out = capsys.readouterr().out
     assert out.startswith("SEQ (A; B+, C)") and "x0 (initial)  waits for A" in out
     assert "\nengine: NFA_scep (Algorithms 1-9)\n" in out  # B+ needs the general engine
-    # (Kleene+ runs natively now; this query reads three streams)
-    assert "\nnative: not taken: several streams" in out
+    # (Kleene+ and several streams run natively now; this query's GPMs read a background GRAPH)
+    assert "\nnative: not taken: GPM A: a background GRAPH" in out
     assert main(["explain", str(ROOT / "docs" / "examples" / "spaseq.rq")]) == 0
     out = capsys.readouterr().out
     assert "\nengine: chain (plain GPMs under , and ;: each run is one path)\n" in out
